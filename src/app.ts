@@ -1,0 +1,67 @@
+// Builds the Fastify app as a plugin tree; it never listens (see server.ts). Load
+// order: external plugins → app plugins (tenancy, auth, errors) → routes.
+import { fileURLToPath } from "node:url";
+import cookie from "@fastify/cookie";
+import formbody from "@fastify/formbody";
+import fastifyStatic from "@fastify/static";
+import view from "@fastify/view";
+import { Eta } from "eta";
+import Fastify, { type FastifyInstance } from "fastify";
+import type { Config } from "./config.ts";
+import { createPrisma, type PrismaClient } from "./db/prisma.ts";
+import auth from "./plugins/auth.ts";
+import errors from "./plugins/errors.ts";
+import prismaPlugin from "./plugins/prisma.ts";
+import tenancy from "./plugins/tenancy.ts";
+import authRoutes from "./routes/auth.ts";
+import healthRoutes from "./routes/health.ts";
+import pageRoutes from "./routes/pages.ts";
+
+export interface AppOptions {
+  config: Config;
+  /** Shared client (tests); otherwise the app creates and closes its own. */
+  prisma?: PrismaClient;
+  logger?: boolean;
+}
+
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const { config } = opts;
+  const app = Fastify({
+    logger:
+      opts.logger === false
+        ? false
+        : { level: config.LOG_LEVEL, redact: ["req.headers.authorization", "req.headers.cookie"] },
+    bodyLimit: 256 * 1024,
+    trustProxy: config.NODE_ENV === "production",
+  });
+  const secure = config.PUBLIC_SCHEME === "https";
+
+  await app.register(prismaPlugin, {
+    prisma: opts.prisma ?? createPrisma(config.DATABASE_URL),
+    owned: !opts.prisma,
+  });
+  await app.register(cookie, { secret: config.SESSION_SECRET });
+  await app.register(formbody);
+  await app.register(view, {
+    engine: {
+      eta: new Eta({
+        views: fileURLToPath(new URL("./views", import.meta.url)),
+        cache: config.NODE_ENV === "production",
+      }),
+    },
+    root: fileURLToPath(new URL("./views", import.meta.url)),
+  });
+  await app.register(fastifyStatic, {
+    root: fileURLToPath(new URL("../public", import.meta.url)),
+    prefix: "/assets/",
+  });
+
+  await app.register(errors);
+  await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
+  await app.register(auth, { secure });
+
+  await app.register(healthRoutes);
+  await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, secure });
+  await app.register(pageRoutes);
+  return app;
+}

@@ -1,0 +1,51 @@
+// The one place that reads the environment. Parsed once at start; every problem is
+// printed together and the process exits, so a misconfigured deploy fails loudly.
+import { z } from "zod";
+
+const schema = z.object({
+  NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
+  HOST: z.string().default("127.0.0.1"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  BASE_DOMAIN: z.string().min(1).default("localhost"),
+  PUBLIC_SCHEME: z.enum(["http", "https"]).default("http"),
+  DATABASE_URL: z.string().url().default("postgresql://postgres@127.0.0.1:5432/cadre"),
+  REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9_-]+$/i, "letters, digits, _ and - only")
+    .default("cadre"),
+  SESSION_SECRET: z
+    .string()
+    .min(32, "at least 32 characters")
+    .default("dev-only-session-secret-change-me-0123456789"),
+  SESSION_TTL_HOURS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(24 * 14),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export type Config = z.infer<typeof schema>;
+
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`Invalid configuration:\n${lines.join("\n")}`);
+  }
+  const config = result.data;
+  if (config.NODE_ENV === "production" && config.SESSION_SECRET.startsWith("dev-only")) {
+    throw new Error("Invalid configuration:\n  SESSION_SECRET: must be set in production");
+  }
+  return config;
+}
+
+export function loadConfig(): Config {
+  try {
+    return parseConfig(process.env);
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(1);
+  }
+}

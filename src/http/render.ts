@@ -1,0 +1,74 @@
+// Turns registry results into a reply in the negotiated format. Markdown answers
+// carry `Vary: Accept` because the same URL also serves HTML.
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { escapeHtml, type FormState, markdownToHtml, renderPageHtml } from "../services/registry/html.ts";
+import { breadcrumbLine, renderPageMarkdown } from "../services/registry/markdown.ts";
+import type { ActionDef, Crumb, PageView } from "../services/registry/types.ts";
+import type { Format } from "./format.ts";
+
+export interface PageReply {
+  status: number;
+  format: Format;
+  path: string;
+  view: PageView;
+  actions: ActionDef[];
+  notice?: string;
+  secret?: string;
+  state?: FormState;
+  location?: string;
+}
+
+export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: PageReply) {
+  reply.code(r.status).header("Vary", "Accept");
+  if (r.location) reply.header("Location", r.location);
+  if (r.format === "markdown") {
+    const notice = [r.notice, r.secret ? `Your new token: \`${r.secret}\`` : undefined]
+      .filter(Boolean)
+      .join("\n\n");
+    return reply
+      .type("text/markdown; charset=utf-8")
+      .send(renderPageMarkdown(r.view, r.actions, r.path, notice || undefined));
+  }
+  const { content, actions } = renderPageHtml(r.view, r.actions, {
+    path: r.path,
+    csrf: req.csrfToken,
+    state: r.state,
+  });
+  return sendLayout(req, reply, {
+    title: r.view.title,
+    breadcrumb: r.view.breadcrumb,
+    content,
+    actions,
+    notice: r.notice,
+    secret: r.secret,
+  });
+}
+
+export interface LayoutData {
+  title: string;
+  breadcrumb: Crumb[];
+  content: string;
+  actions?: string;
+  notice?: string;
+  secret?: string;
+  error?: boolean;
+}
+
+export async function sendLayout(req: FastifyRequest, reply: FastifyReply, d: LayoutData) {
+  const html = await req.server.view("layout.eta", {
+    ...d,
+    breadcrumbHtml: d.breadcrumb.length ? markdownToHtml(breadcrumbLine(d.breadcrumb)) : "",
+    tenant: req.tenant ?? null,
+    actor: req.actor ?? null,
+    csrf: req.csrfToken,
+    unread: req.actor ? await unreadCount(req) : 0,
+    escape: escapeHtml,
+  });
+  return reply.type("text/html; charset=utf-8").send(html);
+}
+
+async function unreadCount(req: FastifyRequest): Promise<number> {
+  return req.server.prisma.notification.count({
+    where: { userId: req.actor!.id, tenantId: req.tenant!.id, dismissedAt: null },
+  });
+}

@@ -1,0 +1,27 @@
+// The one job contract: queue names, the payload of each job, and default options.
+// Jobs carry ids, never data; job ids are deterministic so a re-delivery is a no-op.
+import { type ConnectionOptions, Queue, type QueueOptions } from "bullmq";
+
+export const QUEUE_NAMES = ["events"] as const;
+export type QueueName = (typeof QUEUE_NAMES)[number];
+
+export interface JobPayloads {
+  events: { eventId: string };
+}
+
+export const defaultJobOptions: QueueOptions["defaultJobOptions"] = {
+  attempts: 5,
+  backoff: { type: "exponential", delay: 1000 },
+  removeOnComplete: { age: 3600, count: 10_000 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+};
+
+export type Queues = { [K in QueueName]: Queue<JobPayloads[K]> };
+
+export function createQueues(connection: ConnectionOptions, prefix: string): Queues {
+  return { events: new Queue<JobPayloads["events"]>("events", { connection, prefix, defaultJobOptions }) };
+}
+
+export async function closeQueues(queues: Queues): Promise<void> {
+  await Promise.all(Object.values(queues).map((q) => q.close()));
+}

@@ -1,0 +1,59 @@
+// Typed errors thrown by services; one error handler maps them to a status and a body
+// in the request's format.
+
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(message = "Not found") {
+    super(404, message);
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(message: string) {
+    super(403, message);
+  }
+}
+
+export class UnauthorizedError extends AppError {
+  constructor(message = "Log in, or send `Authorization: Bearer <token>`.") {
+    super(401, message);
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(message: string) {
+    super(409, message);
+  }
+}
+
+export class ServiceUnavailableError extends AppError {
+  constructor(message: string) {
+    super(503, message);
+  }
+}
+
+export interface Issue {
+  field: string;
+  message: string;
+}
+
+export class ValidationError extends AppError {
+  constructor(
+    readonly issues: Issue[],
+    message = "Invalid parameters",
+  ) {
+    super(
+      400,
+      `${message}: ${issues.map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; ")}`,
+    );
+  }
+}

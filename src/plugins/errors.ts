@@ -1,0 +1,81 @@
+// One error handler: typed service errors become their status with a body in the
+// request's format; anything unexpected is logged and answered as a bare 500.
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import { negotiate } from "../http/format.ts";
+import { sendLayout } from "../http/render.ts";
+import { AppError, NotFoundError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
+import { escapeHtml } from "../services/registry/html.ts";
+
+const TITLES: Record<number, string> = {
+  400: "Bad request",
+  401: "Not signed in",
+  403: "Not allowed",
+  404: "Not found",
+  405: "Method not allowed",
+  409: "Conflict",
+  413: "Too large",
+  415: "Unsupported body",
+  429: "Too many requests",
+  500: "Something went wrong",
+  503: "Temporarily unavailable",
+};
+
+export function errorMarkdown(status: number, message: string, err?: unknown): string {
+  const lines = [`# Error ${status}: ${TITLES[status] ?? "Error"}`, ""];
+  if (err instanceof ValidationError) {
+    lines.push(
+      "Invalid parameters:",
+      "",
+      ...err.issues.map((i) => `- ${i.field ? `\`${i.field}\`: ` : ""}${i.message}`),
+    );
+  } else lines.push(message);
+  return `${lines.join("\n")}\n`;
+}
+
+export async function sendError(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  message: string,
+  err?: unknown,
+) {
+  const { format } = negotiate(req, (req.url.split("?")[0] ?? "/") as string);
+  reply.code(status).header("Vary", "Accept");
+  if (format === "markdown")
+    return reply.type("text/markdown; charset=utf-8").send(errorMarkdown(status, message, err));
+  if (status === 401 && req.method === "GET" && req.tenant)
+    return reply.redirect(`/login?next=${encodeURIComponent(req.url)}`, 303);
+  const body =
+    err instanceof ValidationError
+      ? `<ul class="errors">${err.issues.map((i) => `<li>${i.field ? `<strong>${escapeHtml(i.field)}</strong>: ` : ""}${escapeHtml(i.message)}</li>`).join("")}</ul>`
+      : `<p>${escapeHtml(message)}</p>`;
+  if (!req.tenant)
+    return reply
+      .type("text/html; charset=utf-8")
+      .send(`<!doctype html><title>${status}</title><h1>${status} ${TITLES[status] ?? ""}</h1>${body}`);
+  return sendLayout(req, reply, {
+    title: `${TITLES[status] ?? "Error"}`,
+    breadcrumb: [{ label: "Home", path: "/" }, { label: `Error ${status}` }],
+    content: `${body}<p><a href="/">Back to the start</a></p>`,
+    error: true,
+  });
+}
+
+export default fp(
+  async (app) => {
+    app.setErrorHandler(async (error: FastifyError, req, reply) => {
+      if (error instanceof AppError) return sendError(req, reply, error.status, error.message, error);
+      const status = error.statusCode ?? 500;
+      if (status >= 400 && status < 500) return sendError(req, reply, status, error.message);
+      req.log.error({ err: error }, "unhandled error");
+      return sendError(req, reply, 500, `Something went wrong on our side (request ${req.id}).`);
+    });
+    app.setNotFoundHandler(async (req, reply) =>
+      sendError(req, reply, 404, new NotFoundError(`No page at ${req.url}`).message),
+    );
+  },
+  { name: "errors" },
+);
+
+export { UnauthorizedError };

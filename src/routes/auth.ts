@@ -1,0 +1,92 @@
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { negotiate } from "../http/format.ts";
+import { sendLayout } from "../http/render.ts";
+import { verifyPassword } from "../services/passwords.ts";
+import { escapeHtml } from "../services/registry/html.ts";
+import { createSession, deleteSession, SESSION_COOKIE } from "../services/sessions.ts";
+
+const loginBody = z.object({
+  email: z.string().trim().toLowerCase().max(200),
+  password: z.string().max(1000),
+  next: z.string().max(2000).optional(),
+  _csrf: z.string().optional(),
+});
+
+/** Only local paths: `next` must never send someone to another site after logging in. */
+function safeNext(next: string | undefined): string {
+  return next && /^\/(?!\/)[^\\]*$/.test(next) && !next.startsWith("/login") ? next : "/";
+}
+
+function loginForm(csrf: string, next: string, email = "", error = ""): string {
+  return `<div class="login">
+${error ? `<div class="form-errors" role="alert">${escapeHtml(error)}</div>` : ""}
+<form method="post" action="/login" class="action-form">
+<input type="hidden" name="_csrf" value="${escapeHtml(csrf)}">
+<input type="hidden" name="next" value="${escapeHtml(next)}">
+<div class="field"><label for="email">Email</label><input type="email" id="email" name="email" value="${escapeHtml(email)}" autocomplete="username" required autofocus></div>
+<div class="field"><label for="password">Password</label><input type="password" id="password" name="password" autocomplete="current-password" required></div>
+<button type="submit">Log in</button>
+</form>
+<p class="hint">Agents and scripts use a personal API token instead: <code>Authorization: Bearer &lt;token&gt;</code>.</p>
+</div>`;
+}
+
+export default async function authRoutes(app: FastifyInstance, opts: { ttlHours: number; secure: boolean }) {
+  app.get("/login", async (req, reply) => {
+    const next = safeNext((req.query as { next?: string }).next);
+    if (negotiate(req, "/login").format === "markdown") {
+      return reply
+        .type("text/markdown; charset=utf-8")
+        .header("Vary", "Accept")
+        .send(
+          "# Log in\n\nPeople log in in the browser. Agents and scripts send a personal API token: `Authorization: Bearer <token>` (create one under your settings).\n\n## Actions\n\n_No actions on this page._\n",
+        );
+    }
+    if (req.actor) return reply.redirect(next, 303);
+    return sendLayout(req, reply, {
+      title: `Log in to ${req.tenant!.name}`,
+      breadcrumb: [],
+      content: loginForm(req.csrfToken, next),
+    });
+  });
+
+  app.post("/login", async (req, reply) => {
+    const parsed = loginBody.safeParse(req.body ?? {});
+    const body = parsed.success ? parsed.data : { email: "", password: "", next: "/" };
+    const next = safeNext(body.next);
+    const user = body.email
+      ? await app.prisma.user.findUnique({
+          where: { tenantId_email: { tenantId: req.tenant!.id, email: body.email } },
+        })
+      : null;
+    const ok = await verifyPassword(
+      body.password,
+      user?.kind === "person" && !user.archivedAt ? user.passwordHash : null,
+    );
+    if (!user || !ok) {
+      reply.code(401);
+      return sendLayout(req, reply, {
+        title: `Log in to ${req.tenant!.name}`,
+        breadcrumb: [],
+        content: loginForm(req.csrfToken, next, body.email, "Wrong email or password."),
+      });
+    }
+    const { token, expiresAt } = await createSession(app.prisma, req.tenant!.id, user.id, opts.ttlHours);
+    reply.setCookie(SESSION_COOKIE, token, {
+      path: "/",
+      httpOnly: true,
+      sameSite: "lax",
+      secure: opts.secure,
+      signed: true,
+      expires: expiresAt,
+    });
+    return reply.redirect(next, 303);
+  });
+
+  app.post("/logout", async (req, reply) => {
+    if (req.sessionId) await deleteSession(app.prisma, req.sessionId);
+    reply.clearCookie(SESSION_COOKIE, { path: "/" });
+    return reply.redirect("/login", 303);
+  });
+}

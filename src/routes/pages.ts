@@ -1,0 +1,133 @@
+// The one HTTP adapter for every registry page and action:
+//   GET  <page>                  the page (HTML, or markdown by Accept / `.md`)
+//   GET  <page>/actions/<name>   what the action takes
+//   POST <page>/actions/<name>   run it with a JSON or form body
+// Validation lives in each action's zod schema inside the registry, shared with the
+// internal markdown API, so the routes declare only the envelope.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import { type Format, isFormBody, negotiate } from "../http/format.ts";
+import { sendLayout, sendPage } from "../http/render.ts";
+import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
+import { registry } from "../services/catalog.ts";
+import { actionForm, escapeHtml, type FormState } from "../services/registry/html.ts";
+import { renderActionMarkdown } from "../services/registry/markdown.ts";
+import type { Ctx, Query } from "../services/registry/types.ts";
+
+const FLASH_COOKIE = "cadre_flash";
+const bodySchema = z.record(z.string(), z.unknown());
+
+function splitAction(path: string): { page: string; action: string } | null {
+  const segs = path.split("/").filter(Boolean);
+  if (segs.length < 2 || segs[segs.length - 2] !== "actions") return null;
+  return { page: `/${segs.slice(0, -2).join("/")}`, action: segs[segs.length - 1]! };
+}
+
+function ctxOf(req: FastifyRequest): Ctx {
+  if (!req.actor || !req.tenant) throw new UnauthorizedError();
+  return { db: req.server.prisma, tenant: req.tenant, actor: req.actor };
+}
+
+function parseUrl(url: string): { path: string; query: Query } {
+  const u = new URL(url, "http://x");
+  return { path: decodeURIComponent(u.pathname), query: Object.fromEntries(u.searchParams) };
+}
+
+function takeFlash(req: FastifyRequest, reply: FastifyReply): string | undefined {
+  const raw = req.cookies[FLASH_COOKIE];
+  if (!raw) return undefined;
+  reply.clearCookie(FLASH_COOKIE, { path: "/" });
+  const v = req.unsignCookie(raw);
+  return v.valid && v.value ? v.value : undefined;
+}
+
+async function showPage(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  format: Format,
+  url: string,
+  extra: { status?: number; notice?: string; secret?: string; state?: FormState; location?: string } = {},
+) {
+  const { path, query } = parseUrl(url);
+  const { view, actions } = await registry.view(ctxOf(req), path, query);
+  return sendPage(req, reply, { status: extra.status ?? 200, format, path, view, actions, ...extra });
+}
+
+export default async function pageRoutes(app: FastifyInstance) {
+  app.get("/*", async (req, reply) => {
+    const raw = parseUrl(req.url);
+    const { format, path } = negotiate(req, raw.path);
+    const ctx = ctxOf(req);
+    const target = splitAction(path);
+    if (target) {
+      const { action, resolved } = await registry.describe(ctx, target.page, target.action);
+      const view = await resolved.page.render(ctx, resolved.scope, {});
+      if (format === "markdown")
+        return reply
+          .header("Vary", "Accept")
+          .type("text/markdown; charset=utf-8")
+          .send(renderActionMarkdown(action, target.page, view.breadcrumb));
+      return sendLayout(req, reply, {
+        title: action.description,
+        breadcrumb: [
+          ...view.breadcrumb.slice(0, -1),
+          { label: view.title, path: target.page },
+          { label: action.name },
+        ],
+        content: `<p>Action <code>${action.name}</code> on <a href="${escapeHtml(target.page)}">${escapeHtml(view.title)}</a>.</p>${actionForm(action, { path: target.page, csrf: req.csrfToken })}`,
+      });
+    }
+    const query = new URLSearchParams(raw.query as Record<string, string>).toString();
+    return showPage(req, reply, format, `${path}${query ? `?${query}` : ""}`, {
+      notice: takeFlash(req, reply),
+    });
+  });
+
+  app.post("/*", async (req, reply) => {
+    const { format, path } = negotiate(req, parseUrl(req.url).path);
+    const target = splitAction(path);
+    if (!target)
+      throw new AppError(405, `POST goes to an action: ${path === "/" ? "" : path}/actions/<name>`);
+    const ctx = ctxOf(req);
+    const parsed = bodySchema.safeParse(req.body ?? {});
+    if (!parsed.success)
+      throw new ValidationError([{ field: "", message: "the body must be a JSON object or a form" }]);
+    const { _csrf, _submit, ...body } = parsed.data;
+    const form = isFormBody(req);
+    try {
+      const outcome = await registry.run(ctx, target.page, target.action, body, { form });
+      // Browsers get Post/Redirect/Get so a reload never re-submits; a one-time secret
+      // is rendered directly instead, so it never travels in a cookie.
+      if (format === "html" && form && !outcome.secret) {
+        if (outcome.notice)
+          reply.setCookie(FLASH_COOKIE, outcome.notice, {
+            path: "/",
+            httpOnly: true,
+            sameSite: "lax",
+            signed: true,
+          });
+        return reply.redirect(outcome.location, 303);
+      }
+      return showPage(req, reply, format, outcome.location, {
+        status: outcome.status,
+        notice: outcome.notice || undefined,
+        secret: outcome.secret,
+        location: outcome.status === 201 ? outcome.location : undefined,
+      });
+    } catch (err) {
+      // A person who made a mistake in a form sees the same page again, with their input and what was wrong.
+      if (format === "html" && form && err instanceof AppError && err.status < 500 && err.status !== 401) {
+        const issues = err instanceof ValidationError ? err.issues : [{ field: "", message: err.message }];
+        try {
+          return await showPage(req, reply, format, target.page, {
+            status: err.status,
+            state: { action: target.action, values: body, issues },
+          });
+        } catch {
+          throw err;
+        }
+      }
+      throw err;
+    }
+  });
+}

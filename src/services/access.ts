@@ -1,0 +1,51 @@
+// Loading what an actor may see. Every lookup is keyed by tenant and, for studio
+// content, by the actor's membership: anything else is a 404, never a 403, so ids of
+// other tenants' or other studios' objects reveal nothing.
+import { NotFoundError } from "../lib/errors.ts";
+import type { Ctx, StudioScope } from "./registry/types.ts";
+
+export async function loadStudio(ctx: Ctx, handle: string): Promise<StudioScope> {
+  const studio = await ctx.db.studio.findUnique({
+    where: { tenantId_handle: { tenantId: ctx.tenant.id, handle } },
+    include: { members: { where: { userId: ctx.actor.id } } },
+  });
+  const membership = studio?.members[0];
+  if (!studio || !membership) throw new NotFoundError(`No studio ${handle}`);
+  const { members: _m, ...rest } = studio;
+  return { ...rest, role: membership.role };
+}
+
+export async function loadNote(ctx: Ctx, studio: StudioScope, id: string) {
+  const note = await ctx.db.note.findFirst({ where: { id, studioId: studio.id, tenantId: ctx.tenant.id } });
+  if (!note) throw new NotFoundError(`No note ${id} in ${studio.handle}`);
+  return note;
+}
+
+export async function loadDecision(ctx: Ctx, studio: StudioScope, id: string) {
+  const decision = await ctx.db.decision.findFirst({
+    where: { id, studioId: studio.id, tenantId: ctx.tenant.id },
+  });
+  if (!decision) throw new NotFoundError(`No decision ${id} in ${studio.handle}`);
+  return decision;
+}
+
+export async function loadCommitment(ctx: Ctx, studio: StudioScope, id: string) {
+  const c = await ctx.db.commitment.findFirst({
+    where: { id, studioId: studio.id, tenantId: ctx.tenant.id },
+  });
+  if (!c) throw new NotFoundError(`No commitment ${id} in ${studio.handle}`);
+  return c;
+}
+
+export async function loadUser(ctx: Ctx, handle: string) {
+  const user = await ctx.db.user.findUnique({
+    where: { tenantId_handle: { tenantId: ctx.tenant.id, handle } },
+  });
+  if (!user) throw new NotFoundError(`No user @${handle}`);
+  return user;
+}
+
+export function requireScope<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`page scope is missing ${what}`);
+  return value;
+}

@@ -1,0 +1,62 @@
+import { z } from "zod";
+import { ValidationError } from "../../lib/errors.ts";
+import { newId } from "../../lib/ids.ts";
+import { requireScope } from "../access.ts";
+import { commentChain } from "../comments.ts";
+import { emitEvent } from "../events.ts";
+import { defineAction, type Scope } from "../registry/types.ts";
+import { idSchema, longText } from "../validation.ts";
+
+function subjectOf(scope: Scope) {
+  if (scope.note) return { type: "note" as const, id: scope.note.id, path: "notes" };
+  if (scope.decision) return { type: "decision" as const, id: scope.decision.id, path: "decisions" };
+  if (scope.commitment) return { type: "commitment" as const, id: scope.commitment.id, path: "commitments" };
+  throw new Error("add_comment needs a note, decision or commitment in scope");
+}
+
+export const addComment = defineAction({
+  name: "add_comment",
+  description: "Comment here, or reply to a comment",
+  params: z.object({
+    text: longText(10_000, "markdown; @handle mentions someone"),
+    reply_to: idSchema.optional().describe("id of the comment you are replying to"),
+  }),
+  writes: true,
+  async execute(ctx, p, scope) {
+    const studio = requireScope(scope.studio, "studio");
+    const subject = subjectOf(scope);
+    if (p.reply_to) {
+      const parent = await ctx.tx.comment.findFirst({
+        where: { id: p.reply_to, tenantId: ctx.tenant.id, subjectType: subject.type, subjectId: subject.id },
+      });
+      if (!parent)
+        throw new ValidationError([{ field: "reply_to", message: "no such comment on this page" }]);
+    }
+    const comment = await ctx.tx.comment.create({
+      data: {
+        id: newId(),
+        tenantId: ctx.tenant.id,
+        studioId: studio.id,
+        authorId: ctx.actor.id,
+        subjectType: subject.type,
+        subjectId: subject.id,
+        parentId: p.reply_to ?? null,
+        text: p.text,
+      },
+    });
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "comment.created",
+      studioId: studio.id,
+      subjectType: "comment",
+      subjectId: comment.id,
+      parentChain: await commentChain(ctx.tx, comment.parentId, subject.type, subject.id),
+    });
+    return {
+      status: 201,
+      location: `/studios/${studio.handle}/${subject.path}/${subject.id}`,
+      notice: p.reply_to ? "Reply posted" : "Comment posted",
+    };
+  },
+});

@@ -1,0 +1,91 @@
+import { z } from "zod";
+import { ConflictError } from "../../lib/errors.ts";
+import { newId } from "../../lib/ids.ts";
+import { requireScope } from "../access.ts";
+import { emitEvent } from "../events.ts";
+import { defineAction } from "../registry/types.ts";
+import { optionalText, text } from "../validation.ts";
+
+export const createCommitment = defineAction({
+  name: "create_commitment",
+  description: "Propose a commitment that becomes active once enough people join",
+  params: z.object({
+    title: text(200),
+    critical_mass: z
+      .number()
+      .int("a whole number")
+      .min(1, "at least 1")
+      .max(10_000, "at most 10000")
+      .describe("how many people must join"),
+    description: optionalText(10_000, "what joining means").meta({ multiline: true }),
+  }),
+  writes: true,
+  async execute(ctx, p, scope) {
+    const studio = requireScope(scope.studio, "studio");
+    const c = await ctx.tx.commitment.create({
+      data: {
+        id: newId(),
+        tenantId: ctx.tenant.id,
+        studioId: studio.id,
+        authorId: ctx.actor.id,
+        title: p.title,
+        description: p.description ?? "",
+        criticalMass: p.critical_mass,
+      },
+    });
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "commitment.created",
+      studioId: studio.id,
+      subjectType: "commitment",
+      subjectId: c.id,
+    });
+    return {
+      status: 201,
+      location: `/studios/${studio.handle}/commitments/${c.id}`,
+      notice: "Commitment proposed",
+    };
+  },
+});
+
+export const joinCommitment = defineAction({
+  name: "join_commitment",
+  description: "Join this commitment",
+  params: z.object({}),
+  writes: true,
+  async execute(ctx, _p, scope) {
+    const studio = requireScope(scope.studio, "studio");
+    const c = requireScope(scope.commitment, "commitment");
+    // Lock the commitment so concurrent joins see each other and activation happens exactly once.
+    await ctx.tx.$queryRaw`SELECT id FROM commitments WHERE id = ${c.id} FOR UPDATE`;
+    const created = await ctx.tx.commitmentParticipant.createMany({
+      data: [{ commitmentId: c.id, userId: ctx.actor.id, tenantId: ctx.tenant.id }],
+      skipDuplicates: true,
+    });
+    if (!created.count) throw new ConflictError("You have already joined this commitment");
+    const path = `/studios/${studio.handle}/commitments/${c.id}`;
+    const event = {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      studioId: studio.id,
+      subjectType: "commitment",
+      subjectId: c.id,
+    };
+    await emitEvent(ctx.tx, { ...event, type: "commitment.joined" });
+    const current = await ctx.tx.commitment.findUniqueOrThrow({
+      where: { id: c.id },
+      include: { _count: { select: { participants: true } } },
+    });
+    if (!current.activatedAt && current._count.participants >= current.criticalMass) {
+      await ctx.tx.commitment.update({ where: { id: c.id }, data: { activatedAt: new Date() } });
+      await emitEvent(ctx.tx, { ...event, type: "commitment.activated" });
+      return {
+        status: 200,
+        location: path,
+        notice: "You joined — critical mass reached, the commitment is active",
+      };
+    }
+    return { status: 200, location: path, notice: "You joined" };
+  },
+});

@@ -1,0 +1,153 @@
+import { z } from "zod";
+import { ConflictError, ValidationError } from "../../lib/errors.ts";
+import { newId } from "../../lib/ids.ts";
+import { requireScope } from "../access.ts";
+import { emitEvent } from "../events.ts";
+import { defineAction } from "../registry/types.ts";
+import { idSchema, longText, optionalText, text } from "../validation.ts";
+
+const MAX_OPTIONS = 50;
+
+export const createDecision = defineAction({
+  name: "create_decision",
+  description: "Ask the studio to decide something",
+  params: z.object({
+    question: text(300),
+    description: optionalText(10_000, "context; @handle mentions someone").meta({ multiline: true }),
+    options: longText(5_000, "one option per line").optional(),
+  }),
+  writes: true,
+  async execute(ctx, p, scope) {
+    const studio = requireScope(scope.studio, "studio");
+    const titles = [
+      ...new Set(
+        (p.options ?? "")
+          .split(/\r?\n/)
+          .map((t) => t.trim())
+          .filter(Boolean),
+      ),
+    ];
+    const tooLong = titles.find((t) => t.length > 200);
+    if (tooLong)
+      throw new ValidationError([{ field: "options", message: "each option is at most 200 characters" }]);
+    if (titles.length > MAX_OPTIONS)
+      throw new ValidationError([{ field: "options", message: `at most ${MAX_OPTIONS} options` }]);
+    const decision = await ctx.tx.decision.create({
+      data: {
+        id: newId(),
+        tenantId: ctx.tenant.id,
+        studioId: studio.id,
+        authorId: ctx.actor.id,
+        question: p.question,
+        description: p.description ?? "",
+        options: {
+          create: titles.map((title) => ({
+            id: newId(),
+            tenantId: ctx.tenant.id,
+            authorId: ctx.actor.id,
+            title,
+          })),
+        },
+      },
+    });
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "decision.created",
+      studioId: studio.id,
+      subjectType: "decision",
+      subjectId: decision.id,
+    });
+    return {
+      status: 201,
+      location: `/studios/${studio.handle}/decisions/${decision.id}`,
+      notice: "Decision created",
+    };
+  },
+});
+
+export const addOption = defineAction({
+  name: "add_option",
+  description: "Add an option to this decision",
+  params: z.object({ title: text(200) }),
+  writes: true,
+  async execute(ctx, p, scope) {
+    const studio = requireScope(scope.studio, "studio");
+    const decision = requireScope(scope.decision, "decision");
+    const count = await ctx.tx.decisionOption.count({ where: { decisionId: decision.id } });
+    if (count >= MAX_OPTIONS) throw new ConflictError(`This decision already has ${MAX_OPTIONS} options`);
+    const created = await ctx.tx.decisionOption.createMany({
+      data: [
+        {
+          id: newId(),
+          tenantId: ctx.tenant.id,
+          decisionId: decision.id,
+          authorId: ctx.actor.id,
+          title: p.title,
+        },
+      ],
+      skipDuplicates: true,
+    });
+    if (!created.count) throw new ConflictError(`An option “${p.title}” already exists`);
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "option.added",
+      studioId: studio.id,
+      subjectType: "decision",
+      subjectId: decision.id,
+      payload: { title: p.title },
+    });
+    return {
+      status: 201,
+      location: `/studios/${studio.handle}/decisions/${decision.id}`,
+      notice: "Option added",
+    };
+  },
+});
+
+export const vote = defineAction({
+  name: "vote",
+  description: "Vote on an option: accept it, prefer it, or both",
+  params: z.object({
+    option_id: idSchema.describe("the option's id, from the results table"),
+    accept: z.boolean().describe("you could live with this option"),
+    prefer: z.boolean().describe("this is one of your favourites"),
+  }),
+  writes: true,
+  async execute(ctx, p, scope) {
+    const studio = requireScope(scope.studio, "studio");
+    const decision = requireScope(scope.decision, "decision");
+    const option = await ctx.tx.decisionOption.findFirst({
+      where: { id: p.option_id, decisionId: decision.id },
+    });
+    if (!option)
+      throw new ValidationError([{ field: "option_id", message: "no such option on this decision" }]);
+    await ctx.tx.vote.upsert({
+      where: { optionId_userId: { optionId: option.id, userId: ctx.actor.id } },
+      create: {
+        optionId: option.id,
+        userId: ctx.actor.id,
+        decisionId: decision.id,
+        tenantId: ctx.tenant.id,
+        accepted: p.accept,
+        preferred: p.prefer,
+      },
+      update: { accepted: p.accept, preferred: p.prefer },
+    });
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "vote.cast",
+      studioId: studio.id,
+      subjectType: "decision",
+      subjectId: decision.id,
+      payload: { optionId: option.id, accept: p.accept, prefer: p.prefer },
+    });
+    return {
+      status: 200,
+      location: `/studios/${studio.handle}/decisions/${decision.id}`,
+      notice: `Vote recorded for “${option.title}”`,
+    };
+  },
+});

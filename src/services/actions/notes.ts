@@ -1,0 +1,132 @@
+import { z } from "zod";
+import { ValidationError } from "../../lib/errors.ts";
+import { newId } from "../../lib/ids.ts";
+import { requireScope } from "../access.ts";
+import { emitEvent } from "../events.ts";
+import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { longText, optionalText } from "../validation.ts";
+
+const notePath = (scope: Scope) => `/studios/${scope.studio!.handle}/notes/${scope.note!.id}`;
+const authorOrAdmin = (ctx: Ctx, scope: Scope) =>
+  scope.note?.authorId === ctx.actor.id || scope.studio?.role === "admin"
+    ? null
+    : "only the author or a studio admin can do this";
+
+export const createNote = defineAction({
+  name: "create_note",
+  description: "Post a note in this studio",
+  params: z.object({
+    text: longText(20_000, "markdown; @handle mentions someone"),
+    title: optionalText(200),
+  }),
+  writes: true,
+  async execute(ctx, p, scope) {
+    const studio = requireScope(scope.studio, "studio");
+    const note = await ctx.tx.note.create({
+      data: {
+        id: newId(),
+        tenantId: ctx.tenant.id,
+        studioId: studio.id,
+        authorId: ctx.actor.id,
+        title: p.title ?? "",
+        text: p.text,
+      },
+    });
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "note.created",
+      studioId: studio.id,
+      subjectType: "note",
+      subjectId: note.id,
+    });
+    return { status: 201, location: `/studios/${studio.handle}/notes/${note.id}`, notice: "Note posted" };
+  },
+});
+
+export const updateNote = defineAction({
+  name: "update_note",
+  description: "Edit this note's title or text",
+  params: z.object({ text: longText(20_000).optional(), title: optionalText(200) }),
+  writes: true,
+  available: (ctx, scope) =>
+    scope.note?.authorId === ctx.actor.id ? null : "only the author can edit a note",
+  async execute(ctx, p, scope) {
+    const note = requireScope(scope.note, "note");
+    if (p.text === undefined && p.title === undefined)
+      throw new ValidationError([{ field: "", message: "give a text or a title to change" }]);
+    await ctx.tx.note.update({
+      where: { id: note.id },
+      data: {
+        ...(p.text !== undefined && { text: p.text }),
+        ...(p.title !== undefined && { title: p.title }),
+      },
+    });
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "note.updated",
+      studioId: note.studioId,
+      subjectType: "note",
+      subjectId: note.id,
+    });
+    return { status: 200, location: notePath(scope), notice: "Note updated" };
+  },
+});
+
+function pinAction(pin: boolean) {
+  return defineAction({
+    name: pin ? "pin_note" : "unpin_note",
+    description: pin ? "Pin this note to the top of the studio" : "Unpin this note",
+    params: z.object({}),
+    writes: true,
+    available: (ctx, scope) =>
+      authorOrAdmin(ctx, scope) ??
+      (Boolean(scope.note?.pinnedAt) === pin ? (pin ? "already pinned" : "not pinned") : null),
+    async execute(ctx, _p, scope) {
+      const note = requireScope(scope.note, "note");
+      await ctx.tx.note.update({ where: { id: note.id }, data: { pinnedAt: pin ? new Date() : null } });
+      await emitEvent(ctx.tx, {
+        tenantId: ctx.tenant.id,
+        actorId: ctx.actor.id,
+        type: pin ? "note.pinned" : "note.unpinned",
+        studioId: note.studioId,
+        subjectType: "note",
+        subjectId: note.id,
+      });
+      return { status: 200, location: notePath(scope), notice: pin ? "Pinned" : "Unpinned" };
+    },
+  });
+}
+
+export const pinNote = pinAction(true);
+export const unpinNote = pinAction(false);
+
+export const confirmRead = defineAction({
+  name: "confirm_read",
+  description: "Confirm you have read this note",
+  params: z.object({}),
+  writes: true,
+  async execute(ctx, _p, scope) {
+    const note = requireScope(scope.note, "note");
+    // Idempotent: confirming twice keeps the first time and writes no second event.
+    const created = await ctx.tx.noteRead.createMany({
+      data: [{ noteId: note.id, userId: ctx.actor.id, tenantId: ctx.tenant.id }],
+      skipDuplicates: true,
+    });
+    if (created.count)
+      await emitEvent(ctx.tx, {
+        tenantId: ctx.tenant.id,
+        actorId: ctx.actor.id,
+        type: "note.read_confirmed",
+        studioId: note.studioId,
+        subjectType: "note",
+        subjectId: note.id,
+      });
+    return {
+      status: 200,
+      location: notePath(scope),
+      notice: created.count ? "Marked as read" : "You had already confirmed",
+    };
+  },
+});

@@ -1,0 +1,105 @@
+import { z } from "zod";
+import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { requireScope } from "../access.ts";
+import { defineAction } from "../registry/types.ts";
+import { createApiToken } from "../tokens.ts";
+import { idSchema, optionalText, text } from "../validation.ts";
+
+export const dismiss = defineAction({
+  name: "dismiss",
+  description: "Dismiss one notification",
+  params: z.object({ id: idSchema.describe("the notification's id") }),
+  writes: true,
+  async execute(ctx, p) {
+    const n = await ctx.tx.notification.updateMany({
+      where: { id: p.id, userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
+      data: { dismissedAt: new Date() },
+    });
+    if (!n.count) throw new NotFoundError(`No unread notification ${p.id}`);
+    return { status: 200, location: "/notifications", notice: "Dismissed" };
+  },
+});
+
+export const dismissAll = defineAction({
+  name: "dismiss_all",
+  description: "Dismiss all your notifications",
+  params: z.object({}),
+  writes: true,
+  async execute(ctx) {
+    const n = await ctx.tx.notification.updateMany({
+      where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
+      data: { dismissedAt: new Date() },
+    });
+    return {
+      status: 200,
+      location: "/notifications",
+      notice: `Dismissed ${n.count} notification${n.count === 1 ? "" : "s"}`,
+    };
+  },
+});
+
+export const searchAction = defineAction({
+  name: "search",
+  description: "Search notes, decisions, commitments and comments in your studios",
+  params: z.object({ query: text(200) }),
+  writes: false,
+  async execute(_ctx, p) {
+    return { status: 200, location: `/search?${new URLSearchParams({ q: p.query })}`, notice: "" };
+  },
+});
+
+export const updateProfile = defineAction({
+  name: "update_profile",
+  description: "Change your display name or bio",
+  params: z.object({
+    name: optionalText(80),
+    bio: optionalText(2000, "a few words about you").meta({ multiline: true }),
+  }),
+  writes: true,
+  async execute(ctx, p, scope) {
+    const user = requireScope(scope.user, "user");
+    if (p.name === undefined && p.bio === undefined)
+      throw new ValidationError([{ field: "", message: "give a name or a bio to change" }]);
+    if (p.name !== undefined && !p.name)
+      throw new ValidationError([{ field: "name", message: "must not be empty" }]);
+    await ctx.tx.user.update({
+      where: { id: user.id },
+      data: { ...(p.name !== undefined && { name: p.name }), ...(p.bio !== undefined && { bio: p.bio }) },
+    });
+    return { status: 200, location: `/u/${user.handle}/settings`, notice: "Profile updated" };
+  },
+});
+
+export const createApiTokenAction = defineAction({
+  name: "create_api_token",
+  description: "Create a personal API token (shown once)",
+  params: z.object({ name: text(80).describe("what the token is for, e.g. “laptop script”") }),
+  writes: true,
+  async execute(ctx, p, scope) {
+    const user = requireScope(scope.user, "user");
+    const { token } = await createApiToken(ctx.tx, ctx.tenant.id, user.id, p.name);
+    return {
+      status: 201,
+      location: `/u/${user.handle}/settings/tokens`,
+      notice: `Token “${p.name}” created. Copy it now: it will not be shown again.`,
+      secret: token,
+    };
+  },
+});
+
+export const revokeApiToken = defineAction({
+  name: "revoke_api_token",
+  description: "Revoke one of your API tokens",
+  params: z.object({ id: idSchema.describe("the token's id") }),
+  writes: true,
+  async execute(ctx, p, scope) {
+    const user = requireScope(scope.user, "user");
+    const t = await ctx.tx.apiToken.findFirst({
+      where: { id: p.id, userId: user.id, tenantId: ctx.tenant.id },
+    });
+    if (!t) throw new NotFoundError(`No token ${p.id}`);
+    if (t.revokedAt) throw new ConflictError(`Token “${t.name}” is already revoked`);
+    await ctx.tx.apiToken.update({ where: { id: t.id }, data: { revokedAt: new Date() } });
+    return { status: 200, location: `/u/${user.handle}/settings/tokens`, notice: `Revoked “${t.name}”` };
+  },
+});

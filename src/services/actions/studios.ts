@@ -1,0 +1,198 @@
+import { z } from "zod";
+import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { newId } from "../../lib/ids.ts";
+import { requireScope } from "../access.ts";
+import { emitEvent } from "../events.ts";
+import { defineAction, type Scope } from "../registry/types.ts";
+import { handleSchema, optionalText, text } from "../validation.ts";
+
+const adminOnly = (_ctx: unknown, scope: Scope) =>
+  scope.studio?.role === "admin" ? null : "only studio admins can do this";
+
+export function inviteCode(): string {
+  return newId(10);
+}
+
+export const createStudio = defineAction({
+  name: "create_studio",
+  description: "Create a studio; you become its admin",
+  params: z.object({
+    name: text(80),
+    handle: handleSchema.describe("used in the studio's address: /studios/<handle>"),
+    description: optionalText(2000, "what the studio is for"),
+  }),
+  writes: true,
+  async execute(ctx, p) {
+    const taken = await ctx.tx.studio.findUnique({
+      where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: p.handle } },
+    });
+    if (taken) throw new ConflictError(`A studio with handle \`${p.handle}\` already exists`);
+    const studio = await ctx.tx.studio.create({
+      data: {
+        id: newId(),
+        tenantId: ctx.tenant.id,
+        handle: p.handle,
+        name: p.name,
+        description: p.description ?? "",
+        inviteCode: inviteCode(),
+        createdById: ctx.actor.id,
+        members: { create: { userId: ctx.actor.id, tenantId: ctx.tenant.id, role: "admin" } },
+      },
+    });
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "studio.created",
+      studioId: studio.id,
+      subjectType: "studio",
+      subjectId: studio.id,
+    });
+    return { status: 201, location: `/studios/${studio.handle}`, notice: `Created studio ${studio.name}` };
+  },
+});
+
+export const joinStudio = defineAction({
+  name: "join_studio",
+  description: "Join a studio with its invite code",
+  params: z.object({ invite_code: z.string().trim().min(1, "must not be empty").max(64) }),
+  writes: true,
+  async execute(ctx, p) {
+    const studio = await ctx.tx.studio.findUnique({
+      where: { tenantId_inviteCode: { tenantId: ctx.tenant.id, inviteCode: p.invite_code } },
+    });
+    if (!studio)
+      throw new ValidationError([{ field: "invite_code", message: "no studio has this invite code" }]);
+    const existing = await ctx.tx.studioMember.findUnique({
+      where: { studioId_userId: { studioId: studio.id, userId: ctx.actor.id } },
+    });
+    if (existing) throw new ConflictError(`You are already a member of ${studio.name}`);
+    await ctx.tx.studioMember.create({
+      data: { studioId: studio.id, userId: ctx.actor.id, tenantId: ctx.tenant.id },
+    });
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "studio.joined",
+      studioId: studio.id,
+      subjectType: "studio",
+      subjectId: studio.id,
+    });
+    return { status: 200, location: `/studios/${studio.handle}`, notice: `You joined ${studio.name}` };
+  },
+});
+
+export const updateStudio = defineAction({
+  name: "update_studio",
+  description: "Rename the studio or change its description",
+  params: z.object({ name: optionalText(80), description: optionalText(2000) }),
+  writes: true,
+  available: adminOnly,
+  async execute(ctx, p, scope) {
+    const studio = requireScope(scope.studio, "studio");
+    if (p.name === undefined && p.description === undefined)
+      throw new ValidationError([{ field: "", message: "give a name or a description to change" }]);
+    if (p.name !== undefined && p.name.length === 0)
+      throw new ValidationError([{ field: "name", message: "must not be empty" }]);
+    await ctx.tx.studio.update({
+      where: { id: studio.id },
+      data: {
+        ...(p.name !== undefined && { name: p.name }),
+        ...(p.description !== undefined && { description: p.description }),
+      },
+    });
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "studio.updated",
+      studioId: studio.id,
+      subjectType: "studio",
+      subjectId: studio.id,
+    });
+    return { status: 200, location: `/studios/${studio.handle}`, notice: "Studio updated" };
+  },
+});
+
+async function memberOf(ctx: Parameters<typeof updateStudio.execute>[0], studioId: string, handle: string) {
+  const m = await ctx.tx.studioMember.findFirst({
+    where: { studioId, tenantId: ctx.tenant.id, user: { handle } },
+    include: { user: true },
+  });
+  if (!m) throw new NotFoundError(`@${handle} is not a member of this studio`);
+  return m;
+}
+
+/** A studio must always keep an admin, or nobody could manage it again. */
+async function assertAnotherAdmin(ctx: Parameters<typeof updateStudio.execute>[0], studioId: string) {
+  const admins = await ctx.tx.studioMember.count({ where: { studioId, role: "admin" } });
+  if (admins <= 1) throw new ConflictError("A studio needs at least one admin; promote someone else first");
+}
+
+export const updateMemberRole = defineAction({
+  name: "update_member_role",
+  description: "Make a member an admin, or an admin a member",
+  params: z.object({ handle: handleSchema, role: z.enum(["admin", "member"]) }),
+  writes: true,
+  available: adminOnly,
+  async execute(ctx, p, scope) {
+    const studio = requireScope(scope.studio, "studio");
+    // Lock the studio's member rows so two demotions cannot both pass the last-admin check.
+    await ctx.tx.$queryRaw`SELECT 1 FROM studio_members WHERE studio_id = ${studio.id} FOR UPDATE`;
+    const m = await memberOf(ctx, studio.id, p.handle);
+    if (m.role === p.role)
+      return {
+        status: 200,
+        location: `/studios/${studio.handle}/members`,
+        notice: `@${p.handle} is already ${p.role}`,
+      };
+    if (m.role === "admin") await assertAnotherAdmin(ctx, studio.id);
+    await ctx.tx.studioMember.update({
+      where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
+      data: { role: p.role },
+    });
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "member.role_changed",
+      studioId: studio.id,
+      subjectType: "user",
+      subjectId: m.userId,
+      payload: { role: p.role },
+    });
+    return {
+      status: 200,
+      location: `/studios/${studio.handle}/members`,
+      notice: `@${p.handle} is now ${p.role}`,
+    };
+  },
+});
+
+export const removeMember = defineAction({
+  name: "remove_member",
+  description: "Remove someone from the studio",
+  params: z.object({ handle: handleSchema }),
+  writes: true,
+  available: adminOnly,
+  async execute(ctx, p, scope) {
+    const studio = requireScope(scope.studio, "studio");
+    await ctx.tx.$queryRaw`SELECT 1 FROM studio_members WHERE studio_id = ${studio.id} FOR UPDATE`;
+    const m = await memberOf(ctx, studio.id, p.handle);
+    if (m.role === "admin") await assertAnotherAdmin(ctx, studio.id);
+    await ctx.tx.studioMember.delete({
+      where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
+    });
+    await emitEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      actorId: ctx.actor.id,
+      type: "member.removed",
+      studioId: studio.id,
+      subjectType: "user",
+      subjectId: m.userId,
+    });
+    const self = m.userId === ctx.actor.id;
+    return {
+      status: 200,
+      location: self ? "/studios" : `/studios/${studio.handle}/members`,
+      notice: self ? `You left ${studio.name}` : `Removed @${p.handle}`,
+    };
+  },
+});

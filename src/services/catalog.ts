@@ -1,0 +1,67 @@
+// Every page and action of the workspace, in one list: the registry is built from it.
+import { addComment } from "./actions/comments.ts";
+import { createCommitment, joinCommitment } from "./actions/commitments.ts";
+import { addOption, createDecision, vote } from "./actions/decisions.ts";
+import { confirmRead, createNote, pinNote, unpinNote, updateNote } from "./actions/notes.ts";
+import {
+  createApiTokenAction,
+  dismiss,
+  dismissAll,
+  revokeApiToken,
+  searchAction,
+  updateProfile,
+} from "./actions/people.ts";
+import { createStudio, joinStudio, removeMember, updateMemberRole, updateStudio } from "./actions/studios.ts";
+import { commitmentPage, commitmentsPage } from "./pages/commitments.ts";
+import { decisionPage, decisionsPage } from "./pages/decisions.ts";
+import { notePage, notesPage } from "./pages/notes.ts";
+import { notificationsPage, profilePage, searchPage, whoamiPage } from "./pages/people.ts";
+import { settingsPage, tokensPage } from "./pages/settings.ts";
+import { homePage, membersPage, studioPage, studiosPage } from "./pages/studios.ts";
+import { createRegistry } from "./registry/registry.ts";
+
+export const pages = [
+  homePage,
+  whoamiPage,
+  studiosPage,
+  studioPage,
+  membersPage,
+  notesPage,
+  notePage,
+  decisionsPage,
+  decisionPage,
+  commitmentsPage,
+  commitmentPage,
+  notificationsPage,
+  searchPage,
+  profilePage,
+  settingsPage,
+  tokensPage,
+];
+
+export const actions = [
+  createStudio,
+  joinStudio,
+  updateStudio,
+  updateMemberRole,
+  removeMember,
+  createNote,
+  updateNote,
+  pinNote,
+  unpinNote,
+  confirmRead,
+  addComment,
+  createDecision,
+  addOption,
+  vote,
+  createCommitment,
+  joinCommitment,
+  dismiss,
+  dismissAll,
+  searchAction,
+  updateProfile,
+  createApiTokenAction,
+  revokeApiToken,
+];
+
+export const registry = createRegistry(pages, actions);

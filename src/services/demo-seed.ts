@@ -1,0 +1,109 @@
+import type { PrismaClient } from "../db/prisma.ts";
+import { newId } from "../lib/ids.ts";
+import { inviteCode } from "./actions/studios.ts";
+import { registry } from "./catalog.ts";
+import type { Actor, Ctx } from "./registry/types.ts";
+import { createPerson, createTenant } from "./tenants.ts";
+import { createApiToken } from "./tokens.ts";
+
+export const DEMO = {
+  subdomain: "demo",
+  people: [
+    { handle: "alice", name: "Alice Moreau", email: "alice@demo.test", password: "alice-demo-pass" },
+    { handle: "bob", name: "Bob Okafor", email: "bob@demo.test", password: "bob-demo-pass" },
+  ],
+} as const;
+
+export async function seedDemo(db: PrismaClient) {
+  const tenant =
+    (await db.tenant.findUnique({ where: { subdomain: DEMO.subdomain } })) ??
+    (await createTenant(db, DEMO.subdomain, "Demo Co"));
+  const users = [];
+  for (const p of DEMO.people) {
+    const existing = await db.user.findUnique({
+      where: { tenantId_handle: { tenantId: tenant.id, handle: p.handle } },
+    });
+    users.push(existing ?? (await createPerson(db, tenant.id, p)));
+  }
+  const [alice, bob] = users as [(typeof users)[number], (typeof users)[number]];
+  const asActor = (u: typeof alice): Ctx => ({ db, tenant, actor: u as Actor });
+
+  let studio = await db.studio.findUnique({
+    where: { tenantId_handle: { tenantId: tenant.id, handle: "general" } },
+  });
+  if (!studio) {
+    studio = await db.studio.create({
+      data: {
+        id: newId(),
+        tenantId: tenant.id,
+        handle: "general",
+        name: "General",
+        description: "Everything that concerns the whole team.",
+        inviteCode: inviteCode(),
+        createdById: alice.id,
+        members: {
+          create: [
+            { userId: alice.id, tenantId: tenant.id, role: "admin" },
+            { userId: bob.id, tenantId: tenant.id, role: "member" },
+          ],
+        },
+      },
+    });
+    // Content goes through the registry, as a person would create it, so events and notifications are real.
+    const run = (u: typeof alice, path: string, action: string, params: Record<string, unknown>) =>
+      registry.run(asActor(u), path, action, params, { form: false });
+    await run(alice, "/studios/general", "create_note", {
+      title: "Welcome to Cadre",
+      text: "This studio is where the whole team writes things down.\n\n- Notes for news and context\n- Decisions when we need to choose\n- Commitments when we need enough people on board",
+    });
+    const kickoff = await run(bob, "/studios/general", "create_note", {
+      title: "Offsite venue shortlist",
+      text: "I visited three places last week. The lake house is the favourite so far — @alice what do you think?",
+    });
+    await run(alice, kickoff.location, "add_comment", {
+      text: "The lake house looks great. Let's decide between the top two.",
+    });
+    const decision = await run(alice, "/studios/general", "create_decision", {
+      question: "Where should we hold the spring offsite?",
+      description: "Budget is about €6k for 12 people, two nights.",
+      options: "Lake house\nCity hotel\nMountain lodge",
+    });
+    const options = await db.decisionOption.findMany({
+      where: { decisionId: decision.location.split("/").pop()! },
+    });
+    const byTitle = new Map(options.map((o) => [o.title, o.id]));
+    await run(bob, decision.location, "vote", {
+      option_id: byTitle.get("Lake house"),
+      accept: true,
+      prefer: true,
+    });
+    await run(bob, decision.location, "vote", {
+      option_id: byTitle.get("Mountain lodge"),
+      accept: true,
+      prefer: false,
+    });
+    await run(alice, decision.location, "vote", {
+      option_id: byTitle.get("Lake house"),
+      accept: true,
+      prefer: false,
+    });
+    const commitment = await run(bob, "/studios/general", "create_commitment", {
+      title: "Run the spring charity 10k together",
+      critical_mass: 4,
+      description: "If four of us sign up, we register as a team.",
+    });
+    await run(bob, commitment.location, "join_commitment", {});
+  }
+
+  await db.apiToken.updateMany({
+    where: { userId: alice.id, name: "bin/demo", revokedAt: null },
+    data: { revokedAt: new Date() },
+  });
+  const { token } = await createApiToken(db, tenant.id, alice.id, "bin/demo");
+  return {
+    tenant: tenant.subdomain,
+    studio: studio.handle,
+    token,
+    people: DEMO.people.map((p) => ({ ...p })),
+  };
+}

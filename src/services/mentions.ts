@@ -1,0 +1,22 @@
+// @handle mentions in markdown, ignoring code spans and code blocks: `@scout` in
+// backticks is talking about the agent, not to it.
+import { Lexer, type Token } from "marked";
+
+const MENTION = /(?<![\w@.])@([a-z0-9][a-z0-9_-]{1,31})\b/gi;
+
+export function parseMentions(markdown: string): string[] {
+  const found = new Set<string>();
+  const walk = (tokens: Token[]) => {
+    for (const t of tokens) {
+      if (t.type === "code" || t.type === "codespan") continue;
+      const children = (t as { tokens?: Token[] }).tokens;
+      const items = (t as { items?: Token[] }).items;
+      if (children?.length) walk(children);
+      else if (items?.length) walk(items);
+      else if (t.type === "text" || t.type === "escape")
+        for (const m of t.raw.matchAll(MENTION)) found.add(m[1]!.toLowerCase());
+    }
+  };
+  walk(new Lexer({ gfm: true }).lex(markdown));
+  return [...found];
+}

@@ -1,0 +1,82 @@
+import { loadCommitment, loadStudio } from "../access.ts";
+import { commentsBlock } from "../comments.ts";
+import { link, quote } from "../registry/markdown.ts";
+import type { PageDef } from "../registry/types.ts";
+import { pager, paging, studioCrumbs, when, who } from "./format.ts";
+
+export const commitmentsPage: PageDef = {
+  pattern: "/studios/:studio/commitments",
+  actions: ["create_commitment"],
+  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
+  async render(ctx, scope, query) {
+    const s = scope.studio!;
+    const pg = paging(query);
+    const where = { tenantId: ctx.tenant.id, studioId: s.id };
+    const [items, total] = await Promise.all([
+      ctx.db.commitment.findMany({
+        where,
+        orderBy: { createdAt: "desc" },
+        skip: pg.skip,
+        take: pg.take,
+        include: { _count: { select: { participants: true } } },
+      }),
+      ctx.db.commitment.count({ where }),
+    ]);
+    const lines = items.map(
+      (c) =>
+        `- ${link(c.title, `/studios/${s.handle}/commitments/${c.id}`)} — ${c._count.participants}/${c.criticalMass} joined${c.activatedAt ? " · **active**" : ""}`,
+    );
+    return {
+      title: `Commitments in ${s.name}`,
+      breadcrumb: [...studioCrumbs(s), { label: "Commitments" }],
+      blocks: [
+        { md: lines.length ? lines.join("\n") : "_No commitments yet._" },
+        { md: pager(`/studios/${s.handle}/commitments`, pg, total) },
+      ],
+    };
+  },
+};
+
+export const commitmentPage: PageDef = {
+  pattern: "/studios/:studio/commitments/:commitment",
+  actions: ["join_commitment", "add_comment"],
+  async resolve(ctx, p) {
+    const studio = await loadStudio(ctx, p.studio!);
+    return { studio, commitment: await loadCommitment(ctx, studio, p.commitment!) };
+  },
+  async render(ctx, scope, query) {
+    const s = scope.studio!;
+    const c = scope.commitment!;
+    const path = `/studios/${s.handle}/commitments/${c.id}`;
+    const [author, participants, comments] = await Promise.all([
+      ctx.db.user.findUniqueOrThrow({ where: { id: c.authorId } }),
+      ctx.db.commitmentParticipant.findMany({
+        where: { commitmentId: c.id },
+        include: { user: true },
+        orderBy: { joinedAt: "asc" },
+      }),
+      commentsBlock(ctx, "commitment", c.id, path, query),
+    ]);
+    const n = participants.length;
+    const status = c.activatedAt
+      ? `**Active** since ${when(c.activatedAt)}: critical mass of ${c.criticalMass} reached.`
+      : `**Pending**: ${n} of ${c.criticalMass} needed have joined; ${c.criticalMass - n} more and it becomes active.`;
+    return {
+      title: c.title,
+      breadcrumb: [
+        ...studioCrumbs(s),
+        { label: "Commitments", path: `/studios/${s.handle}/commitments` },
+        { label: c.title },
+      ],
+      blocks: [
+        { md: `Proposed by ${who(author)} · ${when(c.createdAt)} · commitment \`${c.id}\`` },
+        ...(c.description ? [{ md: quote(c.description) }] : []),
+        { md: status },
+        {
+          md: `## Participants (${n})\n\n${n ? participants.map((p) => `- ${who(p.user)} · ${when(p.joinedAt)}`).join("\n") : "_Nobody yet._"}`,
+        },
+        comments,
+      ],
+    };
+  },
+};

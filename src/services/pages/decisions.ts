@@ -1,0 +1,107 @@
+import { loadDecision, loadStudio } from "../access.ts";
+import { commentsBlock } from "../comments.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
+import type { Block, PageDef } from "../registry/types.ts";
+import { pager, paging, studioCrumbs, when, who } from "./format.ts";
+
+export const decisionsPage: PageDef = {
+  pattern: "/studios/:studio/decisions",
+  actions: ["create_decision"],
+  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
+  async render(ctx, scope, query) {
+    const s = scope.studio!;
+    const pg = paging(query);
+    const where = { tenantId: ctx.tenant.id, studioId: s.id };
+    const [items, total] = await Promise.all([
+      ctx.db.decision.findMany({
+        where,
+        orderBy: { createdAt: "desc" },
+        skip: pg.skip,
+        take: pg.take,
+        include: { author: true },
+      }),
+      ctx.db.decision.count({ where }),
+    ]);
+    const lines = items.map(
+      (d) =>
+        `- ${link(d.question, `/studios/${s.handle}/decisions/${d.id}`)} — ${who(d.author)}, ${when(d.createdAt)}`,
+    );
+    return {
+      title: `Decisions in ${s.name}`,
+      breadcrumb: [...studioCrumbs(s), { label: "Decisions" }],
+      blocks: [
+        { md: lines.length ? lines.join("\n") : "_No decisions yet._" },
+        { md: pager(`/studios/${s.handle}/decisions`, pg, total) },
+      ],
+    };
+  },
+};
+
+export const decisionPage: PageDef = {
+  pattern: "/studios/:studio/decisions/:decision",
+  actions: ["vote", "add_option", "add_comment"],
+  async resolve(ctx, p) {
+    const studio = await loadStudio(ctx, p.studio!);
+    return { studio, decision: await loadDecision(ctx, studio, p.decision!) };
+  },
+  async render(ctx, scope, query) {
+    const s = scope.studio!;
+    const d = scope.decision!;
+    const path = `/studios/${s.handle}/decisions/${d.id}`;
+    const [author, options, comments] = await Promise.all([
+      ctx.db.user.findUniqueOrThrow({ where: { id: d.authorId } }),
+      ctx.db.decisionOption.findMany({
+        where: { decisionId: d.id },
+        orderBy: { createdAt: "asc" },
+        include: { votes: true },
+      }),
+      commentsBlock(ctx, "decision", d.id, path, query),
+    ]);
+    const ranked = options
+      .map((o) => ({
+        o,
+        accepted: o.votes.filter((v) => v.accepted).length,
+        preferred: o.votes.filter((v) => v.preferred).length,
+        mine: o.votes.find((v) => v.userId === ctx.actor.id),
+      }))
+      .sort((a, b) => b.accepted - a.accepted || b.preferred - a.preferred);
+    const voters = new Set(options.flatMap((o) => o.votes.map((v) => v.userId))).size;
+    const rows = ranked.map(
+      (r, i) =>
+        `| ${i + 1} | ${mdEscape(r.o.title)} | \`${r.o.id}\` | ${r.accepted} | ${r.preferred} | ${r.mine ? `${r.mine.accepted ? "accept" : "—"}${r.mine.preferred ? ", prefer" : ""}` : "not voted"} |`,
+    );
+    const leader =
+      ranked[0] && ranked[0].accepted > 0
+        ? `Leading: **${mdEscape(ranked[0].o.title)}**.`
+        : "No option accepted yet.";
+    const blocks: Block[] = [
+      { md: `Asked by ${who(author)} · ${when(d.createdAt)} · decision \`${d.id}\`` },
+      ...(d.description ? [{ md: quote(d.description) }] : []),
+      {
+        md: options.length
+          ? `## Options and results\n\n${voters} ${voters === 1 ? "person has" : "people have"} voted. ${leader} Accept every option you could live with; prefer your favourites.\n\n| # | option | id | accepted | preferred | your vote |\n|---|---|---|---|---|---|\n${rows.join("\n")}`
+          : "## Options and results\n\n_No options yet: add one._",
+      },
+      ...ranked.map(
+        (r): Block => ({
+          form: {
+            action: "vote",
+            fixed: { option_id: r.o.id },
+            fields: ["accept", "prefer"],
+            label: `Vote on “${r.o.title}”`,
+          },
+        }),
+      ),
+      comments,
+    ];
+    return {
+      title: d.question,
+      breadcrumb: [
+        ...studioCrumbs(s),
+        { label: "Decisions", path: `/studios/${s.handle}/decisions` },
+        { label: d.question },
+      ],
+      blocks,
+    };
+  },
+};

@@ -1,0 +1,80 @@
+import { loadNote, loadStudio } from "../access.ts";
+import { commentsBlock } from "../comments.ts";
+import { link, quote } from "../registry/markdown.ts";
+import type { PageDef } from "../registry/types.ts";
+import { pager, paging, studioCrumbs, when, who } from "./format.ts";
+
+export const notesPage: PageDef = {
+  pattern: "/studios/:studio/notes",
+  actions: ["create_note"],
+  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
+  async render(ctx, scope, query) {
+    const s = scope.studio!;
+    const pg = paging(query);
+    const where = { tenantId: ctx.tenant.id, studioId: s.id };
+    const [notes, total] = await Promise.all([
+      ctx.db.note.findMany({
+        where,
+        orderBy: { createdAt: "desc" },
+        skip: pg.skip,
+        take: pg.take,
+        include: { author: true },
+      }),
+      ctx.db.note.count({ where }),
+    ]);
+    const lines = notes.map(
+      (n) =>
+        `- ${link(n.title || "Untitled note", `/studios/${s.handle}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinnedAt ? " · pinned" : ""}`,
+    );
+    return {
+      title: `Notes in ${s.name}`,
+      breadcrumb: [...studioCrumbs(s), { label: "Notes" }],
+      blocks: [
+        { md: lines.length ? lines.join("\n") : "_No notes yet._" },
+        { md: pager(`/studios/${s.handle}/notes`, pg, total) },
+      ],
+    };
+  },
+};
+
+export const notePage: PageDef = {
+  pattern: "/studios/:studio/notes/:note",
+  actions: ["add_comment", "confirm_read", "pin_note", "unpin_note", "update_note"],
+  async resolve(ctx, p) {
+    const studio = await loadStudio(ctx, p.studio!);
+    return { studio, note: await loadNote(ctx, studio, p.note!) };
+  },
+  async render(ctx, scope, query) {
+    const s = scope.studio!;
+    const note = scope.note!;
+    const path = `/studios/${s.handle}/notes/${note.id}`;
+    const [author, reads, mine, comments] = await Promise.all([
+      ctx.db.user.findUniqueOrThrow({ where: { id: note.authorId } }),
+      ctx.db.noteRead.count({ where: { noteId: note.id } }),
+      ctx.db.noteRead.findUnique({ where: { noteId_userId: { noteId: note.id, userId: ctx.actor.id } } }),
+      commentsBlock(ctx, "note", note.id, path, query),
+    ]);
+    const meta = [
+      `By ${who(author)} · ${when(note.createdAt)}`,
+      note.updatedAt.getTime() - note.createdAt.getTime() > 1000 ? `edited ${when(note.updatedAt)}` : null,
+      note.pinnedAt ? "pinned" : null,
+      `note \`${note.id}\``,
+    ].filter(Boolean);
+    return {
+      title: note.title || "Untitled note",
+      breadcrumb: [
+        ...studioCrumbs(s),
+        { label: "Notes", path: `/studios/${s.handle}/notes` },
+        { label: note.title || "Note" },
+      ],
+      blocks: [
+        { md: meta.join(" · ") },
+        { md: quote(note.text) },
+        {
+          md: `Read by ${reads} ${reads === 1 ? "person" : "people"}${mine ? ` — you confirmed at ${when(mine.confirmedAt)}` : ""}.`,
+        },
+        comments,
+      ],
+    };
+  },
+};

@@ -1,0 +1,177 @@
+import { loadUser } from "../access.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
+import type { Ctx, PageDef, Scope } from "../registry/types.ts";
+import { search } from "../search.ts";
+import { excerpt, home, pager, paging, when, who } from "./format.ts";
+
+export const whoamiPage: PageDef = {
+  pattern: "/whoami",
+  actions: [],
+  resolve: async () => ({}),
+  async render(ctx) {
+    const [user, memberships, unread, unreadCount] = await Promise.all([
+      ctx.db.user.findUniqueOrThrow({ where: { id: ctx.actor.id }, include: { parent: true } }),
+      ctx.db.studioMember.findMany({
+        where: { userId: ctx.actor.id, tenantId: ctx.tenant.id },
+        include: { studio: true },
+      }),
+      ctx.db.notification.findMany({
+        where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
+        orderBy: { createdAt: "desc" },
+        take: 10,
+        include: { actor: true },
+      }),
+      ctx.db.notification.count({
+        where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
+      }),
+    ]);
+    const identity = [
+      `You are ${who(user)}, a ${user.kind} in the ${mdEscape(ctx.tenant.name)} workspace (\`${ctx.tenant.subdomain}\`).`,
+      user.parent ? `Your owner is ${who(user.parent)}.` : null,
+    ]
+      .filter(Boolean)
+      .join(" ");
+    const studios = memberships.length
+      ? memberships
+          .map(
+            (m) =>
+              `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`) — ${m.role}`,
+          )
+          .join("\n")
+      : "_None yet._";
+    const notes = unread.length
+      ? unread
+          .map(
+            (n) =>
+              `- ${who(n.actor)} ${verb(n.kind)} ${link(excerpt(n.excerpt, 80) || n.path, n.path)} · ${when(n.createdAt)}`,
+          )
+          .join("\n")
+      : "_Nothing unread._";
+    return {
+      title: "Who am I",
+      breadcrumb: [home, { label: "Who am I" }],
+      blocks: [
+        { md: identity },
+        ...(user.bio ? [{ md: quote(user.bio) }] : []),
+        { md: `## Your studios\n\n${studios}` },
+        {
+          md: `## Unread notifications (${unreadCount})\n\n${notes}${unreadCount > unread.length ? `\n\n${link("All notifications", "/notifications")}` : ""}`,
+        },
+        {
+          md: "## How to act\n\nEvery page lists its actions under **Actions**. `GET <page>/actions/<name>` describes one; `POST <page>/actions/<name>` with a JSON body runs it. Search with `/search?q=<words>`.",
+        },
+      ],
+    };
+  },
+};
+
+export function verb(kind: string): string {
+  return kind === "mention" ? "mentioned you in" : kind === "reply" ? "replied to you on" : "commented on";
+}
+
+export const notificationsPage: PageDef = {
+  pattern: "/notifications",
+  actions: ["dismiss", "dismiss_all"],
+  resolve: async () => ({}),
+  async render(ctx, _scope, query) {
+    const pg = paging(query);
+    const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null };
+    const [items, total] = await Promise.all([
+      ctx.db.notification.findMany({
+        where,
+        orderBy: { createdAt: "desc" },
+        skip: pg.skip,
+        take: pg.take,
+        include: { actor: true },
+      }),
+      ctx.db.notification.count({ where }),
+    ]);
+    return {
+      title: "Notifications",
+      breadcrumb: [home, { label: "Notifications" }],
+      blocks: items.length
+        ? [
+            { md: `${total} unread.` },
+            ...items.flatMap((n) => [
+              {
+                md: `- ${who(n.actor)} ${verb(n.kind)} ${link(n.path, n.path)} · ${when(n.createdAt)} · notification \`${n.id}\`\n\n${quote(excerpt(n.excerpt, 280))}`,
+              },
+              { form: { action: "dismiss", fixed: { id: n.id }, label: "Dismiss" } },
+            ]),
+            { md: pager("/notifications", pg, total) },
+          ]
+        : [{ md: "_You are all caught up._" }],
+    };
+  },
+};
+
+export const searchPage: PageDef = {
+  pattern: "/search",
+  actions: ["search"],
+  resolve: async () => ({}),
+  async render(ctx, _scope, query) {
+    const q = (query.q ?? "").trim().slice(0, 200);
+    if (!q)
+      return {
+        title: "Search",
+        breadcrumb: [home, { label: "Search" }],
+        blocks: [{ md: "Search notes, decisions, commitments and comments in your studios." }],
+      };
+    const pg = paging(query);
+    const { hits, total } = await search(ctx, q, pg.skip, pg.take);
+    const lines = hits.map(
+      (h) =>
+        `- **${h.kind}** ${link(h.title, h.path)} in \`${h.studio}\` · ${when(h.createdAt)}\n  ${mdEscape(h.snippet)}`,
+    );
+    return {
+      title: `Search: ${q}`,
+      breadcrumb: [home, { label: "Search", path: "/search" }, { label: q }],
+      blocks: [
+        {
+          md: total
+            ? `${total} result${total === 1 ? "" : "s"} for “${mdEscape(q)}”.`
+            : `Nothing matches “${mdEscape(q)}”.`,
+        },
+        { md: lines.join("\n") },
+        { md: pager("/search", pg, total, { q }) },
+      ],
+    };
+  },
+};
+
+async function profileScope(ctx: Ctx, handle: string): Promise<Scope> {
+  return { user: await loadUser(ctx, handle) };
+}
+
+export const profilePage: PageDef = {
+  pattern: "/u/:handle",
+  actions: [],
+  resolve: (ctx, p) => profileScope(ctx, p.handle!),
+  async render(ctx, scope) {
+    const u = scope.user!;
+    const parent = u.parentId ? await ctx.db.user.findUnique({ where: { id: u.parentId } }) : null;
+    const shared = await ctx.db.studio.findMany({
+      where: {
+        tenantId: ctx.tenant.id,
+        AND: [{ members: { some: { userId: u.id } } }, { members: { some: { userId: ctx.actor.id } } }],
+      },
+      orderBy: { name: "asc" },
+    });
+    return {
+      title: u.name,
+      breadcrumb: [home, { label: `@${u.handle}` }],
+      blocks: [
+        {
+          md: `${who(u)} · ${u.kind}${parent ? ` owned by ${who(parent)}` : ""} · joined ${when(u.createdAt)}`,
+        },
+        ...(u.bio ? [{ md: quote(u.bio) }] : []),
+        {
+          md: `## Studios you share\n\n${shared.length ? shared.map((s) => `- ${link(s.name, `/studios/${s.handle}`)}`).join("\n") : "_None._"}`,
+        },
+        ...(u.id === ctx.actor.id
+          ? [{ md: link("Your settings and API tokens", `/u/${u.handle}/settings`) }]
+          : []),
+      ],
+    };
+  },
+};

@@ -1,0 +1,85 @@
+import { NotFoundError } from "../../lib/errors.ts";
+import { loadUser } from "../access.ts";
+import { mdEscape, quote } from "../registry/markdown.ts";
+import type { Ctx, PageDef, Scope } from "../registry/types.ts";
+import { home, pager, paging, when } from "./format.ts";
+
+/** Settings pages exist only for their owner: anyone else gets the same 404 as a missing user. */
+async function ownSettings(ctx: Ctx, handle: string): Promise<Scope> {
+  const user = await loadUser(ctx, handle);
+  if (user.id !== ctx.actor.id) throw new NotFoundError(`No user @${handle}`);
+  return { user };
+}
+
+export const settingsPage: PageDef = {
+  pattern: "/u/:handle/settings",
+  actions: ["update_profile"],
+  resolve: (ctx, p) => ownSettings(ctx, p.handle!),
+  async render(_ctx, scope) {
+    const u = scope.user!;
+    return {
+      title: "Your settings",
+      breadcrumb: [home, { label: `@${u.handle}`, path: `/u/${u.handle}` }, { label: "Settings" }],
+      blocks: [
+        {
+          md: `Name: **${mdEscape(u.name)}** · handle \`${u.handle}\`${u.email ? ` · email ${mdEscape(u.email)}` : ""}`,
+        },
+        { md: u.bio ? quote(u.bio) : "_No bio yet._" },
+        { md: `[API tokens](/u/${u.handle}/settings/tokens) let scripts and external agents act as you.` },
+      ],
+    };
+  },
+};
+
+export const tokensPage: PageDef = {
+  pattern: "/u/:handle/settings/tokens",
+  actions: ["create_api_token", "revoke_api_token"],
+  resolve: (ctx, p) => ownSettings(ctx, p.handle!),
+  async render(ctx, scope, query) {
+    const u = scope.user!;
+    const pg = paging(query);
+    const where = { userId: u.id, tenantId: ctx.tenant.id };
+    const [tokens, total] = await Promise.all([
+      ctx.db.apiToken.findMany({
+        where,
+        orderBy: [{ revokedAt: { sort: "desc", nulls: "first" } }, { createdAt: "desc" }],
+        skip: pg.skip,
+        take: pg.take,
+      }),
+      ctx.db.apiToken.count({ where }),
+    ]);
+    const rows = tokens.map(
+      (t) =>
+        `| ${mdEscape(t.name)} | \`cadre_${t.prefix}_…\` | \`${t.id}\` | ${when(t.createdAt)} | ${t.lastUsedAt ? when(t.lastUsedAt) : "never"} | ${t.revokedAt ? `revoked ${when(t.revokedAt)}` : "active"} |`,
+    );
+    return {
+      title: "API tokens",
+      breadcrumb: [
+        home,
+        { label: `@${u.handle}`, path: `/u/${u.handle}` },
+        { label: "Settings", path: `/u/${u.handle}/settings` },
+        { label: "API tokens" },
+      ],
+      blocks: [
+        {
+          md: "Send a token as `Authorization: Bearer <token>` to use the markdown API as yourself. A token is shown once, when you create it.",
+        },
+        {
+          md: rows.length
+            ? [
+                "| name | token | id | created | last used | status |",
+                "|---|---|---|---|---|---|",
+                ...rows,
+              ].join("\n")
+            : "_No tokens yet._",
+        },
+        ...tokens
+          .filter((t) => !t.revokedAt)
+          .map((t) => ({
+            form: { action: "revoke_api_token", fixed: { id: t.id }, label: `Revoke “${t.name}”` },
+          })),
+        { md: pager(`/u/${u.handle}/settings/tokens`, pg, total) },
+      ],
+    };
+  },
+};

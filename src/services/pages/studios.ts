@@ -1,0 +1,185 @@
+import { loadStudio } from "../access.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
+import type { Ctx, PageDef } from "../registry/types.ts";
+import { home, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
+
+async function myStudios(ctx: Ctx) {
+  return ctx.db.studioMember.findMany({
+    where: { userId: ctx.actor.id, tenantId: ctx.tenant.id },
+    include: { studio: true },
+    orderBy: { studio: { name: "asc" } },
+  });
+}
+
+export const homePage: PageDef = {
+  pattern: "/",
+  actions: [],
+  resolve: async () => ({}),
+  async render(ctx) {
+    const [memberships, unread] = await Promise.all([
+      myStudios(ctx),
+      ctx.db.notification.count({
+        where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
+      }),
+    ]);
+    const studios = memberships.length
+      ? memberships
+          .map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} — ${m.role}`)
+          .join("\n")
+      : `You are not in any studio yet. ${link("Create or join one", "/studios")}.`;
+    return {
+      title: `Welcome to ${ctx.tenant.name}`,
+      breadcrumb: [{ label: "Home" }],
+      blocks: [
+        { md: `Signed in as ${who(ctx.actor)}.` },
+        { md: `## Your studios\n\n${studios}` },
+        {
+          md: `## Elsewhere\n\n- ${link(`Notifications (${unread} unread)`, "/notifications")}\n- ${link("Search", "/search")}\n- ${link("Who am I", "/whoami")}\n- ${link("Your settings and API tokens", `/u/${ctx.actor.handle}/settings`)}`,
+        },
+      ],
+    };
+  },
+};
+
+export const studiosPage: PageDef = {
+  pattern: "/studios",
+  actions: ["create_studio", "join_studio"],
+  resolve: async () => ({}),
+  async render(ctx) {
+    const memberships = await myStudios(ctx);
+    const list = memberships.length
+      ? memberships
+          .map(
+            (m) =>
+              `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`) — you are ${m.role}`,
+          )
+          .join("\n")
+      : "_You are not a member of any studio yet. Create one, or join with an invite code._";
+    return {
+      title: "Studios",
+      breadcrumb: [home, { label: "Studios" }],
+      blocks: [{ md: list }],
+    };
+  },
+};
+
+export const studioPage: PageDef = {
+  pattern: "/studios/:studio",
+  actions: ["create_note", "create_decision", "create_commitment", "update_studio"],
+  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
+  async render(ctx, scope) {
+    const s = scope.studio!;
+    const where = { tenantId: ctx.tenant.id, studioId: s.id };
+    const [pinned, notes, decisions, commitments, counts] = await Promise.all([
+      ctx.db.note.findMany({
+        where: { ...where, pinnedAt: { not: null } },
+        orderBy: { pinnedAt: "desc" },
+        take: 5,
+      }),
+      ctx.db.note.findMany({ where, orderBy: { createdAt: "desc" }, take: 10, include: { author: true } }),
+      ctx.db.decision.findMany({
+        where,
+        orderBy: { createdAt: "desc" },
+        take: 10,
+        include: { author: true },
+      }),
+      ctx.db.commitment.findMany({
+        where,
+        orderBy: { createdAt: "desc" },
+        take: 10,
+        include: { _count: { select: { participants: true } } },
+      }),
+      Promise.all([
+        ctx.db.note.count({ where }),
+        ctx.db.decision.count({ where }),
+        ctx.db.commitment.count({ where }),
+        ctx.db.studioMember.count({ where: { studioId: s.id } }),
+      ]),
+    ]);
+    const base = `/studios/${s.handle}`;
+    const more = (n: number, shown: number, path: string, what: string) =>
+      n > shown ? `\n\n${link(`All ${n} ${what}`, path)}` : "";
+    const noteLine = (n: (typeof notes)[number]) =>
+      `- ${link(n.title || "Untitled note", `${base}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinnedAt ? " · pinned" : ""}`;
+    return {
+      title: s.name,
+      breadcrumb: [home, { label: "Studios", path: "/studios" }, { label: s.name }],
+      blocks: [
+        {
+          md: `${s.description ? `${quote(s.description)}\n\n` : ""}Handle \`${s.handle}\` · you are ${s.role} · ${link(`${counts[3]} members`, `${base}/members`)}`,
+        },
+        ...(pinned.length
+          ? [
+              {
+                md: `## Pinned\n\n${pinned.map((n) => `- ${link(n.title || "Untitled note", `${base}/notes/${n.id}`)}`).join("\n")}`,
+              },
+            ]
+          : []),
+        {
+          md: `## Notes\n\n${notes.length ? notes.map(noteLine).join("\n") : "_No notes yet._"}${more(counts[0], notes.length, `${base}/notes`, "notes")}`,
+        },
+        {
+          md: `## Decisions\n\n${
+            decisions.length
+              ? decisions
+                  .map(
+                    (d) =>
+                      `- ${link(d.question, `${base}/decisions/${d.id}`)} — ${who(d.author)}, ${when(d.createdAt)}`,
+                  )
+                  .join("\n")
+              : "_No decisions yet._"
+          }${more(counts[1], decisions.length, `${base}/decisions`, "decisions")}`,
+        },
+        {
+          md: `## Commitments\n\n${
+            commitments.length
+              ? commitments
+                  .map(
+                    (c) =>
+                      `- ${link(c.title, `${base}/commitments/${c.id}`)} — ${c._count.participants}/${c.criticalMass} joined${c.activatedAt ? " · **active**" : ""}`,
+                  )
+                  .join("\n")
+              : "_No commitments yet._"
+          }${more(counts[2], commitments.length, `${base}/commitments`, "commitments")}`,
+        },
+      ],
+    };
+  },
+};
+
+export const membersPage: PageDef = {
+  pattern: "/studios/:studio/members",
+  actions: ["update_member_role", "remove_member"],
+  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
+  async render(ctx, scope, query) {
+    const s = scope.studio!;
+    const pg = paging(query, PER_PAGE);
+    const [members, total] = await Promise.all([
+      ctx.db.studioMember.findMany({
+        where: { studioId: s.id, tenantId: ctx.tenant.id },
+        include: { user: true },
+        orderBy: [{ role: "asc" }, { createdAt: "asc" }],
+        skip: pg.skip,
+        take: pg.take,
+      }),
+      ctx.db.studioMember.count({ where: { studioId: s.id, tenantId: ctx.tenant.id } }),
+    ]);
+    const rows = members.map(
+      (m) =>
+        `| ${mdEscape(m.user.name)} | [@${m.user.handle}](/u/${m.user.handle}) | ${m.user.kind} | ${m.role} | ${when(m.createdAt)} |`,
+    );
+    const invite =
+      s.role === "admin"
+        ? `Invite code: \`${s.inviteCode}\` — people join with \`join_studio\` on ${link("Studios", "/studios")}.`
+        : "Ask a studio admin for the invite code to bring someone in.";
+    return {
+      title: `Members of ${s.name}`,
+      breadcrumb: [...studioCrumbs(s), { label: "Members" }],
+      blocks: [
+        { md: invite },
+        { md: ["| name | handle | kind | role | since |", "|---|---|---|---|---|", ...rows].join("\n") },
+        { md: pager(`/studios/${s.handle}/members`, pg, total) },
+      ],
+    };
+  },
+};

@@ -1,0 +1,39 @@
+// scrypt is memory-hard and ships with Node. Parameters are stored with each hash so
+// they can be raised later without invalidating old passwords.
+import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from "node:crypto";
+
+const N = 2 ** 15;
+const R = 8;
+const P = 1;
+const KEYLEN = 32;
+
+function derive(password: string, salt: Buffer, opts: ScryptOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) =>
+    scrypt(password.normalize("NFKC"), salt, KEYLEN, { ...opts, maxmem: 128 * 1024 * 1024 }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    ),
+  );
+}
+
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await derive(password, salt, { N, r: R, p: P });
+  return `scrypt$${N}$${R}$${P}$${salt.toString("base64")}$${key.toString("base64")}`;
+}
+
+export async function verifyPassword(password: string, stored: string | null): Promise<boolean> {
+  const parts = (stored ?? "").split("$");
+  if (parts.length !== 6 || parts[0] !== "scrypt") {
+    // Spend the same time as a real check so unknown emails are not told apart by timing.
+    await derive(password, randomBytes(16), { N, r: R, p: P });
+    return false;
+  }
+  const [, n, r, p, salt, key] = parts as [string, string, string, string, string, string];
+  const expected = Buffer.from(key, "base64");
+  const actual = await derive(password, Buffer.from(salt, "base64"), {
+    N: Number(n),
+    r: Number(r),
+    p: Number(p),
+  });
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}

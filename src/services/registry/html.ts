@@ -1,0 +1,164 @@
+// Page views to HTML: markdown blocks through `marked` (raw HTML escaped, unsafe links
+// dropped), and every action as a form generated from its schema.
+import { Marked, type Tokens } from "marked";
+import type { Issue } from "../../lib/errors.ts";
+import { actionsBase } from "./markdown.ts";
+import { type Field, fields } from "./params.ts";
+import type { ActionDef, FormBlock, PageView } from "./types.ts";
+
+export function escapeHtml(text: string): string {
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&#39;");
+}
+
+const SAFE_HREF = /^(https?:|mailto:|\/(?!\/)|#|\?)/i;
+
+const marked = new Marked({
+  gfm: true,
+  renderer: {
+    html(token: Tokens.HTML | Tokens.Tag) {
+      return escapeHtml(token.text);
+    },
+    link(token: Tokens.Link) {
+      const text = this.parser.parseInline(token.tokens);
+      if (!SAFE_HREF.test(token.href)) return text;
+      const title = token.title ? ` title="${escapeHtml(token.title)}"` : "";
+      return `<a href="${escapeHtml(token.href)}"${title}>${text}</a>`;
+    },
+    image(token: Tokens.Image) {
+      return escapeHtml(token.text);
+    },
+  },
+});
+
+export function markdownToHtml(md: string): string {
+  return marked.parse(md, { async: false });
+}
+
+export interface FormState {
+  action: string;
+  values: Record<string, unknown>;
+  issues: Issue[];
+}
+
+export function humanize(name: string): string {
+  const s = name.replace(/_/g, " ");
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+function fieldInput(f: Field, value: unknown, formId: string): string {
+  const id = `${formId}-${f.name}`;
+  const v = value === undefined || value === null ? (f.defaultValue ?? "") : value;
+  const req = f.required && f.type !== "boolean" ? " required" : "";
+  const label = `${humanize(f.name)}${f.required || f.type === "boolean" ? "" : ' <span class="optional">optional</span>'}`;
+  const help = f.description ? `<small>${escapeHtml(f.description)}</small>` : "";
+  if (f.type === "boolean") {
+    const checked = v === true || v === "true" || v === "on" ? " checked" : "";
+    return `<label class="check" for="${id}"><input type="checkbox" id="${id}" name="${f.name}" value="true"${checked}> ${label}</label>${help}`;
+  }
+  let control: string;
+  if (f.type === "enum") {
+    const opts = f.options!.map(
+      (o) =>
+        `<option value="${escapeHtml(o)}"${String(v) === o ? " selected" : ""}>${escapeHtml(o)}</option>`,
+    );
+    control = `<select id="${id}" name="${f.name}"${req}>${opts.join("")}</select>`;
+  } else if (f.multiline) {
+    control = `<textarea id="${id}" name="${f.name}" rows="4"${req}>${escapeHtml(String(v))}</textarea>`;
+  } else {
+    const type = f.type === "number" ? "number" : "text";
+    control = `<input type="${type}" id="${id}" name="${f.name}" value="${escapeHtml(String(v))}"${req}>`;
+  }
+  return `<label for="${id}">${label}</label>${control}${help}`;
+}
+
+function issuesHtml(issues: Issue[]): string {
+  if (!issues.length) return "";
+  const items = issues.map(
+    (i) => `<li>${i.field ? `<strong>${escapeHtml(i.field)}</strong>: ` : ""}${escapeHtml(i.message)}</li>`,
+  );
+  return `<div class="form-errors" role="alert"><ul>${items.join("")}</ul></div>`;
+}
+
+interface FormOpts {
+  path: string;
+  csrf: string;
+  fixed?: Record<string, string>;
+  only?: string[];
+  label?: string;
+  inline?: boolean;
+  state?: FormState;
+}
+
+export function actionForm(a: ActionDef, o: FormOpts): string {
+  const formId = `f-${a.name}-${Object.values(o.fixed ?? {}).join("-")}`.replace(/[^a-z0-9_-]/gi, "");
+  const state = o.state?.action === a.name ? o.state : undefined;
+  const hidden = [
+    `<input type="hidden" name="_csrf" value="${escapeHtml(o.csrf)}">`,
+    ...Object.entries(o.fixed ?? {}).map(
+      ([k, v]) => `<input type="hidden" name="${k}" value="${escapeHtml(v)}">`,
+    ),
+  ];
+  const visible = fields(a.params).filter(
+    (f) => !(f.name in (o.fixed ?? {})) && (!o.only || o.only.includes(f.name)),
+  );
+  const inputs = visible.map(
+    (f) => `<div class="field field-${f.type}">${fieldInput(f, state?.values[f.name], formId)}</div>`,
+  );
+  const label = escapeHtml(o.label ?? humanize(a.name));
+  const cls = o.inline ? "action-form inline" : "action-form";
+  return `<form method="post" action="${actionsBase(o.path)}/${a.name}" class="${cls}" id="${formId}">${issuesHtml(state?.issues ?? [])}${hidden.join("")}${inputs.join("")}<button type="submit" name="_submit" value="1">${label}</button></form>`;
+}
+
+export function renderPageHtml(
+  view: PageView,
+  actions: ActionDef[],
+  opts: { path: string; csrf: string; state?: FormState },
+): { content: string; actions: string } {
+  const byName = new Map(actions.map((a) => [a.name, a]));
+  const inlineUsed = new Set<string>();
+  const content = view.blocks
+    .map((b) => {
+      if ("md" in b) return markdownToHtml(b.md);
+      const a = byName.get(b.form.action);
+      if (!a) return "";
+      inlineUsed.add(a.name);
+      return inlineForm(a, b, opts);
+    })
+    .join("\n");
+  const panel = actions
+    .filter((a) => !inlineUsed.has(a.name) || opts.state?.action === a.name)
+    .map((a) => {
+      return `<section class="action" id="action-${a.name}"><h3>${escapeHtml(a.description)}</h3>${actionForm(a, { path: opts.path, csrf: opts.csrf, state: opts.state })}</section>`;
+    })
+    .join("\n");
+  return { content, actions: panel };
+}
+
+function inlineForm(
+  a: ActionDef,
+  b: FormBlock,
+  opts: { path: string; csrf: string; state?: FormState },
+): string {
+  return actionForm(a, {
+    path: opts.path,
+    csrf: opts.csrf,
+    fixed: b.form.fixed,
+    only: b.form.fields ?? [],
+    label: b.form.label,
+    inline: b.form.style !== "block",
+    state:
+      opts.state &&
+      JSON.stringify(pick(opts.state.values, Object.keys(b.form.fixed))) === JSON.stringify(b.form.fixed)
+        ? opts.state
+        : undefined,
+  });
+}
+
+function pick(obj: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.map((k) => [k, obj[k]]));
+}

@@ -1,0 +1,72 @@
+// Plain functions from a page view to markdown: no request, no response.
+import { fields, signature } from "./params.ts";
+import type { ActionDef, Crumb, PageView } from "./types.ts";
+
+/** Escapes text placed inline in markdown (titles, names) so it cannot form links or headings. */
+export function mdEscape(text: string): string {
+  return text.replace(/[\\`*_{}[\]()<>#+!|~]/g, "\\$&").replace(/\r?\n/g, " ");
+}
+
+/**
+ * Content written by someone else, as a blockquote: it keeps its formatting but can
+ * never open a top-level heading such as a fake `## Actions`.
+ */
+export function quote(text: string): string {
+  const body = text.trim() || "_(empty)_";
+  return body
+    .split(/\r?\n/)
+    .map((l) => `> ${l}`)
+    .join("\n");
+}
+
+export function link(label: string, path: string): string {
+  return `[${mdEscape(label)}](${path})`;
+}
+
+export function breadcrumbLine(crumbs: Crumb[]): string {
+  return crumbs.map((c) => (c.path ? link(c.label, c.path) : mdEscape(c.label))).join(" › ");
+}
+
+export function actionLine(a: ActionDef): string {
+  return `- \`${a.name}\` (${signature(a.params)}) — ${a.description}`;
+}
+
+export function renderPageMarkdown(
+  view: PageView,
+  actions: ActionDef[],
+  path: string,
+  notice?: string,
+): string {
+  const parts = [`# ${mdEscape(view.title)}`, breadcrumbLine(view.breadcrumb)];
+  if (notice) parts.push(`**${notice}**`);
+  for (const b of view.blocks) if ("md" in b && b.md.trim()) parts.push(b.md.trim());
+  parts.push("## Actions");
+  if (actions.length) {
+    parts.push(actions.map(actionLine).join("\n"));
+    parts.push(
+      `_Describe one with \`GET ${actionsBase(path)}/<name>\`; run it with \`POST ${actionsBase(path)}/<name>\` and a JSON or form body._`,
+    );
+  } else parts.push("_No actions on this page._");
+  return `${parts.join("\n\n")}\n`;
+}
+
+export function actionsBase(path: string): string {
+  return `${path === "/" ? "" : path}/actions`;
+}
+
+export function renderActionMarkdown(a: ActionDef, path: string, crumbs: Crumb[]): string {
+  const rows = fields(a.params).map(
+    (f) =>
+      `| ${f.name} | ${f.type === "enum" ? f.options!.join(" \\| ") : f.type} | ${f.required ? "yes" : "no"} | ${mdEscape(f.description ?? "")} |`,
+  );
+  return [
+    `# Action: ${a.name}`,
+    breadcrumbLine([...crumbs, { label: a.name }]),
+    a.description,
+    `Run it with \`POST ${actionsBase(path)}/${a.name}\` and a JSON or form body.`,
+    rows.length
+      ? ["| param | type | required | description |", "|---|---|---|---|", ...rows].join("\n")
+      : "_This action takes no parameters._",
+    "",
+  ].join("\n\n");
+}

@@ -1,0 +1,97 @@
+// Reads an action's zod schema to describe, render and coerce its params, so the
+// markdown signature, the HTML form, the JSON schema and validation share one source.
+import { z } from "zod";
+import { type Issue, ValidationError } from "../../lib/errors.ts";
+
+export type FieldType = "string" | "number" | "boolean" | "enum";
+
+export interface Field {
+  name: string;
+  type: FieldType;
+  required: boolean;
+  options?: string[];
+  description?: string;
+  multiline: boolean;
+  defaultValue?: unknown;
+}
+
+type AnyZod = z.ZodType & { _zod: { def: Record<string, unknown> & { type: string } } };
+
+export function fields(schema: z.ZodObject): Field[] {
+  return Object.entries(schema.shape).map(([name, raw]) => {
+    let t = raw as AnyZod;
+    let required = true;
+    let defaultValue: unknown;
+    const meta = (z.globalRegistry.get(t) ?? {}) as { multiline?: boolean; description?: string };
+    while (t._zod.def.type === "optional" || t._zod.def.type === "default") {
+      required = false;
+      if (t._zod.def.type === "default") {
+        const dv = t._zod.def.defaultValue;
+        defaultValue = typeof dv === "function" ? (dv as () => unknown)() : dv;
+      }
+      t = t._zod.def.innerType as AnyZod;
+    }
+    const inner = (z.globalRegistry.get(t) ?? {}) as { multiline?: boolean; description?: string };
+    const kind = t._zod.def.type;
+    const type: FieldType =
+      kind === "number" ? "number" : kind === "boolean" ? "boolean" : kind === "enum" ? "enum" : "string";
+    return {
+      name,
+      type,
+      required,
+      options: type === "enum" ? (t as unknown as z.ZodEnum).options.map(String) : undefined,
+      description: meta.description ?? inner.description ?? raw.description,
+      multiline: Boolean(meta.multiline ?? inner.multiline),
+      defaultValue,
+    };
+  });
+}
+
+/** `text: string, title?: string, role: admin|member` */
+export function signature(schema: z.ZodObject): string {
+  return fields(schema)
+    .map((f) => `${f.name}${f.required ? "" : "?"}: ${f.type === "enum" ? f.options!.join("|") : f.type}`)
+    .join(", ");
+}
+
+const TRUE = new Set(["true", "on", "1", "yes"]);
+const FALSE = new Set(["false", "off", "0", "no", ""]);
+
+/**
+ * Validates a body against the schema. Form bodies send every value as a string and
+ * leave unchecked boxes out, so strings are coerced to the declared type first.
+ * Unknown keys are an error: an agent that misspells a param should hear about it.
+ */
+export function parseParams<S extends z.ZodObject>(
+  schema: S,
+  body: Record<string, unknown>,
+  opts: { form: boolean },
+): z.infer<S> {
+  const defs = fields(schema);
+  const known = new Set(defs.map((f) => f.name));
+  const issues: Issue[] = Object.keys(body)
+    .filter((k) => !known.has(k))
+    .map((k) => ({ field: k, message: `unknown parameter (expected: ${[...known].join(", ") || "none"})` }));
+  const input: Record<string, unknown> = {};
+  for (const f of defs) {
+    let v = body[f.name];
+    if (Array.isArray(v)) v = v[v.length - 1];
+    if (typeof v === "string") {
+      if (f.type === "number") v = v.trim() === "" ? undefined : Number(v);
+      else if (f.type === "boolean")
+        v = TRUE.has(v.toLowerCase()) ? true : FALSE.has(v.toLowerCase()) ? false : v;
+      else if (opts.form && v.trim() === "" && !f.required) v = undefined;
+    }
+    if (v === undefined && opts.form && f.type === "boolean") v = false;
+    if (v !== undefined) input[f.name] = v;
+  }
+  const result = schema.safeParse(input);
+  if (!result.success) {
+    for (const i of result.error.issues) {
+      const field = i.path.join(".");
+      issues.push({ field, message: field && input[field] === undefined ? "required" : i.message });
+    }
+  }
+  if (issues.length) throw new ValidationError(issues);
+  return result.data as z.infer<S>;
+}

@@ -1,0 +1,89 @@
+// The one registry of pages and actions. HTTP routes, the internal markdown API used
+// by server-side agents, and (later) MCP all go through these functions.
+import { ForbiddenError, NotFoundError } from "../../lib/errors.ts";
+import { parseParams } from "./params.ts";
+import { createRouter } from "./router.ts";
+import type { ActionDef, ActionOutcome, Ctx, PageDef, PageView, Query, Scope } from "./types.ts";
+
+export interface Resolved {
+  page: PageDef;
+  params: Record<string, string>;
+  scope: Scope;
+}
+
+export type Registry = ReturnType<typeof createRegistry>;
+
+export function createRegistry(pages: PageDef[], actions: ActionDef[]) {
+  const match = createRouter(pages);
+  const byName = new Map<string, ActionDef>();
+  for (const a of actions) {
+    if (byName.has(a.name)) throw new Error(`action ${a.name} defined twice`);
+    byName.set(a.name, a);
+  }
+  for (const p of pages)
+    for (const name of p.actions)
+      if (!byName.has(name)) throw new Error(`page ${p.pattern} lists unknown action ${name}`);
+
+  async function resolve(ctx: Ctx, path: string): Promise<Resolved> {
+    const m = match(path);
+    if (!m) throw new NotFoundError(`No page at ${path}`);
+    const scope = await m.page.resolve(ctx, m.params);
+    return { ...m, scope };
+  }
+
+  function available(ctx: Ctx, r: Resolved): ActionDef[] {
+    return r.page.actions
+      .map((n) => byName.get(n)!)
+      .filter((a) => !a.available || a.available(ctx, r.scope) === null);
+  }
+
+  /** The action if the actor may use it here; 404 if the page has no such action, 403 with the reason otherwise. */
+  function usable(ctx: Ctx, r: Resolved, name: string, path: string): ActionDef {
+    const a = r.page.actions.includes(name) ? byName.get(name) : undefined;
+    if (!a) {
+      const names = available(ctx, r).map((x) => `\`${x.name}\``);
+      throw new NotFoundError(
+        `No action \`${name}\` on ${path}. ${names.length ? `Actions here: ${names.join(", ")}.` : "This page has no actions you can use."}`,
+      );
+    }
+    const reason = a.available?.(ctx, r.scope) ?? null;
+    if (reason) throw new ForbiddenError(`You cannot use \`${name}\` here: ${reason}`);
+    return a;
+  }
+
+  return {
+    actions: byName,
+    pages,
+    resolve,
+    available,
+
+    async view(
+      ctx: Ctx,
+      path: string,
+      query: Query,
+    ): Promise<{ view: PageView; actions: ActionDef[]; resolved: Resolved }> {
+      const resolved = await resolve(ctx, path);
+      const view = await resolved.page.render(ctx, resolved.scope, query);
+      return { view, actions: available(ctx, resolved), resolved };
+    },
+
+    async describe(ctx: Ctx, path: string, name: string): Promise<{ action: ActionDef; resolved: Resolved }> {
+      const resolved = await resolve(ctx, path);
+      return { action: usable(ctx, resolved, name, path), resolved };
+    },
+
+    /** Validates, then executes in one transaction: the write, its event and audit rows commit together or not at all. */
+    async run(
+      ctx: Ctx,
+      path: string,
+      name: string,
+      body: Record<string, unknown>,
+      opts: { form: boolean },
+    ): Promise<ActionOutcome> {
+      const resolved = await resolve(ctx, path);
+      const action = usable(ctx, resolved, name, path);
+      const params = parseParams(action.params, body, opts);
+      return ctx.db.$transaction((tx) => action.execute({ ...ctx, tx }, params, resolved.scope));
+    },
+  };
+}

@@ -1,0 +1,101 @@
+import type { z } from "zod";
+import type { Db, PrismaClient } from "../../db/prisma.ts";
+import type {
+  Commitment,
+  Decision,
+  Note,
+  Studio,
+  StudioRole,
+  Tenant,
+  User,
+  UserKind,
+} from "../../generated/prisma/client.ts";
+
+export interface Actor {
+  id: string;
+  tenantId: string;
+  handle: string;
+  name: string;
+  kind: UserKind;
+  parentId: string | null;
+}
+
+/** Everything a page or action needs about the request, with no HTTP in it. */
+export interface Ctx {
+  db: PrismaClient;
+  tenant: Tenant;
+  actor: Actor;
+}
+
+export interface ActionCtx extends Ctx {
+  tx: Db;
+}
+
+export type StudioScope = Studio & { role: StudioRole };
+
+/** What a page resolved (and so authorized) for the actor; its actions act on it. */
+export interface Scope {
+  studio?: StudioScope;
+  note?: Note;
+  decision?: Decision;
+  commitment?: Commitment;
+  user?: User;
+}
+
+export type Query = Record<string, string | undefined>;
+
+export interface Crumb {
+  label: string;
+  path?: string;
+}
+
+/** An inline form bound to one item (a "Dismiss" button beside a notification). */
+export interface FormBlock {
+  form: {
+    action: string;
+    fixed: Record<string, string>;
+    label: string;
+    fields?: string[];
+    style?: "inline" | "block";
+  };
+}
+export type Block = { md: string } | FormBlock;
+
+export interface PageView {
+  title: string;
+  breadcrumb: Crumb[];
+  blocks: Block[];
+}
+
+export interface PageDef {
+  /** Path pattern: literal segments and `:param` segments. */
+  pattern: string;
+  /** Actions that may appear on this page, in display order. */
+  actions: string[];
+  /** Authorizes and loads what the page is about; throws NotFoundError when the actor may not see it. */
+  resolve(ctx: Ctx, params: Record<string, string>): Promise<Scope>;
+  render(ctx: Ctx, scope: Scope, query: Query): Promise<PageView>;
+}
+
+export interface ActionOutcome {
+  status: 200 | 201;
+  /** Where the result lives; the response renders that page. */
+  location: string;
+  notice: string;
+  /** Shown exactly once (a new API token); never stored in a cookie or a log. */
+  secret?: string;
+}
+
+export interface ActionDef<S extends z.ZodObject = z.ZodObject> {
+  name: string;
+  description: string;
+  params: S;
+  writes: boolean;
+  /** null when the actor may use it on this scope, else the reason they may not. */
+  available?(ctx: Ctx, scope: Scope): string | null;
+  execute(ctx: ActionCtx, params: z.infer<S>, scope: Scope): Promise<ActionOutcome>;
+}
+
+export function defineAction<S extends z.ZodObject>(def: ActionDef<S>): ActionDef {
+  return def as unknown as ActionDef;
+}

@@ -1,0 +1,86 @@
+// Full-text search over the studios the actor belongs to. Visibility is part of the
+// query itself (a join on the actor's memberships), so no result can leak past it.
+import type { Ctx } from "./registry/types.ts";
+
+export interface Hit {
+  kind: "note" | "decision" | "commitment" | "comment";
+  id: string;
+  studio: string;
+  title: string;
+  snippet: string;
+  path: string;
+  createdAt: Date;
+}
+
+interface Row {
+  kind: Hit["kind"];
+  id: string;
+  studio: string;
+  title: string;
+  body: string;
+  subject_type: string | null;
+  subject_id: string | null;
+  created_at: Date;
+  total: bigint;
+}
+
+export async function search(
+  ctx: Ctx,
+  q: string,
+  skip: number,
+  take: number,
+): Promise<{ hits: Hit[]; total: number }> {
+  const rows = await ctx.db.$queryRaw<Row[]>`
+    WITH mine AS (
+      SELECT s.id, s.handle FROM studios s
+      JOIN studio_members m ON m.studio_id = s.id AND m.user_id = ${ctx.actor.id}
+      WHERE s.tenant_id = ${ctx.tenant.id}
+    ), q AS (SELECT websearch_to_tsquery('english', ${q}) AS query),
+    docs AS (
+      SELECT 'note' AS kind, n.id, mine.handle AS studio, n.title, n.text AS body, NULL AS subject_type, NULL AS subject_id, n.created_at
+        FROM notes n JOIN mine ON mine.id = n.studio_id WHERE n.tenant_id = ${ctx.tenant.id}
+      UNION ALL
+      SELECT 'decision', d.id, mine.handle, d.question, d.description, NULL, NULL, d.created_at
+        FROM decisions d JOIN mine ON mine.id = d.studio_id WHERE d.tenant_id = ${ctx.tenant.id}
+      UNION ALL
+      SELECT 'commitment', c.id, mine.handle, c.title, c.description, NULL, NULL, c.created_at
+        FROM commitments c JOIN mine ON mine.id = c.studio_id WHERE c.tenant_id = ${ctx.tenant.id}
+      UNION ALL
+      SELECT 'comment', c.id, mine.handle, '', c.text, c.subject_type::text, c.subject_id, c.created_at
+        FROM comments c JOIN mine ON mine.id = c.studio_id WHERE c.tenant_id = ${ctx.tenant.id}
+    ), matched AS (
+      SELECT docs.*, ts_rank(to_tsvector('english', docs.title || ' ' || docs.body), q.query) AS rank
+      FROM docs, q
+      WHERE to_tsvector('english', docs.title || ' ' || docs.body) @@ q.query
+         OR (docs.title || ' ' || docs.body) ILIKE '%' || ${likeEscape(q)} || '%'
+    )
+    SELECT kind, id, studio, title, body, subject_type, subject_id, created_at, count(*) OVER () AS total
+    FROM matched ORDER BY rank DESC, created_at DESC OFFSET ${skip} LIMIT ${take}`;
+  return {
+    total: rows.length ? Number(rows[0]!.total) : 0,
+    hits: rows.map((r) => ({
+      kind: r.kind,
+      id: r.id,
+      studio: r.studio,
+      title: r.title || (r.kind === "comment" ? "Comment" : "Untitled"),
+      snippet: snippet(r.body, q),
+      path:
+        r.kind === "comment"
+          ? `/studios/${r.studio}/${r.subject_type}s/${r.subject_id}`
+          : `/studios/${r.studio}/${r.kind}s/${r.id}`,
+      createdAt: r.created_at,
+    })),
+  };
+}
+
+function likeEscape(s: string): string {
+  return s.replace(/[\\%_]/g, "\\$&");
+}
+
+function snippet(body: string, q: string): string {
+  const flat = body.replace(/\s+/g, " ").trim();
+  const word = q.split(/\s+/).find((w) => w.length > 2) ?? q;
+  const at = Math.max(0, flat.toLowerCase().indexOf(word.toLowerCase()) - 60);
+  const cut = flat.slice(at, at + 160);
+  return `${at > 0 ? "…" : ""}${cut}${at + 160 < flat.length ? "…" : ""}`;
+}

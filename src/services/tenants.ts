@@ -1,0 +1,25 @@
+import type { Db } from "../db/prisma.ts";
+import { newId } from "../lib/ids.ts";
+import { hashPassword } from "./passwords.ts";
+
+export async function createTenant(db: Db, subdomain: string, name: string) {
+  return db.tenant.create({ data: { id: newId(), subdomain, name } });
+}
+
+export async function createPerson(
+  db: Db,
+  tenantId: string,
+  p: { handle: string; name: string; email: string; password: string },
+) {
+  return db.user.create({
+    data: {
+      id: newId(),
+      tenantId,
+      handle: p.handle,
+      name: p.name,
+      email: p.email.toLowerCase(),
+      kind: "person",
+      passwordHash: await hashPassword(p.password),
+    },
+  });
+}
