@@ -1,0 +1,43 @@
+// One fresh database per test run (migrated from prisma/migrations) and one queue
+// prefix, so concurrent runs on a machine never see each other. Dropped at the end.
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import type { TestProject } from "vitest/node";
+import { deploy } from "../src/db/schema-engine.ts";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    databaseUrl: string;
+    redisUrl: string;
+    queuePrefix: string;
+  }
+}
+
+const prismaDir = fileURLToPath(new URL("../prisma/", import.meta.url));
+
+export default async function setup(project: TestProject) {
+  const run = `${Date.now().toString(36)}${randomBytes(3).toString("hex")}`;
+  const server = new URL(process.env.DATABASE_URL || "postgresql://postgres@127.0.0.1:5432/cadre");
+  const dbName = `cadre_test_${run}`;
+  const url = new URL(server);
+  url.pathname = `/${dbName}`;
+  await deploy({
+    databaseUrl: url.toString(),
+    schemaPath: path.join(prismaDir, "schema.prisma"),
+    migrationsDir: path.join(prismaDir, "migrations"),
+  });
+  project.provide("databaseUrl", url.toString());
+  project.provide("redisUrl", process.env.REDIS_URL || "redis://127.0.0.1:6379");
+  project.provide("queuePrefix", `cadre-test-${run}`);
+
+  return async () => {
+    const admin = new URL(server);
+    admin.pathname = "/postgres";
+    const client = new pg.Client({ connectionString: admin.toString() });
+    await client.connect();
+    await client.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+    await client.end();
+  };
+}

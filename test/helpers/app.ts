@@ -1,0 +1,197 @@
+// Builds the real app against the run's database, plus helpers to make a fresh tenant
+// per test (isolation by tenant, never by deleting rows) and to act as its people.
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { inject } from "vitest";
+import { buildApp } from "../../src/app.ts";
+import { type Config, parseConfig } from "../../src/config.ts";
+import { createPrisma, type PrismaClient } from "../../src/db/prisma.ts";
+import { newId } from "../../src/lib/ids.ts";
+import { registry } from "../../src/services/catalog.ts";
+import { hashPassword } from "../../src/services/passwords.ts";
+import type { Actor, Ctx } from "../../src/services/registry/types.ts";
+import { createApiToken } from "../../src/services/tokens.ts";
+
+export const PASSWORD = "correct horse battery staple";
+let passwordHash: Promise<string> | undefined;
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return parseConfig({
+    NODE_ENV: "test",
+    DATABASE_URL: inject("databaseUrl"),
+    REDIS_URL: inject("redisUrl"),
+    QUEUE_PREFIX: inject("queuePrefix"),
+    LOG_LEVEL: "silent",
+    ...overrides,
+  });
+}
+
+let shared: PrismaClient | undefined;
+export function testPrisma(): PrismaClient {
+  shared ??= createPrisma(inject("databaseUrl"), 5);
+  return shared;
+}
+
+export async function buildTestApp(): Promise<FastifyInstance> {
+  const app = await buildApp({ config: testConfig(), prisma: testPrisma(), logger: false });
+  await app.ready();
+  return app;
+}
+
+export interface Person {
+  id: string;
+  handle: string;
+  name: string;
+  email: string;
+  token: string;
+}
+
+export interface World {
+  tenant: { id: string; subdomain: string; name: string };
+  host: string;
+  alice: Person;
+  bob: Person;
+  carol: Person;
+  studio: { id: string; handle: string; inviteCode: string };
+}
+
+/**
+ * A fresh tenant: alice (admin of studio `general`), bob (member), carol (in the
+ * tenant but not in the studio). Each has a live API token.
+ */
+export async function makeWorld(prefix = "t"): Promise<World> {
+  const db = testPrisma();
+  passwordHash ??= hashPassword(PASSWORD);
+  const hash = await passwordHash;
+  const subdomain = `${prefix}${newId(8)}`;
+  const tenant = await db.tenant.create({ data: { id: newId(), subdomain, name: `Tenant ${subdomain}` } });
+  const person = async (handle: string, name: string): Promise<Person> => {
+    const email = `${handle}@${subdomain}.test`;
+    const u = await db.user.create({
+      data: { id: newId(), tenantId: tenant.id, handle, name, email, kind: "person", passwordHash: hash },
+    });
+    const { token } = await createApiToken(db, tenant.id, u.id, "test");
+    return { id: u.id, handle, name, email, token };
+  };
+  const alice = await person("alice", "Alice Adams");
+  const bob = await person("bob", "Bob Brown");
+  const carol = await person("carol", "Carol Chen");
+  const studio = await db.studio.create({
+    data: {
+      id: newId(),
+      tenantId: tenant.id,
+      handle: "general",
+      name: "General",
+      inviteCode: newId(10),
+      createdById: alice.id,
+      members: {
+        create: [
+          { userId: alice.id, tenantId: tenant.id, role: "admin" },
+          { userId: bob.id, tenantId: tenant.id, role: "member" },
+        ],
+      },
+    },
+  });
+  return { tenant, host: `${subdomain}.localhost`, alice, bob, carol, studio };
+}
+
+/** Calls the registry in process as `who`, exactly as the internal markdown API does. */
+export async function act(
+  world: World,
+  who: Person,
+  path: string,
+  action: string,
+  params: Record<string, unknown>,
+) {
+  const db = testPrisma();
+  const tenant = await db.tenant.findUniqueOrThrow({ where: { id: world.tenant.id } });
+  const user = await db.user.findUniqueOrThrow({ where: { id: who.id } });
+  const ctx: Ctx = { db, tenant, actor: user as Actor };
+  return registry.run(ctx, path, action, params, { form: false });
+}
+
+type Method = "GET" | "POST";
+
+/** Markdown API call with a Bearer token. */
+export function md(
+  app: FastifyInstance,
+  world: World,
+  who: Person,
+  method: Method,
+  url: string,
+  body?: unknown,
+) {
+  return app.inject({
+    method,
+    url,
+    headers: { host: world.host, accept: "text/markdown", authorization: `Bearer ${who.token}` },
+    ...(body !== undefined && { payload: body as Record<string, unknown> }),
+  });
+}
+
+export interface Browser {
+  cookies: Record<string, string>;
+  csrf: string;
+  get(url: string): Promise<LightMyRequestResponse>;
+  post(url: string, form: Record<string, string>): Promise<LightMyRequestResponse>;
+}
+
+/** Logs in through the real form and keeps the cookies, like a browser. */
+export async function login(app: FastifyInstance, world: World, who: Person): Promise<Browser> {
+  const cookies: Record<string, string> = {};
+  const keep = (res: LightMyRequestResponse) => {
+    for (const c of res.cookies) {
+      if (c.value === "" || (c.expires && c.expires.getTime() < Date.now())) delete cookies[c.name];
+      else cookies[c.name] = c.value;
+    }
+    return res;
+  };
+  const first = keep(await app.inject({ method: "GET", url: "/login", headers: { host: world.host } }));
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(first.body)?.[1];
+  if (!csrf) throw new Error(`no csrf token on /login: ${first.statusCode}`);
+  const res = keep(
+    await app.inject({
+      method: "POST",
+      url: "/login",
+      headers: { host: world.host },
+      cookies,
+      payload: { email: who.email, password: PASSWORD, _csrf: csrf },
+    }),
+  );
+  if (res.statusCode !== 303) throw new Error(`login failed: ${res.statusCode}`);
+  const browser: Browser = {
+    cookies,
+    csrf,
+    get: async (url) =>
+      keep(await app.inject({ method: "GET", url, headers: { host: world.host }, cookies })),
+    post: async (url, form) =>
+      keep(
+        await app.inject({
+          method: "POST",
+          url,
+          headers: { host: world.host, "content-type": "application/x-www-form-urlencoded" },
+          cookies,
+          payload: new URLSearchParams({ _csrf: csrf, ...form }).toString(),
+        }),
+      ),
+  };
+  return browser;
+}
+
+/** Parses the `## Actions` section of a markdown page into action names. */
+export function actionNames(markdown: string): string[] {
+  const section = markdown.split(/^## Actions$/m).pop() ?? "";
+  return [...section.matchAll(/^- `([a-z_]+)` \(/gm)].map((m) => m[1]!);
+}
+
+export async function waitFor<T>(
+  fn: () => Promise<T | null | undefined | false>,
+  timeoutMs = 5000,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error("waitFor: timed out");
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
