@@ -13,7 +13,7 @@ export async function commentsBlock(
   subjectId: string,
   path: string,
   query: Query,
-): Promise<Block> {
+): Promise<Block[]> {
   const where = { tenantId: ctx.tenant.id, subjectType, subjectId };
   const pg = paging(query, COMMENTS_PER_PAGE);
   const [roots, total] = await Promise.all([
@@ -36,21 +36,29 @@ export async function commentsBlock(
   const children = new Map<string, typeof replies>();
   for (const r of replies) children.set(r.parentId!, [...(children.get(r.parentId!) ?? []), r]);
 
-  const lines: string[] = [];
+  const blocks: Block[] = [
+    { md: `## Comments (${total + replies.length})${roots.length ? "" : "\n\n_No comments yet._"}` },
+  ];
   const render = (c: (typeof roots)[number], depth: number) => {
     const lead = depth === 0 ? "" : `${"↳ ".repeat(Math.min(depth, 4))}reply · `;
-    lines.push(
-      `${lead}**${who(c.author)}** · ${when(c.createdAt)} · comment \`${c.id}\``,
-      "",
-      quote(c.text),
-      "",
-    );
+    blocks.push({
+      md: `${lead}**${who(c.author)}** · ${when(c.createdAt)} · comment \`${c.id}\`\n\n${quote(c.text)}`,
+    });
+    blocks.push({
+      form: {
+        action: "add_comment",
+        fixed: { reply_to: c.id },
+        fields: ["text"],
+        label: "Reply",
+        style: "folded",
+      },
+    });
     for (const child of children.get(c.id) ?? []) render(child, depth + 1);
   };
   for (const root of roots) render(root, 0);
-  const body = lines.length ? lines.join("\n").trim() : "_No comments yet._";
   const more = pager(path, pg, total);
-  return { md: `## Comments (${total + replies.length})\n\n${body}${more ? `\n\n${more}` : ""}` };
+  if (more) blocks.push({ md: more });
+  return blocks;
 }
 
 /** The chain from a comment up to its subject: [{comment parent}, …, {note}]. */

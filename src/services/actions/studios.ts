@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
@@ -8,6 +9,15 @@ import { handleSchema, optionalText, text } from "../validation.ts";
 
 const adminOnly = (_ctx: unknown, scope: Scope) =>
   scope.studio?.role === "admin" ? null : "only studio admins can do this";
+
+/** A concurrent request inserted the same key after our check: a conflict, not a 500. */
+function conflictOnDuplicate(message: string) {
+  return (e: unknown): never => {
+    if (e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002")
+      throw new ConflictError(message);
+    throw e;
+  };
+}
 
 export function inviteCode(): string {
   return newId(10);
@@ -27,18 +37,20 @@ export const createStudio = defineAction({
       where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: p.handle } },
     });
     if (taken) throw new ConflictError(`A studio with handle \`${p.handle}\` already exists`);
-    const studio = await ctx.tx.studio.create({
-      data: {
-        id: newId(),
-        tenantId: ctx.tenant.id,
-        handle: p.handle,
-        name: p.name,
-        description: p.description ?? "",
-        inviteCode: inviteCode(),
-        createdById: ctx.actor.id,
-        members: { create: { userId: ctx.actor.id, tenantId: ctx.tenant.id, role: "admin" } },
-      },
-    });
+    const studio = await ctx.tx.studio
+      .create({
+        data: {
+          id: newId(),
+          tenantId: ctx.tenant.id,
+          handle: p.handle,
+          name: p.name,
+          description: p.description ?? "",
+          inviteCode: inviteCode(),
+          createdById: ctx.actor.id,
+          members: { create: { userId: ctx.actor.id, tenantId: ctx.tenant.id, role: "admin" } },
+        },
+      })
+      .catch(conflictOnDuplicate(`A studio with handle \`${p.handle}\` already exists`));
     await emitEvent(ctx.tx, {
       tenantId: ctx.tenant.id,
       actorId: ctx.actor.id,
@@ -66,9 +78,9 @@ export const joinStudio = defineAction({
       where: { studioId_userId: { studioId: studio.id, userId: ctx.actor.id } },
     });
     if (existing) throw new ConflictError(`You are already a member of ${studio.name}`);
-    await ctx.tx.studioMember.create({
-      data: { studioId: studio.id, userId: ctx.actor.id, tenantId: ctx.tenant.id },
-    });
+    await ctx.tx.studioMember
+      .create({ data: { studioId: studio.id, userId: ctx.actor.id, tenantId: ctx.tenant.id } })
+      .catch(conflictOnDuplicate(`You are already a member of ${studio.name}`));
     await emitEvent(ctx.tx, {
       tenantId: ctx.tenant.id,
       actorId: ctx.actor.id,
@@ -84,7 +96,7 @@ export const joinStudio = defineAction({
 export const updateStudio = defineAction({
   name: "update_studio",
   description: "Rename the studio or change its description",
-  params: z.object({ name: optionalText(80), description: optionalText(2000) }),
+  params: z.object({ name: optionalText(80), description: optionalText(2000).meta({ multiline: true }) }),
   writes: true,
   available: adminOnly,
   async execute(ctx, p, scope) {

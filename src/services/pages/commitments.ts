@@ -75,7 +75,7 @@ export const commitmentPage: PageDef = {
         {
           md: `## Participants (${n})\n\n${n ? participants.map((p) => `- ${who(p.user)} · ${when(p.joinedAt)}`).join("\n") : "_Nobody yet._"}`,
         },
-        comments,
+        ...comments,
       ],
     };
   },

@@ -88,11 +88,12 @@ export const decisionPage: PageDef = {
             action: "vote",
             fixed: { option_id: r.o.id },
             fields: ["accept", "prefer"],
-            label: `Vote on “${r.o.title}”`,
+            label: r.mine ? `Change vote on “${r.o.title}”` : `Vote on “${r.o.title}”`,
+            values: r.mine ? { accept: r.mine.accepted, prefer: r.mine.preferred } : undefined,
           },
         }),
       ),
-      comments,
+      ...comments,
     ];
     return {
       title: d.question,

@@ -73,7 +73,7 @@ export const notePage: PageDef = {
         {
           md: `Read by ${reads} ${reads === 1 ? "person" : "people"}${mine ? ` — you confirmed at ${when(mine.confirmedAt)}` : ""}.`,
         },
-        comments,
+        ...comments,
       ],
     };
   },

@@ -106,9 +106,11 @@ export function actionForm(a: ActionDef, o: FormOpts): string {
   const visible = fields(a.params).filter(
     (f) => !(f.name in (o.fixed ?? {})) && (!o.only || o.only.includes(f.name)),
   );
-  const inputs = visible.map(
-    (f) => `<div class="field field-${f.type}">${fieldInput(f, state?.values[f.name], formId)}</div>`,
-  );
+  // Inline forms sit beside content: their params explain themselves, so no help text.
+  const inputs = visible.map((f) => {
+    const field = o.inline ? { ...f, description: undefined } : f;
+    return `<div class="field field-${f.type}">${fieldInput(field, state?.values[f.name], formId)}</div>`;
+  });
   const label = escapeHtml(o.label ?? humanize(a.name));
   const cls = o.inline ? "action-form inline" : "action-form";
   return `<form method="post" action="${actionsBase(o.path)}/${a.name}" class="${cls}" id="${formId}">${issuesHtml(state?.issues ?? [])}${hidden.join("")}${inputs.join("")}<button type="submit" name="_submit" value="1">${label}</button></form>`;
@@ -120,20 +122,44 @@ export function renderPageHtml(
   opts: { path: string; csrf: string; state?: FormState },
 ): { content: string; actions: string } {
   const byName = new Map(actions.map((a) => [a.name, a]));
-  const inlineUsed = new Set<string>();
+  const inline = view.blocks.filter((b): b is FormBlock => "form" in b && byName.has(b.form.action));
   const content = view.blocks
     .map((b) => {
       if ("md" in b) return markdownToHtml(b.md);
       const a = byName.get(b.form.action);
-      if (!a) return "";
-      inlineUsed.add(a.name);
-      return inlineForm(a, b, opts);
+      return a ? inlineForm(a, b, opts) : "";
     })
     .join("\n");
-  const panel = actions
-    .filter((a) => !inlineUsed.has(a.name) || opts.state?.action === a.name)
-    .map((a) => {
-      return `<section class="action" id="action-${a.name}"><h3>${escapeHtml(a.description)}</h3>${actionForm(a, { path: opts.path, csrf: opts.csrf, state: opts.state })}</section>`;
+  // An action whose inline forms fix a required param (vote on *this* option) lives only inline;
+  // one whose inline forms fix an optional param (reply_to) keeps its panel form without that param.
+  const covered = new Set<string>();
+  const hidden = new Map<string, Set<string>>();
+  for (const b of inline) {
+    const a = byName.get(b.form.action)!;
+    const required = fields(a.params)
+      .filter((f) => f.required)
+      .map((f) => f.name);
+    if (Object.keys(b.form.fixed).some((k) => required.includes(k))) covered.add(a.name);
+    for (const k of Object.keys(b.form.fixed)) hidden.set(a.name, (hidden.get(a.name) ?? new Set()).add(k));
+  }
+  const shown = actions.filter((a) => !covered.has(a.name) || opts.state?.action === a.name);
+  const panel = shown
+    .map((a, i) => {
+      // The first action (and the one that just failed) is open; the rest fold away so the panel stays short.
+      const open = opts.state ? opts.state.action === a.name : i === 0 || shown.length <= 2;
+      const skip = hidden.get(a.name);
+      const only = skip
+        ? fields(a.params)
+            .map((f) => f.name)
+            .filter((n) => !skip.has(n))
+        : undefined;
+      if (!fields(a.params).length) {
+        // Nothing to fill in: one button that says what it does.
+        const button = actionForm(a, { path: opts.path, csrf: opts.csrf, state: opts.state, label: a.description });
+        return `<div class="action simple" id="action-${a.name}">${button}</div>`;
+      }
+      const form = actionForm(a, { path: opts.path, csrf: opts.csrf, state: opts.state, only });
+      return `<details class="action" id="action-${a.name}"${open ? " open" : ""}><summary>${escapeHtml(a.description)}</summary>${form}</details>`;
     })
     .join("\n");
   return { content, actions: panel };
@@ -144,21 +170,20 @@ function inlineForm(
   b: FormBlock,
   opts: { path: string; csrf: string; state?: FormState },
 ): string {
-  return actionForm(a, {
+  const failedHere =
+    opts.state?.action === a.name &&
+    Object.entries(b.form.fixed).every(([k, v]) => opts.state?.values[k] === v);
+  const prefill = b.form.values ? { action: a.name, values: b.form.values, issues: [] } : undefined;
+  const form = actionForm(a, {
     path: opts.path,
     csrf: opts.csrf,
     fixed: b.form.fixed,
     only: b.form.fields ?? [],
     label: b.form.label,
-    inline: b.form.style !== "block",
-    state:
-      opts.state &&
-      JSON.stringify(pick(opts.state.values, Object.keys(b.form.fixed))) === JSON.stringify(b.form.fixed)
-        ? opts.state
-        : undefined,
+    inline: b.form.style !== "folded",
+    state: failedHere ? opts.state : prefill,
   });
-}
-
-function pick(obj: Record<string, unknown>, keys: string[]): Record<string, unknown> {
-  return Object.fromEntries(keys.map((k) => [k, obj[k]]));
+  return b.form.style === "folded"
+    ? `<details class="folded"${failedHere ? " open" : ""}><summary>${escapeHtml(b.form.label)}</summary>${form}</details>`
+    : form;
 }

@@ -55,8 +55,12 @@ export interface FormBlock {
     action: string;
     fixed: Record<string, string>;
     label: string;
+    /** Params shown as inputs (the rest are fixed or left out). */
     fields?: string[];
-    style?: "inline" | "block";
+    /** Current values to prefill (your existing vote). */
+    values?: Record<string, unknown>;
+    /** `folded`: behind a toggle (a Reply link under each comment). */
+    style?: "inline" | "folded";
   };
 }
 export type Block = { md: string } | FormBlock;
