@@ -4,6 +4,9 @@ import { link, quote } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 
+// A commitment can gather thousands; the first ones and the count say enough.
+const SHOWN_PARTICIPANTS = 50;
+
 export const commitmentsPage: PageDef = {
   pattern: "/studios/:studio/commitments",
   actions: ["create_commitment"],
@@ -48,16 +51,17 @@ export const commitmentPage: PageDef = {
     const s = scope.studio!;
     const c = scope.commitment!;
     const path = `/studios/${s.handle}/commitments/${c.id}`;
-    const [author, participants, comments] = await Promise.all([
+    const [author, participants, n, comments] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: c.authorId } }),
       ctx.db.commitmentParticipant.findMany({
         where: { commitmentId: c.id },
         include: { user: true },
         orderBy: { joinedAt: "asc" },
+        take: SHOWN_PARTICIPANTS,
       }),
+      ctx.db.commitmentParticipant.count({ where: { commitmentId: c.id } }),
       commentsBlock(ctx, "commitment", c.id, path, query),
     ]);
-    const n = participants.length;
     const status = c.activatedAt
       ? `**Active** since ${when(c.activatedAt)}: critical mass of ${c.criticalMass} reached.`
       : `**Pending**: ${n} of ${c.criticalMass} needed have joined; ${c.criticalMass - n} more and it becomes active.`;
@@ -73,7 +77,7 @@ export const commitmentPage: PageDef = {
         ...(c.description ? [{ md: quote(c.description) }] : []),
         { md: status },
         {
-          md: `## Participants (${n})\n\n${n ? participants.map((p) => `- ${who(p.user)} · ${when(p.joinedAt)}`).join("\n") : "_Nobody yet._"}`,
+          md: `## Participants (${n})\n\n${n ? participants.map((p) => `- ${who(p.user)} · ${when(p.joinedAt)}`).join("\n") : "_Nobody yet._"}${n > participants.length ? `\n\n…and ${n - participants.length} more.` : ""}`,
         },
         ...comments,
       ],

@@ -1,14 +1,21 @@
 import { loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Ctx, PageDef } from "../registry/types.ts";
-import { home, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
+import { home, type Paging, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
 
-async function myStudios(ctx: Ctx) {
-  return ctx.db.studioMember.findMany({
-    where: { userId: ctx.actor.id, tenantId: ctx.tenant.id },
-    include: { studio: true },
-    orderBy: { studio: { name: "asc" } },
-  });
+async function myStudios(ctx: Ctx, pg: Paging) {
+  const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id };
+  const [memberships, total] = await Promise.all([
+    ctx.db.studioMember.findMany({
+      where,
+      include: { studio: true },
+      orderBy: { studio: { name: "asc" } },
+      skip: pg.skip,
+      take: pg.take,
+    }),
+    ctx.db.studioMember.count({ where }),
+  ]);
+  return { memberships, total };
 }
 
 export const homePage: PageDef = {
@@ -16,8 +23,8 @@ export const homePage: PageDef = {
   actions: [],
   resolve: async () => ({}),
   async render(ctx) {
-    const [memberships, unread] = await Promise.all([
-      myStudios(ctx),
+    const [{ memberships, total }, unread] = await Promise.all([
+      myStudios(ctx, paging({})),
       ctx.db.notification.count({
         where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
       }),
@@ -32,7 +39,9 @@ export const homePage: PageDef = {
       breadcrumb: [{ label: "Home" }],
       blocks: [
         { md: `Signed in as ${who(ctx.actor)}.` },
-        { md: `## Your studios\n\n${studios}` },
+        {
+          md: `## Your studios\n\n${studios}${total > memberships.length ? `\n\n${link(`All ${total} studios`, "/studios")}` : ""}`,
+        },
         {
           md: `## Elsewhere\n\n- ${link(`Notifications (${unread} unread)`, "/notifications")}\n- ${link("Search", "/search")}\n- ${link("Who am I", "/whoami")}\n- ${link("Your settings and API tokens", `/u/${ctx.actor.handle}/settings`)}`,
         },
@@ -45,8 +54,9 @@ export const studiosPage: PageDef = {
   pattern: "/studios",
   actions: ["create_studio", "join_studio"],
   resolve: async () => ({}),
-  async render(ctx) {
-    const memberships = await myStudios(ctx);
+  async render(ctx, _scope, query) {
+    const pg = paging(query);
+    const { memberships, total } = await myStudios(ctx, pg);
     const list = memberships.length
       ? memberships
           .map(
@@ -58,7 +68,7 @@ export const studiosPage: PageDef = {
     return {
       title: "Studios",
       breadcrumb: [home, { label: "Studios" }],
-      blocks: [{ md: list }],
+      blocks: [{ md: list }, { md: pager("/studios", pg, total) }],
     };
   },
 };
