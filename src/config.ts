@@ -41,6 +41,19 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   return config;
 }
 
+/**
+ * What the migration CLI needs, without the web/worker settings: migrating must not
+ * fail because, say, SESSION_SECRET is unset on the machine that runs it.
+ */
+export function loadMigrateConfig(): { databaseUrl: string; debug: boolean } {
+  const parsed = schema.pick({ DATABASE_URL: true }).safeParse(process.env);
+  if (!parsed.success) {
+    console.error(`Invalid configuration:\n  DATABASE_URL: ${parsed.error.issues[0]?.message}`);
+    process.exit(2);
+  }
+  return { databaseUrl: parsed.data.DATABASE_URL, debug: Boolean(process.env.MIGRATE_DEBUG) };
+}
+
 export function loadConfig(): Config {
   try {
     return parseConfig(process.env);

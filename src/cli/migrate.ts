@@ -2,6 +2,7 @@
 // Usage: tsx src/cli/migrate.ts create <name> | deploy | status | check
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { loadMigrateConfig } from "../config.ts";
 import {
   createMigration,
   deploy,
@@ -25,11 +26,12 @@ DATABASE_URL defaults to postgresql://postgres@127.0.0.1:5432/cadre`;
 // Resolved from this file so the command works from any working directory.
 const prismaDir = fileURLToPath(new URL("../../prisma/", import.meta.url));
 
+const env = loadMigrateConfig();
 const opts: MigrateOptions = {
-  databaseUrl: process.env.DATABASE_URL || "postgresql://postgres@127.0.0.1:5432/cadre",
+  databaseUrl: env.databaseUrl,
   schemaPath: path.join(prismaDir, "schema.prisma"),
   migrationsDir: path.join(prismaDir, "migrations"),
-  log: process.env.MIGRATE_DEBUG ? (line) => console.error(line) : undefined,
+  log: env.debug ? (line) => console.error(line) : undefined,
 };
 
 const rel = (p: string) => path.relative(process.cwd(), p) || ".";
