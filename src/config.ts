@@ -24,6 +24,21 @@ const schema = z.object({
     .positive()
     .default(24 * 14),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  // Any OpenAI-compatible endpoint (a LiteLLM proxy, OpenAI, vLLM, Ollama). Unset: the
+  // demo starts its scripted fake model and says so.
+  LLM_BASE_URL: z.string().url().optional(),
+  LLM_API_KEY: z.string().default("none"),
+  DEMO_FAKE_LLM: z
+    .enum(["0", "1", "true", "false"])
+    .default("0")
+    .transform((v) => v === "1" || v === "true"),
+  LLM_DEFAULT_MODEL: z.string().min(1).optional(),
+  LLM_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+  LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
+  RUN_LEASE_SECONDS: z.coerce.number().int().min(2).max(600).default(15),
+  RUN_HEARTBEAT_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+  SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
 });
 
 export type Config = z.infer<typeof schema>;

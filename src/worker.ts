@@ -1,6 +1,8 @@
 import { loadConfig } from "./config.ts";
 import { createPrisma } from "./db/prisma.ts";
 import { createRedis } from "./db/redis.ts";
+import { DEMO_MODEL, demoScript } from "./dev/demo-script.ts";
+import { startFakeLlm } from "./dev/fake-llm.ts";
 import { startRuntime } from "./jobs/runtime.ts";
 
 const config = loadConfig();
@@ -8,14 +10,15 @@ const prisma = createPrisma(config.DATABASE_URL);
 const connection = createRedis(config.REDIS_URL, "worker");
 const log = (msg: string, err?: unknown) => console.error(`[worker] ${msg}`, err ?? "");
 
-const runtime = await startRuntime({
-  prisma,
-  databaseUrl: config.DATABASE_URL,
-  connection,
-  prefix: config.QUEUE_PREFIX,
-  log,
-});
-console.log(`[worker] running (queue prefix ${config.QUEUE_PREFIX})`);
+// The demo without a real model: a scripted fake speaking the same protocol, in process.
+const fake = !config.LLM_BASE_URL && config.DEMO_FAKE_LLM ? await startFakeLlm({ script: demoScript }) : null;
+const runtimeConfig = fake
+  ? { ...config, LLM_BASE_URL: fake.url, LLM_DEFAULT_MODEL: config.LLM_DEFAULT_MODEL ?? DEMO_MODEL }
+  : config;
+const runtime = await startRuntime({ config: runtimeConfig, prisma, connection, log });
+console.log(
+  `[worker] running (queue prefix ${config.QUEUE_PREFIX}; LLM ${fake ? `scripted demo model at ${fake.url}` : (config.LLM_BASE_URL ?? "not configured")})`,
+);
 
 let closing = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
@@ -23,6 +26,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     if (closing) return;
     closing = true;
     await runtime.close();
+    await fake?.close();
     connection.disconnect();
     await prisma.$disconnect();
     process.exit(0);

@@ -16,6 +16,8 @@ export interface PageReply {
   secret?: string;
   state?: FormState;
   location?: string;
+  /** An error that is not about one field (403, 409), shown above the page. */
+  alert?: string;
 }
 
 export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: PageReply) {
@@ -41,6 +43,8 @@ export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: Page
     actions,
     notice: r.notice,
     secret: r.secret,
+    refreshSeconds: r.view.refreshSeconds,
+    alert: r.alert,
   });
 }
 
@@ -52,6 +56,8 @@ export interface LayoutData {
   notice?: string;
   secret?: string;
   error?: boolean;
+  refreshSeconds?: number;
+  alert?: string;
 }
 
 export async function sendLayout(req: FastifyRequest, reply: FastifyReply, d: LayoutData) {

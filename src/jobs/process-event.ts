@@ -1,11 +1,24 @@
 import type { Job } from "bullmq";
 import type { PrismaClient } from "../db/prisma.ts";
+import { dispatchTriggers } from "../services/agents/dispatcher.ts";
+import { notifyOwnerOfRun } from "../services/agents/notify.ts";
 import { notifyForEvent } from "../services/notifications.ts";
-import type { JobPayloads } from "./queues.ts";
+import { loadSubject } from "../services/subjects.ts";
+import type { JobPayloads, Queues } from "./queues.ts";
 
-export function eventProcessor(prisma: PrismaClient) {
+/** One consumer for the outbox: notifications, agent triggers, and runs to start. */
+export function eventProcessor(prisma: PrismaClient, queues: Pick<Queues, "agent-runs">) {
   return async (job: Job<JobPayloads["events"]>) => {
-    const notified = await notifyForEvent(prisma, job.data.eventId);
-    return { notified };
+    const e = await prisma.event.findUnique({ where: { id: job.data.eventId } });
+    if (!e) return { skipped: "no such event" };
+    if (e.type === "run.queued") {
+      await queues["agent-runs"].add("run", { runId: e.subjectId }, { jobId: `run-${e.id}` });
+      return { enqueued: e.subjectId };
+    }
+    if (e.type === "run.waiting") return { notified: await notifyOwnerOfRun(prisma, e) };
+    const notified = await notifyForEvent(prisma, e.id);
+    const subject = await loadSubject(prisma, e);
+    const runs = subject ? await dispatchTriggers(prisma, e, subject) : [];
+    return { notified, runs };
   };
 }

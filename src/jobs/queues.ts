@@ -1,12 +1,15 @@
 // The one job contract: queue names, the payload of each job, and default options.
-// Jobs carry ids, never data; job ids are deterministic so a re-delivery is a no-op.
+// Jobs carry ids, never data; job ids are deterministic (derived from the event or
+// run), so a re-delivery is a no-op. Postgres decides what actually happens.
 import { type ConnectionOptions, Queue, type QueueOptions } from "bullmq";
 
-export const QUEUE_NAMES = ["events"] as const;
+export const QUEUE_NAMES = ["events", "agent-runs", "maintenance"] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 export interface JobPayloads {
   events: { eventId: string };
+  "agent-runs": { runId: string };
+  maintenance: Record<string, never>;
 }
 
 export const defaultJobOptions: QueueOptions["defaultJobOptions"] = {
@@ -19,7 +22,9 @@ export const defaultJobOptions: QueueOptions["defaultJobOptions"] = {
 export type Queues = { [K in QueueName]: Queue<JobPayloads[K]> };
 
 export function createQueues(connection: ConnectionOptions, prefix: string): Queues {
-  return { events: new Queue<JobPayloads["events"]>("events", { connection, prefix, defaultJobOptions }) };
+  const make = <K extends QueueName>(name: K) =>
+    new Queue<JobPayloads[K]>(name, { connection, prefix, defaultJobOptions }) as Queues[K];
+  return { events: make("events"), "agent-runs": make("agent-runs"), maintenance: make("maintenance") };
 }
 
 export async function closeQueues(queues: Queues): Promise<void> {

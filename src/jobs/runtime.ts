@@ -1,37 +1,95 @@
-// Starts everything a worker process runs; worker.ts and the tests both use it.
+// Starts everything a worker process runs — the outbox relay, the event, agent-run and
+// maintenance workers, and the lease heartbeat. worker.ts, the tests and the benchmark
+// all start it the same way.
 import { Worker } from "bullmq";
 import type { Redis } from "ioredis";
+import type { Config } from "../config.ts";
 import type { PrismaClient } from "../db/prisma.ts";
+import { startHeartbeat } from "../services/agents/heartbeat.ts";
+import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
 import { startEventRelay } from "./event-relay.ts";
+import { agentRunProcessor, workerId } from "./process-agent-run.ts";
 import { eventProcessor } from "./process-event.ts";
 import { closeQueues, createQueues } from "./queues.ts";
+import { sweep } from "./sweeper.ts";
+
+export type RuntimeConfig = Pick<
+  Config,
+  | "DATABASE_URL"
+  | "QUEUE_PREFIX"
+  | "LLM_BASE_URL"
+  | "LLM_API_KEY"
+  | "LLM_DEFAULT_MODEL"
+  | "LLM_TIMEOUT_MS"
+  | "LLM_MAX_RETRIES"
+  | "WORKER_CONCURRENCY"
+  | "RUN_LEASE_SECONDS"
+  | "RUN_HEARTBEAT_MS"
+  | "SWEEP_INTERVAL_MS"
+>;
 
 export interface RuntimeOptions {
+  config: RuntimeConfig;
   prisma: PrismaClient;
-  databaseUrl: string;
   connection: Redis;
-  prefix: string;
-  concurrency?: number;
+  /** Tests and the benchmark may inject a client; otherwise the openai SDK client. */
+  llm?: LlmClient;
   log?: (msg: string, err?: unknown) => void;
 }
 
 export async function startRuntime(o: RuntimeOptions) {
-  const queues = createQueues(o.connection, o.prefix);
+  const { config: c, prisma, connection } = o;
+  const prefix = c.QUEUE_PREFIX;
+  const queues = createQueues(connection, prefix);
+  const owner = workerId();
+  const heartbeat = startHeartbeat(prisma, owner, c.RUN_LEASE_SECONDS, c.RUN_HEARTBEAT_MS);
+  const endpoint: Endpoint | null = c.LLM_BASE_URL
+    ? { baseURL: c.LLM_BASE_URL, apiKey: c.LLM_API_KEY }
+    : null;
+  const llm = o.llm ?? createLlmClient({ timeoutMs: c.LLM_TIMEOUT_MS, maxRetries: c.LLM_MAX_RETRIES });
+
   const workers = [
-    new Worker("events", eventProcessor(o.prisma), {
-      connection: o.connection,
-      prefix: o.prefix,
-      concurrency: o.concurrency ?? 8,
+    new Worker("events", eventProcessor(prisma, queues), { connection, prefix, concurrency: 16 }),
+    new Worker(
+      "agent-runs",
+      agentRunProcessor({
+        prisma,
+        navigator: { llm, endpoint, defaultModel: c.LLM_DEFAULT_MODEL },
+        heartbeat,
+        owner,
+        leaseSeconds: c.RUN_LEASE_SECONDS,
+        log: o.log,
+      }),
+      // A run can take minutes: the BullMQ lock is renewed meanwhile; our own lease is what recovery relies on.
+      { connection, prefix, concurrency: c.WORKER_CONCURRENCY, lockDuration: 60_000 },
+    ),
+    new Worker("maintenance", async () => ({ swept: await sweep(prisma, queues, c.SWEEP_INTERVAL_MS) }), {
+      connection,
+      prefix,
+      concurrency: 1,
     }),
   ];
   for (const w of workers) w.on("failed", (job, err) => o.log?.(`job ${w.name}/${job?.id} failed`, err));
-  const relay = startEventRelay({ prisma: o.prisma, databaseUrl: o.databaseUrl, queues, log: o.log });
+  // Re-asserted now and then: if Redis lost its data, the schedule comes back by itself.
+  const schedule = () =>
+    queues.maintenance
+      .upsertJobScheduler("sweeper", { every: c.SWEEP_INTERVAL_MS }, { name: "sweep", data: {} })
+      .catch((err) => o.log?.("could not schedule the sweeper", err));
+  await schedule();
+  const rescheduler = setInterval(schedule, 60_000);
+  rescheduler.unref();
+
+  const relay = startEventRelay({ prisma, databaseUrl: c.DATABASE_URL, queues, log: o.log });
   await relay.ready;
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   return {
     queues,
     relay,
+    owner,
+    heartbeat,
     async close() {
+      clearInterval(rescheduler);
+      heartbeat.stop();
       await relay.stop();
       await Promise.all(workers.map((w) => w.close()));
       await closeQueues(queues);

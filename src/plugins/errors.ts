@@ -6,32 +6,7 @@ import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import { AppError, NotFoundError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { escapeHtml } from "../services/registry/html.ts";
-
-const TITLES: Record<number, string> = {
-  400: "Bad request",
-  401: "Not signed in",
-  403: "Not allowed",
-  404: "Not found",
-  405: "Method not allowed",
-  409: "Conflict",
-  413: "Too large",
-  415: "Unsupported body",
-  429: "Too many requests",
-  500: "Something went wrong",
-  503: "Temporarily unavailable",
-};
-
-export function errorMarkdown(status: number, message: string, err?: unknown): string {
-  const lines = [`# Error ${status}: ${TITLES[status] ?? "Error"}`, ""];
-  if (err instanceof ValidationError) {
-    lines.push(
-      "Invalid parameters:",
-      "",
-      ...err.issues.map((i) => `- ${i.field ? `\`${i.field}\`: ` : ""}${i.message}`),
-    );
-  } else lines.push(message);
-  return `${lines.join("\n")}\n`;
-}
+import { errorMarkdown, ERROR_TITLES as TITLES } from "../services/registry/markdown.ts";
 
 export async function sendError(
   req: FastifyRequest,

@@ -13,9 +13,15 @@ const loginBody = z.object({
   _csrf: z.string().optional(),
 });
 
-/** Only local paths: `next` must never send someone to another site after logging in. */
+/**
+ * Only local paths: `next` must never send someone to another site after logging in.
+ * Printable URL characters only: browsers drop tabs and newlines, so `/<TAB>/evil.com`
+ * would become `//evil.com`, and other control or non-ASCII characters break the header.
+ */
 function safeNext(next: string | undefined): string {
-  return next && /^\/(?!\/)[^\\]*$/.test(next) && !next.startsWith("/login") ? next : "/";
+  return next && /^\/(?!\/)[\w\-.~%!$&'()*+,;=:@/?#[\]]*$/.test(next) && !next.startsWith("/login")
+    ? next
+    : "/";
 }
 
 function loginForm(csrf: string, next: string, email = "", error = ""): string {

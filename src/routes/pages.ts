@@ -46,7 +46,14 @@ async function showPage(
   reply: FastifyReply,
   format: Format,
   url: string,
-  extra: { status?: number; notice?: string; secret?: string; state?: FormState; location?: string } = {},
+  extra: {
+    status?: number;
+    notice?: string;
+    secret?: string;
+    state?: FormState;
+    location?: string;
+    alert?: string;
+  } = {},
 ) {
   const { path, query } = parseUrl(url);
   const { view, actions } = await registry.view(ctxOf(req), path, query);
@@ -122,6 +129,8 @@ export default async function pageRoutes(app: FastifyInstance) {
           return await showPage(req, reply, format, target.page, {
             status: err.status,
             state: { action: target.action, values: body, issues },
+            // Not a field problem (403, 404, 409): say it at the top, where it cannot be missed.
+            alert: err instanceof ValidationError ? undefined : err.message,
           });
         } catch {
           throw err;

@@ -49,3 +49,18 @@ export function requireScope<T>(value: T | undefined, what: string): T {
   if (value === undefined) throw new Error(`page scope is missing ${what}`);
   return value;
 }
+
+/** A subagent the actor owns; anyone else's agent (or a person) is a 404. */
+export async function loadOwnedAgent(ctx: Ctx, handle: string) {
+  const agent = await ctx.db.user.findFirst({
+    where: { tenantId: ctx.tenant.id, handle, kind: "subagent", parentId: ctx.actor.id },
+  });
+  if (!agent) throw new NotFoundError(`No subagent @${handle} of yours`);
+  return agent;
+}
+
+export async function loadRun(ctx: Ctx, agentId: string, id: string) {
+  const run = await ctx.db.subagentTaskRun.findFirst({ where: { id, agentId, tenantId: ctx.tenant.id } });
+  if (!run) throw new NotFoundError(`No run ${id}`);
+  return run;
+}

@@ -10,14 +10,28 @@ import {
   revokeApiToken,
   searchAction,
   updateProfile,
+  updateScratchpad,
 } from "./actions/people.ts";
+import { answerQuestion, runTask, stopRun } from "./actions/runs.ts";
 import { createStudio, joinStudio, removeMember, updateMemberRole, updateStudio } from "./actions/studios.ts";
+import {
+  addToStudio,
+  archiveSubagent,
+  createSubagent,
+  pauseSubagent,
+  removeFromStudio,
+  resumeSubagent,
+  unarchiveSubagent,
+  updateSubagent,
+} from "./actions/subagents.ts";
 import { commitmentPage, commitmentsPage } from "./pages/commitments.ts";
 import { decisionPage, decisionsPage } from "./pages/decisions.ts";
 import { notePage, notesPage } from "./pages/notes.ts";
 import { notificationsPage, profilePage, searchPage, whoamiPage } from "./pages/people.ts";
+import { runFormPage, runPage, runsPage } from "./pages/runs.ts";
 import { settingsPage, tokensPage } from "./pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "./pages/studios.ts";
+import { subagentPage, subagentsPage } from "./pages/subagents.ts";
 import { createRegistry } from "./registry/registry.ts";
 
 export const pages = [
@@ -37,6 +51,11 @@ export const pages = [
   profilePage,
   settingsPage,
   tokensPage,
+  subagentsPage,
+  subagentPage,
+  runFormPage,
+  runsPage,
+  runPage,
 ];
 
 export const actions = [
@@ -62,6 +81,18 @@ export const actions = [
   updateProfile,
   createApiTokenAction,
   revokeApiToken,
+  updateScratchpad,
+  createSubagent,
+  updateSubagent,
+  addToStudio,
+  removeFromStudio,
+  pauseSubagent,
+  resumeSubagent,
+  archiveSubagent,
+  unarchiveSubagent,
+  runTask,
+  stopRun,
+  answerQuestion,
 ];
 
 export const registry = createRegistry(pages, actions);

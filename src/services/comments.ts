@@ -19,14 +19,14 @@ export async function commentsBlock(
   const [roots, total] = await Promise.all([
     ctx.db.comment.findMany({
       where: { ...where, parentId: null },
-      orderBy: { createdAt: "asc" },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
       skip: pg.skip,
       take: pg.take,
       include: { author: true },
     }),
     ctx.db.comment.count({ where: { ...where, parentId: null } }),
   ]);
-  const replies = roots.length
+  const replies = total
     ? await ctx.db.comment.findMany({
         where: { ...where, parentId: { not: null } },
         orderBy: { createdAt: "asc" },

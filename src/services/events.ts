@@ -4,6 +4,7 @@
 import type { Db } from "../db/prisma.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { newId } from "../lib/ids.ts";
+import type { ActionCtx } from "./registry/types.ts";
 
 export const EVENTS_CHANNEL = "cadre_events";
 
@@ -21,6 +22,7 @@ export interface NewEvent {
   subjectId: string;
   parentChain?: ChainLink[];
   payload?: Prisma.InputJsonValue;
+  runId?: string;
 }
 
 export async function emitEvent(tx: Db, e: NewEvent): Promise<string> {
@@ -36,8 +38,18 @@ export async function emitEvent(tx: Db, e: NewEvent): Promise<string> {
       subjectId: e.subjectId,
       parentChain: (e.parentChain ?? []) as unknown as Prisma.InputJsonValue,
       payload: e.payload ?? {},
+      runId: e.runId ?? null,
     },
   });
   await tx.$executeRaw`SELECT pg_notify(${EVENTS_CHANNEL}, ${id})`;
   return id;
+}
+
+/** An action's event: the actor, tenant and run come from the context, and the run's resource record sees it. */
+export async function emit(
+  ctx: ActionCtx,
+  e: Omit<NewEvent, "tenantId" | "actorId" | "runId">,
+): Promise<string> {
+  ctx.emitted.push({ type: e.type, subjectType: e.subjectType, subjectId: e.subjectId });
+  return emitEvent(ctx.tx, { ...e, tenantId: ctx.tenant.id, actorId: ctx.actor.id, runId: ctx.run?.id });
 }

@@ -1,6 +1,6 @@
 // @handle mentions in markdown, ignoring code spans and code blocks: `@scout` in
 // backticks is talking about the agent, not to it.
-import { Lexer, type Token } from "marked";
+import { Lexer, type Token, type Tokens } from "marked";
 
 const MENTION = /(?<![\w@.])@([a-z0-9][a-z0-9_-]{1,31})\b/gi;
 
@@ -9,6 +9,12 @@ export function parseMentions(markdown: string): string[] {
   const walk = (tokens: Token[]) => {
     for (const t of tokens) {
       if (t.type === "code" || t.type === "codespan") continue;
+      if (t.type === "table") {
+        // Cells are not in `tokens`: walk the header and every row.
+        const table = t as Tokens.Table;
+        for (const cell of [...table.header, ...table.rows.flat()]) walk(cell.tokens);
+        continue;
+      }
       const children = (t as { tokens?: Token[] }).tokens;
       const items = (t as { items?: Token[] }).items;
       if (children?.length) walk(children);

@@ -55,7 +55,7 @@ export async function search(
          OR (docs.title || ' ' || docs.body) ILIKE '%' || ${likeEscape(q)} || '%'
     )
     SELECT kind, id, studio, title, body, subject_type, subject_id, created_at, count(*) OVER () AS total
-    FROM matched ORDER BY rank DESC, created_at DESC OFFSET ${skip} LIMIT ${take}`;
+    FROM matched ORDER BY rank DESC, created_at DESC, kind, id OFFSET ${skip} LIMIT ${take}`;
   return {
     total: rows.length ? Number(rows[0]!.total) : 0,
     hits: rows.map((r) => ({

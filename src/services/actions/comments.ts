@@ -3,7 +3,7 @@ import { ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { commentChain } from "../comments.ts";
-import { emitEvent } from "../events.ts";
+import { emit } from "../events.ts";
 import { defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, longText } from "../validation.ts";
 
@@ -44,9 +44,7 @@ export const addComment = defineAction({
         text: p.text,
       },
     });
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "comment.created",
       studioId: studio.id,
       subjectType: "comment",

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
-import { emitEvent } from "../events.ts";
+import { emit } from "../events.ts";
 import { defineAction } from "../registry/types.ts";
 import { optionalText, text } from "../validation.ts";
 
@@ -33,9 +33,7 @@ export const createCommitment = defineAction({
         criticalMass: p.critical_mass,
       },
     });
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "commitment.created",
       studioId: studio.id,
       subjectType: "commitment",
@@ -66,20 +64,18 @@ export const joinCommitment = defineAction({
     if (!created.count) throw new ConflictError("You have already joined this commitment");
     const path = `/studios/${studio.handle}/commitments/${c.id}`;
     const event = {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
       studioId: studio.id,
       subjectType: "commitment",
       subjectId: c.id,
     };
-    await emitEvent(ctx.tx, { ...event, type: "commitment.joined" });
+    await emit(ctx, { ...event, type: "commitment.joined" });
     const current = await ctx.tx.commitment.findUniqueOrThrow({
       where: { id: c.id },
       include: { _count: { select: { participants: true } } },
     });
     if (!current.activatedAt && current._count.participants >= current.criticalMass) {
       await ctx.tx.commitment.update({ where: { id: c.id }, data: { activatedAt: new Date() } });
-      await emitEvent(ctx.tx, { ...event, type: "commitment.activated" });
+      await emit(ctx, { ...event, type: "commitment.activated" });
       return {
         status: 200,
         location: path,

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
-import { emitEvent } from "../events.ts";
+import { emit } from "../events.ts";
 import { defineAction } from "../registry/types.ts";
 import { idSchema, longText, optionalText, text } from "../validation.ts";
 
@@ -50,9 +50,7 @@ export const createDecision = defineAction({
         },
       },
     });
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "decision.created",
       studioId: studio.id,
       subjectType: "decision",
@@ -89,9 +87,7 @@ export const addOption = defineAction({
       skipDuplicates: true,
     });
     if (!created.count) throw new ConflictError(`An option “${p.title}” already exists`);
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "option.added",
       studioId: studio.id,
       subjectType: "decision",
@@ -135,9 +131,7 @@ export const vote = defineAction({
       },
       update: { accepted: p.accept, preferred: p.prefer },
     });
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "vote.cast",
       studioId: studio.id,
       subjectType: "decision",

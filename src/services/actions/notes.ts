@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
-import { emitEvent } from "../events.ts";
+import { emit } from "../events.ts";
 import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { longText, optionalText } from "../validation.ts";
 
@@ -32,9 +32,7 @@ export const createNote = defineAction({
         text: p.text,
       },
     });
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "note.created",
       studioId: studio.id,
       subjectType: "note",
@@ -62,9 +60,7 @@ export const updateNote = defineAction({
         ...(p.title !== undefined && { title: p.title }),
       },
     });
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "note.updated",
       studioId: note.studioId,
       subjectType: "note",
@@ -85,10 +81,12 @@ function pinAction(pin: boolean) {
       (Boolean(scope.note?.pinnedAt) === pin ? (pin ? "already pinned" : "not pinned") : null),
     async execute(ctx, _p, scope) {
       const note = requireScope(scope.note, "note");
-      await ctx.tx.note.update({ where: { id: note.id }, data: { pinnedAt: pin ? new Date() : null } });
-      await emitEvent(ctx.tx, {
-        tenantId: ctx.tenant.id,
-        actorId: ctx.actor.id,
+      // Pinning is not an edit: keep updatedAt, which the note page shows as "edited".
+      await ctx.tx.note.update({
+        where: { id: note.id },
+        data: { pinnedAt: pin ? new Date() : null, updatedAt: note.updatedAt },
+      });
+      await emit(ctx, {
         type: pin ? "note.pinned" : "note.unpinned",
         studioId: note.studioId,
         subjectType: "note",
@@ -115,9 +113,7 @@ export const confirmRead = defineAction({
       skipDuplicates: true,
     });
     if (created.count)
-      await emitEvent(ctx.tx, {
-        tenantId: ctx.tenant.id,
-        actorId: ctx.actor.id,
+      await emit(ctx, {
         type: "note.read_confirmed",
         studioId: note.studioId,
         subjectType: "note",

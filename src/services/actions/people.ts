@@ -103,3 +103,15 @@ export const revokeApiToken = defineAction({
     return { status: 200, location: `/u/${user.handle}/settings/tokens`, notice: `Revoked “${t.name}”` };
   },
 });
+
+export const updateScratchpad = defineAction({
+  name: "update_scratchpad",
+  description: "Replace your scratchpad: notes to yourself that you will see at the start of every run",
+  params: z.object({ text: z.string().max(4000, "at most 4000 characters").meta({ multiline: true }) }),
+  writes: true,
+  available: (ctx) => (ctx.actor.kind === "subagent" ? null : "only subagents have a scratchpad"),
+  async execute(ctx, p) {
+    await ctx.tx.user.update({ where: { id: ctx.actor.id }, data: { scratchpad: p.text.trim() } });
+    return { status: 200, location: "/whoami", notice: "Scratchpad saved" };
+  },
+});

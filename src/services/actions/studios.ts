@@ -3,7 +3,7 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
-import { emitEvent } from "../events.ts";
+import { emit } from "../events.ts";
 import { defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, optionalText, text } from "../validation.ts";
 
@@ -51,9 +51,7 @@ export const createStudio = defineAction({
         },
       })
       .catch(conflictOnDuplicate(`A studio with handle \`${p.handle}\` already exists`));
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "studio.created",
       studioId: studio.id,
       subjectType: "studio",
@@ -81,9 +79,7 @@ export const joinStudio = defineAction({
     await ctx.tx.studioMember
       .create({ data: { studioId: studio.id, userId: ctx.actor.id, tenantId: ctx.tenant.id } })
       .catch(conflictOnDuplicate(`You are already a member of ${studio.name}`));
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "studio.joined",
       studioId: studio.id,
       subjectType: "studio",
@@ -112,9 +108,7 @@ export const updateStudio = defineAction({
         ...(p.description !== undefined && { description: p.description }),
       },
     });
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "studio.updated",
       studioId: studio.id,
       subjectType: "studio",
@@ -161,9 +155,7 @@ export const updateMemberRole = defineAction({
       where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
       data: { role: p.role },
     });
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "member.role_changed",
       studioId: studio.id,
       subjectType: "user",
@@ -192,9 +184,7 @@ export const removeMember = defineAction({
     await ctx.tx.studioMember.delete({
       where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
     });
-    await emitEvent(ctx.tx, {
-      tenantId: ctx.tenant.id,
-      actorId: ctx.actor.id,
+    await emit(ctx, {
       type: "member.removed",
       studioId: studio.id,
       subjectType: "user",

@@ -18,7 +18,7 @@ export const commitmentsPage: PageDef = {
     const [items, total] = await Promise.all([
       ctx.db.commitment.findMany({
         where,
-        orderBy: { createdAt: "desc" },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
         skip: pg.skip,
         take: pg.take,
         include: { _count: { select: { participants: true } } },

@@ -15,7 +15,7 @@ export const decisionsPage: PageDef = {
     const [items, total] = await Promise.all([
       ctx.db.decision.findMany({
         where,
-        orderBy: { createdAt: "desc" },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
         skip: pg.skip,
         take: pg.take,
         include: { author: true },

@@ -15,7 +15,7 @@ export const notesPage: PageDef = {
     const [notes, total] = await Promise.all([
       ctx.db.note.findMany({
         where,
-        orderBy: { createdAt: "desc" },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
         skip: pg.skip,
         take: pg.take,
         include: { author: true },

@@ -1,12 +1,26 @@
 import { loadUser } from "../access.ts";
+import { agentConfig } from "../agents/settings.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Ctx, PageDef, Scope } from "../registry/types.ts";
+import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
 import { search } from "../search.ts";
 import { excerpt, home, pager, paging, when, who } from "./format.ts";
 
+/** What a subagent needs to know about itself at the start of every run. */
+function agentBlocks(user: { agentConfig: unknown; scratchpad: string }): Block[] {
+  const cfg = agentConfig({ agentConfig: user.agentConfig as never });
+  return [
+    {
+      md: `## Your identity\n\n${cfg.identity_prompt ? quote(cfg.identity_prompt) : "_Your owner gave you no identity prompt: be a helpful, careful assistant._"}`,
+    },
+    {
+      md: `## Your scratchpad\n\nNotes you left yourself in earlier runs (update them with \`update_scratchpad\`):\n\n${user.scratchpad ? quote(user.scratchpad) : "_Empty._"}`,
+    },
+  ];
+}
+
 export const whoamiPage: PageDef = {
   pattern: "/whoami",
-  actions: [],
+  actions: ["update_scratchpad"],
   resolve: async () => ({}),
   async render(ctx) {
     const [user, memberships, unread, unreadCount] = await Promise.all([
@@ -17,7 +31,7 @@ export const whoamiPage: PageDef = {
       }),
       ctx.db.notification.findMany({
         where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
-        orderBy: { createdAt: "desc" },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
         take: 10,
         include: { actor: true },
       }),
@@ -53,6 +67,7 @@ export const whoamiPage: PageDef = {
       blocks: [
         { md: identity },
         ...(user.bio ? [{ md: quote(user.bio) }] : []),
+        ...(user.kind === "subagent" ? agentBlocks(user) : []),
         { md: `## Your studios\n\n${studios}` },
         {
           md: `## Unread notifications (${unreadCount})\n\n${notes}${unreadCount > unread.length ? `\n\n${link("All notifications", "/notifications")}` : ""}`,
@@ -79,7 +94,7 @@ export const notificationsPage: PageDef = {
     const [items, total] = await Promise.all([
       ctx.db.notification.findMany({
         where,
-        orderBy: { createdAt: "desc" },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
         skip: pg.skip,
         take: pg.take,
         include: { actor: true },
@@ -110,7 +125,8 @@ export const searchPage: PageDef = {
   actions: ["search"],
   resolve: async () => ({}),
   async render(ctx, _scope, query) {
-    const q = (query.q ?? "").trim().slice(0, 200);
+    // Postgres text cannot hold NUL: a query with one would fail instead of matching nothing.
+    const q = (query.q ?? "").replaceAll("\u0000", "").trim().slice(0, 200);
     if (!q)
       return {
         title: "Search",

@@ -155,7 +155,12 @@ export function renderPageHtml(
         : undefined;
       if (!fields(a.params).length) {
         // Nothing to fill in: one button that says what it does.
-        const button = actionForm(a, { path: opts.path, csrf: opts.csrf, state: opts.state, label: a.description });
+        const button = actionForm(a, {
+          path: opts.path,
+          csrf: opts.csrf,
+          state: opts.state,
+          label: a.description,
+        });
         return `<div class="action simple" id="action-${a.name}">${button}</div>`;
       }
       const form = actionForm(a, { path: opts.path, csrf: opts.csrf, state: opts.state, only });

@@ -1,10 +1,11 @@
 // Plain functions from a page view to markdown: no request, no response.
+import { ValidationError } from "../../lib/errors.ts";
 import { fields, signature } from "./params.ts";
 import type { ActionDef, Crumb, PageView } from "./types.ts";
 
 /** Escapes text placed inline in markdown (titles, names) so it cannot form links or headings. */
 export function mdEscape(text: string): string {
-  return text.replace(/[\\`*_{}[\]()<>#+!|~]/g, "\\$&").replace(/\r?\n/g, " ");
+  return text.replace(/[\\`*_{}[\]()<>#+!|~]/g, "\\$&").replace(/\r\n|\r|\n/g, " ");
 }
 
 /**
@@ -14,7 +15,7 @@ export function mdEscape(text: string): string {
 export function quote(text: string): string {
   const body = text.trim() || "_(empty)_";
   return body
-    .split(/\r?\n/)
+    .split(/\r\n|\r|\n/)
     .map((l) => `> ${l}`)
     .join("\n");
 }
@@ -69,4 +70,30 @@ export function renderActionMarkdown(a: ActionDef, path: string, crumbs: Crumb[]
       : "_This action takes no parameters._",
     "",
   ].join("\n\n");
+}
+
+export const ERROR_TITLES: Record<number, string> = {
+  400: "Bad request",
+  401: "Not signed in",
+  403: "Not allowed",
+  404: "Not found",
+  405: "Method not allowed",
+  409: "Conflict",
+  413: "Too large",
+  415: "Unsupported body",
+  429: "Too many requests",
+  500: "Something went wrong",
+  503: "Temporarily unavailable",
+};
+
+export function errorMarkdown(status: number, message: string, err?: unknown): string {
+  const lines = [`# Error ${status}: ${ERROR_TITLES[status] ?? "Error"}`, ""];
+  if (err instanceof ValidationError) {
+    lines.push(
+      "Invalid parameters:",
+      "",
+      ...err.issues.map((i) => `- ${i.field ? `\`${i.field}\`: ` : ""}${i.message}`),
+    );
+  } else lines.push(message);
+  return `${lines.join("\n")}\n`;
 }

@@ -1,9 +1,28 @@
 // The one registry of pages and actions. HTTP routes, the internal markdown API used
 // by server-side agents, and (later) MCP all go through these functions.
+
+import type { Db } from "../../db/prisma.ts";
 import { ForbiddenError, NotFoundError } from "../../lib/errors.ts";
 import { parseParams } from "./params.ts";
 import { createRouter } from "./router.ts";
-import type { ActionDef, ActionOutcome, Ctx, PageDef, PageView, Query, Scope } from "./types.ts";
+import type {
+  ActionCtx,
+  ActionDef,
+  ActionOutcome,
+  Ctx,
+  Emitted,
+  PageDef,
+  PageView,
+  Query,
+  Scope,
+} from "./types.ts";
+
+export interface RunOptions {
+  /** Form bodies are coerced from strings. */
+  form: boolean;
+  /** Runs inside the action's transaction after it executed (the run's step and resource rows). */
+  inTx?: (tx: Db, outcome: ActionOutcome, emitted: Emitted[]) => Promise<void>;
+}
 
 export interface Resolved {
   page: PageDef;
@@ -78,12 +97,17 @@ export function createRegistry(pages: PageDef[], actions: ActionDef[]) {
       path: string,
       name: string,
       body: Record<string, unknown>,
-      opts: { form: boolean },
+      opts: RunOptions,
     ): Promise<ActionOutcome> {
       const resolved = await resolve(ctx, path);
       const action = usable(ctx, resolved, name, path);
       const params = parseParams(action.params, body, opts);
-      return ctx.db.$transaction((tx) => action.execute({ ...ctx, tx }, params, resolved.scope));
+      return ctx.db.$transaction(async (tx) => {
+        const actx: ActionCtx = { ...ctx, tx, emitted: [] };
+        const outcome = await action.execute(actx, params, resolved.scope);
+        await opts.inTx?.(tx, outcome, actx.emitted);
+        return outcome;
+      });
     },
   };
 }

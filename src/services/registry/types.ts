@@ -6,6 +6,7 @@ import type {
   Note,
   Studio,
   StudioRole,
+  SubagentTaskRun,
   Tenant,
   User,
   UserKind,
@@ -25,10 +26,20 @@ export interface Ctx {
   db: PrismaClient;
   tenant: Tenant;
   actor: Actor;
+  /** Set when a subagent acts inside a run: events and resources are attributed to it. */
+  run?: { id: string; chainDepth: number };
+}
+
+/** What an action's transaction wrote, for the run's resource record. */
+export interface Emitted {
+  type: string;
+  subjectType: string;
+  subjectId: string;
 }
 
 export interface ActionCtx extends Ctx {
   tx: Db;
+  emitted: Emitted[];
 }
 
 export type StudioScope = Studio & { role: StudioRole };
@@ -40,6 +51,9 @@ export interface Scope {
   decision?: Decision;
   commitment?: Commitment;
   user?: User;
+  /** A subagent the actor owns. */
+  agent?: User;
+  taskRun?: SubagentTaskRun;
 }
 
 export type Query = Record<string, string | undefined>;
@@ -69,6 +83,8 @@ export interface PageView {
   title: string;
   breadcrumb: Crumb[];
   blocks: Block[];
+  /** Browsers reload the page every N seconds (a run in progress). */
+  refreshSeconds?: number;
 }
 
 export interface PageDef {

@@ -1,0 +1,33 @@
+// The demo's scripted "model": reads the navigator's prompt and plays a polite agent —
+// open the page that triggered the run, reply with a comment, finish. It exists so the
+// demo works without an API key; with LLM_BASE_URL set, the same demo uses a real model.
+import type { ChatRequest, FakeReply } from "./fake-llm.ts";
+
+export const DEMO_MODEL = "cadre-demo-scripted";
+
+export function demoScript(req: ChatRequest): FakeReply {
+  const prompt = req.messages.map((m) => m.content ?? "").join("\n");
+  const me = /You are (.+?) \(@([\w-]+)\)/.exec(prompt);
+  const current = /# Current page: (\S+)/.exec(prompt)?.[1] ?? "/whoami";
+  const target = /at (\/studios\/\S+?)\.\n/.exec(prompt)?.[1];
+  const replyTo = /The comment \(id `(\w+)`\)/.exec(prompt)?.[1];
+  const asker = /^(.+?) \(@([\w-]+)\) (?:mentioned you|replied|commented)/m.exec(prompt);
+  const commented = /execute add_comment\(/.test(prompt);
+  const finish = (message: string): FakeReply => ({ tool: { name: "finish", args: { message } } });
+
+  if (commented) return finish("Replied in the thread.");
+  if (target && current !== target) return { tool: { name: "navigate", args: { path: target } } };
+  if (target && current === target) {
+    const hello = asker ? `Hi @${asker[2]}! ` : "Hi! ";
+    const text = `${hello}I'm ${me?.[1] ?? "a subagent"}, running on Cadre's scripted demo model, so this reply is canned — set LLM_BASE_URL to give me a real brain. I read this page and I'm on it.`;
+    return {
+      tool: {
+        name: "execute_action",
+        args: { action: "add_comment", params: { text, ...(replyTo && { reply_to: replyTo }) } },
+      },
+    };
+  }
+  return finish(
+    "I'm running on Cadre's scripted demo model, which only knows how to answer @mentions with a comment. Set LLM_BASE_URL to run real tasks.",
+  );
+}

@@ -1,0 +1,172 @@
+// A real HTTP server speaking the OpenAI chat-completions protocol, scripted per test
+// (or by the demo's scripted behaviour). It is the one boundary Cadre fakes: the app
+// reaches it through the real `openai` client, over real sockets.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface ChatMessage {
+  role: string;
+  content?: string | null;
+  tool_calls?: unknown[];
+  tool_call_id?: string;
+}
+
+export interface ChatRequest {
+  model: string;
+  messages: ChatMessage[];
+  tools?: { type: string; function: { name: string } }[];
+  response_format?: { type: string };
+  [k: string]: unknown;
+}
+
+export interface Recorded {
+  headers: IncomingMessage["headers"];
+  body: ChatRequest;
+  at: number;
+}
+
+export interface FakeReply {
+  /** A tool call the model "chose". */
+  tool?: { name: string; args: unknown };
+  /** Plain assistant content (JSON-mode answers, or malformed output). */
+  content?: string;
+  /** An HTTP error instead of a completion (429, 500, 401…). */
+  status?: number;
+  headers?: Record<string, string>;
+  /** A raw body, sent as is (e.g. broken JSON). */
+  raw?: string;
+  delayMs?: number;
+  /** Never answer: the client must time out or abort. */
+  hang?: boolean;
+  usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
+}
+
+export type Script = FakeReply[] | ((req: ChatRequest, n: number) => FakeReply | Promise<FakeReply>);
+
+export interface FakeLlm {
+  url: string;
+  requests: Recorded[];
+  setScript(script: Script): void;
+  setLatency(ms: number): void;
+  close(): Promise<void>;
+}
+
+/** Tokens as a real tokenizer would roughly count them: ~4 characters each. */
+export function estimateTokens(messages: ChatMessage[]): number {
+  const chars = messages.reduce(
+    (n, m) => n + (m.content?.length ?? 0) + JSON.stringify(m.tool_calls ?? "").length,
+    0,
+  );
+  return Math.ceil(chars / 4);
+}
+
+function completion(req: ChatRequest, reply: FakeReply, n: number) {
+  const message: Record<string, unknown> = { role: "assistant", content: reply.content ?? null };
+  if (reply.tool)
+    message.tool_calls = [
+      {
+        id: `call_${n}`,
+        type: "function",
+        function: {
+          name: reply.tool.name,
+          arguments: typeof reply.tool.args === "string" ? reply.tool.args : JSON.stringify(reply.tool.args),
+        },
+      },
+    ];
+  const prompt = reply.usage?.prompt_tokens ?? estimateTokens(req.messages);
+  const out = reply.usage?.completion_tokens ?? Math.max(5, Math.ceil(JSON.stringify(message).length / 4));
+  return {
+    id: `chatcmpl-fake-${n}`,
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model: req.model,
+    choices: [{ index: 0, message, finish_reason: reply.tool ? "tool_calls" : "stop", logprobs: null }],
+    usage: {
+      prompt_tokens: prompt,
+      completion_tokens: out,
+      total_tokens: prompt + out,
+      prompt_tokens_details: { cached_tokens: reply.usage?.cached_tokens ?? 0 },
+    },
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export async function startFakeLlm(
+  opts: { script?: Script; latencyMs?: number; port?: number } = {},
+): Promise<FakeLlm> {
+  let script: Script = opts.script ?? [];
+  let latency = opts.latencyMs ?? 0;
+  let n = 0;
+  const requests: Recorded[] = [];
+  const hanging = new Set<ServerResponse>();
+
+  const server = createServer(async (req, res) => {
+    try {
+      if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
+        res
+          .writeHead(404, { "content-type": "application/json" })
+          .end(JSON.stringify({ error: { message: "not found" } }));
+        return;
+      }
+      const body = JSON.parse(await readBody(req)) as ChatRequest;
+      requests.push({ headers: req.headers, body, at: Date.now() });
+      const i = n++;
+      const reply: FakeReply =
+        typeof script === "function"
+          ? await script(body, i)
+          : (script[i] ?? { content: "fake LLM: script exhausted", status: 500 });
+      const delay = reply.delayMs ?? latency;
+      if (delay) await new Promise((r) => setTimeout(r, delay));
+      if (reply.hang) {
+        hanging.add(res);
+        res.on("close", () => hanging.delete(res));
+        return;
+      }
+      if (reply.raw !== undefined) {
+        res
+          .writeHead(reply.status ?? 200, { "content-type": "application/json", ...reply.headers })
+          .end(reply.raw);
+        return;
+      }
+      if (reply.status && reply.status >= 400) {
+        res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers }).end(
+          JSON.stringify({
+            error: { message: reply.content ?? `fake error ${reply.status}`, type: "fake_error" },
+          }),
+        );
+        return;
+      }
+      res
+        .writeHead(200, { "content-type": "application/json", ...reply.headers })
+        .end(JSON.stringify(completion(body, reply, i)));
+    } catch (err) {
+      res
+        .writeHead(500, { "content-type": "application/json" })
+        .end(JSON.stringify({ error: { message: String(err) } }));
+    }
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(opts.port ?? 0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    setScript(s) {
+      script = s;
+      n = 0;
+    },
+    setLatency(ms) {
+      latency = ms;
+    },
+    async close() {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

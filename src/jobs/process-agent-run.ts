@@ -1,0 +1,78 @@
+// Runs an agent's queued runs, one at a time per agent, oldest first. The job only
+// says "this agent has work"; the claim in Postgres decides which run, and whether any.
+import { hostname } from "node:os";
+import type { Job } from "bullmq";
+import type { PrismaClient } from "../db/prisma.ts";
+import type { SubagentTaskRun } from "../generated/prisma/client.ts";
+import { newId } from "../lib/ids.ts";
+import type { Heartbeat } from "../services/agents/heartbeat.ts";
+import { type NavigatorDeps, runNavigator } from "../services/agents/navigator.ts";
+import { claimNext, type Finish, finishRun } from "../services/agents/runs.ts";
+import { LeaseLostError } from "../services/agents/steps.ts";
+import { emitEvent } from "../services/events.ts";
+import type { JobPayloads } from "./queues.ts";
+
+export function workerId(): string {
+  return `${hostname()}-${process.pid}-${newId(6)}`;
+}
+
+export interface AgentRunDeps {
+  prisma: PrismaClient;
+  navigator: Omit<NavigatorDeps, "owner" | "prisma">;
+  heartbeat: Heartbeat;
+  owner: string;
+  leaseSeconds: number;
+  log?: (msg: string, err?: unknown) => void;
+}
+
+async function execute(d: AgentRunDeps, run: SubagentTaskRun): Promise<void> {
+  const controller = d.heartbeat.track(run.id);
+  let fin: Finish;
+  try {
+    fin = await runNavigator({ ...d.navigator, prisma: d.prisma, owner: d.owner }, run, controller.signal);
+  } catch (err) {
+    if (err instanceof LeaseLostError) fin = { status: "failed", stopReason: "lease_lost" };
+    else {
+      d.log?.(`run ${run.id} crashed`, err);
+      fin = {
+        status: "failed",
+        stopReason: "internal_error",
+        error: `Internal error: ${(err as Error).message}`,
+      };
+    }
+  } finally {
+    d.heartbeat.untrack(run.id);
+  }
+  // Another worker holds the run now; a shutdown leaves it for the next worker (its lease expires).
+  if (fin.stopReason === "lease_lost" || fin.stopReason === "shutdown") return;
+  await d.prisma.$transaction(async (tx) => {
+    const ended = await finishRun(tx, run.id, d.owner, fin);
+    if (ended)
+      await emitEvent(tx, {
+        tenantId: run.tenantId,
+        actorId: run.agentId,
+        type: `run.${fin.status}`,
+        subjectType: "run",
+        subjectId: run.id,
+      });
+  });
+}
+
+export function agentRunProcessor(d: AgentRunDeps) {
+  return async (job: Job<JobPayloads["agent-runs"]>) => {
+    const target = await d.prisma.subagentTaskRun.findUnique({
+      where: { id: job.data.runId },
+      select: { agentId: true },
+    });
+    if (!target) return { ran: 0 };
+    let ran = 0;
+    // Keep going while this agent has queued work: the next run starts without another queue hop.
+    for (;;) {
+      const claimed = await claimNext(d.prisma, target.agentId, d.owner, d.leaseSeconds);
+      if (claimed === "retry") continue;
+      if (!claimed) return { ran };
+      await execute(d, claimed);
+      ran += 1;
+    }
+  };
+}

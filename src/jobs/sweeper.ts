@@ -1,0 +1,28 @@
+// Postgres is the source of truth; Redis is transport. The sweeper closes the gap when
+// transport fails: runs whose worker died (lease expired) and queued runs no job is
+// carrying (Redis lost, enqueue missed) get a fresh job. Claims are idempotent, so an
+// extra job is harmless.
+import type { PrismaClient } from "../db/prisma.ts";
+import type { Queues } from "./queues.ts";
+
+export async function sweep(
+  prisma: PrismaClient,
+  queues: Pick<Queues, "agent-runs">,
+  staleMs: number,
+): Promise<number> {
+  const rows = await prisma.$queryRaw<{ id: string; attempts: number }[]>`
+    SELECT DISTINCT ON (agent_id) id, attempts FROM subagent_task_runs r
+    WHERE (status = 'running' AND lease_expires_at < now())
+       OR (status = 'queued' AND created_at < now() - make_interval(secs => ${staleMs / 1000})
+           AND NOT EXISTS (SELECT 1 FROM subagent_task_runs busy WHERE busy.agent_id = r.agent_id
+                           AND busy.status = 'running' AND busy.lease_expires_at > now()))
+    ORDER BY agent_id, created_at`;
+  const bucket = Math.floor(Date.now() / Math.max(staleMs, 1000));
+  for (const r of rows)
+    await queues["agent-runs"].add(
+      "run",
+      { runId: r.id },
+      { jobId: `sweep-${r.id}-${r.attempts}-${bucket}` },
+    );
+  return rows.length;
+}

@@ -1,0 +1,119 @@
+import { z } from "zod";
+import { ConflictError } from "../../lib/errors.ts";
+import { requireScope } from "../access.ts";
+import { queueRun, requeue } from "../agents/runs.ts";
+import { agentConfig, MAX_STEPS_LIMIT, resolveModel, tenantSettings } from "../agents/settings.ts";
+import { recordStep } from "../agents/steps.ts";
+import { defineAction } from "../registry/types.ts";
+import { longText } from "../validation.ts";
+
+const ownerOnly = (ctx: { actor: { kind: string } }) =>
+  ctx.actor.kind === "person" ? null : "only the agent's owner can do this";
+
+export const runTask = defineAction({
+  name: "run_task",
+  description: "Give it a task to do now",
+  params: z.object({
+    task: longText(10_000, "what it should do"),
+    max_steps: z
+      .number()
+      .int("a whole number")
+      .min(1, "at least 1")
+      .max(MAX_STEPS_LIMIT, `at most ${MAX_STEPS_LIMIT}`)
+      .optional(),
+  }),
+  writes: true,
+  available: (ctx, scope) =>
+    ownerOnly(ctx) ??
+    (scope.agent?.archivedAt
+      ? "the subagent is archived"
+      : scope.agent?.pausedAt
+        ? "the subagent is paused; resume it first"
+        : null),
+  async execute(ctx, p, scope) {
+    const agent = requireScope(scope.agent, "agent");
+    const cfg = agentConfig(agent);
+    const run = await queueRun(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      agentId: agent.id,
+      initiatedById: ctx.actor.id,
+      triggerKind: "manual",
+      chainDepth: 0,
+      task: p.task,
+      model: resolveModel(cfg, tenantSettings(ctx.tenant), undefined),
+      maxSteps: p.max_steps ?? cfg.max_steps,
+      timeoutSeconds: cfg.timeout_seconds,
+    });
+    if (!run) throw new Error("a manual run cannot collide");
+    return { status: 201, location: `/subagents/${agent.handle}/runs/${run.id}`, notice: "Run queued" };
+  },
+});
+
+export const stopRun = defineAction({
+  name: "stop_run",
+  description: "Stop this run",
+  params: z.object({}),
+  writes: true,
+  available: (ctx, scope) =>
+    ownerOnly(ctx) ??
+    (["queued", "running", "waiting"].includes(scope.taskRun?.status ?? "") ? null : "the run is not active"),
+  async execute(ctx, _p, scope) {
+    const run = requireScope(scope.taskRun, "run");
+    const agent = requireScope(scope.agent, "agent");
+    const location = `/subagents/${agent.handle}/runs/${run.id}`;
+    // Not started or paused: cancel at once. Running: ask its worker, which sees it within a heartbeat and aborts.
+    const now = new Date();
+    const cancelled = await ctx.tx.subagentTaskRun.updateMany({
+      where: { id: run.id, status: { in: ["queued", "waiting"] } },
+      data: {
+        status: "cancelled",
+        stopReason: "stopped_by_owner",
+        error: "Stopped by its owner.",
+        stopRequestedAt: now,
+        completedAt: now,
+      },
+    });
+    if (cancelled.count) return { status: 200, location, notice: "Run cancelled" };
+    const requested = await ctx.tx.subagentTaskRun.updateMany({
+      where: { id: run.id, status: "running" },
+      data: { stopRequestedAt: now },
+    });
+    if (!requested.count) throw new ConflictError("The run has already ended");
+    return { status: 200, location, notice: "Stopping: the run ends after its current step" };
+  },
+});
+
+export const answerQuestion = defineAction({
+  name: "answer_question",
+  description: "Answer the agent's question; the run resumes",
+  params: z.object({ answer: longText(5_000, "your answer") }),
+  writes: true,
+  available: (ctx, scope) =>
+    ownerOnly(ctx) ?? (scope.taskRun?.status === "waiting" ? null : "the run is not waiting for an answer"),
+  async execute(ctx, p, scope) {
+    const run = requireScope(scope.taskRun, "run");
+    const agent = requireScope(scope.agent, "agent");
+    // Lock the run: two answers at once must not both resume it.
+    const [current] = await ctx.tx.$queryRaw<{ status: string; steps_count: number }[]>`
+      SELECT status, steps_count FROM subagent_task_runs WHERE id = ${run.id} FOR UPDATE`;
+    if (current?.status !== "waiting") throw new ConflictError("The run is no longer waiting for an answer");
+    const last = await ctx.tx.subagentTaskRunStep.findFirst({
+      where: { runId: run.id },
+      orderBy: { number: "desc" },
+    });
+    const resultPath = (last?.detail as Record<string, unknown> | null)?.resultPath;
+    await recordStep(ctx.tx, run, null, {
+      number: current.steps_count + 1,
+      type: "answer",
+      path: typeof resultPath === "string" ? resultPath : undefined,
+      detail: { answer: p.answer, by: ctx.actor.handle, resultPath },
+    });
+    await ctx.tx.subagentTaskRun.update({ where: { id: run.id }, data: { answer: p.answer } });
+    await requeue(ctx.tx, run, ctx.actor.id);
+    return {
+      status: 200,
+      location: `/subagents/${agent.handle}/runs/${run.id}`,
+      notice: "Answer sent; the run resumes",
+    };
+  },
+});

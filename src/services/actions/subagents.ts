@@ -1,0 +1,201 @@
+import { z } from "zod";
+import type { Prisma } from "../../generated/prisma/client.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { newId } from "../../lib/ids.ts";
+import { requireScope } from "../access.ts";
+import { agentConfig, MAX_STEPS_LIMIT } from "../agents/settings.ts";
+import { emit } from "../events.ts";
+import { type Ctx, defineAction } from "../registry/types.ts";
+import { handleSchema, longText, optionalText, text } from "../validation.ts";
+
+const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people can manage subagents");
+
+const maxSteps = z
+  .number()
+  .int("a whole number")
+  .min(1, "at least 1")
+  .max(MAX_STEPS_LIMIT, `at most ${MAX_STEPS_LIMIT}`)
+  .describe(`steps per run (1–${MAX_STEPS_LIMIT}, default 30)`);
+const modelName = z
+  .string()
+  .trim()
+  .max(200)
+  .regex(/^[\w./:@-]*$/, "letters, digits and . / : @ - _ only");
+
+export const createSubagent = defineAction({
+  name: "create_subagent",
+  description: "Create a subagent: an AI user you own",
+  params: z.object({
+    name: text(80),
+    handle: handleSchema.describe("how people @mention it"),
+    identity_prompt: longText(10_000, "who it is and how it should behave").optional(),
+    model: modelName.optional().describe("leave empty for the workspace default"),
+    max_steps: maxSteps.optional(),
+  }),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p) {
+    const taken = await ctx.tx.user.findUnique({
+      where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: p.handle } },
+    });
+    if (taken) throw new ConflictError(`The handle @${p.handle} is taken`);
+    const agent = await ctx.tx.user.create({
+      data: {
+        id: newId(),
+        tenantId: ctx.tenant.id,
+        handle: p.handle,
+        name: p.name,
+        kind: "subagent",
+        parentId: ctx.actor.id,
+        agentConfig: {
+          identity_prompt: p.identity_prompt ?? "",
+          ...(p.model && { model: p.model }),
+          max_steps: p.max_steps ?? 30,
+        },
+      },
+    });
+    await emit(ctx, { type: "subagent.created", subjectType: "user", subjectId: agent.id });
+    return { status: 201, location: `/subagents/${agent.handle}`, notice: `Created @${agent.handle}` };
+  },
+});
+
+export const updateSubagent = defineAction({
+  name: "update_subagent",
+  description: "Change its name, identity prompt, model or limits",
+  params: z.object({
+    name: optionalText(80),
+    identity_prompt: z.string().trim().max(10_000).meta({ multiline: true }).optional(),
+    model: modelName.optional().describe("empty for the workspace default"),
+    max_steps: maxSteps.optional(),
+    timeout_seconds: z
+      .number()
+      .int("a whole number")
+      .min(10, "at least 10")
+      .max(3600, "at most 3600")
+      .optional(),
+  }),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const agent = requireScope(scope.agent, "agent");
+    if (Object.values(p).every((v) => v === undefined))
+      throw new ValidationError([{ field: "", message: "nothing to change" }]);
+    if (p.name !== undefined && !p.name)
+      throw new ValidationError([{ field: "name", message: "must not be empty" }]);
+    const cfg = { ...agentConfig(agent) } as Record<string, unknown>;
+    if (p.identity_prompt !== undefined) cfg.identity_prompt = p.identity_prompt;
+    if (p.model !== undefined) {
+      if (p.model) cfg.model = p.model;
+      else delete cfg.model;
+    }
+    if (p.max_steps !== undefined) cfg.max_steps = p.max_steps;
+    if (p.timeout_seconds !== undefined) cfg.timeout_seconds = p.timeout_seconds;
+    await ctx.tx.user.update({
+      where: { id: agent.id },
+      data: { ...(p.name && { name: p.name }), agentConfig: cfg as Prisma.InputJsonValue },
+    });
+    return { status: 200, location: `/subagents/${agent.handle}`, notice: "Saved" };
+  },
+});
+
+export const addToStudio = defineAction({
+  name: "add_to_studio",
+  description: "Add it to one of your studios, so it can be mentioned there",
+  params: z.object({ studio: handleSchema.describe("the studio's handle") }),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const agent = requireScope(scope.agent, "agent");
+    const studio = await ctx.tx.studio.findFirst({
+      where: { tenantId: ctx.tenant.id, handle: p.studio, members: { some: { userId: ctx.actor.id } } },
+    });
+    if (!studio)
+      throw new ValidationError([
+        { field: "studio", message: "you are not a member of a studio with this handle" },
+      ]);
+    const created = await ctx.tx.studioMember.createMany({
+      data: [{ studioId: studio.id, userId: agent.id, tenantId: ctx.tenant.id }],
+      skipDuplicates: true,
+    });
+    if (!created.count) throw new ConflictError(`@${agent.handle} is already in ${studio.name}`);
+    await emit(ctx, { type: "studio.joined", studioId: studio.id, subjectType: "user", subjectId: agent.id });
+    return { status: 200, location: `/subagents/${agent.handle}`, notice: `Added to ${studio.name}` };
+  },
+});
+
+export const removeFromStudio = defineAction({
+  name: "remove_from_studio",
+  description: "Take it out of a studio",
+  params: z.object({ studio: handleSchema.describe("the studio's handle") }),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const agent = requireScope(scope.agent, "agent");
+    const removed = await ctx.tx.studioMember.deleteMany({
+      where: { userId: agent.id, tenantId: ctx.tenant.id, studio: { handle: p.studio } },
+    });
+    if (!removed.count) throw new NotFoundError(`@${agent.handle} is not in a studio \`${p.studio}\``);
+    return { status: 200, location: `/subagents/${agent.handle}`, notice: `Removed from ${p.studio}` };
+  },
+});
+
+function archiveAction(archive: boolean) {
+  return defineAction({
+    name: archive ? "archive_subagent" : "unarchive_subagent",
+    description: archive ? "Archive it: no more triggers or runs" : "Bring it back from the archive",
+    params: z.object({}),
+    writes: true,
+    available: (ctx, scope) =>
+      peopleOnly(ctx) ??
+      (Boolean(scope.agent?.archivedAt) === archive ? (archive ? "already archived" : "not archived") : null),
+    async execute(ctx, _p, scope) {
+      const agent = requireScope(scope.agent, "agent");
+      await ctx.tx.user.update({
+        where: { id: agent.id },
+        data: { archivedAt: archive ? new Date() : null },
+      });
+      if (archive)
+        // Queued work would otherwise run after the owner said stop.
+        await ctx.tx.subagentTaskRun.updateMany({
+          where: { agentId: agent.id, status: { in: ["queued", "waiting"] } },
+          data: { status: "cancelled", stopReason: "archived", completedAt: new Date() },
+        });
+      return {
+        status: 200,
+        location: `/subagents/${agent.handle}`,
+        notice: archive ? "Archived" : "Restored",
+      };
+    },
+  });
+}
+
+export const archiveSubagent = archiveAction(true);
+export const unarchiveSubagent = archiveAction(false);
+
+function pauseAction(pause: boolean) {
+  return defineAction({
+    name: pause ? "pause_subagent" : "resume_subagent",
+    description: pause
+      ? "Pause it: triggers are recorded as skipped until you resume"
+      : "Resume it: triggers start runs again",
+    params: pause ? z.object({ reason: optionalText(200, "why, for the record") }) : z.object({}),
+    writes: true,
+    available: (ctx, scope) =>
+      peopleOnly(ctx) ??
+      (Boolean(scope.agent?.pausedAt) === pause ? (pause ? "already paused" : "not paused") : null),
+    async execute(ctx, p, scope) {
+      const agent = requireScope(scope.agent, "agent");
+      const reason = (p as { reason?: string }).reason;
+      await ctx.tx.user.update({
+        where: { id: agent.id },
+        data: pause
+          ? { pausedAt: new Date(), pausedReason: reason || "paused by its owner" }
+          : { pausedAt: null, pausedReason: null },
+      });
+      return { status: 200, location: `/subagents/${agent.handle}`, notice: pause ? "Paused" : "Resumed" };
+    },
+  });
+}
+
+export const pauseSubagent = pauseAction(true);
+export const resumeSubagent = pauseAction(false);

@@ -1,0 +1,145 @@
+// Turns content events into agent runs: @mentions of subagents in the studio, replies
+// to what a subagent wrote, and new comments in a thread a subagent took part in.
+// Guards: no self-trigger, archived agents ignored, agent-to-agent chain depth, and a
+// per-agent rate limit that holds under concurrency (an advisory lock per agent).
+import type { PrismaClient } from "../../db/prisma.ts";
+import type { Event, User } from "../../generated/prisma/client.ts";
+import { parseMentions } from "../mentions.ts";
+import type { Subject } from "../subjects.ts";
+import { type NewRun, queueRun, recordSkipped } from "./runs.ts";
+import { agentConfig, resolveModel, tenantSettings } from "./settings.ts";
+
+type Kind = "mention" | "reply" | "thread";
+
+const VERB: Record<Kind, string> = {
+  mention: "mentioned you",
+  reply: "replied to something you wrote",
+  thread: "commented in a thread you took part in",
+};
+
+export function triggerTask(kind: Kind, actor: Pick<User, "name" | "handle">, s: Subject): string {
+  const where = s.kind === "comment" ? `a comment on “${s.title}”` : `the ${s.kind} “${s.title}”`;
+  const body = s.text.length > 1500 ? `${s.text.slice(0, 1500)}…` : s.text;
+  return [
+    `${actor.name} (@${actor.handle}) ${VERB[kind]} in ${where} at ${s.path}.`,
+    s.kind === "comment" ? `The comment (id \`${s.id}\`) says:` : "It says:",
+    body
+      .split("\n")
+      .map((l) => `> ${l}`)
+      .join("\n"),
+    `Open ${s.path}, read it in context, and respond if a response is useful${s.kind === "comment" ? ` — usually with \`add_comment\` and \`reply_to: "${s.id}"\`` : " — usually with `add_comment`"}. If nothing needs doing, finish.`,
+  ].join("\n\n");
+}
+
+async function candidates(db: PrismaClient, e: Event, s: Subject): Promise<Map<string, Kind>> {
+  const found = new Map<string, Kind>();
+  const handles = parseMentions(s.text);
+  if (handles.length) {
+    const mentioned = await db.user.findMany({
+      where: {
+        tenantId: e.tenantId,
+        kind: "subagent",
+        handle: { in: handles },
+        memberships: { some: { studioId: s.studioId } },
+      },
+      select: { id: true },
+    });
+    for (const u of mentioned) found.set(u.id, "mention");
+  }
+  const authors = [s.parentAuthorId, s.subjectAuthorId].filter((x): x is string => Boolean(x));
+  if (authors.length) {
+    const agents = await db.user.findMany({
+      where: { id: { in: authors }, kind: "subagent" },
+      select: { id: true },
+    });
+    for (const a of agents) if (!found.has(a.id)) found.set(a.id, "reply");
+  }
+  if (s.thread) {
+    const inThread = await db.comment.findMany({
+      where: {
+        tenantId: e.tenantId,
+        subjectType: s.thread.type,
+        subjectId: s.thread.id,
+        author: { kind: "subagent" },
+      },
+      select: { authorId: true },
+      distinct: ["authorId"],
+    });
+    for (const c of inThread) if (!found.has(c.authorId)) found.set(c.authorId, "thread");
+  }
+  found.delete(e.actorId);
+  return found;
+}
+
+export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): Promise<string[]> {
+  const tenant = await db.tenant.findUniqueOrThrow({ where: { id: e.tenantId } });
+  const settings = tenantSettings(tenant);
+  if (!settings.agents_enabled) return [];
+  const found = await candidates(db, e, s);
+  if (!found.size) return [];
+  const [agents, actor, parentRun] = await Promise.all([
+    db.user.findMany({ where: { id: { in: [...found.keys()] }, archivedAt: null } }),
+    db.user.findUniqueOrThrow({ where: { id: e.actorId } }),
+    e.runId ? db.subagentTaskRun.findUnique({ where: { id: e.runId }, select: { chainDepth: true } }) : null,
+  ]);
+  const depth = parentRun ? parentRun.chainDepth + 1 : 0;
+  const created: string[] = [];
+  for (const agent of agents) {
+    const kind = found.get(agent.id)!;
+    const cfg = agentConfig(agent);
+    const run: NewRun = {
+      tenantId: e.tenantId,
+      agentId: agent.id,
+      initiatedById: e.actorId,
+      triggerEventId: e.id,
+      triggerKind: kind,
+      chainDepth: depth,
+      task: triggerTask(kind, actor, s),
+      model: resolveModel(cfg, settings, undefined),
+      maxSteps: cfg.max_steps,
+      timeoutSeconds: cfg.timeout_seconds,
+    };
+    const id = await db.$transaction(async (tx) => {
+      // Serializes this agent's trigger decisions, so the rate limit holds however many events arrive at once.
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger:${agent.id}`}))`;
+      if (agent.pausedAt) {
+        await recordSkipped(
+          tx,
+          run,
+          "paused",
+          `The agent is paused${agent.pausedReason ? `: ${agent.pausedReason}` : ""}.`,
+        );
+        return null;
+      }
+      if (depth >= settings.chain_depth_limit) {
+        await recordSkipped(
+          tx,
+          run,
+          "chain_depth",
+          `Agent-to-agent chain reached the depth limit (${settings.chain_depth_limit}).`,
+        );
+        return null;
+      }
+      const recent = await tx.subagentTaskRun.count({
+        where: {
+          agentId: agent.id,
+          triggerKind: { not: "manual" },
+          status: { not: "skipped" },
+          createdAt: { gt: new Date(Date.now() - 60_000) },
+        },
+      });
+      if (recent >= settings.trigger_rate_per_minute) {
+        await recordSkipped(
+          tx,
+          run,
+          "rate_limited",
+          `More than ${settings.trigger_rate_per_minute} triggers in a minute.`,
+        );
+        return null;
+      }
+      return (await queueRun(tx, run))?.id ?? null;
+    });
+    if (id) created.push(id);
+  }
+  return created;
+}

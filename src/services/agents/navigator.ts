@@ -1,0 +1,307 @@
+// The AgentNavigator: starts at /whoami and loops — prompt, LLM, act through the
+// internal markdown API, record — until `finish`, a limit, a stop request or a fatal
+// error. Each step is recorded before the next begins, so a recovered run resumes
+// where it was and never repeats an action.
+import type { PrismaClient } from "../../db/prisma.ts";
+import type { SubagentTaskRun, User } from "../../generated/prisma/client.ts";
+import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
+import type { Actor, Ctx } from "../registry/types.ts";
+import type { StopReason } from "./heartbeat.ts";
+import { type Endpoint, type LlmClient, LlmError, type Usage } from "./llm.ts";
+import { buildMessages } from "./prompt.ts";
+import { parseDecision } from "./protocol.ts";
+import type { Finish } from "./runs.ts";
+import { agentConfig, resolveModel, tenantSettings } from "./settings.ts";
+import { lastPath, recordResources, recordStep, type StepRecord, summarize } from "./steps.ts";
+
+export const MAX_INVALID_IN_A_ROW = 3;
+
+export interface NavigatorDeps {
+  prisma: PrismaClient;
+  llm: LlmClient;
+  /** The shared endpoint (operator's proxy); null when none is configured. */
+  endpoint: Endpoint | null;
+  defaultModel?: string;
+  /** The worker's lease id, required to advance the run. */
+  owner: string;
+}
+
+const excerpt = (s: string, n = 2000) => (s.length > n ? `${s.slice(0, n)}…` : s);
+
+export function toActor(u: User): Actor {
+  return {
+    id: u.id,
+    tenantId: u.tenantId,
+    handle: u.handle,
+    name: u.name,
+    kind: u.kind,
+    parentId: u.parentId,
+  };
+}
+
+function stopped(reason: unknown): Finish {
+  if (reason === "stopped")
+    return { status: "cancelled", stopReason: "stopped_by_owner", error: "Stopped by its owner." };
+  if (reason === "lease_lost") return { status: "failed", stopReason: "lease_lost" };
+  return { status: "failed", stopReason: "shutdown", error: "The worker shut down." };
+}
+
+export async function runNavigator(
+  deps: NavigatorDeps,
+  run: SubagentTaskRun,
+  signal: AbortSignal,
+): Promise<Finish> {
+  const { prisma } = deps;
+  const [agent, tenant, previous] = await Promise.all([
+    prisma.user.findUniqueOrThrow({ where: { id: run.agentId }, include: { parent: true } }),
+    prisma.tenant.findUniqueOrThrow({ where: { id: run.tenantId } }),
+    prisma.subagentTaskRunStep.findMany({ where: { runId: run.id }, orderBy: { number: "asc" } }),
+  ]);
+  const cfg = agentConfig(agent);
+  const model = run.model ?? resolveModel(cfg, tenantSettings(tenant), deps.defaultModel);
+  if (!model)
+    return {
+      status: "failed",
+      stopReason: "no_model",
+      error:
+        "No model is configured: set one on the agent, a tenant default, or LLM_DEFAULT_MODEL on the server.",
+    };
+  if (!deps.endpoint)
+    return {
+      status: "failed",
+      stopReason: "no_endpoint",
+      error: "No LLM endpoint is configured (LLM_BASE_URL).",
+    };
+  const endpoint = deps.endpoint;
+
+  const ctx: Ctx = {
+    db: prisma,
+    tenant,
+    actor: toActor(agent),
+    run: { id: run.id, chainDepth: run.chainDepth },
+  };
+  const history = previous.map(summarize);
+  let n = previous.length;
+  const spentMs = previous.reduce((t, s) => t + s.durationMs, 0);
+  const deadline = Date.now() + run.timeoutSeconds * 1000 - spentMs;
+
+  const record = async (s: Omit<StepRecord, "number">, tx?: Parameters<typeof recordStep>[0]) => {
+    await recordStep(tx ?? prisma, run, deps.owner, { ...s, number: n + 1 });
+    n += 1;
+  };
+
+  let page: MarkdownPage;
+  if (n === 0) {
+    const t0 = performance.now();
+    page = await readPage(ctx, "/whoami");
+    await record({
+      type: "navigate",
+      path: "/whoami",
+      detail: { ok: true, auto: true, resultPath: "/whoami", page: excerpt(page.markdown) },
+      durationMs: performance.now() - t0,
+    });
+    history.push(summarize({ type: "navigate", path: "/whoami", detail: { ok: true } }));
+  } else page = await readPage(ctx, lastPath(previous) ?? "/whoami");
+
+  let invalid = 0;
+  let feedback: string | undefined;
+  let jsonMode = false;
+  for (;;) {
+    if (signal.aborted) return stopped(signal.reason);
+    if (n >= run.maxSteps)
+      return {
+        status: "failed",
+        stopReason: "max_steps",
+        error: `Reached the limit of ${run.maxSteps} steps before finishing.`,
+      };
+    if (Date.now() >= deadline)
+      return {
+        status: "timed_out",
+        stopReason: "timeout",
+        error: `Ran out of time (${run.timeoutSeconds} s).`,
+      };
+
+    const t0 = performance.now();
+    const messages = buildMessages({
+      agent: { name: agent.name, handle: agent.handle, identityPrompt: cfg.identity_prompt },
+      owner: { name: agent.parent?.name ?? "nobody", handle: agent.parent?.handle ?? "nobody" },
+      workspace: tenant.name,
+      task: run.task,
+      history,
+      page: { path: page.path, markdown: page.markdown },
+      feedback,
+      stepsLeft: run.maxSteps - n,
+    });
+    let reply: Awaited<ReturnType<LlmClient>>;
+    try {
+      const callSignal = AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, deadline - Date.now()))]);
+      reply = await deps.llm(endpoint, { model, messages, jsonMode, signal: callSignal });
+    } catch (err) {
+      if (!(err instanceof LlmError)) throw err;
+      if (err.kind === "aborted" || err.kind === "timeout") {
+        if (signal.aborted) return stopped(signal.reason);
+        if (Date.now() >= deadline)
+          return {
+            status: "timed_out",
+            stopReason: "timeout",
+            error: `Ran out of time (${run.timeoutSeconds} s).`,
+          };
+      }
+      if (err.kind === "no_tools" && !jsonMode) {
+        jsonMode = true;
+        continue;
+      }
+      return {
+        status: "failed",
+        stopReason: err.kind === "auth" ? "llm_auth" : "llm_error",
+        error: err.message,
+      };
+    }
+    const tokens = {
+      inputTokens: reply.usage.input,
+      outputTokens: reply.usage.output,
+      llmMs: reply.latencyMs,
+    };
+    const took = () => performance.now() - t0;
+    const parsed = parseDecision(reply.message);
+
+    if (!parsed.ok) {
+      invalid += 1;
+      const error = parsed.error;
+      await record({
+        type: "error",
+        detail: { ok: false, error, reply: excerpt(JSON.stringify(reply.message), 1000) },
+        ...tokens,
+        durationMs: took(),
+      });
+      history.push(`invalid reply — ${error}`);
+      if (invalid >= MAX_INVALID_IN_A_ROW)
+        return {
+          status: "failed",
+          stopReason: "invalid_output",
+          error: `The model replied with invalid output ${invalid} times in a row: ${error}`,
+        };
+      feedback = error;
+      continue;
+    }
+    invalid = 0;
+    feedback = undefined;
+    const d = parsed.decision;
+
+    if (d.type === "finish") {
+      await record({
+        type: "finish",
+        path: page.path,
+        detail: { message: d.message, resultPath: page.path },
+        ...tokens,
+        durationMs: took(),
+      });
+      return { status: "completed", stopReason: "finished", finalMessage: d.message };
+    }
+    if (d.type === "ask_owner") {
+      await record({
+        type: "ask_owner",
+        path: page.path,
+        detail: { question: d.question, resultPath: page.path },
+        ...tokens,
+        durationMs: took(),
+      });
+      return { status: "waiting", stopReason: "asked_owner", question: d.question };
+    }
+    if (d.type === "navigate") {
+      page = await readPage(ctx, d.path);
+      const ok = page.status === 200;
+      await record({
+        type: "navigate",
+        path: d.path,
+        detail: {
+          ok,
+          status: page.status,
+          resultPath: ok ? page.path : undefined,
+          page: excerpt(page.markdown),
+        },
+        ...tokens,
+        durationMs: took(),
+      });
+      history.push(summarize({ type: "navigate", path: d.path, detail: { ok, status: page.status } }));
+      continue;
+    }
+
+    // execute
+    if (!page.actions.includes(d.action)) {
+      const error = `\`${d.action}\` is not an action on ${page.path}. Actions here: ${page.actions.map((a) => `\`${a}\``).join(", ") || "none"}.`;
+      await record({
+        type: "execute",
+        path: page.path,
+        detail: { ok: false, action: d.action, params: d.params, error },
+        ...tokens,
+        durationMs: took(),
+      });
+      history.push(
+        summarize({
+          type: "execute",
+          path: page.path,
+          detail: { ok: false, action: d.action, params: d.params, error },
+        }),
+      );
+      feedback = error;
+      continue;
+    }
+    const at = page.path;
+    const stepNo = n + 1;
+    const result = await runAction(ctx, at, d.action, d.params, async (tx, outcome, emitted) => {
+      // Same transaction as the action: the step, its resources and the action commit together or not at all.
+      await recordStep(tx, run, deps.owner, {
+        number: stepNo,
+        type: "execute",
+        path: at,
+        detail: {
+          ok: true,
+          action: d.action,
+          params: d.params,
+          notice: outcome.notice,
+          location: outcome.location,
+          resultPath: outcome.location,
+        },
+        ...tokens,
+        durationMs: took(),
+      });
+      await recordResources(tx, run, stepNo, d.action, outcome.location, emitted);
+    });
+    if (result.ok) {
+      n = stepNo;
+      page = result.page;
+      history.push(
+        summarize({
+          type: "execute",
+          path: at,
+          detail: { ok: true, action: d.action, params: d.params, notice: result.outcome.notice },
+        }),
+      );
+    } else {
+      await record({
+        type: "execute",
+        path: at,
+        detail: {
+          ok: false,
+          action: d.action,
+          params: d.params,
+          status: result.status,
+          error: result.message,
+        },
+        ...tokens,
+        durationMs: took(),
+      });
+      history.push(
+        summarize({
+          type: "execute",
+          path: at,
+          detail: { ok: false, action: d.action, params: d.params, error: result.message },
+        }),
+      );
+      feedback = result.markdown;
+    }
+  }
+}
+
+export type { StopReason, Usage };

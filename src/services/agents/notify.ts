@@ -1,0 +1,25 @@
+// Tells an agent's owner when a run needs them (it asked a question).
+import type { PrismaClient } from "../../db/prisma.ts";
+import type { Event } from "../../generated/prisma/client.ts";
+import { newId } from "../../lib/ids.ts";
+
+export async function notifyOwnerOfRun(db: PrismaClient, e: Event): Promise<number> {
+  const run = await db.subagentTaskRun.findUnique({ where: { id: e.subjectId }, include: { agent: true } });
+  if (!run?.agent.parentId) return 0;
+  const res = await db.notification.createMany({
+    data: [
+      {
+        id: newId(),
+        tenantId: run.tenantId,
+        userId: run.agent.parentId,
+        actorId: run.agentId,
+        eventId: e.id,
+        kind: "agent",
+        path: `/subagents/${run.agent.handle}/runs/${run.id}`,
+        excerpt: `asks: ${run.question ?? ""}`.slice(0, 500),
+      },
+    ],
+    skipDuplicates: true,
+  });
+  return res.count;
+}

@@ -1,0 +1,48 @@
+// Per-agent configuration (users.agent_config) and per-tenant agent settings
+// (tenants.settings), each read through one zod schema with defaults, so a row written
+// by an older version still reads cleanly.
+import { z } from "zod";
+import type { Tenant, User } from "../../generated/prisma/client.ts";
+
+export const MAX_STEPS_LIMIT = 50;
+
+export const agentConfigSchema = z
+  .object({
+    identity_prompt: z.string().max(10_000).default(""),
+    model: z.string().max(200).optional(),
+    max_steps: z.number().int().min(1).max(MAX_STEPS_LIMIT).default(30),
+    timeout_seconds: z.number().int().min(10).max(3600).default(300),
+  })
+  .loose();
+
+export type AgentConfig = z.infer<typeof agentConfigSchema>;
+
+export const tenantSettingsSchema = z
+  .object({
+    default_model: z.string().max(200).optional(),
+    trigger_rate_per_minute: z.number().int().min(1).max(1000).default(3),
+    chain_depth_limit: z.number().int().min(1).max(20).default(3),
+    agents_enabled: z.boolean().default(true),
+  })
+  .loose();
+
+export type TenantSettings = z.infer<typeof tenantSettingsSchema>;
+
+export function agentConfig(user: Pick<User, "agentConfig">): AgentConfig {
+  const parsed = agentConfigSchema.safeParse(user.agentConfig ?? {});
+  return parsed.success ? parsed.data : agentConfigSchema.parse({});
+}
+
+export function tenantSettings(tenant: Pick<Tenant, "settings">): TenantSettings {
+  const parsed = tenantSettingsSchema.safeParse(tenant.settings ?? {});
+  return parsed.success ? parsed.data : tenantSettingsSchema.parse({});
+}
+
+/** Agent's model, else the tenant default, else the server default; null when none is set anywhere. */
+export function resolveModel(
+  cfg: AgentConfig,
+  settings: TenantSettings,
+  serverDefault: string | undefined,
+): string | null {
+  return cfg.model || settings.default_model || serverDefault || null;
+}

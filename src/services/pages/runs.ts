@@ -1,0 +1,144 @@
+import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
+import { loadOwnedAgent, loadRun } from "../access.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
+import type { Block, PageDef } from "../registry/types.ts";
+import { excerpt, pager, paging, when } from "./format.ts";
+import { agentCrumbs } from "./subagents.ts";
+
+const ACTIVE = new Set(["queued", "running", "waiting"]);
+
+export function runLine(handle: string, r: SubagentTaskRun): string {
+  return `- ${link(`Run ${r.id}`, `/subagents/${handle}/runs/${r.id}`)} · **${r.status}**${r.stopReason && r.status !== "completed" ? ` (${r.stopReason})` : ""} · ${r.triggerKind} · ${when(r.createdAt)} · ${r.stepsCount} steps — ${mdEscape(excerpt(r.task, 90))}`;
+}
+
+function duration(r: SubagentTaskRun): string {
+  if (!r.startedAt) return "not started";
+  const end = r.completedAt ?? new Date();
+  return `${((end.getTime() - r.startedAt.getTime()) / 1000).toFixed(1)} s${r.completedAt ? "" : " so far"}`;
+}
+
+export const runFormPage: PageDef = {
+  pattern: "/subagents/:handle/run",
+  actions: ["run_task"],
+  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  async render(_ctx, scope) {
+    const a = scope.agent!;
+    return {
+      title: `Run a task with ${a.name}`,
+      breadcrumb: [...agentCrumbs(a), { label: "Run" }],
+      blocks: [
+        {
+          md: `Describe what ${mdEscape(a.name)} should do. It starts at \`/whoami\`, reads pages and uses actions like you would, and every step is recorded on the run's page.`,
+        },
+      ],
+    };
+  },
+};
+
+export const runsPage: PageDef = {
+  pattern: "/subagents/:handle/runs",
+  actions: [],
+  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  async render(ctx, scope, query) {
+    const a = scope.agent!;
+    const pg = paging(query);
+    const [runs, total] = await Promise.all([
+      ctx.db.subagentTaskRun.findMany({
+        where: { agentId: a.id },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        skip: pg.skip,
+        take: pg.take,
+      }),
+      ctx.db.subagentTaskRun.count({ where: { agentId: a.id } }),
+    ]);
+    return {
+      title: `Runs of ${a.name}`,
+      breadcrumb: [...agentCrumbs(a), { label: "Runs" }],
+      blocks: [
+        { md: runs.length ? runs.map((r) => runLine(a.handle, r)).join("\n") : "_No runs yet._" },
+        { md: pager(`/subagents/${a.handle}/runs`, pg, total) },
+      ],
+      refreshSeconds: runs.some((r) => ACTIVE.has(r.status)) ? 3 : undefined,
+    };
+  },
+};
+
+function stepBlock(s: {
+  number: number;
+  type: string;
+  path: string | null;
+  detail: unknown;
+  inputTokens: number;
+  outputTokens: number;
+  durationMs: number;
+}): string {
+  const d = (s.detail ?? {}) as Record<string, unknown>;
+  const head = `### ${s.number} · ${s.type}${s.path ? ` \`${s.path}\`` : ""}${d.ok === false ? " · **failed**" : ""} · ${s.inputTokens} in / ${s.outputTokens} out tokens · ${s.durationMs} ms`;
+  const lines = [head, ""];
+  if (s.type === "execute")
+    lines.push(
+      `Action \`${String(d.action)}\` with \`${mdEscape(JSON.stringify(d.params ?? {})).slice(0, 600)}\``,
+      "",
+    );
+  if (d.ok === false && d.error) lines.push(`Error: ${mdEscape(String(d.error))}`, "");
+  if (d.notice)
+    lines.push(
+      `Result: ${mdEscape(String(d.notice))}${d.location ? ` → ${link(String(d.location), String(d.location))}` : ""}`,
+      "",
+    );
+  if (s.type === "finish") lines.push(quote(String(d.message ?? "")), "");
+  if (s.type === "ask_owner") lines.push("Asked:", "", quote(String(d.question ?? "")), "");
+  if (s.type === "answer") lines.push("Owner answered:", "", quote(String(d.answer ?? "")), "");
+  if (typeof d.page === "string") lines.push("Page seen (excerpt):", "", quote(excerpt(d.page, 400)), "");
+  return lines.join("\n");
+}
+
+export const runPage: PageDef = {
+  pattern: "/subagents/:handle/runs/:run",
+  actions: ["answer_question", "stop_run"],
+  async resolve(ctx, p) {
+    const agent = await loadOwnedAgent(ctx, p.handle!);
+    return { agent, taskRun: await loadRun(ctx, agent.id, p.run!) };
+  },
+  async render(ctx, scope) {
+    const a = scope.agent!;
+    const r = scope.taskRun!;
+    const [steps, resources, initiator] = await Promise.all([
+      ctx.db.subagentTaskRunStep.findMany({ where: { runId: r.id }, orderBy: { number: "asc" } }),
+      ctx.db.subagentTaskRunResource.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
+      r.initiatedById ? ctx.db.user.findUnique({ where: { id: r.initiatedById } }) : null,
+    ]);
+    const facts = [
+      `Status: **${r.status}**${r.stopReason ? ` (${r.stopReason})` : ""}`,
+      `trigger: ${r.triggerKind}${initiator ? ` by [@${initiator.handle}](/u/${initiator.handle})` : ""}`,
+      `model: ${r.model ? `\`${mdEscape(r.model)}\`` : "default"}`,
+      `steps: ${r.stepsCount} of ${r.maxSteps}`,
+      `tokens: ${r.inputTokens} in / ${r.outputTokens} out`,
+      `time: ${duration(r)}`,
+      `queued ${when(r.createdAt)}`,
+    ];
+    const blocks: Block[] = [{ md: facts.join(" · ") }, { md: `## Task\n\n${quote(r.task)}` }];
+    if (r.finalMessage) blocks.push({ md: `## Final message\n\n${quote(r.finalMessage)}` });
+    if (r.error)
+      blocks.push({
+        md: `## ${r.status === "skipped" ? "Why it did not run" : "Error"}\n\n${mdEscape(r.error)}`,
+      });
+    if (r.status === "waiting" && r.question)
+      blocks.push({ md: `## Waiting for your answer\n\n${quote(r.question)}` });
+    blocks.push({
+      md: `## Resources it created or changed (${resources.length})\n\n${resources.length ? resources.map((x) => `- ${x.resourceType} \`${x.resourceId}\` — ${x.action} at step ${x.stepNumber} — ${link(x.path, x.path)}`).join("\n") : "_None._"}`,
+    });
+    blocks.push({ md: `## Steps (${steps.length})\n\n${steps.length ? "" : "_No steps yet._"}` });
+    for (const s of steps) blocks.push({ md: stepBlock(s) });
+    return {
+      title: `Run ${r.id} of ${a.name}`,
+      breadcrumb: [
+        ...agentCrumbs(a),
+        { label: "Runs", path: `/subagents/${a.handle}/runs` },
+        { label: r.id },
+      ],
+      blocks,
+      refreshSeconds: ACTIVE.has(r.status) && r.status !== "waiting" ? 2 : undefined,
+    };
+  },
+};

@@ -1,0 +1,106 @@
+import { loadOwnedAgent } from "../access.ts";
+import { agentConfig } from "../agents/settings.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
+import type { Crumb, PageDef } from "../registry/types.ts";
+import { home, pager, paging, when } from "./format.ts";
+import { runLine } from "./runs.ts";
+
+export const subagentsCrumb: Crumb = { label: "Subagents", path: "/subagents" };
+
+export function agentCrumbs(agent: { handle: string; name: string }): Crumb[] {
+  return [home, subagentsCrumb, { label: agent.name, path: `/subagents/${agent.handle}` }];
+}
+
+export const subagentsPage: PageDef = {
+  pattern: "/subagents",
+  actions: ["create_subagent"],
+  resolve: async () => ({}),
+  async render(ctx, _scope, query) {
+    const pg = paging(query);
+    const where = { tenantId: ctx.tenant.id, kind: "subagent" as const, parentId: ctx.actor.id };
+    const [agents, total] = await Promise.all([
+      ctx.db.user.findMany({
+        where,
+        orderBy: [{ archivedAt: { sort: "asc", nulls: "first" } }, { name: "asc" }],
+        skip: pg.skip,
+        take: pg.take,
+        include: { _count: { select: { agentRuns: true, memberships: true } } },
+      }),
+      ctx.db.user.count({ where }),
+    ]);
+    const lines = agents.map((a) => {
+      const cfg = agentConfig(a);
+      return `- ${link(a.name, `/subagents/${a.handle}`)} (\`@${a.handle}\`)${a.archivedAt ? " · **archived**" : ""} · ${a._count.memberships} studio${a._count.memberships === 1 ? "" : "s"} · ${a._count.agentRuns} runs · model ${cfg.model ? `\`${cfg.model}\`` : "default"}`;
+    });
+    return {
+      title: "Your subagents",
+      breadcrumb: [home, { label: "Subagents" }],
+      blocks: [
+        {
+          md: "Subagents are AI users you own. They act through the same pages and actions as you, when @mentioned, when someone replies to them, or when you give them a task.",
+        },
+        { md: lines.length ? lines.join("\n") : "_You have no subagents yet._" },
+        { md: pager("/subagents", pg, total) },
+      ],
+    };
+  },
+};
+
+export const subagentPage: PageDef = {
+  pattern: "/subagents/:handle",
+  actions: [
+    "update_subagent",
+    "add_to_studio",
+    "remove_from_studio",
+    "archive_subagent",
+    "unarchive_subagent",
+  ],
+  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  async render(ctx, scope) {
+    const a = scope.agent!;
+    const cfg = agentConfig(a);
+    const [studios, runs] = await Promise.all([
+      ctx.db.studioMember.findMany({
+        where: { userId: a.id },
+        include: { studio: true },
+        orderBy: { createdAt: "asc" },
+      }),
+      ctx.db.subagentTaskRun.findMany({
+        where: { agentId: a.id },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        take: 5,
+      }),
+    ]);
+    const base = `/subagents/${a.handle}`;
+    return {
+      title: a.name,
+      breadcrumb: [home, subagentsCrumb, { label: a.name }],
+      blocks: [
+        {
+          md: `\`@${a.handle}\` · created ${when(a.createdAt)}${a.archivedAt ? ` · **archived** ${when(a.archivedAt)}: it is not triggered and cannot run` : ""}${a.pausedAt ? ` · **paused** ${when(a.pausedAt)}${a.pausedReason ? ` (${mdEscape(a.pausedReason)})` : ""}: triggers are recorded as skipped` : ""}`,
+        },
+        { md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)}` },
+        {
+          md: [
+            "## Configuration",
+            "",
+            `| setting | value |`,
+            `|---|---|`,
+            `| model | ${cfg.model ? `\`${mdEscape(cfg.model)}\`` : "workspace default"} |`,
+            `| max steps per run | ${cfg.max_steps} |`,
+            `| timeout per run | ${cfg.timeout_seconds} s |`,
+          ].join("\n"),
+        },
+        {
+          md: `### Identity prompt\n\n${cfg.identity_prompt ? quote(cfg.identity_prompt) : "_None: it acts as a general helpful assistant._"}`,
+        },
+        {
+          md: `## Studios\n\n${studios.length ? studios.map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)`).join("\n") : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
+        },
+        {
+          md: `## Recent runs\n\n${runs.length ? runs.map((r) => runLine(a.handle, r)).join("\n") : "_No runs yet._"}`,
+        },
+      ],
+    };
+  },
+};
