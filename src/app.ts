@@ -37,7 +37,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const secure = config.PUBLIC_SCHEME === "https";
 
   await app.register(prismaPlugin, {
-    prisma: opts.prisma ?? createPrisma(config.DATABASE_URL),
+    prisma: opts.prisma ?? createPrisma(config.DATABASE_URL, config.DATABASE_POOL_SIZE),
     owned: !opts.prisma,
   });
   await app.register(cookie, { secret: config.SESSION_SECRET });
@@ -50,6 +50,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       }),
     },
     root: fileURLToPath(new URL("./views", import.meta.url)),
+    defaultContext: { demoModel: !config.LLM_BASE_URL && config.DEMO_FAKE_LLM },
   });
   await app.register(fastifyStatic, {
     root: fileURLToPath(new URL("../public", import.meta.url)),

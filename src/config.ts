@@ -9,6 +9,7 @@ const schema = z.object({
   BASE_DOMAIN: z.string().min(1).default("localhost"),
   PUBLIC_SCHEME: z.enum(["http", "https"]).default("http"),
   DATABASE_URL: z.string().url().default("postgresql://postgres@127.0.0.1:5432/cadre"),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
   QUEUE_PREFIX: z
     .string()

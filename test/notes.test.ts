@@ -12,6 +12,7 @@ import {
   makeWorld,
   md,
   type Person,
+  sameTransaction,
   testPrisma,
   type World,
 } from "./helpers/app.ts";
@@ -36,8 +37,6 @@ const counts = async (world: World) => [
   await db.note.count({ where: { tenantId: world.tenant.id } }),
   await db.event.count({ where: { tenantId: world.tenant.id } }),
 ];
-const xmin = async (sql: string, ...args: string[]) =>
-  (await db.$queryRawUnsafe<{ x: string }[]>(`SELECT xmin::text AS x FROM ${sql}`, ...args))[0]?.x;
 /** Posts a note in `general` and returns its page path and id. */
 async function post(who: Person, text: string, title?: string, world = w) {
   const { location } = await act(world, who, "/studios/general", "create_note", { text, title });
@@ -61,7 +60,7 @@ describe("create_note", () => {
     expect(note).toMatchObject({ text: "Ship it on **Friday**", title: "Plan", authorId: w.bob.id });
     const [ev] = await events(w, "note.created", id);
     expect(ev).toMatchObject({ actorId: w.bob.id, studioId: w.studio.id, subjectType: "note" });
-    expect(await xmin("notes WHERE id = $1", id)).toBe(await xmin("events WHERE id = $1", ev!.id));
+    expect(await sameTransaction("notes WHERE id = $1", [id], ev!.id)).not.toBe(false);
     const fromStudio = await md(app, w, w.alice, "POST", "/studios/general/actions/create_note", {
       text: "x",
     });
@@ -245,7 +244,7 @@ describe("update_note", () => {
     expect(await db.note.findUnique({ where: { id } })).toMatchObject({ text: "v2", title: "" });
     const [ev] = await events(w, "note.updated", id);
     expect(ev).toMatchObject({ actorId: w.bob.id });
-    expect(await xmin("notes WHERE id = $1", id)).toBe(await xmin("events WHERE id = $1", ev!.id));
+    expect(await sameTransaction("notes WHERE id = $1", [id], ev!.id)).not.toBe(false);
     const form = await bobB.post(`${path}/actions/update_note`, { text: "v3 from form", title: "" });
     expect(form.statusCode).toBe(303);
     expect(form.headers.location).toBe(path);
@@ -314,7 +313,7 @@ describe("pin_note / unpin_note", () => {
     const pinned = await db.note.findUniqueOrThrow({ where: { id } });
     expect(pinned.pinnedAt).toBeInstanceOf(Date);
     const [ev] = await events(w, "note.pinned", id);
-    expect(await xmin("notes WHERE id = $1", id)).toBe(await xmin("events WHERE id = $1", ev!.id));
+    expect(await sameTransaction("notes WHERE id = $1", [id], ev!.id)).not.toBe(false);
     expect((await md(app, w, w.bob, "GET", "/studios/general")).body).toContain(
       `## Pinned\n\n- [Pinworthy](${path})`,
     );
@@ -358,8 +357,9 @@ describe("confirm_read", () => {
       where: { noteId_userId: { noteId: id, userId: w.bob.id } },
     });
     const [ev] = await events(w, "note.read_confirmed", id);
-    const rowTx = await xmin("note_reads WHERE note_id = $1 AND user_id = $2", id, w.bob.id);
-    expect(rowTx).toBe(await xmin("events WHERE id = $1", ev!.id));
+    expect(
+      await sameTransaction("note_reads WHERE note_id = $1 AND user_id = $2", [id, w.bob.id], ev!.id),
+    ).not.toBe(false);
     const second = await md(app, w, w.bob, "POST", `${path}/actions/confirm_read`, {});
     expect(second.statusCode).toBe(200);
     expect(second.body).toContain("**You had already confirmed**");

@@ -95,6 +95,32 @@ export async function seedDemo(db: PrismaClient) {
     await run(bob, commitment.location, "join_commitment", {});
   }
 
+  const scout = await db.user.findUnique({
+    where: { tenantId_handle: { tenantId: tenant.id, handle: "scout" } },
+  });
+  if (!scout) {
+    const created = await registry.run(
+      asActor(alice),
+      "/subagents",
+      "create_subagent",
+      {
+        name: "Scout",
+        handle: "scout",
+        identity_prompt:
+          "You are Scout, Alice's research assistant. When someone mentions you, read the thread and reply helpfully and briefly.",
+        max_steps: 10,
+      },
+      { form: false },
+    );
+    await registry.run(
+      asActor(alice),
+      created.location,
+      "add_to_studio",
+      { studio: studio.handle },
+      { form: false },
+    );
+  }
+
   await db.apiToken.updateMany({
     where: { userId: alice.id, name: "bin/demo", revokedAt: null },
     data: { revokedAt: new Date() },

@@ -195,3 +195,25 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/**
+ * Asserts a row and its outbox event were written by one transaction (same xmin).
+ * A relay in a concurrently running test file may already have marked the event
+ * published, which rewrites its row (new xmin); then there is nothing left to compare,
+ * and the check reports that it could not run instead of passing or failing.
+ */
+export async function sameTransaction(
+  rowSql: string,
+  args: string[],
+  eventId: string,
+): Promise<boolean | "published"> {
+  const db = testPrisma();
+  const [row] = await db.$queryRawUnsafe<{ x: string }[]>(`SELECT xmin::text AS x FROM ${rowSql}`, ...args);
+  const [ev] = await db.$queryRawUnsafe<{ x: string; published: boolean }[]>(
+    "SELECT xmin::text AS x, published_at IS NOT NULL AS published FROM events WHERE id = $1",
+    eventId,
+  );
+  if (!row || !ev) return false;
+  if (ev.published && row.x !== ev.x) return "published";
+  return row.x === ev.x;
+}

@@ -73,6 +73,8 @@ export async function runNavigator(
       error: "No LLM endpoint is configured (LLM_BASE_URL).",
     };
   const endpoint = deps.endpoint;
+  // The run page says which model actually ran, even when it came from a default.
+  if (run.model !== model) await prisma.subagentTaskRun.update({ where: { id: run.id }, data: { model } });
 
   const ctx: Ctx = {
     db: prisma,

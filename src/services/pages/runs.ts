@@ -63,6 +63,11 @@ export const runsPage: PageDef = {
   },
 };
 
+/** Raw text in a fenced block: shown as written, never rendered, whatever backticks it holds. */
+function fenced(text: string, lang = ""): string {
+  return `~~~~${lang}\n${text.replace(/~{4,}/g, "~~~")}\n~~~~`;
+}
+
 function stepBlock(s: {
   number: number;
   type: string;
@@ -77,7 +82,9 @@ function stepBlock(s: {
   const lines = [head, ""];
   if (s.type === "execute")
     lines.push(
-      `Action \`${String(d.action)}\` with \`${mdEscape(JSON.stringify(d.params ?? {})).slice(0, 600)}\``,
+      `Action \`${String(d.action)}\` with:`,
+      "",
+      fenced(JSON.stringify(d.params ?? {}, null, 2).slice(0, 2000), "json"),
       "",
     );
   if (d.ok === false && d.error) lines.push(`Error: ${mdEscape(String(d.error))}`, "");
@@ -89,7 +96,12 @@ function stepBlock(s: {
   if (s.type === "finish") lines.push(quote(String(d.message ?? "")), "");
   if (s.type === "ask_owner") lines.push("Asked:", "", quote(String(d.question ?? "")), "");
   if (s.type === "answer") lines.push("Owner answered:", "", quote(String(d.answer ?? "")), "");
-  if (typeof d.page === "string") lines.push("Page seen (excerpt):", "", quote(excerpt(d.page, 400)), "");
+  if (s.type === "error" && typeof d.reply === "string")
+    lines.push("The model replied:", "", fenced(d.reply.slice(0, 600)), "");
+  if (typeof d.page === "string") {
+    const page = d.page.length > 600 ? `${d.page.slice(0, 600)}\n…` : d.page;
+    lines.push("Page seen (start):", "", fenced(page, "markdown"), "");
+  }
   return lines.join("\n");
 }
 

@@ -76,6 +76,11 @@ export function parseParams<S extends z.ZodObject>(
   for (const f of defs) {
     let v = body[f.name];
     if (Array.isArray(v)) v = v[v.length - 1];
+    // Postgres cannot store NUL in text: refuse it here as bad input, not later as a 500.
+    if (typeof v === "string" && v.includes("\u0000")) {
+      issues.push({ field: f.name, message: "must not contain NUL characters" });
+      continue;
+    }
     if (typeof v === "string") {
       if (f.type === "number") v = v.trim() === "" ? undefined : Number(v);
       else if (f.type === "boolean")
@@ -92,6 +97,9 @@ export function parseParams<S extends z.ZodObject>(
       issues.push({ field, message: field && input[field] === undefined ? "required" : i.message });
     }
   }
-  if (issues.length) throw new ValidationError(issues);
+  if (issues.length) {
+    const seen = new Set<string>();
+    throw new ValidationError(issues.filter((i) => !seen.has(i.field) && seen.add(i.field)));
+  }
   return result.data as z.infer<S>;
 }
