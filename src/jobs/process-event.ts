@@ -16,8 +16,8 @@ export function eventProcessor(prisma: PrismaClient, queues: Pick<Queues, "agent
       return { enqueued: e.subjectId };
     }
     if (e.type === "run.waiting") return { notified: await notifyOwnerOfRun(prisma, e) };
-    const notified = await notifyForEvent(prisma, e.id);
     const subject = await loadSubject(prisma, e);
+    const notified = await notifyForEvent(prisma, e, subject);
     const runs = subject ? await dispatchTriggers(prisma, e, subject) : [];
     return { notified, runs };
   };

@@ -5,71 +5,17 @@ import type { PrismaClient } from "../db/prisma.ts";
 import type { Event, NotificationKind } from "../generated/prisma/client.ts";
 import { newId } from "../lib/ids.ts";
 import { parseMentions } from "./mentions.ts";
+import { loadSubject, type Subject } from "./subjects.ts";
 
-interface Subject {
-  text: string;
-  path: string;
-  authorId: string;
-  parentAuthorId?: string;
-  subjectAuthorId?: string;
-}
-
-async function loadSubject(db: PrismaClient, e: Event): Promise<Subject | null> {
-  const studio = e.studioId ? await db.studio.findUnique({ where: { id: e.studioId } }) : null;
-  if (!studio) return null;
-  const base = `/studios/${studio.handle}`;
-  switch (e.type) {
-    case "note.created": {
-      const n = await db.note.findUnique({ where: { id: e.subjectId } });
-      return n && { text: `${n.title}\n\n${n.text}`, path: `${base}/notes/${n.id}`, authorId: n.authorId };
-    }
-    case "decision.created": {
-      const d = await db.decision.findUnique({ where: { id: e.subjectId } });
-      return (
-        d && {
-          text: `${d.question}\n\n${d.description}`,
-          path: `${base}/decisions/${d.id}`,
-          authorId: d.authorId,
-        }
-      );
-    }
-    case "commitment.created": {
-      const c = await db.commitment.findUnique({ where: { id: e.subjectId } });
-      return (
-        c && {
-          text: `${c.title}\n\n${c.description}`,
-          path: `${base}/commitments/${c.id}`,
-          authorId: c.authorId,
-        }
-      );
-    }
-    case "comment.created": {
-      const c = await db.comment.findUnique({ where: { id: e.subjectId }, include: { parent: true } });
-      if (!c) return null;
-      const where = { id: c.subjectId };
-      const subject =
-        c.subjectType === "note"
-          ? await db.note.findUnique({ where })
-          : c.subjectType === "decision"
-            ? await db.decision.findUnique({ where })
-            : await db.commitment.findUnique({ where });
-      return {
-        text: c.text,
-        path: `${base}/${c.subjectType}s/${c.subjectId}`,
-        authorId: c.authorId,
-        parentAuthorId: c.parent?.authorId,
-        subjectAuthorId: subject?.authorId,
-      };
-    }
-    default:
-      return null;
-  }
-}
-
-export async function notifyForEvent(db: PrismaClient, eventId: string): Promise<number> {
-  const e = await db.event.findUnique({ where: { id: eventId } });
+/** `subject` may be passed when the caller already loaded it (the event worker shares it with the dispatcher). */
+export async function notifyForEvent(
+  db: PrismaClient,
+  event: string | Event,
+  subject?: Subject | null,
+): Promise<number> {
+  const e = typeof event === "string" ? await db.event.findUnique({ where: { id: event } }) : event;
   if (!e) return 0;
-  const s = await loadSubject(db, e);
+  const s = subject === undefined ? await loadSubject(db, e) : subject;
   if (!s || !e.studioId) return 0;
 
   const recipients = new Map<string, NotificationKind>();

@@ -2,7 +2,7 @@
 // retried or recovered job unable to record — and so to execute — step N twice. The
 // run's counters move in the same statement, guarded by the lease.
 import type { Db } from "../../db/prisma.ts";
-import type { Prisma, SubagentTaskRunStep } from "../../generated/prisma/client.ts";
+import type { SubagentTaskRunStep } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import type { Emitted } from "../registry/types.ts";
 
@@ -29,35 +29,27 @@ export async function recordStep(
   owner: string | null,
   s: StepRecord,
 ) {
-  // The lease guard: only the worker holding the run may advance it (null: the owner answering a waiting run).
-  const updated = await tx.subagentTaskRun.updateMany({
-    where: {
-      id: run.id,
-      ...(owner ? { leaseOwner: owner, status: "running" } : {}),
-      stepsCount: s.number - 1,
-    },
-    data: {
-      stepsCount: s.number,
-      inputTokens: { increment: s.inputTokens ?? 0 },
-      outputTokens: { increment: s.outputTokens ?? 0 },
-    },
-  });
-  if (updated.count !== 1) throw new LeaseLostError();
-  await tx.subagentTaskRunStep.create({
-    data: {
-      id: newId(),
-      runId: run.id,
-      tenantId: run.tenantId,
-      number: s.number,
-      type: s.type,
-      path: s.path ?? null,
-      detail: s.detail as Prisma.InputJsonValue,
-      inputTokens: s.inputTokens ?? 0,
-      outputTokens: s.outputTokens ?? 0,
-      llmMs: Math.round(s.llmMs ?? 0),
-      durationMs: Math.round(s.durationMs ?? 0),
-    },
-  });
+  // One statement: advance the run's counters — only if this worker still holds the lease
+  // (owner null: the owner answering a waiting run) and no one recorded step N yet — and
+  // insert step N. It runs on the hot path of every step, so one round trip, not two.
+  const rows = await tx.$queryRaw<{ id: string }[]>`
+    WITH advanced AS (
+      UPDATE subagent_task_runs
+      SET steps_count = ${s.number},
+          input_tokens = input_tokens + ${s.inputTokens ?? 0},
+          output_tokens = output_tokens + ${s.outputTokens ?? 0}
+      WHERE id = ${run.id} AND steps_count = ${s.number - 1}
+        AND (${owner}::text IS NULL OR (lease_owner = ${owner} AND status = 'running'))
+      RETURNING id
+    )
+    INSERT INTO subagent_task_run_steps
+      (id, run_id, tenant_id, number, type, path, detail, input_tokens, output_tokens, llm_ms, duration_ms, created_at)
+    SELECT ${newId()}, advanced.id, ${run.tenantId}, ${s.number}, ${s.type}, ${s.path ?? null},
+           ${JSON.stringify(s.detail)}::jsonb, ${s.inputTokens ?? 0}, ${s.outputTokens ?? 0},
+           ${Math.round(s.llmMs ?? 0)}, ${Math.round(s.durationMs ?? 0)}, clock_timestamp()
+    FROM advanced
+    RETURNING id`;
+  if (rows.length !== 1) throw new LeaseLostError();
 }
 
 export async function recordResources(

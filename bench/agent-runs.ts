@@ -1,0 +1,245 @@
+// Agent-run benchmark (not a test). Run: `npx tsx bench/agent-runs.ts` with Postgres and
+// Redis up (bin/test's prerequisites). One worker process (src/worker.ts, a child) runs
+// the agents; the fake LLM (a real HTTP server) answers from this process.
+//
+// Reports: trigger → first LLM call latency; orchestration overhead per step excluding
+// LLM time; steps/s and peak RSS with 200 concurrent runs at 500 ms LLM latency; prompt
+// tokens at LLM steps 1, 10 and 30 of one long run.
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { parseConfig } from "../src/config.ts";
+import { createPrisma, type PrismaClient } from "../src/db/prisma.ts";
+import { type ChatRequest, type FakeReply, startFakeLlm } from "../src/dev/fake-llm.ts";
+import { newId } from "../src/lib/ids.ts";
+import { queueRun } from "../src/services/agents/runs.ts";
+import { registry } from "../src/services/catalog.ts";
+import type { Actor, Ctx } from "../src/services/registry/types.ts";
+import { fmt, freshDatabase, percentile } from "./lib.ts";
+
+const env = parseConfig(process.env);
+const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 200);
+const LONG_STEPS = 31;
+
+interface World {
+  ctx: Ctx;
+  studio: string;
+  agents: { id: string; handle: string }[];
+}
+
+async function seed(db: PrismaClient, agents: number): Promise<World> {
+  const tenant = await db.tenant.create({
+    data: { id: newId(), subdomain: `bench${newId(6)}`, name: "Bench" },
+  });
+  await db.tenant.update({ where: { id: tenant.id }, data: { settings: { trigger_rate_per_minute: 1000 } } });
+  const person = await db.user.create({
+    data: { id: newId(), tenantId: tenant.id, handle: "owner", name: "Owner", kind: "person" },
+  });
+  const studio = await db.studio.create({
+    data: {
+      id: newId(),
+      tenantId: tenant.id,
+      handle: "general",
+      name: "General",
+      inviteCode: newId(10),
+      createdById: person.id,
+      members: { create: { userId: person.id, tenantId: tenant.id, role: "admin" } },
+    },
+  });
+  const list = [];
+  for (let i = 0; i < agents; i++) {
+    const a = await db.user.create({
+      data: {
+        id: newId(),
+        tenantId: tenant.id,
+        handle: `agent${i}`,
+        name: `Agent ${i}`,
+        kind: "subagent",
+        parentId: person.id,
+        agentConfig: { max_steps: 50, timeout_seconds: 3600 },
+      },
+    });
+    await db.studioMember.create({ data: { studioId: studio.id, userId: a.id, tenantId: tenant.id } });
+    list.push({ id: a.id, handle: a.handle });
+  }
+  const fresh = await db.tenant.findUniqueOrThrow({ where: { id: tenant.id } });
+  return { ctx: { db, tenant: fresh, actor: person as Actor }, studio: studio.handle, agents: list };
+}
+
+/** Scripted model: navigates between two pages until the run has taken `steps` LLM steps, then finishes. */
+function script(stepsPerRun: (handle: string) => number, firstCall: Map<string, number>) {
+  const calls = new Map<string, number>();
+  return (req: ChatRequest): FakeReply => {
+    const handle = /\(@([\w-]+)\), an AI agent/.exec(String(req.messages[0]?.content ?? ""))?.[1] ?? "?";
+    const n = (calls.get(handle) ?? 0) + 1;
+    calls.set(handle, n);
+    if (n === 1) firstCall.set(handle, Date.now());
+    if (n >= stepsPerRun(handle)) return { tool: { name: "finish", args: { message: "done" } } };
+    return {
+      tool: { name: "navigate", args: { path: n % 2 ? "/studios/general" : "/studios/general/notes" } },
+    };
+  };
+}
+
+function startWorker(databaseUrl: string, llmUrl: string, prefix: string): ChildProcess {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/worker.ts"], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      QUEUE_PREFIX: prefix,
+      LLM_BASE_URL: llmUrl,
+      LLM_DEFAULT_MODEL: "bench-model",
+      WORKER_CONCURRENCY: String(CONCURRENT),
+      DATABASE_POOL_SIZE: "40",
+      LOG_LEVEL: "warn",
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return child;
+}
+
+async function ready(child: ChildProcess) {
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.on("data", (d: Buffer) => d.toString().includes("running") && resolve());
+    child.once("exit", (code) => reject(new Error(`worker exited with ${code}`)));
+  });
+}
+
+function peakRssMb(pid: number): number {
+  // The child is node itself (no npx wrapper), so its VmHWM is the worker's peak RSS.
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+async function waitDone(db: PrismaClient, tenantId: string, count: number, timeoutMs: number) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const done = await db.subagentTaskRun.count({
+      where: { tenantId, status: { in: ["completed", "failed", "timed_out"] } },
+    });
+    if (done >= count) return;
+    if (Date.now() > end) throw new Error(`only ${done}/${count} runs finished in time`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function manualRuns(w: World, agents: { id: string }[]) {
+  await w.ctx.db.$transaction(async (tx) => {
+    for (const a of agents)
+      await queueRun(tx, {
+        tenantId: w.ctx.tenant.id,
+        agentId: a.id,
+        initiatedById: w.ctx.actor.id,
+        triggerKind: "manual",
+        chainDepth: 0,
+        task: "Look around the studio.",
+        model: null,
+        maxSteps: 50,
+        timeoutSeconds: 3600,
+      });
+  });
+}
+
+async function main() {
+  const database = await freshDatabase(env.DATABASE_URL, "runs");
+  const db = createPrisma(database.url, 20);
+  const firstCall = new Map<string, number>();
+  let perRun = 1;
+  const llm = await startFakeLlm({ script: script(() => perRun, firstCall) });
+  const prefix = `cadre-bench-${newId(6)}`;
+  const worker = startWorker(database.url, llm.url, prefix);
+  try {
+    await ready(worker);
+    const w = await seed(db, CONCURRENT);
+
+    // 1. Trigger → first LLM call, one mention at a time, LLM at zero latency.
+    perRun = 1;
+    const note = await registry.run(
+      w.ctx,
+      "/studios/general",
+      "create_note",
+      { text: "Bench note" },
+      { form: false },
+    );
+    const latencies: number[] = [];
+    for (const a of w.agents.slice(0, 40)) {
+      const t0 = Date.now();
+      await registry.run(w.ctx, note.location, "add_comment", { text: `@${a.handle} ping` }, { form: false });
+      while (!firstCall.has(a.handle)) await new Promise((r) => setTimeout(r, 1));
+      latencies.push(firstCall.get(a.handle)! - t0);
+    }
+    await waitDone(db, w.ctx.tenant.id, 40, 60_000);
+
+    // 2. Orchestration overhead per step (LLM at zero latency): 20 runs of 20 steps, 10 at a time.
+    perRun = 20;
+    const sample = w.agents.slice(40, 60);
+    const before = await db.subagentTaskRun.count({ where: { tenantId: w.ctx.tenant.id } });
+    await manualRuns(w, sample);
+    await waitDone(db, w.ctx.tenant.id, before + sample.length, 120_000);
+    const steps = await db.subagentTaskRunStep.findMany({
+      where: { run: { agentId: { in: sample.map((a) => a.id) } } },
+      orderBy: [{ runId: "asc" }, { number: "asc" }],
+    });
+    const overhead: number[] = [];
+    for (let i = 1; i < steps.length; i++) {
+      const [prev, cur] = [steps[i - 1]!, steps[i]!];
+      if (prev.runId !== cur.runId) continue;
+      overhead.push(cur.createdAt.getTime() - prev.createdAt.getTime() - cur.llmMs);
+    }
+
+    // 3. Prompt tokens at LLM steps 1, 10 and 30 of one long run.
+    perRun = LONG_STEPS;
+    const long = w.agents[60]!;
+    await manualRuns(w, [long]);
+    await waitDone(db, w.ctx.tenant.id, before + sample.length + 1, 60_000);
+    const longSteps = await db.subagentTaskRunStep.findMany({
+      where: { run: { agentId: long.id }, inputTokens: { gt: 0 } },
+      orderBy: { number: "asc" },
+    });
+    const tokensAt = (k: number) => longSteps[k - 1]?.inputTokens ?? Number.NaN;
+
+    // 4. 200 concurrent runs at 500 ms LLM latency: steps/s against the LLM-bound ideal.
+    llm.setLatency(500);
+    perRun = 12;
+    const all = await db.subagentTaskRun.count({ where: { tenantId: w.ctx.tenant.id } });
+    const t0 = Date.now();
+    await manualRuns(w, w.agents);
+    await waitDone(db, w.ctx.tenant.id, all + w.agents.length, 300_000);
+    const wall = (Date.now() - t0) / 1000;
+    const loadSteps = await db.subagentTaskRunStep.count({
+      where: { run: { tenantId: w.ctx.tenant.id, createdAt: { gte: new Date(t0) } }, inputTokens: { gt: 0 } },
+    });
+    const ideal = CONCURRENT / 0.5;
+    const rate = loadSteps / wall;
+
+    const rows: [string, string][] = [
+      [
+        "trigger → first LLM call p50 / p99 (ms)",
+        `${fmt(percentile(latencies, 50))} / ${fmt(percentile(latencies, 99))}`,
+      ],
+      [
+        "orchestration overhead per step p50 / p99 (ms)",
+        `${fmt(percentile(overhead, 50))} / ${fmt(percentile(overhead, 99))}`,
+      ],
+      [
+        `${CONCURRENT} concurrent runs @500 ms: LLM steps/s (ideal ${ideal})`,
+        `${fmt(rate)} (${fmt((100 * rate) / ideal)}% of ideal; ${loadSteps} steps in ${fmt(wall, 2)} s)`,
+      ],
+      ["worker peak RSS (MB)", fmt(peakRssMb(worker.pid!))],
+      [
+        "prompt tokens at LLM step 1 / 10 / 30",
+        `${tokensAt(1)} / ${tokensAt(10)} / ${tokensAt(30)} (step 30 = ${fmt(tokensAt(30) / tokensAt(1), 2)}× step 1)`,
+      ],
+    ];
+    console.log("\nAgent runs benchmark");
+    for (const [k, v] of rows) console.log(`  ${k.padEnd(58)} ${v}`);
+  } finally {
+    worker.kill("SIGTERM");
+    await new Promise((r) => worker.once("exit", r));
+    await llm.close();
+    await db.$disconnect();
+    await database.drop();
+  }
+}
+
+await main();
+process.exit(0);
