@@ -268,7 +268,7 @@ export async function runNavigator(
         ...tokens,
         durationMs: took(),
       });
-      await recordResources(tx, run, stepNo, d.action, outcome.location, emitted);
+      await recordResources(tx, run, stepNo, outcome.location, emitted);
     });
     if (result.ok) {
       n = stepNo;

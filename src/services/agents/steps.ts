@@ -56,7 +56,6 @@ export async function recordResources(
   tx: Db,
   run: { id: string; tenantId: string },
   step: number,
-  action: string,
   path: string,
   emitted: Emitted[],
 ) {
