@@ -1,5 +1,7 @@
-// One fresh database per test run (migrated from prisma/migrations) and one queue
-// prefix, so concurrent runs on a machine never see each other. Dropped at the end.
+// One fresh database per test run, migrated from prisma/migrations, serves as the
+// template each test file copies (test/file-database.ts): relays, workers and sweepers
+// act on a whole database, so files running in parallel must not share one. One queue
+// prefix per run keeps concurrent runs on a machine apart. All dropped at the end.
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,7 +39,11 @@ export default async function setup(project: TestProject) {
     admin.pathname = "/postgres";
     const client = new pg.Client({ connectionString: admin.toString() });
     await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
+    const { rows } = await client.query<{ datname: string }>(
+      "SELECT datname FROM pg_database WHERE datname = $1 OR datname LIKE $2",
+      [dbName, `${dbName}\\_f%`],
+    );
+    for (const r of rows) await client.query(`DROP DATABASE IF EXISTS "${r.datname}" WITH (FORCE)`);
     await client.end();
   };
 }

@@ -13,6 +13,7 @@ import { newId } from "../src/lib/ids.ts";
 import {
   act,
   buildTestApp,
+  fileDatabaseUrl,
   makeWorld,
   md,
   type Person,
@@ -35,7 +36,7 @@ const start = () =>
 beforeAll(async () => {
   app = await buildTestApp();
   redis = createRedis(inject("redisUrl"), "worker");
-  workerDb = createPrisma(inject("databaseUrl"), 5);
+  workerDb = createPrisma(fileDatabaseUrl(), 5);
   rt = await start();
 });
 afterAll(async () => {

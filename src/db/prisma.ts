@@ -1,5 +1,6 @@
 import { PrismaPg } from "@prisma/adapter-pg";
-import { PrismaClient } from "../generated/prisma/client.ts";
+import { Prisma, PrismaClient } from "../generated/prisma/client.ts";
+import { ConflictError } from "../lib/errors.ts";
 
 export type { Prisma } from "../generated/prisma/client.ts";
 export { PrismaClient };
@@ -9,4 +10,13 @@ export type Db = Omit<PrismaClient, "$connect" | "$disconnect" | "$on" | "$trans
 
 export function createPrisma(databaseUrl: string, max = 10): PrismaClient {
   return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max }) });
+}
+
+/** A concurrent request inserted the same key after our check: a conflict, not a 500. */
+export function conflictOnDuplicate(message: string) {
+  return (e: unknown): never => {
+    if (e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002")
+      throw new ConflictError(message);
+    throw e;
+  };
 }

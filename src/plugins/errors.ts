@@ -19,7 +19,8 @@ export async function sendError(
   reply.code(status).header("Vary", "Accept");
   if (format === "markdown")
     return reply.type("text/markdown; charset=utf-8").send(errorMarkdown(status, message, err));
-  if (status === 401 && req.method === "GET" && req.tenant)
+  // A person in a browser goes to the login form; an API client that sent a token hears why it was refused.
+  if (status === 401 && req.method === "GET" && req.tenant && !req.headers.authorization)
     return reply.redirect(`/login?next=${encodeURIComponent(req.url)}`, 303);
   const body =
     err instanceof ValidationError

@@ -14,10 +14,17 @@ import { createApiToken } from "../../src/services/tokens.ts";
 export const PASSWORD = "correct horse battery staple";
 let passwordHash: Promise<string> | undefined;
 
+/** This test file's own database (test/file-database.ts). */
+export function fileDatabaseUrl(): string {
+  const url = globalThis.__cadreFileDatabaseUrl;
+  if (!url) throw new Error("test/file-database.ts did not run (vitest setupFiles)");
+  return url;
+}
+
 export function testConfig(overrides: Record<string, string> = {}): Config {
   return parseConfig({
     NODE_ENV: "test",
-    DATABASE_URL: inject("databaseUrl"),
+    DATABASE_URL: fileDatabaseUrl(),
     REDIS_URL: inject("redisUrl"),
     QUEUE_PREFIX: inject("queuePrefix"),
     LOG_LEVEL: "silent",
@@ -27,7 +34,7 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
 
 let shared: PrismaClient | undefined;
 export function testPrisma(): PrismaClient {
-  shared ??= createPrisma(inject("databaseUrl"), 5);
+  shared ??= createPrisma(fileDatabaseUrl(), 5);
   return shared;
 }
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Prisma } from "../../generated/prisma/client.ts";
+import { conflictOnDuplicate } from "../../db/prisma.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
@@ -9,15 +9,6 @@ import { handleSchema, optionalText, text } from "../validation.ts";
 
 const adminOnly = (_ctx: unknown, scope: Scope) =>
   scope.studio?.role === "admin" ? null : "only studio admins can do this";
-
-/** A concurrent request inserted the same key after our check: a conflict, not a 500. */
-function conflictOnDuplicate(message: string) {
-  return (e: unknown): never => {
-    if (e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002")
-      throw new ConflictError(message);
-    throw e;
-  };
-}
 
 export function inviteCode(): string {
   return newId(10);

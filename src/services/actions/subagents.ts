@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { conflictOnDuplicate } from "../../db/prisma.ts";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
@@ -39,21 +40,23 @@ export const createSubagent = defineAction({
       where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: p.handle } },
     });
     if (taken) throw new ConflictError(`The handle @${p.handle} is taken`);
-    const agent = await ctx.tx.user.create({
-      data: {
-        id: newId(),
-        tenantId: ctx.tenant.id,
-        handle: p.handle,
-        name: p.name,
-        kind: "subagent",
-        parentId: ctx.actor.id,
-        agentConfig: {
-          identity_prompt: p.identity_prompt ?? "",
-          ...(p.model && { model: p.model }),
-          max_steps: p.max_steps ?? 30,
+    const agent = await ctx.tx.user
+      .create({
+        data: {
+          id: newId(),
+          tenantId: ctx.tenant.id,
+          handle: p.handle,
+          name: p.name,
+          kind: "subagent",
+          parentId: ctx.actor.id,
+          agentConfig: {
+            identity_prompt: p.identity_prompt ?? "",
+            ...(p.model && { model: p.model }),
+            max_steps: p.max_steps ?? 30,
+          },
         },
-      },
-    });
+      })
+      .catch(conflictOnDuplicate(`The handle @${p.handle} is taken`));
     await emit(ctx, { type: "subagent.created", subjectType: "user", subjectId: agent.id });
     return { status: 201, location: `/subagents/${agent.handle}`, notice: `Created @${agent.handle}` };
   },

@@ -52,6 +52,8 @@ export const subagentPage: PageDef = {
     "update_subagent",
     "add_to_studio",
     "remove_from_studio",
+    "pause_subagent",
+    "resume_subagent",
     "archive_subagent",
     "unarchive_subagent",
   ],

@@ -32,7 +32,13 @@ export interface Resolved {
 
 export type Registry = ReturnType<typeof createRegistry>;
 
-export function createRegistry(pages: PageDef[], actions: ActionDef[]) {
+/**
+ * A check every action passes after its own `available`: for subagents, capabilities and
+ * "never more than its owner could do". Returns the reason to refuse, or null.
+ */
+export type Guard = (ctx: Ctx, action: ActionDef, scope: Scope) => Promise<string | null>;
+
+export function createRegistry(pages: PageDef[], actions: ActionDef[], guard?: Guard) {
   const match = createRouter(pages);
   const byName = new Map<string, ActionDef>();
   for (const a of actions) {
@@ -50,22 +56,27 @@ export function createRegistry(pages: PageDef[], actions: ActionDef[]) {
     return { ...m, scope };
   }
 
-  function available(ctx: Ctx, r: Resolved): ActionDef[] {
-    return r.page.actions
-      .map((n) => byName.get(n)!)
-      .filter((a) => !a.available || a.available(ctx, r.scope) === null);
+  async function denial(ctx: Ctx, a: ActionDef, scope: Scope): Promise<string | null> {
+    return a.available?.(ctx, scope) ?? (guard ? await guard(ctx, a, scope) : null);
+  }
+
+  /** The actions the actor can use on this page: the same list a page shows and execution enforces. */
+  async function available(ctx: Ctx, r: Resolved): Promise<ActionDef[]> {
+    const defs = r.page.actions.map((n) => byName.get(n)!);
+    const reasons = await Promise.all(defs.map((a) => denial(ctx, a, r.scope)));
+    return defs.filter((_, i) => reasons[i] === null);
   }
 
   /** The action if the actor may use it here; 404 if the page has no such action, 403 with the reason otherwise. */
-  function usable(ctx: Ctx, r: Resolved, name: string, path: string): ActionDef {
+  async function usable(ctx: Ctx, r: Resolved, name: string, path: string): Promise<ActionDef> {
     const a = r.page.actions.includes(name) ? byName.get(name) : undefined;
     if (!a) {
-      const names = available(ctx, r).map((x) => `\`${x.name}\``);
+      const names = (await available(ctx, r)).map((x) => `\`${x.name}\``);
       throw new NotFoundError(
         `No action \`${name}\` on ${path}. ${names.length ? `Actions here: ${names.join(", ")}.` : "This page has no actions you can use."}`,
       );
     }
-    const reason = a.available?.(ctx, r.scope) ?? null;
+    const reason = await denial(ctx, a, r.scope);
     if (reason) throw new ForbiddenError(`You cannot use \`${name}\` here: ${reason}`);
     return a;
   }
@@ -83,12 +94,12 @@ export function createRegistry(pages: PageDef[], actions: ActionDef[]) {
     ): Promise<{ view: PageView; actions: ActionDef[]; resolved: Resolved }> {
       const resolved = await resolve(ctx, path);
       const view = await resolved.page.render(ctx, resolved.scope, query);
-      return { view, actions: available(ctx, resolved), resolved };
+      return { view, actions: await available(ctx, resolved), resolved };
     },
 
     async describe(ctx: Ctx, path: string, name: string): Promise<{ action: ActionDef; resolved: Resolved }> {
       const resolved = await resolve(ctx, path);
-      return { action: usable(ctx, resolved, name, path), resolved };
+      return { action: await usable(ctx, resolved, name, path), resolved };
     },
 
     /** Validates, then executes in one transaction: the write, its event and audit rows commit together or not at all. */
@@ -100,7 +111,7 @@ export function createRegistry(pages: PageDef[], actions: ActionDef[]) {
       opts: RunOptions,
     ): Promise<ActionOutcome> {
       const resolved = await resolve(ctx, path);
-      const action = usable(ctx, resolved, name, path);
+      const action = await usable(ctx, resolved, name, path);
       const params = parseParams(action.params, body, opts);
       return ctx.db.$transaction(async (tx) => {
         const actx: ActionCtx = { ...ctx, tx, emitted: [] };

@@ -1,0 +1,629 @@
+// Helpers for test/tenant-isolation.test.ts: seeding a victim tenant (A) and an
+// attacker tenant (B), turning registry patterns and action schemas into concrete
+// requests, and checking the database and responses for anything of A's.
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { newId } from "../../src/lib/ids.ts";
+import { notifyForEvent } from "../../src/services/notifications.ts";
+import { hashPassword } from "../../src/services/passwords.ts";
+import { fields } from "../../src/services/registry/params.ts";
+import type { ActionDef, PageDef } from "../../src/services/registry/types.ts";
+import { act, type Browser, PASSWORD, type Person, testPrisma, type World } from "./app.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Seeding
+
+/** One self-contained set of A's objects, owned and seen by `actor`. */
+export interface Seed {
+  label: string;
+  /** Whose objects the page URLs name. A "B" seed puts B's own objects in the URL and A's ids in the params. */
+  owner: "A" | "B";
+  actor: Person;
+  /** Another member of the studio, who commented, voted and joined. */
+  other: Person;
+  studio: { id: string; handle: string; inviteCode: string };
+  /** Invite code of an A studio the actor is NOT in (so join_studio can succeed for A). */
+  joinCode: string;
+  /** A-only member that member actions (update_member_role, remove_member) target. */
+  memberTarget: string;
+  note: string;
+  decision: string;
+  option: string;
+  commitment: string;
+  comments: { note: string; decision: string; commitment: string };
+  notification: string;
+  /** A second API token of the actor, the one revoke_api_token targets (never used to authenticate). */
+  token: { id: string; secret: string };
+  /** A subagent the actor owns, in no studio yet, and one of its runs, waiting for the owner's answer. */
+  agent: string;
+  run: string;
+  /** The studio add_to_studio / remove_from_studio name; `aRef` when B has no studio with that handle. */
+  agentStudio: { handle: string; aRef: boolean };
+}
+
+export interface Victim {
+  world: World;
+  mark: string;
+  /** A word only A's content contains, for searching. */
+  findme: string;
+  zed: Person;
+  yan: Person;
+  /** studio `general` / user `alice`: paths that B has too. */
+  shared: Seed;
+  /** A studio and a user whose handles exist only in A. */
+  only: Seed;
+}
+
+let hash: Promise<string> | undefined;
+
+/** A person in `world` beyond makeWorld's three, with a password and a live token. */
+export async function addPerson(world: World, handle: string, name: string): Promise<Person> {
+  const db = testPrisma();
+  hash ??= hashPassword(PASSWORD);
+  const email = `${handle}@${world.tenant.subdomain}.test`;
+  const u = await db.user.create({
+    data: {
+      id: newId(),
+      tenantId: world.tenant.id,
+      handle,
+      name,
+      email,
+      kind: "person",
+      passwordHash: await hash,
+    },
+  });
+  const person: Person = { id: u.id, handle, name, email, token: "" };
+  const made = await act(world, person, `/u/${handle}/settings/tokens`, "create_api_token", { name: "auth" });
+  return { ...person, token: made.secret! };
+}
+
+async function must<T>(p: Promise<T | null>, what: string): Promise<T> {
+  const v = await p;
+  if (!v) throw new Error(`seed: ${what} not found`);
+  return v;
+}
+
+/**
+ * Turns every event of the tenant into notifications, as the worker would, and marks
+ * them published. All of them, published or not: another test file's relay serves every
+ * tenant of the database and may have taken some, and its worker could otherwise write
+ * A's notifications later, in the middle of the no-write check. Notifying is idempotent.
+ */
+export async function deliverEvents(tenantId: string): Promise<void> {
+  const db = testPrisma();
+  const events = await db.event.findMany({ where: { tenantId }, orderBy: { createdAt: "asc" } });
+  for (const e of events) await notifyForEvent(db, e.id);
+  await db.event.updateMany({ where: { tenantId, publishedAt: null }, data: { publishedAt: new Date() } });
+}
+
+/**
+ * A subagent of `owner` (through the registry) and one run of it, waiting for the
+ * owner's answer. The run is inserted as the worker would leave it, with no outbox
+ * event: a queued run (or its event) could be picked up by another test file's
+ * worker, which serves every tenant of the run's database, and change under us.
+ */
+export async function seedAgent(w: World, owner: Person, handle: string, mark: string) {
+  await act(w, owner, "/subagents", "create_subagent", {
+    name: `Agent ${mark}`,
+    handle,
+    identity_prompt: `Identity ${mark}`,
+  });
+  const db = testPrisma();
+  const agent = await must(db.user.findFirst({ where: { tenantId: w.tenant.id, handle } }), "subagent");
+  const run = await db.subagentTaskRun.create({
+    data: {
+      id: newId(),
+      tenantId: w.tenant.id,
+      agentId: agent.id,
+      initiatedById: owner.id,
+      triggerKind: "manual",
+      task: `Task ${mark}`,
+      maxSteps: 5,
+      timeoutSeconds: 60,
+      status: "waiting",
+      question: `Question ${mark}?`,
+    },
+  });
+  return { agent: handle, run: run.id };
+}
+
+async function seedStudio(
+  w: World,
+  label: string,
+  actor: Person,
+  other: Person,
+  studioHandle: string,
+  mark: string,
+  findme: string,
+) {
+  const db = testPrisma();
+  const base = `/studios/${studioHandle}`;
+  const studio = await must(
+    db.studio.findFirst({ where: { tenantId: w.tenant.id, handle: studioHandle } }),
+    "studio",
+  );
+  const s = `${mark} ${label}`;
+  const id = (location: string) => location.split("/").pop()!;
+  const note = id(
+    (
+      await act(w, actor, base, "create_note", {
+        title: `Note ${s}`,
+        text: `Private note ${s}: ${findme}, see @${other.handle}`,
+      })
+    ).location,
+  );
+  await act(w, other, `${base}/notes/${note}`, "add_comment", { text: `Comment ${s} for @${actor.handle}` });
+  await act(w, other, `${base}/notes/${note}`, "confirm_read", {});
+  const decision = id(
+    (
+      await act(w, actor, base, "create_decision", {
+        question: `Question ${s}?`,
+        description: `Context ${s}: ${findme}`,
+        options: `Option one ${s}\nOption two ${s}`,
+      })
+    ).location,
+  );
+  const options = await db.decisionOption.findMany({
+    where: { decisionId: decision },
+    orderBy: { title: "asc" },
+  });
+  const [one, two] = [options[0]!.id, options[1]!.id];
+  await act(w, actor, `${base}/decisions/${decision}`, "vote", {
+    option_id: one,
+    accept: true,
+    prefer: true,
+  });
+  await act(w, other, `${base}/decisions/${decision}`, "vote", {
+    option_id: two,
+    accept: true,
+    prefer: false,
+  });
+  await act(w, other, `${base}/decisions/${decision}`, "add_comment", { text: `Decision comment ${s}` });
+  const commitment = id(
+    (
+      await act(w, actor, base, "create_commitment", {
+        title: `Commitment ${s}`,
+        critical_mass: 3,
+        description: `Promise ${s}: ${findme}`,
+      })
+    ).location,
+  );
+  await act(w, other, `${base}/commitments/${commitment}`, "join_commitment", {});
+  await act(w, other, `${base}/commitments/${commitment}`, "add_comment", {
+    text: `Commitment comment ${s}`,
+  });
+  const tokens = `/u/${actor.handle}/settings/tokens`;
+  const secret = (await act(w, actor, tokens, "create_api_token", { name: `Token ${s}` })).secret!;
+  const tokenRow = await must(
+    db.apiToken.findFirst({ where: { userId: actor.id, name: `Token ${s}` } }),
+    "api token",
+  );
+  const comment = async (subjectId: string) =>
+    (await must(db.comment.findFirst({ where: { subjectId } }), "comment")).id;
+  return {
+    label,
+    owner: "A" as const,
+    actor,
+    other,
+    studio: { id: studio.id, handle: studio.handle, inviteCode: studio.inviteCode },
+    note,
+    decision,
+    option: one,
+    commitment,
+    comments: {
+      note: await comment(note),
+      decision: await comment(decision),
+      commitment: await comment(commitment),
+    },
+    token: { id: tokenRow.id, secret },
+  };
+}
+
+/**
+ * Tenant A, everything created through the registry: two studios (`general`, which B
+ * also has, and one only A has), each with a note + comment + read, a decision with
+ * options and votes + comment, a commitment with a participant + comment; mention
+ * notifications; extra API tokens; a subagent per owner with a waiting run (`scout`
+ * for alice, as B's alice also has). Every text and name carries `mark`.
+ */
+export async function seedVictim(w: World): Promise<Victim> {
+  const rand = newId(6);
+  const mark = `SECRET-A-${rand}`;
+  const findme = `findme${rand}`;
+  const zed = await addPerson(w, `zed-${rand}`, "Zed");
+  const yan = await addPerson(w, `yan-${rand}`, "Yan");
+  const vault = `vault-${rand}`;
+  await act(w, zed, "/studios", "create_studio", { name: `Vault ${mark}`, handle: vault, description: mark });
+  const db = testPrisma();
+  const vaultCode = (
+    await must(db.studio.findFirst({ where: { tenantId: w.tenant.id, handle: vault } }), "vault")
+  ).inviteCode;
+  await act(w, yan, "/studios", "join_studio", { invite_code: w.studio.inviteCode });
+  await act(w, yan, "/studios", "join_studio", { invite_code: vaultCode });
+  await act(w, w.alice, "/studios/general", "update_studio", { name: `General ${mark}`, description: mark });
+  for (const p of [w.alice, w.bob, w.carol, zed, yan])
+    await act(w, p, `/u/${p.handle}/settings`, "update_profile", {
+      name: `${p.name} ${mark}`,
+      bio: `Bio ${mark}`,
+    });
+  const shared = await seedStudio(w, "shared", w.alice, w.bob, "general", mark, findme);
+  const only = await seedStudio(w, "only", zed, yan, vault, mark, findme);
+  // `scout` is also the handle of B's alice's subagent; zed's agent exists only in A.
+  const sharedAgent = await seedAgent(w, w.alice, "scout", mark);
+  const onlyAgent = await seedAgent(w, zed, `zagent-${rand}`, mark);
+  await deliverEvents(w.tenant.id);
+  const notification = async (p: Person) =>
+    (
+      await must(
+        db.notification.findFirst({
+          where: { userId: p.id, dismissedAt: null },
+          orderBy: { createdAt: "asc" },
+        }),
+        `notification of @${p.handle}`,
+      )
+    ).id;
+  return {
+    world: w,
+    mark,
+    findme,
+    zed,
+    yan,
+    shared: {
+      ...shared,
+      ...sharedAgent,
+      agentStudio: { handle: "general", aRef: false },
+      joinCode: vaultCode,
+      memberTarget: yan.handle,
+      notification: await notification(w.alice),
+    },
+    only: {
+      ...only,
+      ...onlyAgent,
+      agentStudio: { handle: vault, aRef: true },
+      joinCode: w.studio.inviteCode,
+      memberTarget: yan.handle,
+      notification: await notification(zed),
+    },
+  };
+}
+
+/**
+ * Tenant B's own content in its studio `general` (a note, a decision with an option, a
+ * commitment), and a seed whose URLs name these B objects while every id-valued param
+ * (option_id, reply_to, notification and token ids, invite code, member handle) is A's.
+ */
+export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string; smuggle: Seed }> {
+  const mark = `MARK-B-${newId(6)}`;
+  const last = (location: string) => location.split("/").pop()!;
+  const note = await act(w, w.alice, "/studios/general", "create_note", {
+    title: `B note ${mark}`,
+    text: mark,
+  });
+  await act(w, w.bob, note.location, "add_comment", { text: `B comment ${mark} @alice` });
+  const decision = await act(w, w.alice, "/studios/general", "create_decision", {
+    question: `B question ${mark}?`,
+    options: `B option ${mark}`,
+  });
+  const commitment = await act(w, w.alice, "/studios/general", "create_commitment", {
+    title: `B commitment ${mark}`,
+    critical_mass: 5,
+  });
+  const agent = await seedAgent(w, w.alice, "scout", mark);
+  await deliverEvents(w.tenant.id);
+  return {
+    mark,
+    smuggle: {
+      ...v.shared,
+      label: "B's objects, A's ids in params",
+      owner: "B",
+      actor: w.alice,
+      other: w.bob,
+      studio: w.studio,
+      note: last(note.location),
+      decision: last(decision.location),
+      commitment: last(commitment.location),
+      ...agent,
+      agentStudio: { handle: v.only.studio.handle, aRef: true },
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// From the registry to concrete requests
+
+/**
+ * How each `:param` of a page pattern is filled from a seed, keyed by the pattern's
+ * first segment and the param (`/u/:handle` is a person, `/subagents/:handle` an agent).
+ * A pattern with a param not listed here fails the suite: a new page must be taught
+ * to the isolation test. `object` params name rows B never has; handles may exist in
+ * B under the same name (B has studio `general`, user `alice`, subagent `scout`).
+ */
+type ParamKind = "object" | "studio" | "user" | "agent";
+const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = {
+  "studios.studio": { kind: "studio", value: (s) => s.studio.handle },
+  "studios.note": { kind: "object", value: (s) => s.note },
+  "studios.decision": { kind: "object", value: (s) => s.decision },
+  "studios.commitment": { kind: "object", value: (s) => s.commitment },
+  "u.handle": { kind: "user", value: (s) => s.actor.handle },
+  "subagents.handle": { kind: "agent", value: (s) => s.agent },
+  "subagents.run": { kind: "object", value: (s) => s.run },
+};
+
+function param(pattern: string, name: string) {
+  const key = `${pattern.split("/")[1]}.${name}`;
+  const p = PARAMS[key];
+  if (!p)
+    throw new Error(
+      `tenant-isolation: no value for :${name} in page ${pattern}; add "${key}" to PARAMS in test/helpers/isolation.ts`,
+    );
+  return p;
+}
+
+export function paramNames(pattern: string): string[] {
+  return pattern
+    .split("/")
+    .filter((seg) => seg.startsWith(":"))
+    .map((seg) => seg.slice(1));
+}
+
+export function concreteUrl(pattern: string, seed: Seed): string {
+  return pattern.replace(/:([A-Za-z_]+)/g, (_m, name: string) => param(pattern, name).value(seed));
+}
+
+export function actionUrl(pageUrl: string, action: string): string {
+  return `${pageUrl === "/" ? "" : pageUrl}/actions/${action}`;
+}
+
+/** Whether a page URL of A names only things B has too (same studio and user handles). */
+export interface InB {
+  studios: Set<string>;
+  users: Set<string>;
+  agents: Set<string>;
+}
+
+export function existsInB(pattern: string, seed: Seed, b: InB): boolean {
+  if (seed.owner === "B") return true;
+  const has: Record<ParamKind, Set<string>> = {
+    studio: b.studios,
+    user: b.users,
+    agent: b.agents,
+    object: new Set(),
+  };
+  return paramNames(pattern).every((name) => {
+    const p = param(pattern, name);
+    return has[p.kind].has(p.value(seed));
+  });
+}
+
+interface Probe {
+  value: string | number | boolean;
+  /** The value names one of A's objects: B must never get a success with it. */
+  aRef?: boolean;
+}
+
+const PROBE = `probe${newId(6)}`;
+const slug = (s: Seed) =>
+  s.label
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .slice(0, 8);
+
+/**
+ * A plausible, valid value for each action param, taken from A's seed. Action-specific
+ * entries (`action.param`) win over generic ones (`param`). An unknown param name fails
+ * the suite, so a new action or param is never silently skipped.
+ */
+const FIELDS: Record<string, (s: Seed, page: PageDef, v: Victim) => Probe> = {
+  text: () => ({ value: `${PROBE} text` }),
+  title: (s) => ({ value: `${PROBE} title ${s.label}` }),
+  question: () => ({ value: `${PROBE} question?` }),
+  description: () => ({ value: `${PROBE} description` }),
+  options: () => ({ value: `${PROBE} yes\n${PROBE} no` }),
+  critical_mass: () => ({ value: 1 }),
+  name: () => ({ value: `${PROBE} name` }),
+  bio: () => ({ value: `${PROBE} bio` }),
+  accept: () => ({ value: true }),
+  prefer: () => ({ value: true }),
+  role: () => ({ value: "admin" }),
+  query: (_s, _p, v) => ({ value: v.findme }),
+  invite_code: (s) => ({ value: s.joinCode, aRef: true }),
+  option_id: (s) => ({ value: s.option, aRef: true }),
+  reply_to: (s, page) => {
+    const subject = (["note", "decision", "commitment"] as const).find((k) =>
+      paramNames(page.pattern).includes(k),
+    );
+    if (!subject)
+      throw new Error(`tenant-isolation: reply_to on ${page.pattern}, which has no comment subject`);
+    return { value: s.comments[subject], aRef: true };
+  },
+  identity_prompt: () => ({ value: `${PROBE} identity` }),
+  model: () => ({ value: `${PROBE}-model` }),
+  max_steps: () => ({ value: 3 }),
+  timeout_seconds: () => ({ value: 60 }),
+  task: () => ({ value: `${PROBE} task` }),
+  answer: () => ({ value: `${PROBE} answer` }),
+  reason: () => ({ value: `${PROBE} reason` }),
+  "create_studio.handle": (s) => ({ value: `${PROBE}-${slug(s)}` }),
+  "create_subagent.handle": (s) => ({ value: `${PROBE}-agent-${slug(s)}` }),
+  "add_to_studio.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),
+  "remove_from_studio.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),
+  "update_member_role.handle": (s) => ({ value: s.memberTarget, aRef: true }),
+  "remove_member.handle": (s) => ({ value: s.memberTarget, aRef: true }),
+  "dismiss.id": (s) => ({ value: s.notification, aRef: true }),
+  "revoke_api_token.id": (s) => ({ value: s.token.id, aRef: true }),
+};
+
+export interface Body {
+  json: Record<string, string | number | boolean>;
+  form: Record<string, string>;
+  aRef: boolean;
+}
+
+export function probeBody(action: ActionDef, page: PageDef, seed: Seed, v: Victim): Body {
+  const body: Body = { json: {}, form: {}, aRef: false };
+  for (const f of fields(action.params)) {
+    const make = FIELDS[`${action.name}.${f.name}`] ?? FIELDS[f.name];
+    if (!make)
+      throw new Error(
+        `tenant-isolation: no probe value for param \`${f.name}\` of action \`${action.name}\`; add it to FIELDS in test/helpers/isolation.ts`,
+      );
+    const p = make(seed, page, v);
+    body.json[f.name] = p.value;
+    body.form[f.name] = String(p.value);
+    body.aRef ||= Boolean(p.aRef);
+  }
+  return body;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests as a given credential on a given host
+
+export type Format = "html" | "md" | "md-suffix";
+
+export interface Caller {
+  label: string;
+  host: string;
+  token?: string;
+  browser?: Browser;
+}
+
+export async function get(app: FastifyInstance, c: Caller, url: string, format: Format) {
+  const [path, query] = url.split("?");
+  const target =
+    format === "md-suffix" ? `${path === "/" ? "/index" : path}.md${query ? `?${query}` : ""}` : url;
+  return app.inject({
+    method: "GET",
+    url: target,
+    headers: {
+      host: c.host,
+      ...(format === "md" && { accept: "text/markdown" }),
+      ...(c.token && { authorization: `Bearer ${c.token}` }),
+    },
+    ...(c.browser && { cookies: { ...c.browser.cookies } }),
+  });
+}
+
+/** md: a JSON body with Accept: text/markdown; html: a form post like a browser's. Session posts carry the CSRF token. */
+export async function post(app: FastifyInstance, c: Caller, url: string, format: "html" | "md", body: Body) {
+  const csrf: Record<string, string> = c.browser ? { _csrf: c.browser.csrf } : {};
+  return app.inject({
+    method: "POST",
+    url,
+    headers: {
+      host: c.host,
+      ...(c.token && { authorization: `Bearer ${c.token}` }),
+      ...(format === "md"
+        ? { accept: "text/markdown", "content-type": "application/json" }
+        : { "content-type": "application/x-www-form-urlencoded" }),
+    },
+    ...(c.browser && { cookies: { ...c.browser.cookies } }),
+    payload:
+      format === "md"
+        ? JSON.stringify({ ...body.json, ...csrf })
+        : new URLSearchParams({ ...body.form, ...csrf }).toString(),
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leaks and writes
+
+/** Needles of A that appear in the response (body or headers), ignoring what the request itself sent. */
+export function leaks(res: LightMyRequestResponse, needles: string[], sent: string): string[] {
+  const seen = `${JSON.stringify(res.headers)}\n${res.body}`;
+  return needles.filter((n) => !sent.includes(n) && seen.includes(n));
+}
+
+const UNSCOPED_TABLES = new Set(["tenants", "_prisma_migrations"]);
+
+/** Every table with a tenant_id column; any other table (but tenants) fails the suite: it cannot be checked. */
+export async function tenantTables(): Promise<string[]> {
+  const rows = await testPrisma().$queryRaw<{ table_name: string; scoped: boolean }[]>`
+    SELECT t.table_name, EXISTS (
+      SELECT 1 FROM information_schema.columns c
+      WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name AND c.column_name = 'tenant_id'
+    ) AS scoped
+    FROM information_schema.tables t
+    WHERE t.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
+    ORDER BY t.table_name`;
+  const unscoped = rows.filter((r) => !r.scoped && !UNSCOPED_TABLES.has(r.table_name));
+  if (unscoped.length)
+    throw new Error(
+      `tenant-isolation: tables without tenant_id: ${unscoped.map((r) => r.table_name).join(", ")}`,
+    );
+  return rows.filter((r) => r.scoped).map((r) => r.table_name);
+}
+
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/** Row count and a hash of every row's full content, per table, for one tenant (and its tenants row). */
+export async function snapshot(tenantId: string): Promise<Record<string, string>> {
+  const db = testPrisma();
+  const out: Record<string, string> = {};
+  const one = async (table: string, column: string) => {
+    const [r] = await db.$queryRawUnsafe<{ n: number; h: string }[]>(
+      `SELECT count(*)::int AS n, md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), '')) AS h
+       FROM ${quoteIdent(table)} t WHERE ${column} = $1`,
+      tenantId,
+    );
+    out[table] = `${r!.n} rows, ${r!.h}`;
+  };
+  await one("tenants", "id");
+  for (const t of await tenantTables()) await one(t, "tenant_id");
+  return out;
+}
+
+/** Everything that identifies A's data: every row id, invite codes, token secrets and prefixes, emails, handles only A has. */
+export async function victimNeedles(v: Victim): Promise<{ all: string[]; hostOnly: string[] }> {
+  const db = testPrisma();
+  const tid = v.world.tenant.id;
+  const ids: string[] = [tid];
+  for (const t of await tenantTables()) {
+    const hasId = await db.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = ${t} AND column_name = 'id'`;
+    if (!hasId[0]!.n) continue;
+    const rows = await db.$queryRawUnsafe<{ id: string }[]>(
+      `SELECT id FROM ${quoteIdent(t)} WHERE tenant_id = $1`,
+      tid,
+    );
+    ids.push(...rows.map((r) => r.id));
+  }
+  const studios = await db.studio.findMany({ where: { tenantId: tid } });
+  const tokens = await db.apiToken.findMany({ where: { tenantId: tid } });
+  const users = await db.user.findMany({ where: { tenantId: tid } });
+  const all = [
+    v.mark,
+    v.findme,
+    ...ids,
+    ...studios.map((s) => s.inviteCode),
+    ...studios.map((s) => s.handle).filter((h) => h !== "general"),
+    ...tokens.map((t) => t.prefix),
+    ...tokens.map((t) => t.tokenHash),
+    ...[v.world.alice, v.world.bob, v.world.carol, v.zed, v.yan].map((p) => p.token),
+    v.shared.token.secret,
+    v.only.token.secret,
+    ...users.map((u) => u.email!).filter(Boolean),
+    v.zed.handle,
+    v.yan.handle,
+  ];
+  // A's workspace name is public on A's own host (its login page), never on B's.
+  return { all: [...new Set(all)], hostOnly: [v.world.tenant.subdomain, v.world.tenant.name] };
+}
+
+/** Rows of any other tenant whose content mentions one of the needles, per table. */
+export async function foreignRowsMentioning(
+  tenantId: string,
+  needles: string[],
+): Promise<Record<string, number>> {
+  const db = testPrisma();
+  const out: Record<string, number> = {};
+  for (const t of await tenantTables()) {
+    const [r] = await db.$queryRawUnsafe<{ n: number }[]>(
+      `SELECT count(*)::int AS n FROM ${quoteIdent(t)} t
+       WHERE t.tenant_id <> $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) n WHERE strpos(t::text, n) > 0)`,
+      tenantId,
+      needles,
+    );
+    if (r!.n) out[t] = r!.n;
+  }
+  return out;
+}
