@@ -78,7 +78,14 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
   const found = await candidates(db, e, s);
   if (!found.size) return [];
   const [agents, actor, parentRun] = await Promise.all([
-    db.user.findMany({ where: { id: { in: [...found.keys()] }, archivedAt: null } }),
+    // Whatever the trigger, an agent acts only in studios it is a member of.
+    db.user.findMany({
+      where: {
+        id: { in: [...found.keys()] },
+        archivedAt: null,
+        memberships: { some: { studioId: s.studioId } },
+      },
+    }),
     db.user.findUniqueOrThrow({ where: { id: e.actorId } }),
     e.runId ? db.subagentTaskRun.findUnique({ where: { id: e.runId }, select: { chainDepth: true } }) : null,
   ]);

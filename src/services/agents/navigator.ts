@@ -84,6 +84,9 @@ export async function runNavigator(
   };
   const history = previous.map(summarize);
   let n = previous.length;
+  // A question and its answer are a conversation with the owner, not work: recorded as
+  // steps, but not counted against the limit, so an answer always reaches the model.
+  const answers = previous.filter((s) => s.type === "answer" || s.type === "ask_owner").length;
   const spentMs = previous.reduce((t, s) => t + s.durationMs, 0);
   const deadline = Date.now() + run.timeoutSeconds * 1000 - spentMs;
 
@@ -110,7 +113,7 @@ export async function runNavigator(
   let jsonMode = false;
   for (;;) {
     if (signal.aborted) return stopped(signal.reason);
-    if (n >= run.maxSteps)
+    if (n - answers >= run.maxSteps)
       return {
         status: "failed",
         stopReason: "max_steps",
@@ -132,7 +135,7 @@ export async function runNavigator(
       history,
       page: { path: page.path, markdown: page.markdown },
       feedback,
-      stepsLeft: run.maxSteps - n,
+      stepsLeft: run.maxSteps - (n - answers),
     });
     let reply: Awaited<ReturnType<LlmClient>>;
     try {
