@@ -81,7 +81,10 @@ function script(stepsPerRun: (handle: string) => number, firstCall: Map<string, 
 }
 
 function startWorker(databaseUrl: string, llmUrl: string, prefix: string): ChildProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/worker.ts"], {
+  const profile = process.env.BENCH_PROFILE
+    ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
+    : [];
+  const child = spawn(process.execPath, [...profile, "--import", "tsx", "src/worker.ts"], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,
@@ -169,12 +172,15 @@ async function main() {
     }
     await waitDone(db, w.ctx.tenant.id, 40, 60_000);
 
-    // 2. Orchestration overhead per step (LLM at zero latency): 20 runs of 20 steps, 10 at a time.
+    // 2. Orchestration overhead per step (LLM at zero latency): 10 runs of 20 steps, one at a
+    // time, so the number is the cost of a step itself, not of waiting behind other runs.
     perRun = 20;
-    const sample = w.agents.slice(40, 60);
+    const sample = w.agents.slice(40, 50);
     const before = await db.subagentTaskRun.count({ where: { tenantId: w.ctx.tenant.id } });
-    await manualRuns(w, sample);
-    await waitDone(db, w.ctx.tenant.id, before + sample.length, 120_000);
+    for (const [i, a] of sample.entries()) {
+      await manualRuns(w, [a]);
+      await waitDone(db, w.ctx.tenant.id, before + i + 1, 60_000);
+    }
     const steps = await db.subagentTaskRunStep.findMany({
       where: { run: { agentId: { in: sample.map((a) => a.id) } } },
       orderBy: [{ runId: "asc" }, { number: "asc" }],
@@ -188,7 +194,7 @@ async function main() {
 
     // 3. Prompt tokens at LLM steps 1, 10 and 30 of one long run.
     perRun = LONG_STEPS;
-    const long = w.agents[60]!;
+    const long = w.agents[50]!;
     await manualRuns(w, [long]);
     await waitDone(db, w.ctx.tenant.id, before + sample.length + 1, 60_000);
     const longSteps = await db.subagentTaskRunStep.findMany({
@@ -208,6 +214,13 @@ async function main() {
     const loadSteps = await db.subagentTaskRunStep.count({
       where: { run: { tenantId: w.ctx.tenant.id, createdAt: { gte: new Date(t0) } }, inputTokens: { gt: 0 } },
     });
+    const perSecond = await db.$queryRaw<{ s: number; n: number }[]>`
+      SELECT floor(extract(epoch FROM s.created_at - ${new Date(t0)}::timestamptz))::int AS s, count(*)::int AS n
+      FROM subagent_task_run_steps s JOIN subagent_task_runs r ON r.id = s.run_id
+      WHERE r.tenant_id = ${w.ctx.tenant.id} AND s.created_at >= ${new Date(t0)} AND s.input_tokens > 0
+      GROUP BY 1 ORDER BY 1`;
+    if (process.env.BENCH_VERBOSE)
+      console.log("LLM steps per second of the load phase:", perSecond.map((r) => r.n).join(" "));
     const ideal = CONCURRENT / 0.5;
     const rate = loadSteps / wall;
 
