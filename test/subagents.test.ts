@@ -158,7 +158,8 @@ describe("/subagents: create_subagent", () => {
 
   it("is refused to a subagent (403 with the reason) and to a bad token (401)", async () => {
     const bot = await agent(w, w.alice, "maker");
-    const reason = "You cannot use `create_subagent` here: only people can manage subagents";
+    const reason =
+      "You cannot use `create_subagent` here: capability `create_subagent` is never available to agents";
     check(await go(w, bot, CS, { name: "Child", handle: "child-bot" }), 403, reason);
     expect(actions(check(await go(w, bot, "/subagents"), 200))).toEqual([]);
     const headers = { host: w.host, accept: "text/markdown", authorization: "Bearer nope" };
@@ -178,7 +179,7 @@ describe("/subagents/:handle", () => {
     const U = "/subagents/editor/actions/update_subagent";
     const cfg = { identity_prompt: "Edit things.", model: "m-1", max_steps: 5, timeout_seconds: 60 };
     check(await A(U, { name: "Ed", ...cfg }), 200, "**Saved**", "| model | `m-1` |", "# Ed\n");
-    expect((await user(a.id)).agentConfig).toEqual(cfg);
+    expect((await user(a.id)).agentConfig).toMatchObject(cfg);
     check(await A(U, { model: "" }), 200, "| model | workspace default |");
     expect((await user(a.id)).agentConfig).not.toHaveProperty("model");
     const html = await aliceB.post(U, { name: "Ed 2", identity_prompt: "", model: "", max_steps: "9" });

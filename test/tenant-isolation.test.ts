@@ -357,6 +357,38 @@ describe("tenant B against tenant A", () => {
     }
   });
 
+  it("A's pending actions cannot be approved or rejected from B by id, on any review page", async () => {
+    const db = testPrisma();
+    const reviewPages = [
+      "/approvals",
+      "/subagents/scout/pending",
+      `/subagents/scout/pending/${smuggle.pending}`,
+    ];
+    const ids = seeds().flatMap((s) => [s.pending, ...Object.values(s.pendings)]);
+    const failures: string[] = [];
+    for (const mode of ["B token on B host", "B session on B host"] as const)
+      for (const page of reviewPages)
+        for (const id of ids)
+          for (const [name, json] of [
+            ["approve_action", { id }],
+            ["reject_action", { id, reason: "B says no" }],
+          ] as const)
+            for (const format of ACTION_FORMATS) {
+              const form = Object.fromEntries(Object.entries(json).map(([k, v]) => [k, String(v)]));
+              const res = await post(app, callers[mode], actionUrl(page, name), format, {
+                json,
+                form,
+                aRef: true,
+              });
+              count(`${mode}: ${name} with A's pending id [${format}] → ${res.statusCode}`);
+              if (res.statusCode !== 404) failures.push(`${mode} ${name} ${page} #${id}: ${excerpt(res)}`);
+            }
+    expect(failures).toEqual([]);
+    const rows = await db.agentPendingAction.findMany({ where: { id: { in: ids } } });
+    expect(rows).toHaveLength(ids.length);
+    for (const r of rows) expect([r.status, r.reviewedById, r.editedParams]).toEqual(["pending", null, null]);
+  });
+
   it("path tricks on B's host reach none of A's objects", async () => {
     const { note, decision } = A.shared;
     const urls = [

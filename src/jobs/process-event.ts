@@ -1,13 +1,16 @@
 import type { Job } from "bullmq";
 import type { PrismaClient } from "../db/prisma.ts";
 import { dispatchTriggers } from "../services/agents/dispatcher.ts";
-import { notifyOwnerOfRun } from "../services/agents/notify.ts";
+import { notifyOwnerOfApproval, notifyOwnerOfRun } from "../services/agents/notify.ts";
 import { notifyForEvent } from "../services/notifications.ts";
 import { loadSubject } from "../services/subjects.ts";
 import type { JobPayloads, Queues } from "./queues.ts";
 
 /** One consumer for the outbox: notifications, agent triggers, and runs to start. */
-export function eventProcessor(prisma: PrismaClient, queues: Pick<Queues, "agent-runs">) {
+export function eventProcessor(
+  prisma: PrismaClient,
+  queues: Pick<Queues, "agent-runs" | "approved-actions">,
+) {
   return async (job: Job<JobPayloads["events"]>) => {
     const e = await prisma.event.findUnique({ where: { id: job.data.eventId } });
     if (!e) return { skipped: "no such event" };
@@ -16,6 +19,15 @@ export function eventProcessor(prisma: PrismaClient, queues: Pick<Queues, "agent
       return { enqueued: e.subjectId };
     }
     if (e.type === "run.waiting") return { notified: await notifyOwnerOfRun(prisma, e) };
+    if (e.type === "approval.requested") return { notified: await notifyOwnerOfApproval(prisma, e) };
+    if (e.type === "approval.approved") {
+      await queues["approved-actions"].add(
+        "execute",
+        { pendingId: e.subjectId },
+        { jobId: `approved-${e.subjectId}` },
+      );
+      return { enqueued: e.subjectId };
+    }
     const subject = await loadSubject(prisma, e);
     const notified = await notifyForEvent(prisma, e, subject);
     const runs = subject ? await dispatchTriggers(prisma, e, subject) : [];

@@ -3,12 +3,13 @@
 // run), so a re-delivery is a no-op. Postgres decides what actually happens.
 import { type ConnectionOptions, Queue, type QueueOptions } from "bullmq";
 
-export const QUEUE_NAMES = ["events", "agent-runs", "maintenance"] as const;
+export const QUEUE_NAMES = ["events", "agent-runs", "approved-actions", "maintenance"] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 export interface JobPayloads {
   events: { eventId: string };
   "agent-runs": { runId: string };
+  "approved-actions": { pendingId: string };
   maintenance: Record<string, never>;
 }
 
@@ -24,7 +25,12 @@ export type Queues = { [K in QueueName]: Queue<JobPayloads[K]> };
 export function createQueues(connection: ConnectionOptions, prefix: string): Queues {
   const make = <K extends QueueName>(name: K) =>
     new Queue<JobPayloads[K]>(name, { connection, prefix, defaultJobOptions }) as Queues[K];
-  return { events: make("events"), "agent-runs": make("agent-runs"), maintenance: make("maintenance") };
+  return {
+    events: make("events"),
+    "agent-runs": make("agent-runs"),
+    "approved-actions": make("approved-actions"),
+    maintenance: make("maintenance"),
+  };
 }
 
 export async function closeQueues(queues: Queues): Promise<void> {

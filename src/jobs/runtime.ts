@@ -5,6 +5,7 @@ import { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.ts";
 import type { PrismaClient } from "../db/prisma.ts";
+import { executeApproved, expireOverdue } from "../services/agents/approvals.ts";
 import { startHeartbeat } from "../services/agents/heartbeat.ts";
 import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
 import { startEventRelay } from "./event-relay.ts";
@@ -63,11 +64,25 @@ export async function startRuntime(o: RuntimeOptions) {
       // A run can take minutes: the BullMQ lock is renewed meanwhile; our own lease is what recovery relies on.
       { connection, prefix, concurrency: c.WORKER_CONCURRENCY, lockDuration: 60_000 },
     ),
-    new Worker("maintenance", async () => ({ swept: await sweep(prisma, queues, c.SWEEP_INTERVAL_MS) }), {
-      connection,
-      prefix,
-      concurrency: 1,
-    }),
+    new Worker(
+      "approved-actions",
+      async (job) => ({
+        outcome: await executeApproved(prisma, (job.data as { pendingId: string }).pendingId),
+      }),
+      { connection, prefix, concurrency: 8 },
+    ),
+    new Worker(
+      "maintenance",
+      async () => ({
+        swept: await sweep(prisma, queues, c.SWEEP_INTERVAL_MS),
+        expired: await expireOverdue(prisma),
+      }),
+      {
+        connection,
+        prefix,
+        concurrency: 1,
+      },
+    ),
   ];
   for (const w of workers) w.on("failed", (job, err) => o.log?.(`job ${w.name}/${job?.id} failed`, err));
   // Re-asserted now and then: if Redis lost its data, the schedule comes back by itself.

@@ -1,4 +1,13 @@
 // Every page and action of the workspace, in one list: the registry is built from it.
+
+import {
+  addRule,
+  removeRule,
+  setApprovalMode,
+  setApprovalRequirements,
+  setCapabilities,
+} from "./actions/agent-settings.ts";
+import { approveAction, rejectAction } from "./actions/approvals.ts";
 import { addComment } from "./actions/comments.ts";
 import { createCommitment, joinCommitment } from "./actions/commitments.ts";
 import { addOption, createDecision, vote } from "./actions/decisions.ts";
@@ -24,6 +33,9 @@ import {
   unarchiveSubagent,
   updateSubagent,
 } from "./actions/subagents.ts";
+import { agentGuard, agentPolicy } from "./agents/policy.ts";
+import { agentSettingsPage } from "./pages/agent-settings.ts";
+import { agentPendingPage, approvalsPage, pendingPage } from "./pages/approvals.ts";
 import { commitmentPage, commitmentsPage } from "./pages/commitments.ts";
 import { decisionPage, decisionsPage } from "./pages/decisions.ts";
 import { notePage, notesPage } from "./pages/notes.ts";
@@ -56,6 +68,10 @@ export const pages = [
   runFormPage,
   runsPage,
   runPage,
+  agentSettingsPage,
+  agentPendingPage,
+  pendingPage,
+  approvalsPage,
 ];
 
 export const actions = [
@@ -93,6 +109,13 @@ export const actions = [
   runTask,
   stopRun,
   answerQuestion,
+  setCapabilities,
+  setApprovalRequirements,
+  setApprovalMode,
+  addRule,
+  removeRule,
+  approveAction,
+  rejectAction,
 ];
 
-export const registry = createRegistry(pages, actions);
+export const registry = createRegistry(pages, actions, { guard: agentGuard, policy: agentPolicy });

@@ -13,6 +13,8 @@ export interface MarkdownPage {
   markdown: string;
   /** Names of the actions the actor can use here. */
   actions: string[];
+  /** Every action the page has, usable or not (a refused one answers with its reason). */
+  pageActions: string[];
 }
 
 export function splitUrl(url: string): { path: string; query: Query } {
@@ -23,12 +25,13 @@ export function splitUrl(url: string): { path: string; query: Query } {
 export async function readPage(ctx: Ctx, url: string, notice?: string): Promise<MarkdownPage> {
   const { path, query } = splitUrl(url);
   try {
-    const { view, actions } = await registry.view(ctx, path, query);
+    const { view, actions, resolved } = await registry.view(ctx, path, query);
     return {
       status: 200,
       path: url,
       markdown: renderPageMarkdown(view, actions, path, notice),
       actions: actions.map((a) => a.name),
+      pageActions: resolved.page.actions,
     };
   } catch (err) {
     if (!(err instanceof AppError) || err.status >= 500) throw err;
@@ -37,6 +40,7 @@ export async function readPage(ctx: Ctx, url: string, notice?: string): Promise<
       path: url,
       markdown: errorMarkdown(err.status, err.message, err),
       actions: [],
+      pageActions: [],
     };
   }
 }
@@ -50,10 +54,10 @@ export async function runAction(
   path: string,
   action: string,
   params: Record<string, unknown>,
-  inTx?: RunOptions["inTx"],
+  opts: Omit<RunOptions, "form"> = {},
 ): Promise<ActionResult> {
   try {
-    const outcome = await registry.run(ctx, path, action, params, { form: false, inTx });
+    const outcome = await registry.run(ctx, path, action, params, { ...opts, form: false });
     return { ok: true, outcome, page: await readPage(ctx, outcome.location, outcome.notice || undefined) };
   } catch (err) {
     if (!(err instanceof AppError) || err.status >= 500) throw err;

@@ -3,6 +3,8 @@
 // requests, and checking the database and responses for anything of A's.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { newId } from "../../src/lib/ids.ts";
+import { GRANTABLE } from "../../src/services/agents/capabilities.ts";
+import { pages } from "../../src/services/catalog.ts";
 import { notifyForEvent } from "../../src/services/notifications.ts";
 import { hashPassword } from "../../src/services/passwords.ts";
 import { fields } from "../../src/services/registry/params.ts";
@@ -38,6 +40,10 @@ export interface Seed {
   run: string;
   /** The studio add_to_studio / remove_from_studio name; `aRef` when B has no studio with that handle. */
   agentStudio: { handle: string; aRef: boolean };
+  /** A pending action of `agent`, the one page URLs name (`:pending`). */
+  pending: string;
+  /** A's pending actions that review actions name, one per page and action (`pattern action`), so each can succeed once. */
+  pendings: Record<string, string>;
 }
 
 export interface Victim {
@@ -120,10 +126,74 @@ export async function seedAgent(w: World, owner: Person, handle: string, mark: s
       maxSteps: 5,
       timeoutSeconds: 60,
       status: "waiting",
+      stopReason: "asked_owner",
       question: `Question ${mark}?`,
     },
   });
   return { agent: handle, run: run.id };
+}
+
+/** The actions that review a pending action by id. */
+const REVIEW_ACTIONS = new Set(["approve_action", "reject_action"]);
+/** `pattern action` for every page that lists a review action: each gets its own pending action. */
+export const reviewKeys = (): string[] =>
+  pages.flatMap((p) => p.actions.filter((a) => REVIEW_ACTIONS.has(a)).map((a) => `${p.pattern} ${a}`));
+
+/**
+ * Pending actions of the agent `handle`, inserted as the policy leaves them (status
+ * `pending`, no outbox event): a `create_note` in `studio`, each carrying `mark`.
+ * One per label; returns label → id.
+ */
+export async function seedPending(
+  w: World,
+  handle: string,
+  studio: string,
+  mark: string,
+  labels: string[],
+): Promise<Record<string, string>> {
+  const db = testPrisma();
+  const agent = await must(db.user.findFirst({ where: { tenantId: w.tenant.id, handle } }), "subagent");
+  const out: Record<string, string> = {};
+  for (const label of labels)
+    out[label] = (
+      await db.agentPendingAction.create({
+        data: {
+          id: newId(),
+          tenantId: w.tenant.id,
+          agentId: agent.id,
+          actionName: "create_note",
+          params: { title: `Pending ${mark} ${label}`, text: `Pending text ${mark}` },
+          pagePath: `/studios/${studio}`,
+          contextSummary: `Context ${mark}`,
+          reason: `Reason ${mark}`,
+          matchedRule: "requires_approval",
+          status: "pending",
+          expiresAt: new Date(Date.now() + 7 * 86_400_000),
+        },
+      })
+    ).id;
+  return out;
+}
+
+/** The owner's settings for the agent, through the registry: some capabilities, an approval list, a rule naming `mark`. */
+async function seedSettings(w: World, owner: Person, handle: string, mark: string) {
+  const path = `/subagents/${handle}/settings`;
+  const some = (names: string[]) => Object.fromEntries(GRANTABLE.map((g) => [g, names.includes(g)]));
+  await act(w, owner, path, "set_capabilities", some(["create_note", "add_comment", "vote"]));
+  await act(w, owner, path, "set_approval_requirements", some(["create_note"]));
+  await act(w, owner, path, "set_approval_mode", { mode: "wait", expiry_hours: 48 });
+  await act(w, owner, path, "add_rule", {
+    name: `Rule ${mark}`,
+    action: "add_comment",
+    decision: "deny",
+    param_patterns: `text=${mark}`,
+  });
+}
+
+async function seedReview(w: World, owner: Person, handle: string, studio: string, mark: string) {
+  await seedSettings(w, owner, handle, mark);
+  const { url, ...pendings } = await seedPending(w, handle, studio, mark, ["url", ...reviewKeys()]);
+  return { pending: url!, pendings };
 }
 
 async function seedStudio(
@@ -223,7 +293,8 @@ async function seedStudio(
  * also has, and one only A has), each with a note + comment + read, a decision with
  * options and votes + comment, a commitment with a participant + comment; mention
  * notifications; extra API tokens; a subagent per owner with a waiting run (`scout`
- * for alice, as B's alice also has). Every text and name carries `mark`.
+ * for alice, as B's alice also has), its settings (capabilities, approval list, a rule)
+ * and pending actions (inserted). Every text and name carries `mark`.
  */
 export async function seedVictim(w: World): Promise<Victim> {
   const rand = newId(6);
@@ -250,6 +321,8 @@ export async function seedVictim(w: World): Promise<Victim> {
   // `scout` is also the handle of B's alice's subagent; zed's agent exists only in A.
   const sharedAgent = await seedAgent(w, w.alice, "scout", mark);
   const onlyAgent = await seedAgent(w, zed, `zagent-${rand}`, mark);
+  const sharedReview = await seedReview(w, w.alice, "scout", "general", mark);
+  const onlyReview = await seedReview(w, zed, `zagent-${rand}`, vault, mark);
   await deliverEvents(w.tenant.id);
   const notification = async (p: Person) =>
     (
@@ -270,6 +343,7 @@ export async function seedVictim(w: World): Promise<Victim> {
     shared: {
       ...shared,
       ...sharedAgent,
+      ...sharedReview,
       agentStudio: { handle: "general", aRef: false },
       joinCode: vaultCode,
       memberTarget: yan.handle,
@@ -278,6 +352,7 @@ export async function seedVictim(w: World): Promise<Victim> {
     only: {
       ...only,
       ...onlyAgent,
+      ...onlyReview,
       agentStudio: { handle: vault, aRef: true },
       joinCode: w.studio.inviteCode,
       memberTarget: yan.handle,
@@ -289,7 +364,8 @@ export async function seedVictim(w: World): Promise<Victim> {
 /**
  * Tenant B's own content in its studio `general` (a note, a decision with an option, a
  * commitment), and a seed whose URLs name these B objects while every id-valued param
- * (option_id, reply_to, notification and token ids, invite code, member handle) is A's.
+ * (option_id, reply_to, notification, token and pending-action ids, invite code, member
+ * handle) is A's. B's scout has a pending action of its own, for `:pending` URLs.
  */
 export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string; smuggle: Seed }> {
   const mark = `MARK-B-${newId(6)}`;
@@ -308,6 +384,7 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
     critical_mass: 5,
   });
   const agent = await seedAgent(w, w.alice, "scout", mark);
+  const { url } = await seedPending(w, "scout", "general", mark, ["url"]);
   await deliverEvents(w.tenant.id);
   return {
     mark,
@@ -322,6 +399,7 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
       decision: last(decision.location),
       commitment: last(commitment.location),
       ...agent,
+      pending: url!,
       agentStudio: { handle: v.only.studio.handle, aRef: true },
     },
   };
@@ -346,6 +424,7 @@ const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = 
   "u.handle": { kind: "user", value: (s) => s.actor.handle },
   "subagents.handle": { kind: "agent", value: (s) => s.agent },
   "subagents.run": { kind: "object", value: (s) => s.run },
+  "subagents.pending": { kind: "object", value: (s) => s.pending },
 };
 
 function param(pattern: string, name: string) {
@@ -412,7 +491,7 @@ const slug = (s: Seed) =>
  * entries (`action.param`) win over generic ones (`param`). An unknown param name fails
  * the suite, so a new action or param is never silently skipped.
  */
-const FIELDS: Record<string, (s: Seed, page: PageDef, v: Victim) => Probe> = {
+const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">) => Probe> = {
   text: () => ({ value: `${PROBE} text` }),
   title: (s) => ({ value: `${PROBE} title ${s.label}` }),
   question: () => ({ value: `${PROBE} question?` }),
@@ -449,8 +528,39 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Victim) => Probe> = {
   "update_member_role.handle": (s) => ({ value: s.memberTarget, aRef: true }),
   "remove_member.handle": (s) => ({ value: s.memberTarget, aRef: true }),
   "dismiss.id": (s) => ({ value: s.notification, aRef: true }),
+  "approve_action.id": (s, page) => ({ value: pendingFor(s, page, "approve_action"), aRef: true }),
+  "reject_action.id": (s, page) => ({ value: pendingFor(s, page, "reject_action"), aRef: true }),
+  "approve_action.params": () => ({
+    value: JSON.stringify({ title: `${PROBE} approved`, text: `${PROBE} approved text` }),
+  }),
+  "set_approval_mode.mode": () => ({ value: "continue" }),
+  "set_approval_mode.expiry_hours": () => ({ value: 24 }),
+  // add_rule then remove_rule on the same page: the rule the probe adds is the one it removes.
+  "add_rule.name": () => ({ value: `${PROBE} rule` }),
+  "add_rule.action": () => ({ value: "search" }),
+  "add_rule.decision": () => ({ value: "allow" }),
+  "add_rule.param_patterns": () => ({ value: `query=^${PROBE}` }),
+  "add_rule.position": () => ({ value: 1 }),
+  "remove_rule.name": () => ({ value: `${PROBE} rule` }),
+  // One boolean per grantable action: grant them all, ask approval for none.
+  ...Object.fromEntries(
+    GRANTABLE.flatMap((g) => [
+      [`set_capabilities.${g}`, () => ({ value: true })],
+      [`set_approval_requirements.${g}`, () => ({ value: false })],
+    ]),
+  ),
   "revoke_api_token.id": (s) => ({ value: s.token.id, aRef: true }),
 };
+
+/** The pending action a review action on this page names: its own one, so each can succeed once. */
+function pendingFor(s: Seed, page: PageDef, action: string): string {
+  const id = s.pendings[`${page.pattern} ${action}`];
+  if (!id)
+    throw new Error(
+      `tenant-isolation: no pending action seeded for ${action} on ${page.pattern} (reviewKeys)`,
+    );
+  return id;
+}
 
 export interface Body {
   json: Record<string, string | number | boolean>;
@@ -458,7 +568,8 @@ export interface Body {
   aRef: boolean;
 }
 
-export function probeBody(action: ActionDef, page: PageDef, seed: Seed, v: Victim): Body {
+/** Also used by test/capabilities.test.ts, with a seed of its own world (`v` only gives the word to search for). */
+export function probeBody(action: ActionDef, page: PageDef, seed: Seed, v: Pick<Victim, "findme">): Body {
   const body: Body = { json: {}, form: {}, aRef: false };
   for (const f of fields(action.params)) {
     const make = FIELDS[`${action.name}.${f.name}`] ?? FIELDS[f.name];

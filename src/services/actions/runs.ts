@@ -89,14 +89,18 @@ export const answerQuestion = defineAction({
   params: z.object({ answer: longText(5_000, "your answer") }),
   writes: true,
   available: (ctx, scope) =>
-    ownerOnly(ctx) ?? (scope.taskRun?.status === "waiting" ? null : "the run is not waiting for an answer"),
+    ownerOnly(ctx) ??
+    (scope.taskRun?.status === "waiting" && scope.taskRun.stopReason === "asked_owner"
+      ? null
+      : "the run is not waiting for an answer"),
   async execute(ctx, p, scope) {
     const run = requireScope(scope.taskRun, "run");
     const agent = requireScope(scope.agent, "agent");
     // Lock the run: two answers at once must not both resume it.
     const [current] = await ctx.tx.$queryRaw<{ status: string; steps_count: number }[]>`
       SELECT status, steps_count FROM subagent_task_runs WHERE id = ${run.id} FOR UPDATE`;
-    if (current?.status !== "waiting") throw new ConflictError("The run is no longer waiting for an answer");
+    if (current?.status !== "waiting" || run.stopReason !== "asked_owner")
+      throw new ConflictError("The run is no longer waiting for an answer");
     const last = await ctx.tx.subagentTaskRunStep.findFirst({
       where: { runId: run.id },
       orderBy: { number: "desc" },

@@ -25,6 +25,13 @@ export const ALWAYS_BLOCKED = [
   "run_task",
   "stop_run",
   "answer_question",
+  "approve_action",
+  "reject_action",
+  "set_capabilities",
+  "set_approval_requirements",
+  "set_approval_mode",
+  "add_rule",
+  "remove_rule",
 ] as const;
 
 export const GRANTABLE = [

@@ -86,7 +86,7 @@ export async function runNavigator(
   let n = previous.length;
   // A question and its answer are a conversation with the owner, not work: recorded as
   // steps, but not counted against the limit, so an answer always reaches the model.
-  const answers = previous.filter((s) => s.type === "answer" || s.type === "ask_owner").length;
+  const answers = previous.filter((s) => ["answer", "ask_owner", "approval"].includes(s.type)).length;
   const spentMs = previous.reduce((t, s) => t + s.durationMs, 0);
   const deadline = Date.now() + run.timeoutSeconds * 1000 - spentMs;
 
@@ -233,7 +233,9 @@ export async function runNavigator(
     }
 
     // execute
-    if (!page.actions.includes(d.action)) {
+    // Not on this page at all: say which are. On the page but refused (a capability, a
+    // role): let the registry refuse it, so the model hears the actual reason.
+    if (!page.pageActions.includes(d.action)) {
       const error = `\`${d.action}\` is not an action on ${page.path}. Actions here: ${page.actions.map((a) => `\`${a}\``).join(", ") || "none"}.`;
       await record({
         type: "execute",
@@ -254,28 +256,40 @@ export async function runNavigator(
     }
     const at = page.path;
     const stepNo = n + 1;
-    const result = await runAction(ctx, at, d.action, d.params, async (tx, outcome, emitted) => {
-      // Same transaction as the action: the step, its resources and the action commit together or not at all.
-      await recordStep(tx, run, deps.owner, {
-        number: stepNo,
-        type: "execute",
-        path: at,
-        detail: {
-          ok: true,
-          action: d.action,
-          params: d.params,
-          notice: outcome.notice,
-          location: outcome.location,
-          resultPath: outcome.location,
-        },
-        ...tokens,
-        durationMs: took(),
-      });
-      await recordResources(tx, run, stepNo, outcome.location, emitted);
+    const result = await runAction(ctx, at, d.action, d.params, {
+      reason: d.reason,
+      inTx: async (tx, outcome, emitted) => {
+        // Same transaction as the action: the step, its resources and the action commit together or not at all.
+        await recordStep(tx, run, deps.owner, {
+          number: stepNo,
+          type: "execute",
+          path: at,
+          detail: {
+            ok: true,
+            action: d.action,
+            params: d.params,
+            notice: outcome.notice,
+            location: outcome.location,
+            resultPath: outcome.location,
+            ...(outcome.pending && { pending: outcome.pending.id }),
+          },
+          ...tokens,
+          durationMs: took(),
+        });
+        // A queued action is not a resource yet: it becomes one when approved (recorded then).
+        const created = emitted.filter((e) => e.subjectType !== "pending_action");
+        await recordResources(tx, run, stepNo, outcome.location, created);
+      },
     });
     if (result.ok) {
       n = stepNo;
       page = result.page;
+      if (result.outcome.pending?.waits)
+        return {
+          status: "waiting",
+          stopReason: "awaiting_approval",
+          question: `Waiting for approval of #${result.outcome.pending.id}: ${d.action}`,
+        };
       history.push(
         summarize({
           type: "execute",

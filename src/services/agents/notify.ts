@@ -23,3 +23,24 @@ export async function notifyOwnerOfRun(db: PrismaClient, e: Event): Promise<numb
   });
   return res.count;
 }
+
+export async function notifyOwnerOfApproval(db: PrismaClient, e: Event): Promise<number> {
+  const p = await db.agentPendingAction.findUnique({ where: { id: e.subjectId }, include: { agent: true } });
+  if (!p?.agent.parentId) return 0;
+  const res = await db.notification.createMany({
+    data: [
+      {
+        id: newId(),
+        tenantId: p.tenantId,
+        userId: p.agent.parentId,
+        actorId: p.agentId,
+        eventId: e.id,
+        kind: "agent",
+        path: `/subagents/${p.agent.handle}/pending/${p.id}`,
+        excerpt: `wants to ${p.actionName} on ${p.pagePath}${p.reason ? `: ${p.reason}` : ""}`.slice(0, 500),
+      },
+    ],
+    skipDuplicates: true,
+  });
+  return res.count;
+}

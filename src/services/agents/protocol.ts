@@ -29,6 +29,10 @@ export const TOOLS: ChatCompletionTool[] = [
         properties: {
           action: { type: "string", description: "The action's name, e.g. add_comment" },
           params: { type: "object", description: "The action's parameters", additionalProperties: true },
+          reason: {
+            type: "string",
+            description: "Why, in a sentence: your owner sees it if the action needs approval",
+          },
         },
         required: ["action", "params"],
         additionalProperties: false,
@@ -65,7 +69,7 @@ export const TOOLS: ChatCompletionTool[] = [
 
 export const JSON_MODE_INSTRUCTIONS = `Answer with exactly one JSON object and nothing else, one of:
 {"type":"navigate","path":"/some/path"}
-{"type":"execute","action":"action_name","params":{...}}
+{"type":"execute","action":"action_name","params":{...},"reason":"why"}
 {"type":"finish","message":"what you did"}
 {"type":"ask_owner","question":"what you need to know"}`;
 
@@ -81,6 +85,7 @@ const decisionSchema = z.discriminatedUnion("type", [
       .trim()
       .regex(/^[a-z_]{1,64}$/, "an action name such as add_comment"),
     params: z.record(z.string(), z.unknown()).default({}),
+    reason: z.string().max(2000).optional(),
   }),
   z.object({ type: z.literal("finish"), message: z.string().max(5000).default("") }),
   z.object({ type: z.literal("ask_owner"), question: z.string().trim().min(1).max(2000) }),

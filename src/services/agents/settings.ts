@@ -6,12 +6,35 @@ import type { Tenant, User } from "../../generated/prisma/client.ts";
 
 export const MAX_STEPS_LIMIT = 50;
 
+export const ruleSchema = z.object({
+  name: z.string().min(1).max(80),
+  /** An action name, or `*` for every action. */
+  action: z.string().min(1).max(64),
+  /** Param name → regex its value (as text) must match for the rule to apply. */
+  params: z.record(z.string(), z.string()).default({}),
+  decision: z.enum(["allow", "require_approval", "deny"]),
+});
+export type Rule = z.infer<typeof ruleSchema>;
+
 export const agentConfigSchema = z
   .object({
     identity_prompt: z.string().max(10_000).default(""),
     model: z.string().max(200).optional(),
     max_steps: z.number().int().min(1).max(MAX_STEPS_LIMIT).default(30),
     timeout_seconds: z.number().int().min(10).max(3600).default(300),
+    /** Granted grantable actions; absent means all of them (agents made before the setting keep working). */
+    capabilities: z.array(z.string()).optional(),
+    requires_approval: z.array(z.string()).default([]),
+    /** Ordered: the first rule that matches decides. */
+    rules: z.array(ruleSchema).default([]),
+    /** `wait`: a run pauses until its queued action is reviewed; `continue`: it carries on. */
+    approval_mode: z.enum(["continue", "wait"]).default("continue"),
+    approval_expiry_hours: z
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 30)
+      .default(24),
   })
   .loose();
 

@@ -14,7 +14,7 @@ export class LeaseLostError extends Error {
 
 export interface StepRecord {
   number: number;
-  type: "navigate" | "execute" | "error" | "finish" | "ask_owner" | "answer";
+  type: "navigate" | "execute" | "error" | "finish" | "ask_owner" | "answer" | "approval";
   path?: string;
   detail: Record<string, unknown>;
   inputTokens?: number;
@@ -89,6 +89,8 @@ export function summarize(step: { type: string; path?: string | null; detail: un
       return `invalid reply — ${clip(String(d.error ?? ""), 160)}`;
     case "ask_owner":
       return `asked your owner: "${clip(String(d.question ?? ""), 200)}"`;
+    case "approval":
+      return `your owner's review of #${d.pending} (${d.action}): ${d.status}${d.notice ? ` — ${clip(String(d.notice), 160)}` : d.message ? ` — ${clip(String(d.message), 300)}` : ""}`;
     case "answer":
       return `your owner answered: "${clip(String(d.answer ?? ""), 500)}"`;
     default:

@@ -1,4 +1,5 @@
 import { loadUser } from "../access.ts";
+import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilities.ts";
 import { agentConfig } from "../agents/settings.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
@@ -11,6 +12,19 @@ function agentBlocks(user: { agentConfig: unknown; scratchpad: string }): Block[
   return [
     {
       md: `## Your identity\n\n${cfg.identity_prompt ? quote(cfg.identity_prompt) : "_Your owner gave you no identity prompt: be a helpful, careful assistant._"}`,
+    },
+    {
+      md: [
+        "## Your capabilities",
+        "",
+        `Always allowed: ${ALWAYS_ALLOWED.map((a) => `\`${a}\``).join(", ")}, and reading any page you can see.`,
+        `Granted by your owner: ${(cfg.capabilities ?? GRANTABLE).map((a) => `\`${a}\``).join(", ") || "none"}.`,
+        `Never available to agents: ${ALWAYS_BLOCKED.map((a) => `\`${a}\``).join(", ")}.`,
+        cfg.requires_approval.length || cfg.rules.length
+          ? `Some actions wait for your owner's approval (${cfg.requires_approval.map((a) => `\`${a}\``).join(", ") || "by rule"}): you will be told "queued for approval as #id"${cfg.approval_mode === "wait" ? ", and the run pauses until it is reviewed" : "; carry on meanwhile"}. Rules may also deny an action by name: then try something else.`
+          : "Nothing you may do needs approval.",
+        "Pages list only the actions you may use.",
+      ].join("\n"),
     },
     {
       md: `## Your scratchpad\n\nNotes you left yourself in earlier runs (update them with \`update_scratchpad\`):\n\n${user.scratchpad ? quote(user.scratchpad) : "_Empty._"}`,

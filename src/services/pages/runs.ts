@@ -96,6 +96,11 @@ function stepBlock(s: {
   if (s.type === "finish") lines.push(quote(String(d.message ?? "")), "");
   if (s.type === "ask_owner") lines.push("Asked:", "", quote(String(d.question ?? "")), "");
   if (s.type === "answer") lines.push("Owner answered:", "", quote(String(d.answer ?? "")), "");
+  if (s.type === "approval")
+    lines.push(
+      `Review of #${String(d.pending)} (\`${String(d.action)}\`): **${String(d.status)}**${d.message ? ` — ${mdEscape(String(d.message))}` : ""}`,
+      "",
+    );
   if (s.type === "error" && typeof d.reply === "string")
     lines.push("The model replied:", "", fenced(d.reply.slice(0, 600)), "");
   if (typeof d.page === "string") {
@@ -115,10 +120,11 @@ export const runPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const r = scope.taskRun!;
-    const [steps, resources, initiator] = await Promise.all([
+    const [steps, resources, initiator, pending] = await Promise.all([
       ctx.db.subagentTaskRunStep.findMany({ where: { runId: r.id }, orderBy: { number: "asc" } }),
       ctx.db.subagentTaskRunResource.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
       r.initiatedById ? ctx.db.user.findUnique({ where: { id: r.initiatedById } }) : null,
+      ctx.db.agentPendingAction.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
     ]);
     const facts = [
       `Status: **${r.status}**${r.stopReason ? ` (${r.stopReason})` : ""}`,
@@ -135,8 +141,12 @@ export const runPage: PageDef = {
       blocks.push({
         md: `## ${r.status === "skipped" ? "Why it did not run" : "Error"}\n\n${mdEscape(r.error)}`,
       });
-    if (r.status === "waiting" && r.question)
+    if (r.status === "waiting" && r.stopReason === "asked_owner" && r.question)
       blocks.push({ md: `## Waiting for your answer\n\n${quote(r.question)}` });
+    if (pending.length)
+      blocks.push({
+        md: `## Actions it asked you to approve (${pending.length})\n\n${pending.map((p) => `- ${link(`#${p.id}`, `/subagents/${a.handle}/pending/${p.id}`)} \`${p.actionName}\` on ${link(p.pagePath, p.pagePath)} — **${p.status}**${p.reviewNote ? `: ${mdEscape(p.reviewNote)}` : p.error ? `: ${mdEscape(p.error)}` : ""}${p.resultPath ? ` → ${link(p.resultPath, p.resultPath)}` : ""}`).join("\n")}${r.status === "waiting" && r.stopReason === "awaiting_approval" ? "\n\nThe run waits for your review." : ""}`,
+      });
     blocks.push({
       md: `## Resources it created or changed (${resources.length})\n\n${resources.length ? resources.map((x) => `- ${x.resourceType} \`${x.resourceId}\` — ${x.action} at step ${x.stepNumber} — ${link(x.path, x.path)}`).join("\n") : "_None._"}`,
     });

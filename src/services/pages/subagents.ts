@@ -81,7 +81,9 @@ export const subagentPage: PageDef = {
         {
           md: `\`@${a.handle}\` · created ${when(a.createdAt)}${a.archivedAt ? ` · **archived** ${when(a.archivedAt)}: it is not triggered and cannot run` : ""}${a.pausedAt ? ` · **paused** ${when(a.pausedAt)}${a.pausedReason ? ` (${mdEscape(a.pausedReason)})` : ""}: triggers are recorded as skipped` : ""}`,
         },
-        { md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)}` },
+        {
+          md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)} · ${link("Capabilities, approvals and rules", `${base}/settings`)} · ${link("Actions to review", `${base}/pending`)}`,
+        },
         {
           md: [
             "## Configuration",

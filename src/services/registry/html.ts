@@ -139,7 +139,8 @@ export function renderPageHtml(
     const required = fields(a.params)
       .filter((f) => f.required)
       .map((f) => f.name);
-    if (Object.keys(b.form.fixed).some((k) => required.includes(k))) covered.add(a.name);
+    if (b.form.style === "block" || Object.keys(b.form.fixed).some((k) => required.includes(k)))
+      covered.add(a.name);
     for (const k of Object.keys(b.form.fixed)) hidden.set(a.name, (hidden.get(a.name) ?? new Set()).add(k));
   }
   const shown = actions.filter((a) => !covered.has(a.name) || opts.state?.action === a.name);
@@ -183,9 +184,9 @@ function inlineForm(
     path: opts.path,
     csrf: opts.csrf,
     fixed: b.form.fixed,
-    only: b.form.fields ?? [],
+    only: b.form.fields ?? (b.form.style === "block" ? undefined : []),
     label: b.form.label,
-    inline: b.form.style !== "folded",
+    inline: b.form.style === undefined || b.form.style === "inline",
     state: failedHere ? opts.state : prefill,
   });
   return b.form.style === "folded"

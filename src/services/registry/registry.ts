@@ -22,7 +22,26 @@ export interface RunOptions {
   form: boolean;
   /** Runs inside the action's transaction after it executed (the run's step and resource rows). */
   inTx?: (tx: Db, outcome: ActionOutcome, emitted: Emitted[]) => Promise<void>;
+  /** Runs first inside the transaction; throwing aborts the action (claiming an approval exactly once). */
+  claim?: (tx: Db) => Promise<void>;
+  /** An approved action: its review already happened, so the policy does not queue it again. */
+  approved?: boolean;
+  /** The agent's stated reason, kept with a queued action. */
+  reason?: string;
 }
+
+/**
+ * Decides at execution, when the params are known: null lets the action run; an outcome
+ * replaces it (queued for approval); throwing refuses it (a deny rule).
+ */
+export type Policy = (
+  ctx: ActionCtx,
+  action: ActionDef,
+  params: Record<string, unknown>,
+  scope: Scope,
+  path: string,
+  opts: RunOptions,
+) => Promise<ActionOutcome | null>;
 
 export interface Resolved {
   page: PageDef;
@@ -38,7 +57,12 @@ export type Registry = ReturnType<typeof createRegistry>;
  */
 export type Guard = (ctx: Ctx, action: ActionDef, scope: Scope) => Promise<string | null>;
 
-export function createRegistry(pages: PageDef[], actions: ActionDef[], guard?: Guard) {
+export function createRegistry(
+  pages: PageDef[],
+  actions: ActionDef[],
+  hooks: { guard?: Guard; policy?: Policy } = {},
+) {
+  const { guard, policy } = hooks;
   const match = createRouter(pages);
   const byName = new Map<string, ActionDef>();
   for (const a of actions) {
@@ -57,7 +81,8 @@ export function createRegistry(pages: PageDef[], actions: ActionDef[], guard?: G
   }
 
   async function denial(ctx: Ctx, a: ActionDef, scope: Scope): Promise<string | null> {
-    return a.available?.(ctx, scope) ?? (guard ? await guard(ctx, a, scope) : null);
+    // The guard first: an agent refused a capability hears that, not an incidental check.
+    return (guard ? await guard(ctx, a, scope) : null) ?? a.available?.(ctx, scope) ?? null;
   }
 
   /** The actions the actor can use on this page: the same list a page shows and execution enforces. */
@@ -115,7 +140,9 @@ export function createRegistry(pages: PageDef[], actions: ActionDef[], guard?: G
       const params = parseParams(action.params, body, opts);
       return ctx.db.$transaction(async (tx) => {
         const actx: ActionCtx = { ...ctx, tx, emitted: [] };
-        const outcome = await action.execute(actx, params, resolved.scope);
+        await opts.claim?.(tx);
+        const held = opts.approved ? null : await policy?.(actx, action, params, resolved.scope, path, opts);
+        const outcome = held ?? (await action.execute(actx, params, resolved.scope));
         await opts.inTx?.(tx, outcome, actx.emitted);
         return outcome;
       });

@@ -54,6 +54,7 @@ export interface Scope {
   /** A subagent the actor owns. */
   agent?: User;
   taskRun?: SubagentTaskRun;
+  pendingId?: string;
 }
 
 export type Query = Record<string, string | undefined>;
@@ -73,8 +74,8 @@ export interface FormBlock {
     fields?: string[];
     /** Current values to prefill (your existing vote). */
     values?: Record<string, unknown>;
-    /** `folded`: behind a toggle (a Reply link under each comment). */
-    style?: "inline" | "folded";
+    /** `folded`: behind a toggle (a Reply link under each comment); `block`: a full form in the page, prefilled, instead of the side panel. */
+    style?: "inline" | "folded" | "block";
   };
 }
 export type Block = { md: string } | FormBlock;
@@ -98,12 +99,15 @@ export interface PageDef {
 }
 
 export interface ActionOutcome {
-  status: 200 | 201;
+  /** 202: not done yet — queued for the owner's approval. */
+  status: 200 | 201 | 202;
   /** Where the result lives; the response renders that page. */
   location: string;
   notice: string;
   /** Shown exactly once (a new API token); never stored in a cookie or a log. */
   secret?: string;
+  /** Set when the action was queued for approval instead of executed. */
+  pending?: { id: string; waits: boolean };
 }
 
 export interface ActionDef<S extends z.ZodObject = z.ZodObject> {

@@ -1,0 +1,179 @@
+// The owner's controls over what an agent may do: granted capabilities, which of them
+// need approval, ordered policy rules, and whether runs wait for reviews.
+import { z } from "zod";
+import type { Prisma } from "../../generated/prisma/client.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { requireScope } from "../access.ts";
+import { ALWAYS_ALLOWED, GRANTABLE } from "../agents/capabilities.ts";
+import { agentConfig, type Rule } from "../agents/settings.ts";
+import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { text } from "../validation.ts";
+
+const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");
+
+/** One checkbox per grantable action. */
+const perAction = () =>
+  z.object(Object.fromEntries(GRANTABLE.map((a) => [a, z.boolean()])) as Record<string, z.ZodBoolean>);
+
+async function saveConfig(ctx: ActionCtx, scope: Scope, change: (cfg: Record<string, unknown>) => void) {
+  const agent = requireScope(scope.agent, "agent");
+  // Re-read under a row lock: two settings forms saved at once must not lose each other's change.
+  await ctx.tx.$queryRaw`SELECT id FROM users WHERE id = ${agent.id} FOR UPDATE`;
+  const fresh = await ctx.tx.user.findUniqueOrThrow({ where: { id: agent.id } });
+  const cfg = { ...agentConfig(fresh) } as Record<string, unknown>;
+  change(cfg);
+  await ctx.tx.user.update({ where: { id: agent.id }, data: { agentConfig: cfg as Prisma.InputJsonValue } });
+  return `/subagents/${agent.handle}/settings`;
+}
+
+export const setCapabilities = defineAction({
+  name: "set_capabilities",
+  description: "Choose which content actions it may use",
+  params: perAction(),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const granted = GRANTABLE.filter((a) => (p as Record<string, boolean>)[a]);
+    const location = await saveConfig(ctx, scope, (cfg) => {
+      cfg.capabilities = granted;
+    });
+    return {
+      status: 200,
+      location,
+      notice: `It may now use ${granted.length} of ${GRANTABLE.length} content actions`,
+    };
+  },
+});
+
+export const setApprovalRequirements = defineAction({
+  name: "set_approval_requirements",
+  description: "Choose which actions wait for your approval",
+  params: perAction(),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const chosen = GRANTABLE.filter((a) => (p as Record<string, boolean>)[a]);
+    const location = await saveConfig(ctx, scope, (cfg) => {
+      cfg.requires_approval = chosen;
+    });
+    return {
+      status: 200,
+      location,
+      notice: `${chosen.length} action${chosen.length === 1 ? "" : "s"} now need your approval`,
+    };
+  },
+});
+
+export const setApprovalMode = defineAction({
+  name: "set_approval_mode",
+  description: "Should a run wait for your review, and how long do reviews stay open",
+  params: z.object({
+    mode: z
+      .enum(["continue", "wait"])
+      .describe("continue: the run goes on; wait: it pauses until you decide"),
+    expiry_hours: z
+      .number()
+      .int("a whole number")
+      .min(1, "at least 1")
+      .max(720, "at most 720")
+      .describe("unreviewed actions expire after this"),
+  }),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const location = await saveConfig(ctx, scope, (cfg) => {
+      cfg.approval_mode = p.mode;
+      cfg.approval_expiry_hours = p.expiry_hours;
+    });
+    return { status: 200, location, notice: "Approval settings saved" };
+  },
+});
+
+const RULE_ACTIONS = ["*", ...GRANTABLE, ...ALWAYS_ALLOWED] as [string, ...string[]];
+
+/** `param=regex` lines → a map, each regex compiled now so a bad one is a 400 when saved, not a failure later. */
+function parsePatterns(textValue: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [i, raw] of (textValue ?? "").split(/\r\n|\r|\n/).entries()) {
+    const line = raw.trim();
+    if (!line) continue;
+    const eq = line.indexOf("=");
+    const name = eq > 0 ? line.slice(0, eq).trim() : "";
+    const pattern = eq > 0 ? line.slice(eq + 1).trim() : "";
+    if (!/^[a-z_]{1,64}$/.test(name) || !pattern)
+      throw new ValidationError([
+        { field: "param_patterns", message: `line ${i + 1}: write param=regex, e.g. text=(?i)budget` },
+      ]);
+    if (pattern.length > 200)
+      throw new ValidationError([
+        { field: "param_patterns", message: `line ${i + 1}: regex longer than 200` },
+      ]);
+    try {
+      new RegExp(pattern, "u");
+    } catch (err) {
+      throw new ValidationError([
+        { field: "param_patterns", message: `line ${i + 1}: ${(err as Error).message}` },
+      ]);
+    }
+    out[name] = pattern;
+  }
+  return out;
+}
+
+export const addRule = defineAction({
+  name: "add_rule",
+  description: "Add a policy rule (the first rule that matches decides)",
+  params: z.object({
+    name: text(80),
+    action: z.enum(RULE_ACTIONS).describe("which action, or * for all"),
+    decision: z.enum(["allow", "require_approval", "deny"]),
+    param_patterns: z
+      .string()
+      .max(2000)
+      .meta({
+        multiline: true,
+        description: "optional, one per line: param=regex (the rule applies only when all match)",
+      })
+      .optional(),
+    position: z
+      .number()
+      .int("a whole number")
+      .min(1, "at least 1")
+      .optional()
+      .describe("1 = first; default: last"),
+  }),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const rule: Rule = {
+      name: p.name,
+      action: p.action,
+      decision: p.decision,
+      params: parsePatterns(p.param_patterns),
+    };
+    const location = await saveConfig(ctx, scope, (cfg) => {
+      const rules = [...((cfg.rules as Rule[]) ?? [])];
+      if (rules.some((r) => r.name === rule.name))
+        throw new ConflictError(`A rule named “${rule.name}” already exists`);
+      rules.splice(Math.min((p.position ?? rules.length + 1) - 1, rules.length), 0, rule);
+      cfg.rules = rules;
+    });
+    return { status: 200, location, notice: `Rule “${rule.name}” added` };
+  },
+});
+
+export const removeRule = defineAction({
+  name: "remove_rule",
+  description: "Remove a policy rule",
+  params: z.object({ name: text(80) }),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const location = await saveConfig(ctx, scope, (cfg) => {
+      const rules = (cfg.rules as Rule[]) ?? [];
+      if (!rules.some((r) => r.name === p.name)) throw new NotFoundError(`No rule named “${p.name}”`);
+      cfg.rules = rules.filter((r) => r.name !== p.name);
+    });
+    return { status: 200, location, notice: `Rule “${p.name}” removed` };
+  },
+});

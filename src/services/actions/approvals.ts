@@ -1,0 +1,103 @@
+import { z } from "zod";
+import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { resumeWaitingRun } from "../agents/approvals.ts";
+import { registry } from "../catalog.ts";
+import { emit } from "../events.ts";
+import { parseParams } from "../registry/params.ts";
+import { type ActionCtx, defineAction } from "../registry/types.ts";
+import { idSchema, text } from "../validation.ts";
+
+const ownerOnly = (ctx: { actor: { kind: string } }) =>
+  ctx.actor.kind === "person" ? null : "only people review agents' actions";
+
+/** The pending action, locked, if it belongs to an agent the actor owns; otherwise the same 404 as a missing one. */
+async function lockOwned(ctx: ActionCtx, id: string) {
+  const rows = await ctx.tx.$queryRaw<{ id: string }[]>`
+    SELECT p.id FROM agent_pending_actions p JOIN users a ON a.id = p.agent_id
+    WHERE p.id = ${id} AND p.tenant_id = ${ctx.tenant.id} AND a.parent_id = ${ctx.actor.id}
+    FOR UPDATE OF p`;
+  if (!rows.length) throw new NotFoundError(`No pending action #${id}`);
+  const p = await ctx.tx.agentPendingAction.findUniqueOrThrow({ where: { id }, include: { agent: true } });
+  if (p.status !== "pending") throw new ConflictError(`#${id} is already ${p.status}`);
+  return p;
+}
+
+export const approveAction = defineAction({
+  name: "approve_action",
+  description: "Approve a queued action (optionally with edited params): it executes once, as the agent",
+  params: z.object({
+    id: idSchema.describe("the pending action's id"),
+    params: z
+      .string()
+      .max(20_000)
+      .meta({ multiline: true, description: "edited params as JSON; leave empty to approve as asked" })
+      .optional(),
+  }),
+  writes: true,
+  available: ownerOnly,
+  async execute(ctx, p) {
+    const pending = await lockOwned(ctx, p.id);
+    let edited: Record<string, unknown> | undefined;
+    if (p.params?.trim()) {
+      try {
+        edited = JSON.parse(p.params) as Record<string, unknown>;
+      } catch {
+        throw new ValidationError([{ field: "params", message: "not valid JSON" }]);
+      }
+      if (!edited || typeof edited !== "object" || Array.isArray(edited))
+        throw new ValidationError([{ field: "params", message: "must be a JSON object" }]);
+      const action = registry.actions.get(pending.actionName);
+      if (!action) throw new ConflictError(`The action \`${pending.actionName}\` no longer exists`);
+      try {
+        parseParams(action.params, edited, { form: false });
+      } catch (err) {
+        if (err instanceof ValidationError)
+          throw new ValidationError(
+            err.issues.map((i) => ({ field: `params.${i.field}`, message: i.message })),
+          );
+        throw err;
+      }
+    }
+    await ctx.tx.agentPendingAction.update({
+      where: { id: pending.id },
+      data: {
+        status: "approved",
+        reviewedById: ctx.actor.id,
+        reviewedAt: new Date(),
+        ...(edited && { editedParams: edited as object }),
+      },
+    });
+    // Execution happens in the approved-actions worker, from this outbox event.
+    await emit(ctx, { type: "approval.approved", subjectType: "pending_action", subjectId: pending.id });
+    return {
+      status: 200,
+      location: `/subagents/${pending.agent.handle}/pending/${pending.id}`,
+      notice: `Approved #${pending.id}${edited ? " with your edits" : ""}: it runs in a moment`,
+    };
+  },
+});
+
+export const rejectAction = defineAction({
+  name: "reject_action",
+  description: "Reject a queued action, saying why: it never executes",
+  params: z.object({
+    id: idSchema.describe("the pending action's id"),
+    reason: text(2000).describe("the agent reads this"),
+  }),
+  writes: true,
+  available: ownerOnly,
+  async execute(ctx, p) {
+    const pending = await lockOwned(ctx, p.id);
+    const updated = await ctx.tx.agentPendingAction.update({
+      where: { id: pending.id },
+      data: { status: "rejected", reviewedById: ctx.actor.id, reviewedAt: new Date(), reviewNote: p.reason },
+    });
+    await emit(ctx, { type: "approval.rejected", subjectType: "pending_action", subjectId: pending.id });
+    await resumeWaitingRun(ctx.tx, updated, { status: "rejected", message: p.reason }, ctx.actor.id);
+    return {
+      status: 200,
+      location: `/subagents/${pending.agent.handle}/pending/${pending.id}`,
+      notice: `Rejected #${pending.id}`,
+    };
+  },
+});

@@ -1,0 +1,109 @@
+// The acting pipeline for subagents, after the action's own checks:
+//   capabilities — may this agent use this action at all (and could its owner)?
+//   policy rules — ordered, first match decides: allow, require approval, or deny;
+//                  no match: the agent's `requires_approval` list, else allow.
+// The guard runs when pages list actions and again when one executes; the policy runs
+// at execution, when the params are known.
+import type { User } from "../../generated/prisma/client.ts";
+import { ForbiddenError } from "../../lib/errors.ts";
+import { newId } from "../../lib/ids.ts";
+import { emit } from "../events.ts";
+import type { Guard, Policy } from "../registry/registry.ts";
+import type { Ctx } from "../registry/types.ts";
+import { capabilityDenial } from "./capabilities.ts";
+import { type AgentConfig, agentConfig, type Rule } from "./settings.ts";
+
+export type Verdict = { kind: "allow"; rule?: string } | { kind: "deny" | "approve"; rule: string };
+
+export function ruleMatches(rule: Rule, action: string, params: Record<string, unknown>): boolean {
+  if (rule.action !== "*" && rule.action !== action) return false;
+  return Object.entries(rule.params).every(([name, pattern]) => {
+    const v = params[name];
+    return new RegExp(pattern, "u").test(
+      v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v),
+    );
+  });
+}
+
+export function decide(
+  cfg: Pick<AgentConfig, "rules" | "requires_approval">,
+  action: string,
+  params: Record<string, unknown>,
+): Verdict {
+  const rule = cfg.rules.find((r) => ruleMatches(r, action, params));
+  if (rule)
+    return rule.decision === "allow"
+      ? { kind: "allow", rule: rule.name }
+      : { kind: rule.decision === "deny" ? "deny" : "approve", rule: rule.name };
+  if (cfg.requires_approval.includes(action)) return { kind: "approve", rule: "requires_approval" };
+  return { kind: "allow" };
+}
+
+// One lookup per request for the agent row and its owner's memberships.
+const agents = new WeakMap<Ctx, Promise<User & { parent: User | null }>>();
+function agentOf(ctx: Ctx) {
+  let p = agents.get(ctx);
+  if (!p) {
+    p = ctx.db.user.findUniqueOrThrow({ where: { id: ctx.actor.id }, include: { parent: true } });
+    agents.set(ctx, p);
+  }
+  return p;
+}
+
+export const agentGuard: Guard = async (ctx, action, scope) => {
+  if (ctx.actor.kind !== "subagent") return null;
+  const agent = await agentOf(ctx);
+  const denial = capabilityDenial(action.name, agentConfig(agent).capabilities);
+  if (denial) return denial;
+  if (!scope.studio) return null;
+  // Never more than its owner could do: the owner must be in the studio, and the agent acts with the lesser role.
+  const owner = agent.parentId
+    ? await ctx.db.studioMember.findUnique({
+        where: { studioId_userId: { studioId: scope.studio.id, userId: agent.parentId } },
+      })
+    : null;
+  if (!owner) return "its owner is not a member of this studio";
+  if (owner.role === "admin" || scope.studio.role === "member") return null;
+  const reason = action.available?.(ctx, { ...scope, studio: { ...scope.studio, role: "member" } });
+  return reason ? `its owner could not do this either: ${reason}` : null;
+};
+
+export const agentPolicy: Policy = async (actx, action, params, _scope, path, opts) => {
+  if (actx.actor.kind !== "subagent") return null;
+  const agent = await agentOf(actx);
+  const cfg = agentConfig(agent);
+  const verdict = decide(cfg, action.name, params);
+  if (verdict.kind === "allow") return null;
+  if (verdict.kind === "deny")
+    throw new ForbiddenError(
+      `\`${action.name}\` is denied by the rule “${verdict.rule}”; try something else or finish.`,
+    );
+  const id = newId();
+  const run = actx.run
+    ? await actx.tx.subagentTaskRun.findUnique({ where: { id: actx.run.id }, select: { task: true } })
+    : null;
+  const waits = Boolean(actx.run) && cfg.approval_mode === "wait";
+  await actx.tx.agentPendingAction.create({
+    data: {
+      id,
+      tenantId: actx.tenant.id,
+      runId: actx.run?.id ?? null,
+      agentId: agent.id,
+      actionName: action.name,
+      params: params as object,
+      pagePath: path,
+      contextSummary: run ? run.task.slice(0, 600) : "Called with the agent's API token, outside a run.",
+      reason: (opts.reason ?? "").slice(0, 2000),
+      matchedRule: verdict.rule,
+      waits,
+      expiresAt: new Date(Date.now() + cfg.approval_expiry_hours * 3600_000),
+    },
+  });
+  await emit(actx, { type: "approval.requested", subjectType: "pending_action", subjectId: id });
+  return {
+    status: 202,
+    location: path,
+    notice: `Queued for approval as #${id}: your owner reviews it${waits ? "; this run waits for the outcome" : ""}.`,
+    pending: { id, waits },
+  };
+};

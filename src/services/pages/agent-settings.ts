@@ -1,0 +1,84 @@
+import { loadOwnedAgent } from "../access.ts";
+import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilities.ts";
+import { agentConfig } from "../agents/settings.ts";
+import { mdEscape } from "../registry/markdown.ts";
+import type { PageDef } from "../registry/types.ts";
+import { agentCrumbs } from "./subagents.ts";
+
+const code = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
+
+export const agentSettingsPage: PageDef = {
+  pattern: "/subagents/:handle/settings",
+  actions: ["set_capabilities", "set_approval_requirements", "set_approval_mode", "add_rule", "remove_rule"],
+  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  async render(_ctx, scope) {
+    const a = scope.agent!;
+    const cfg = agentConfig(a);
+    const granted = cfg.capabilities ?? [...GRANTABLE];
+    const grantedSet = new Set(granted);
+    const rules = cfg.rules.length
+      ? [
+          "| # | rule | action | params must match | decision |",
+          "|---|---|---|---|---|",
+          ...cfg.rules.map(
+            (r, i) =>
+              `| ${i + 1} | ${mdEscape(r.name)} | \`${r.action}\` | ${
+                Object.entries(r.params)
+                  .map(([k, v]) => `\`${k}\` ~ \`${v.replace(/`/g, "'")}\``)
+                  .join(", ") || "—"
+              } | **${r.decision}** |`,
+          ),
+        ].join("\n")
+      : "_No rules: actions in the approval list wait for you, everything else granted runs._";
+    return {
+      title: `What ${a.name} may do`,
+      breadcrumb: [...agentCrumbs(a), { label: "Settings" }],
+      blocks: [
+        {
+          md: [
+            "## Capabilities",
+            "",
+            `**Always allowed** (harmless housekeeping and reading): ${code(ALWAYS_ALLOWED)}, and reading any page it can see.`,
+            "",
+            `**Never allowed** (identity, membership, security, the workspace, other agents): ${code(ALWAYS_BLOCKED)}.`,
+            "",
+            `**Yours to grant** (content): ${cfg.capabilities === undefined ? "all of them, until you choose (older agents keep working)" : `${granted.length} of ${GRANTABLE.length} granted`}. An agent can never do more than you could in a studio.`,
+          ].join("\n"),
+        },
+        {
+          form: {
+            action: "set_capabilities",
+            fixed: {},
+            label: "Save capabilities",
+            style: "block",
+            values: Object.fromEntries(GRANTABLE.map((g) => [g, grantedSet.has(g)])),
+          },
+        },
+        {
+          md: `## Approvals\n\nTicked actions wait for your review at ${`[/subagents/${a.handle}/pending](/subagents/${a.handle}/pending)`}. Runs **${cfg.approval_mode === "wait" ? "wait for" : "carry on without"}** the outcome; unreviewed actions expire after ${cfg.approval_expiry_hours} h.`,
+        },
+        {
+          form: {
+            action: "set_approval_requirements",
+            fixed: {},
+            label: "Save approval list",
+            style: "block",
+            values: Object.fromEntries(GRANTABLE.map((g) => [g, cfg.requires_approval.includes(g)])),
+          },
+        },
+        {
+          form: {
+            action: "set_approval_mode",
+            fixed: {},
+            label: "Save",
+            style: "block",
+            values: { mode: cfg.approval_mode, expiry_hours: cfg.approval_expiry_hours },
+          },
+        },
+        {
+          md: `## Rules\n\nChecked in order; the first that matches an action (and all its param patterns) decides: **allow**, **require_approval** or **deny** (the agent is told the rule's name). No match: the approval list above.\n\n${rules}`,
+        },
+      ],
+    };
+  },
+};

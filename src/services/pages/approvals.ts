@@ -1,0 +1,171 @@
+import type { Prisma } from "../../generated/prisma/client.ts";
+import { NotFoundError } from "../../lib/errors.ts";
+import { loadOwnedAgent } from "../access.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
+import type { Block, Ctx, PageDef } from "../registry/types.ts";
+import { home, pager, paging, when } from "./format.ts";
+import { agentCrumbs } from "./subagents.ts";
+
+type Pending = Prisma.AgentPendingActionGetPayload<{ include: { agent: true; run: true; reviewedBy: true } }>;
+const include = { agent: true, run: true, reviewedBy: true } as const;
+
+function fenced(text: string, lang = ""): string {
+  return `~~~~${lang}\n${text.replace(/~{4,}/g, "~~~")}\n~~~~`;
+}
+
+/** Everything a reviewer needs in one place: who, why, where, what exactly, until when. */
+export function pendingBlocks(p: Pending, detailed: boolean): Block[] {
+  const base = `/subagents/${p.agent.handle}`;
+  const params = JSON.stringify(p.editedParams ?? p.params, null, 2);
+  const head = [
+    `### #${p.id} · \`${p.actionName}\` by ${link(p.agent.name, base)} · **${p.status}**`,
+    "",
+    [
+      `on ${link(p.pagePath, p.pagePath)}`,
+      p.run ? `run ${link(p.run.id, `${base}/runs/${p.run.id}`)} (${p.run.triggerKind})` : "outside a run",
+      `asked ${when(p.createdAt)}`,
+      p.status === "pending" ? `expires ${when(p.expiresAt)}` : null,
+      `because of ${p.matchedRule === "requires_approval" ? "the approval list" : `rule “${mdEscape(p.matchedRule)}”`}`,
+    ]
+      .filter(Boolean)
+      .join(" · "),
+  ].join("\n");
+  const blocks: Block[] = [
+    { md: head },
+    { md: `${p.editedParams ? "Params (as you edited them):" : "Params:"}\n\n${fenced(params, "json")}` },
+  ];
+  if (p.reason) blocks.push({ md: `The agent's reason:\n\n${quote(p.reason)}` });
+  if (detailed && p.contextSummary)
+    blocks.push({ md: `What it was working on:\n\n${quote(p.contextSummary)}` });
+  if (p.reviewedBy)
+    blocks.push({
+      md: `Reviewed by @${p.reviewedBy.handle} ${p.reviewedAt ? when(p.reviewedAt) : ""}${p.reviewNote ? `: ${mdEscape(p.reviewNote)}` : ""}`,
+    });
+  if (p.status === "executed")
+    blocks.push({
+      md: `Executed: ${mdEscape(p.result ?? "")}${p.resultPath ? ` → ${link(p.resultPath, p.resultPath)}` : ""}`,
+    });
+  if (p.status === "failed") blocks.push({ md: `Failed: ${mdEscape(p.error ?? "")}` });
+  if (p.status === "pending") {
+    blocks.push({
+      form: {
+        action: "approve_action",
+        fixed: { id: p.id },
+        label: `Approve #${p.id}`,
+        fields: detailed ? ["params"] : [],
+        values: detailed ? { params } : undefined,
+        style: detailed ? "block" : "inline",
+      },
+    });
+    blocks.push({
+      form: { action: "reject_action", fixed: { id: p.id }, label: `Reject #${p.id}`, fields: ["reason"] },
+    });
+    if (!detailed)
+      blocks.push({ md: link("Review in detail, or edit the params first", `${base}/pending/${p.id}`) });
+  }
+  return blocks;
+}
+
+async function listing(
+  ctx: Ctx,
+  where: Prisma.AgentPendingActionWhereInput,
+  path: string,
+  query: Record<string, string | undefined>,
+) {
+  const pg = paging(query);
+  const [pending, recent, total] = await Promise.all([
+    ctx.db.agentPendingAction.findMany({
+      where: { ...where, status: "pending" },
+      include,
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      skip: pg.skip,
+      take: pg.take,
+    }),
+    ctx.db.agentPendingAction.findMany({
+      where: { ...where, status: { not: "pending" } },
+      include,
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      take: 10,
+    }),
+    ctx.db.agentPendingAction.count({ where: { ...where, status: "pending" } }),
+  ]);
+  const blocks: Block[] = [
+    { md: `## Waiting for your review (${total})${total ? "" : "\n\n_Nothing to review._"}` },
+  ];
+  for (const p of pending) blocks.push(...pendingBlocks(p, false));
+  const more = pager(path, pg, total);
+  if (more) blocks.push({ md: more });
+  blocks.push({
+    md: `## Recently reviewed\n\n${recent.length ? recent.map((p) => `- ${link(`#${p.id}`, `/subagents/${p.agent.handle}/pending/${p.id}`)} \`${p.actionName}\` by @${p.agent.handle} — **${p.status}**${p.reviewNote ? `: ${mdEscape(p.reviewNote)}` : p.error ? `: ${mdEscape(p.error)}` : ""}`).join("\n") : "_None yet._"}`,
+  });
+  return blocks;
+}
+
+export const approvalsPage: PageDef = {
+  pattern: "/approvals",
+  actions: ["approve_action", "reject_action"],
+  resolve: async () => ({}),
+  async render(ctx, _scope, query) {
+    return {
+      title: "Approvals",
+      breadcrumb: [home, { label: "Approvals" }],
+      blocks: await listing(
+        ctx,
+        { tenantId: ctx.tenant.id, agent: { parentId: ctx.actor.id } },
+        "/approvals",
+        query,
+      ),
+    };
+  },
+};
+
+export const agentPendingPage: PageDef = {
+  pattern: "/subagents/:handle/pending",
+  actions: ["approve_action", "reject_action"],
+  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  async render(ctx, scope, query) {
+    const a = scope.agent!;
+    return {
+      title: `${a.name}: actions to review`,
+      breadcrumb: [...agentCrumbs(a), { label: "Pending" }],
+      blocks: await listing(
+        ctx,
+        { tenantId: ctx.tenant.id, agentId: a.id },
+        `/subagents/${a.handle}/pending`,
+        query,
+      ),
+    };
+  },
+};
+
+export const pendingPage: PageDef = {
+  pattern: "/subagents/:handle/pending/:pending",
+  actions: ["approve_action", "reject_action"],
+  async resolve(ctx, p) {
+    const agent = await loadOwnedAgent(ctx, p.handle!);
+    const found = await ctx.db.agentPendingAction.findFirst({
+      where: { id: p.pending!, agentId: agent.id, tenantId: ctx.tenant.id },
+      select: { id: true },
+    });
+    if (!found) throw new NotFoundError(`No pending action #${p.pending}`);
+    return { agent, pendingId: found.id };
+  },
+  async render(ctx, scope) {
+    const a = scope.agent!;
+    const p = await ctx.db.agentPendingAction.findFirst({
+      where: { id: scope.pendingId, agentId: a.id, tenantId: ctx.tenant.id },
+      include,
+    });
+    if (!p) throw new NotFoundError(`No pending action #${scope.pendingId}`);
+    return {
+      title: `Review #${p.id}: ${p.actionName}`,
+      breadcrumb: [
+        ...agentCrumbs(a),
+        { label: "Pending", path: `/subagents/${a.handle}/pending` },
+        { label: `#${p.id}` },
+      ],
+      blocks: pendingBlocks(p, true),
+      refreshSeconds: p.status === "approved" ? 2 : undefined,
+    };
+  },
+};
