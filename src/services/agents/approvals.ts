@@ -40,7 +40,7 @@ export async function resumeWaitingRun(tx: Db, p: AgentPendingAction, outcome: O
 
 export async function executeApproved(db: PrismaClient, pendingId: string): Promise<Outcome | null> {
   const p = await db.agentPendingAction.findUnique({ where: { id: pendingId } });
-  if (!p || p.status !== "approved") return null;
+  if (p?.status !== "approved") return null;
   const [agent, tenant, run] = await Promise.all([
     db.user.findUniqueOrThrow({ where: { id: p.agentId } }),
     db.tenant.findUniqueOrThrow({ where: { id: p.tenantId } }),
