@@ -5,7 +5,7 @@ import { Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.ts";
 import type { PrismaClient } from "../db/prisma.ts";
-import { executeApproved, expireOverdue } from "../services/agents/approvals.ts";
+import { executeApproved, expireOverdue, resumeSettled } from "../services/agents/approvals.ts";
 import { startHeartbeat } from "../services/agents/heartbeat.ts";
 import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
 import { startEventRelay } from "./event-relay.ts";
@@ -76,6 +76,7 @@ export async function startRuntime(o: RuntimeOptions) {
       async () => ({
         swept: await sweep(prisma, queues, c.SWEEP_INTERVAL_MS),
         expired: await expireOverdue(prisma),
+        resumed: await resumeSettled(prisma),
       }),
       {
         connection,

@@ -5,6 +5,7 @@ import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { requireScope } from "../access.ts";
 import { ALWAYS_ALLOWED, GRANTABLE } from "../agents/capabilities.ts";
+import { compilePattern } from "../agents/policy.ts";
 import { agentConfig, type Rule } from "../agents/settings.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { text } from "../validation.ts";
@@ -109,7 +110,7 @@ function parsePatterns(textValue: string | undefined): Record<string, string> {
         { field: "param_patterns", message: `line ${i + 1}: regex longer than 200` },
       ]);
     try {
-      new RegExp(pattern, "u");
+      compilePattern(pattern);
     } catch (err) {
       throw new ValidationError([
         { field: "param_patterns", message: `line ${i + 1}: ${(err as Error).message}` },

@@ -138,3 +138,28 @@ export async function expireOverdue(db: PrismaClient): Promise<number> {
 }
 
 export type PendingWithAgent = Prisma.AgentPendingActionGetPayload<{ include: { agent: true; run: true } }>;
+
+/**
+ * Waiting runs whose review already settled but never reached them — the review landed
+ * before the run was marked waiting, or the hand-over transaction failed after the
+ * action executed. The maintenance job closes that gap, as the sweeper does for runs.
+ */
+export async function resumeSettled(db: PrismaClient): Promise<number> {
+  const missed = await db.$queryRaw<{ id: string }[]>`
+    SELECT p.id FROM agent_pending_actions p JOIN subagent_task_runs r ON r.id = p.run_id
+    WHERE p.waits AND r.status = 'waiting' AND r.stop_reason = 'awaiting_approval'
+      AND p.status IN ('executed', 'failed', 'rejected', 'expired')
+      AND NOT EXISTS (SELECT 1 FROM subagent_task_run_steps s
+                      WHERE s.run_id = r.id AND s.type = 'approval' AND s.detail->>'pending' = p.id)
+    LIMIT 200`;
+  for (const { id } of missed)
+    await db.$transaction(async (tx) => {
+      const p = await tx.agentPendingAction.findUniqueOrThrow({ where: { id } });
+      const outcome: Outcome =
+        p.status === "executed"
+          ? { status: "executed", notice: p.result ?? "", path: p.resultPath ?? p.pagePath }
+          : { status: p.status as "failed" | "rejected" | "expired", message: p.reviewNote ?? p.error ?? "" };
+      await resumeWaitingRun(tx, p, outcome, p.reviewedById ?? p.agentId);
+    });
+  return missed.length;
+}

@@ -13,13 +13,18 @@ import type { Ctx } from "../registry/types.ts";
 import { capabilityDenial } from "./capabilities.ts";
 import { type AgentConfig, agentConfig, type Rule } from "./settings.ts";
 
+/** A rule's regex; a leading `(?i)` (common in other engines, not in JavaScript's) means case-insensitive. */
+export function compilePattern(pattern: string): RegExp {
+  return pattern.startsWith("(?i)") ? new RegExp(pattern.slice(4), "iu") : new RegExp(pattern, "u");
+}
+
 export type Verdict = { kind: "allow"; rule?: string } | { kind: "deny" | "approve"; rule: string };
 
 export function ruleMatches(rule: Rule, action: string, params: Record<string, unknown>): boolean {
   if (rule.action !== "*" && rule.action !== action) return false;
   return Object.entries(rule.params).every(([name, pattern]) => {
     const v = params[name];
-    return new RegExp(pattern, "u").test(
+    return compilePattern(pattern).test(
       v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v),
     );
   });

@@ -6,6 +6,8 @@ import type { PageDef } from "../registry/types.ts";
 import { agentCrumbs } from "./subagents.ts";
 
 const code = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
+/** Text inside a code span in a table cell: a `|` would end the cell, a backtick the span. */
+const cell = (text: string) => text.replace(/`/g, "'").replace(/\|/g, "\\|");
 
 export const agentSettingsPage: PageDef = {
   pattern: "/subagents/:handle/settings",
@@ -24,7 +26,7 @@ export const agentSettingsPage: PageDef = {
             (r, i) =>
               `| ${i + 1} | ${mdEscape(r.name)} | \`${r.action}\` | ${
                 Object.entries(r.params)
-                  .map(([k, v]) => `\`${k}\` ~ \`${v.replace(/`/g, "'")}\``)
+                  .map(([k, v]) => `\`${k}\` ~ \`${cell(v)}\``)
                   .join(", ") || "—"
               } | **${r.decision}** |`,
           ),
@@ -43,6 +45,10 @@ export const agentSettingsPage: PageDef = {
             `**Never allowed** (identity, membership, security, the workspace, other agents): ${code(ALWAYS_BLOCKED)}.`,
             "",
             `**Yours to grant** (content): ${cfg.capabilities === undefined ? "all of them, until you choose (older agents keep working)" : `${granted.length} of ${GRANTABLE.length} granted`}. An agent can never do more than you could in a studio.`,
+            "",
+            `Granted now: ${code(granted) || "none"}.`,
+            "",
+            `Waiting for your approval: ${code(cfg.requires_approval) || "nothing"}.`,
           ].join("\n"),
         },
         {
