@@ -6,9 +6,9 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
 import { executeApproved } from "../src/services/agents/approvals.ts";
-import { toActor } from "../src/services/agents/navigator.ts";
 import { finishRun } from "../src/services/agents/runs.ts";
 import { registry } from "../src/services/catalog.ts";
+import { toActor } from "../src/services/registry/types.ts";
 import { requestsFor, stepsOf, userPrompt } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, waitForRun } from "./helpers/agents.ts";
 import {
@@ -111,9 +111,9 @@ describe("policy rules", () => {
     expect(notePath).toContain(comment.subjectId);
   });
 
-  // Regression (fixed): the add_rule hint itself says "e.g. text=(?i)budget"
-  // (actions/agent-settings.ts:107), but patterns are compiled as JavaScript regexes with
-  // the `u` flag (agent-settings.ts:114, policy.ts:21), which reject `(?i)`: 400 "Invalid group".
+  // Regression: the add_rule hint suggests `text=(?i)budget`, but JavaScript regexes reject
+  // `(?i)` ("Invalid group"), so add_rule answered 400; compilePattern (policy.ts) now reads a
+  // leading `(?i)` as the `i` flag, when saving the rule and when matching it.
   it("a case-insensitive pattern written (?i)secret is accepted and matches SECRET", async () => {
     const { w, scout } = await setup({}, (path) => [
       { path, action: "add_comment", params: { text: "The SECRET plan" } },
@@ -379,12 +379,11 @@ describe("over HTTP", () => {
 });
 
 describe("regressions", () => {
-  // Regression (fixed): a lost wakeup in wait mode. The pending row commits inside the
-  // action's transaction (policy.ts:84), but the run is marked `waiting` only afterwards, by
-  // finishRun (process-agent-run.ts:46). A review landing in between finds the run still
-  // `running`, so resumeWaitingRun (agents/approvals.ts:24) does nothing, and the run then
-  // waits forever for an outcome that was already decided. Reproduced deterministically by
-  // doing the worker's steps in that order.
+  // Regression: a lost wakeup in wait mode. The pending row commits inside the action's
+  // transaction, but the run is marked `waiting` only afterwards, by finishRun. A review
+  // landing in between found the run still `running`, resumeWaitingRun did nothing, and the
+  // run waited forever; resumeSettled (maintenance job) now closes the gap. Reproduced
+  // deterministically by doing the worker's steps in that order around the review.
   it("a review that lands before the run is marked waiting still resumes the run", async () => {
     const { w, scout } = await setup({ requires_approval: ["create_note"], approval_mode: "wait" }, () => []);
     const lease = { leaseOwner: "test-worker", leaseExpiresAt: new Date(Date.now() + 60_000) };
@@ -407,11 +406,11 @@ describe("regressions", () => {
     expect((await waitForRun(scout.id, undefined, 5000)).status).toBe("completed");
   });
 
-  // Regression (fixed): executeApproved (agents/approvals.ts:56-96) commits `executed` in
-  // the action's transaction, but emits `approval.executed` and resumes the waiting run in a
-  // second transaction. If that one fails (a crash, a dropped connection), the job's retry
-  // finds the row `executed` and returns null: the run waits forever. Here the first insert
-  // of that event fails once (a trigger in this file's database), as a dropped connection would.
+  // Regression: executeApproved commits `executed` in the action's transaction, but emits
+  // `approval.executed` and resumes the waiting run in a second one. When that one failed (a
+  // crash, a dropped connection), the job's retry found the row `executed` and returned null:
+  // the run waited forever. Here that insert fails (a trigger in this file's database) until
+  // the job has failed once; resumeSettled must still hand the outcome to the run.
   it("an outcome whose event failed to commit once still reaches the waiting run", async () => {
     const { w, scout, p } = await queued(h, { approval_mode: "wait" });
     const fn = `fail_${p.id}`;

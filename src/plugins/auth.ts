@@ -5,7 +5,7 @@ import { timingSafeEqual } from "node:crypto";
 import fp from "fastify-plugin";
 import { ForbiddenError, UnauthorizedError } from "../lib/errors.ts";
 import { randomToken } from "../lib/ids.ts";
-import type { Actor } from "../services/registry/types.ts";
+import { type Actor, toActor } from "../services/registry/types.ts";
 import { findSession, SESSION_COOKIE } from "../services/sessions.ts";
 import { verifyApiToken } from "../services/tokens.ts";
 import { PUBLIC_PREFIXES } from "./tenancy.ts";
@@ -21,24 +21,6 @@ declare module "fastify" {
 
 export const CSRF_COOKIE = "cadre_csrf";
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-
-function toActor(u: {
-  id: string;
-  tenantId: string;
-  handle: string;
-  name: string;
-  kind: Actor["kind"];
-  parentId: string | null;
-}): Actor {
-  return {
-    id: u.id,
-    tenantId: u.tenantId,
-    handle: u.handle,
-    name: u.name,
-    kind: u.kind,
-    parentId: u.parentId,
-  };
-}
 
 function sameToken(a: string, b: string): boolean {
   const x = Buffer.from(a);

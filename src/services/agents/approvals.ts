@@ -6,7 +6,7 @@ import type { AgentPendingAction, Prisma } from "../../generated/prisma/client.t
 import { AppError } from "../../lib/errors.ts";
 import { registry } from "../catalog.ts";
 import { emitEvent } from "../events.ts";
-import { toActor } from "./navigator.ts";
+import { toActor } from "../registry/types.ts";
 import { requeue } from "./runs.ts";
 import { recordResources, recordStep } from "./steps.ts";
 

@@ -3,9 +3,9 @@
 // error. Each step is recorded before the next begins, so a recovered run resumes
 // where it was and never repeats an action.
 import type { PrismaClient } from "../../db/prisma.ts";
-import type { SubagentTaskRun, User } from "../../generated/prisma/client.ts";
+import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
-import type { Actor, Ctx } from "../registry/types.ts";
+import { type Ctx, toActor } from "../registry/types.ts";
 import type { StopReason } from "./heartbeat.ts";
 import { type Endpoint, type LlmClient, LlmError, type Usage } from "./llm.ts";
 import { buildMessages } from "./prompt.ts";
@@ -27,17 +27,6 @@ export interface NavigatorDeps {
 }
 
 const excerpt = (s: string, n = 2000) => (s.length > n ? `${s.slice(0, n)}…` : s);
-
-export function toActor(u: User): Actor {
-  return {
-    id: u.id,
-    tenantId: u.tenantId,
-    handle: u.handle,
-    name: u.name,
-    kind: u.kind,
-    parentId: u.parentId,
-  };
-}
 
 function stopped(reason: unknown): Finish {
   if (reason === "stopped")

@@ -21,6 +21,17 @@ export interface Actor {
   parentId: string | null;
 }
 
+export function toActor(u: Pick<User, "id" | "tenantId" | "handle" | "name" | "kind" | "parentId">): Actor {
+  return {
+    id: u.id,
+    tenantId: u.tenantId,
+    handle: u.handle,
+    name: u.name,
+    kind: u.kind,
+    parentId: u.parentId,
+  };
+}
+
 /** Everything a page or action needs about the request, with no HTTP in it. */
 export interface Ctx {
   db: PrismaClient;
