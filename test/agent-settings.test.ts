@@ -103,10 +103,9 @@ describe("what the page shows", () => {
     );
   });
 
-  // Regression (fixed): the markdown page (what the API and agents read) says only how
-  // many capabilities are granted and never which, nor which actions need approval: the
-  // forms that carry them (pages/agent-settings.ts:46-73) are HTML-only. A markdown client
-  // must send all 11 booleans to set_capabilities but cannot read the current ones first.
+  // Regression: the markdown page (what the API and agents read) said how many capabilities
+  // were granted but never which, nor which actions need approval (the forms carrying them
+  // are HTML-only), so a markdown client could not read them before sending all 11 booleans.
   it("the markdown page names the granted actions and the approval list", async () => {
     const { w } = await setup({ capabilities: ["add_comment"], requires_approval: ["vote"] });
     const page = await pageBody(w);
@@ -115,9 +114,8 @@ describe("what the page shows", () => {
     expect(page).not.toContain("`create_note`");
   });
 
-  // Regression (fixed): a `|` in a param pattern is written into the rules table as is
-  // (pages/agent-settings.ts:27 escapes only backticks), so the GFM table splits the cell:
-  // the pattern `secret|private` shows as `secret` and the rest spills into the next column.
+  // Regression: a `|` in a param pattern was written into the rules table as is, so the GFM
+  // table split the cell: `secret|private` showed as `secret` and the decision was lost.
   it("a pattern with | shows whole in the rules table", async () => {
     const { browser } = await setup({
       rules: [{ name: "hush", action: "add_comment", params: { text: "secret|private" }, decision: "deny" }],
