@@ -71,6 +71,9 @@ export async function runNavigator(
     actor: toActor(agent),
     run: { id: run.id, chainDepth: run.chainDepth },
   };
+  // A new context per step: per-request caches (the agent's capabilities) are re-read,
+  // so an owner's change takes effect at the agent's next step, not its next run.
+  const fresh = (): Ctx => ({ ...ctx });
   const history = previous.map(summarize);
   let n = previous.length;
   // A question and its answer are a conversation with the owner, not work: recorded as
@@ -87,7 +90,7 @@ export async function runNavigator(
   let page: MarkdownPage;
   if (n === 0) {
     const t0 = performance.now();
-    page = await readPage(ctx, "/whoami");
+    page = await readPage(fresh(), "/whoami");
     await record({
       type: "navigate",
       path: "/whoami",
@@ -95,7 +98,7 @@ export async function runNavigator(
       durationMs: performance.now() - t0,
     });
     history.push(summarize({ type: "navigate", path: "/whoami", detail: { ok: true } }));
-  } else page = await readPage(ctx, lastPath(previous) ?? "/whoami");
+  } else page = await readPage(fresh(), lastPath(previous) ?? "/whoami");
 
   let invalid = 0;
   let feedback: string | undefined;
@@ -203,7 +206,7 @@ export async function runNavigator(
       return { status: "waiting", stopReason: "asked_owner", question: d.question };
     }
     if (d.type === "navigate") {
-      page = await readPage(ctx, d.path);
+      page = await readPage(fresh(), d.path);
       const ok = page.status === 200;
       await record({
         type: "navigate",
@@ -245,7 +248,7 @@ export async function runNavigator(
     }
     const at = page.path;
     const stepNo = n + 1;
-    const result = await runAction(ctx, at, d.action, d.params, {
+    const result = await runAction(fresh(), at, d.action, d.params, {
       reason: d.reason,
       inTx: async (tx, outcome, emitted) => {
         // Same transaction as the action: the step, its resources and the action commit together or not at all.

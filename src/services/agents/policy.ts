@@ -55,6 +55,21 @@ function agentOf(ctx: Ctx) {
   return p;
 }
 
+const memberships = new WeakMap<Ctx, Map<string, Promise<{ role: string } | null>>>();
+function ownerMembership(ctx: Ctx, studioId: string, ownerId: string) {
+  let byStudio = memberships.get(ctx);
+  if (!byStudio) memberships.set(ctx, (byStudio = new Map()));
+  let p = byStudio.get(studioId);
+  if (!p) {
+    p = ctx.db.studioMember.findUnique({
+      where: { studioId_userId: { studioId, userId: ownerId } },
+      select: { role: true },
+    });
+    byStudio.set(studioId, p);
+  }
+  return p;
+}
+
 export const agentGuard: Guard = async (ctx, action, scope) => {
   if (ctx.actor.kind !== "subagent") return null;
   const agent = await agentOf(ctx);
@@ -62,11 +77,7 @@ export const agentGuard: Guard = async (ctx, action, scope) => {
   if (denial) return denial;
   if (!scope.studio) return null;
   // Never more than its owner could do: the owner must be in the studio, and the agent acts with the lesser role.
-  const owner = agent.parentId
-    ? await ctx.db.studioMember.findUnique({
-        where: { studioId_userId: { studioId: scope.studio.id, userId: agent.parentId } },
-      })
-    : null;
+  const owner = agent.parentId ? await ownerMembership(ctx, scope.studio.id, agent.parentId) : null;
   if (!owner) return "its owner is not a member of this studio";
   if (owner.role === "admin" || scope.studio.role === "member") return null;
   const reason = action.available?.(ctx, { ...scope, studio: { ...scope.studio, role: "member" } });
