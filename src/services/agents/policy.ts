@@ -58,7 +58,10 @@ function agentOf(ctx: Ctx) {
 const memberships = new WeakMap<Ctx, Map<string, Promise<{ role: string } | null>>>();
 function ownerMembership(ctx: Ctx, studioId: string, ownerId: string) {
   let byStudio = memberships.get(ctx);
-  if (!byStudio) memberships.set(ctx, (byStudio = new Map()));
+  if (!byStudio) {
+    byStudio = new Map();
+    memberships.set(ctx, byStudio);
+  }
   let p = byStudio.get(studioId);
   if (!p) {
     p = ctx.db.studioMember.findUnique({
