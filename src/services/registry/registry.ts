@@ -118,8 +118,12 @@ export function createRegistry(
       query: Query,
     ): Promise<{ view: PageView; actions: ActionDef[]; resolved: Resolved }> {
       const resolved = await resolve(ctx, path);
-      const view = await resolved.page.render(ctx, resolved.scope, query);
-      return { view, actions: await available(ctx, resolved), resolved };
+      // Independent reads: the page's content and which actions the actor may use.
+      const [view, actions] = await Promise.all([
+        resolved.page.render(ctx, resolved.scope, query),
+        available(ctx, resolved),
+      ]);
+      return { view, actions, resolved };
     },
 
     async describe(ctx: Ctx, path: string, name: string): Promise<{ action: ActionDef; resolved: Resolved }> {
