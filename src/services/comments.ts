@@ -63,16 +63,15 @@ export async function commentsBlock(
 
 /** The chain from a comment up to its subject: [{comment parent}, …, {note}]. */
 export async function commentChain(tx: Db, parentId: string | null, subjectType: string, subjectId: string) {
-  const chain: { type: string; id: string }[] = [];
-  let cursor = parentId;
-  for (let i = 0; cursor && i < 50; i++) {
-    chain.push({ type: "comment", id: cursor });
-    const parent: { parentId: string | null } | null = await tx.comment.findUnique({
-      where: { id: cursor },
-      select: { parentId: true },
-    });
-    cursor = parent?.parentId ?? null;
-  }
-  chain.push({ type: subjectType, id: subjectId });
-  return chain;
+  // One recursive query, not one query per ancestor.
+  const ancestors = parentId
+    ? await tx.$queryRaw<{ id: string }[]>`
+        WITH RECURSIVE up(id, parent_id, depth) AS (
+          SELECT id, parent_id, 0 FROM comments WHERE id = ${parentId}
+          UNION ALL
+          SELECT c.id, c.parent_id, up.depth + 1 FROM comments c JOIN up ON c.id = up.parent_id WHERE up.depth < 50
+        )
+        SELECT id FROM up ORDER BY depth`
+    : [];
+  return [...ancestors.map((r) => ({ type: "comment", id: r.id })), { type: subjectType, id: subjectId }];
 }

@@ -1,17 +1,13 @@
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadOwnedAgent } from "../access.ts";
-import { link, mdEscape, quote } from "../registry/markdown.ts";
+import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 import { agentCrumbs } from "./subagents.ts";
 
 type Pending = Prisma.AgentPendingActionGetPayload<{ include: { agent: true; run: true; reviewedBy: true } }>;
 const include = { agent: true, run: true, reviewedBy: true } as const;
-
-function fenced(text: string, lang = ""): string {
-  return `~~~~${lang}\n${text.replace(/~{4,}/g, "~~~")}\n~~~~`;
-}
 
 /** Everything a reviewer needs in one place: who, why, where, what exactly, until when. */
 export function pendingBlocks(p: Pending, detailed: boolean): Block[] {

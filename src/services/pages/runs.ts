@@ -1,6 +1,6 @@
 import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { loadOwnedAgent, loadRun } from "../access.ts";
-import { link, mdEscape, quote } from "../registry/markdown.ts";
+import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
 import { excerpt, pager, paging, when } from "./format.ts";
 import { agentCrumbs } from "./subagents.ts";
@@ -62,11 +62,6 @@ export const runsPage: PageDef = {
     };
   },
 };
-
-/** Raw text in a fenced block: shown as written, never rendered, whatever backticks it holds. */
-function fenced(text: string, lang = ""): string {
-  return `~~~~${lang}\n${text.replace(/~{4,}/g, "~~~")}\n~~~~`;
-}
 
 function stepBlock(s: {
   number: number;

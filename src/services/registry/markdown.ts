@@ -20,6 +20,11 @@ export function quote(text: string): string {
     .join("\n");
 }
 
+/** Raw text in a fenced block: shown as written, never rendered, whatever backticks it holds. */
+export function fenced(text: string, lang = ""): string {
+  return `~~~~${lang}\n${text.replace(/~{4,}/g, "~~~")}\n~~~~`;
+}
+
 export function link(label: string, path: string): string {
   return `[${mdEscape(label)}](${path})`;
 }
