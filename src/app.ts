@@ -16,21 +16,29 @@ import tenancy from "./plugins/tenancy.ts";
 import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
 import pageRoutes from "./routes/pages.ts";
+import usageCsvRoutes from "./routes/usage-csv.ts";
+import { configureKeyring } from "./services/money/keyring.ts";
 
 export interface AppOptions {
   config: Config;
   /** Shared client (tests); otherwise the app creates and closes its own. */
   prisma?: PrismaClient;
-  logger?: boolean;
+  /** false: no log; a stream: the log's JSON lines go there instead of stdout (tests read them). */
+  logger?: boolean | { stream: { write(line: string): void } };
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { config } = opts;
+  configureKeyring(config);
   const app = Fastify({
     logger:
       opts.logger === false
         ? false
-        : { level: config.LOG_LEVEL, redact: ["req.headers.authorization", "req.headers.cookie"] },
+        : {
+            level: config.LOG_LEVEL,
+            redact: ["req.headers.authorization", "req.headers.cookie"],
+            ...(typeof opts.logger === "object" && { stream: opts.logger.stream }),
+          },
     bodyLimit: 256 * 1024,
     trustProxy: config.NODE_ENV === "production",
   });
@@ -63,6 +71,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(healthRoutes);
   await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, secure });
+  await app.register(usageCsvRoutes);
   await app.register(pageRoutes);
   return app;
 }

@@ -1,6 +1,7 @@
 // The one place that reads the environment. Parsed once at start; every problem is
 // printed together and the process exits, so a misconfigured deploy fails loudly.
 import { z } from "zod";
+import { DEV_ENCRYPTION_KEYS, parseMasterKeys, usesDevelopmentKey } from "./services/money/secrets.ts";
 
 const schema = z.object({
   NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
@@ -39,6 +40,22 @@ const schema = z.object({
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
   RUN_LEASE_SECONDS: z.coerce.number().int().min(2).max(600).default(15),
   RUN_HEARTBEAT_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+  // Master keys for secrets at rest (BYOK API keys): `version:base64(32 bytes)`, comma
+  // separated; the highest version encrypts, all decrypt. Rotate by adding a version and
+  // running `npm run keys:reencrypt`.
+  APP_ENCRYPTION_KEYS: z
+    .string()
+    .default(DEV_ENCRYPTION_KEYS)
+    .superRefine((v, c) => {
+      try {
+        parseMasterKeys(v);
+      } catch (err) {
+        c.addIssue({ code: "custom", message: (err as Error).message });
+      }
+    }),
+  // Lets a BYOK base URL point at localhost or a private network (a self-hosted model).
+  // Off in production: a user's key test must not become a probe of the server's network.
+  BYOK_ALLOW_PRIVATE_URLS: z.enum(["0", "1", "true", "false"]).optional(),
   SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
 });
 
@@ -53,6 +70,10 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   const config = result.data;
   if (config.NODE_ENV === "production" && config.SESSION_SECRET.startsWith("dev-only")) {
     throw new Error("Invalid configuration:\n  SESSION_SECRET: must be set in production");
+  }
+  // Any listing of the published development key counts, however it is spelled or versioned.
+  if (config.NODE_ENV === "production" && usesDevelopmentKey(parseMasterKeys(config.APP_ENCRYPTION_KEYS))) {
+    throw new Error("Invalid configuration:\n  APP_ENCRYPTION_KEYS: must be set in production");
   }
   return config;
 }

@@ -378,9 +378,11 @@ describe("ownership", () => {
     const other = await makeWorld("sx");
     const theirs = await agent(other, other.alice, "theirs");
     const [base, runUrl] = ["/subagents/private", `/subagents/private/runs/${waiting}`];
-    const pages = [base, `${base}/run`, `${base}/runs`, runUrl];
+    const pages = [base, `${base}/run`, `${base}/runs`, runUrl, `${base}/usage`];
     const posts: (readonly [string, string, Record<string, string>])[] = [
       [base, "update_subagent", { name: "Mine" }],
+      [base, "set_agent_api_key", { api_key: "shared" }],
+      [`${base}/usage`, "set_cost_limit", { monthly_limit_usd: "1" }],
       [base, "add_to_studio", { studio: "general" }],
       [base, "remove_from_studio", { studio: "general" }],
       [base, "pause_subagent", { reason: "x" }],
@@ -390,11 +392,14 @@ describe("ownership", () => {
       [runUrl, "answer_question", { answer: "steal" }],
     ];
     const snapshot = async () =>
-      JSON.stringify([
-        await user(a.id),
-        await db.subagentTaskRun.findMany({ where: { agentId: a.id }, orderBy: { id: "asc" } }),
-        await db.studioMember.findMany({ where: { userId: a.id } }),
-      ]);
+      JSON.stringify(
+        [
+          await user(a.id),
+          await db.subagentTaskRun.findMany({ where: { agentId: a.id }, orderBy: { id: "asc" } }),
+          await db.studioMember.findMany({ where: { userId: a.id } }),
+        ],
+        (_k, v) => (typeof v === "bigint" ? v.toString() : v),
+      );
     const before = await snapshot();
     // The owner gets every page: the 404s below are about who asks.
     for (const url of pages) check(await A(url), 200);
@@ -422,7 +427,7 @@ describe("ownership", () => {
     const stop = await go(other, other.alice, `${foreign}/actions/stop_run`, {});
     seen.push(`theirs stop_run ${stop.statusCode}`);
     expect(seen.filter((s) => !s.endsWith(" 404"))).toEqual([]);
-    expect(seen).toHaveLength(2 * (4 * 2 + 10 * 3) + (4 + 10 * 2) + 2);
+    expect(seen).toHaveLength(2 * (5 * 2 + 12 * 3) + (5 + 12 * 2) + 2);
     // A token is valid on its own tenant's host only.
     const headers = { host: w.host, accept: "text/markdown", authorization: `Bearer ${other.alice.token}` };
     check(await app.inject({ url: base, headers }), 401);

@@ -357,6 +357,67 @@ describe("tenant B against tenant A", () => {
     }
   });
 
+  // The CSV exports are plain routes, not registry pages, so the sweep below does not reach them.
+  it("usage CSVs: B gets its own rows or nothing, never A's", async () => {
+    const failures: string[] = [];
+    for (const mode of MODES)
+      for (const seed of seeds())
+        for (const url of [`/subagents/${seed.agent}/usage.csv`, "/usage.csv", "/usage.csv?scope=mine"])
+          for (const format of ["md", "html"] as const) {
+            const res = await get(app, callers[mode], url, format);
+            const onB = mode.endsWith("B host");
+            count(`${mode}: GET usage CSV [${format}] → ${res.statusCode}`);
+            // B has a `scout` (its own, with a ledger row carrying B's mark) but no agent of A's only seed.
+            const own =
+              onB && (url.startsWith("/usage") || seed.owner === "B" || bHas.agents.has(seed.agent));
+            const ok = !onB
+              ? mode === "B session on A host" && format === "html"
+                ? res.statusCode === 303 && String(res.headers.location).startsWith("/login")
+                : res.statusCode === 401
+              : own
+                ? res.statusCode === 200 && res.body.includes(bMark) && res.body.startsWith("time_utc,")
+                : res.statusCode === 404;
+            if (!ok) failures.push(`${mode} ${url} [${format}]: ${excerpt(res)}`);
+            const leaked = leaks(res, onB ? needles.onB : needles.onA, url);
+            if (leaked.length) failures.push(`${mode} ${url} [${format}]: leaks ${leaked.join(", ")}`);
+          }
+    expect(failures).toEqual([]);
+    // The control: A's owner downloads A's rows (its key label and model carry A's mark).
+    for (const seed of seeds()) {
+      const res = await get(app, asA.get(seed.label)!.token, `/subagents/${seed.agent}/usage.csv`, "md");
+      expect(res.statusCode).toBe(200);
+      expect(res.body.trim().split("\n")).toHaveLength(3);
+      expect(res.body).toContain(A.mark);
+    }
+  });
+
+  it("A's provider keys cannot be tested, revoked or picked from B by id", async () => {
+    const db = testPrisma();
+    const ids = seeds().flatMap((s) => [s.keys!.use, s.keys!.revoke]);
+    const failures: string[] = [];
+    for (const mode of ["B token on B host", "B session on B host"] as const)
+      for (const id of ids)
+        for (const [url, json] of [
+          ["/u/alice/settings/api-keys/actions/test_api_key", { key_id: id }],
+          ["/u/alice/settings/api-keys/actions/revoke_api_key", { key_id: id }],
+          ["/subagents/scout/actions/set_agent_api_key", { api_key: id }],
+        ] as const)
+          for (const format of ACTION_FORMATS) {
+            const res = await post(app, callers[mode], url, format, { json, form: json, aRef: true });
+            count(`${mode}: key action with A's key id [${format}] → ${res.statusCode}`);
+            // test/revoke look the key up among B's alice's own: 404; picking one for an agent is a bad param: 400.
+            const want = url.endsWith("set_agent_api_key") ? 400 : 404;
+            if (res.statusCode !== want)
+              failures.push(`${mode} ${url} ${id}: expected ${want}, ${excerpt(res)}`);
+          }
+    expect(failures).toEqual([]);
+    const keys = await db.agentApiKey.findMany({ where: { id: { in: ids } } });
+    expect(keys.map((k) => [k.revokedAt, k.lastTestedAt])).toEqual(ids.map(() => [null, null]));
+    // B's scout still uses the shared endpoint.
+    const scout = await db.user.findFirstOrThrow({ where: { tenantId: B.tenant.id, handle: "scout" } });
+    expect((scout.agentConfig as { api_key_id?: string }).api_key_id).toBeUndefined();
+  });
+
   it("A's pending actions cannot be approved or rejected from B by id, on any review page", async () => {
     const db = testPrisma();
     const reviewPages = [

@@ -48,6 +48,8 @@ export interface FakeLlm {
   requests: Recorded[];
   setScript(script: Script): void;
   setLatency(ms: number): void;
+  /** Only these bearer keys are accepted (401 otherwise), like a real provider; null accepts any. */
+  setAcceptedKeys(keys: string[] | null): void;
   close(): Promise<void>;
 }
 
@@ -102,11 +104,34 @@ export async function startFakeLlm(
   let script: Script = opts.script ?? [];
   let latency = opts.latencyMs ?? 0;
   let n = 0;
+  let accepted: string[] | null = null;
   const requests: Recorded[] = [];
   const hanging = new Set<ServerResponse>();
 
   const server = createServer(async (req, res) => {
     try {
+      const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+      if (accepted && !(bearer && accepted.includes(bearer))) {
+        res.writeHead(401, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            error: {
+              message: "Incorrect API key provided",
+              type: "invalid_request_error",
+              code: "invalid_api_key",
+            },
+          }),
+        );
+        return;
+      }
+      if (req.method === "GET" && req.url?.endsWith("/models")) {
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            object: "list",
+            data: [{ id: "fake-model", object: "model", owned_by: "cadre" }],
+          }),
+        );
+        return;
+      }
       if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
         res
           .writeHead(404, { "content-type": "application/json" })
@@ -162,6 +187,9 @@ export async function startFakeLlm(
     },
     setLatency(ms) {
       latency = ms;
+    },
+    setAcceptedKeys(keys) {
+      accepted = keys;
     },
     async close() {
       for (const res of hanging) res.destroy();

@@ -13,6 +13,8 @@ export interface PageReply {
   view: PageView;
   actions: ActionDef[];
   notice?: string;
+  /** The notice reports something that did not work (a key test that failed). */
+  warning?: boolean;
   secret?: string;
   state?: FormState;
   location?: string;
@@ -42,6 +44,7 @@ export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: Page
     content,
     actions,
     notice: r.notice,
+    warning: r.warning,
     secret: r.secret,
     refreshSeconds: r.view.refreshSeconds,
     alert: r.alert,
@@ -54,6 +57,7 @@ export interface LayoutData {
   content: string;
   actions?: string;
   notice?: string;
+  warning?: boolean;
   secret?: string;
   error?: boolean;
   refreshSeconds?: number;

@@ -1,7 +1,7 @@
 import type { Job } from "bullmq";
 import type { PrismaClient } from "../db/prisma.ts";
 import { dispatchTriggers } from "../services/agents/dispatcher.ts";
-import { notifyOwnerOfApproval, notifyOwnerOfRun } from "../services/agents/notify.ts";
+import { notifyOwnerOfApproval, notifyOwnerOfRun, notifyOwnerOfSpend } from "../services/agents/notify.ts";
 import { notifyForEvent } from "../services/notifications.ts";
 import { loadSubject } from "../services/subjects.ts";
 import type { JobPayloads, Queues } from "./queues.ts";
@@ -19,6 +19,8 @@ export function eventProcessor(
       return { enqueued: e.subjectId };
     }
     if (e.type === "run.waiting") return { notified: await notifyOwnerOfRun(prisma, e) };
+    if (e.type === "usage.threshold" || e.type === "agent.paused")
+      return { notified: await notifyOwnerOfSpend(prisma, e) };
     if (e.type === "approval.requested") return { notified: await notifyOwnerOfApproval(prisma, e) };
     if (e.type === "approval.approved") {
       await queues["approved-actions"].add(

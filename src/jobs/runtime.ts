@@ -8,6 +8,7 @@ import type { PrismaClient } from "../db/prisma.ts";
 import { executeApproved, expireOverdue, resumeSettled } from "../services/agents/approvals.ts";
 import { startHeartbeat } from "../services/agents/heartbeat.ts";
 import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
+import { configureKeyring } from "../services/money/keyring.ts";
 import { startEventRelay } from "./event-relay.ts";
 import { agentRunProcessor, workerId } from "./process-agent-run.ts";
 import { eventProcessor } from "./process-event.ts";
@@ -27,6 +28,9 @@ export type RuntimeConfig = Pick<
   | "RUN_LEASE_SECONDS"
   | "RUN_HEARTBEAT_MS"
   | "SWEEP_INTERVAL_MS"
+  | "NODE_ENV"
+  | "APP_ENCRYPTION_KEYS"
+  | "BYOK_ALLOW_PRIVATE_URLS"
 >;
 
 export interface RuntimeOptions {
@@ -40,6 +44,7 @@ export interface RuntimeOptions {
 
 export async function startRuntime(o: RuntimeOptions) {
   const { config: c, prisma, connection } = o;
+  configureKeyring(c);
   const prefix = c.QUEUE_PREFIX;
   const queues = createQueues(connection, prefix);
   const owner = workerId();

@@ -23,7 +23,8 @@ function splitAction(path: string): { page: string; action: string } | null {
   return { page: `/${segs.slice(0, -2).join("/")}`, action: segs[segs.length - 1]! };
 }
 
-function ctxOf(req: FastifyRequest): Ctx {
+/** The request as a page/action context; also used by the CSV export. */
+export function ctxOf(req: FastifyRequest): Ctx {
   if (!req.actor || !req.tenant) throw new UnauthorizedError();
   return { db: req.server.prisma, tenant: req.tenant, actor: req.actor };
 }
@@ -33,12 +34,23 @@ function parseUrl(url: string): { path: string; query: Query } {
   return { path: decodeURIComponent(u.pathname), query: Object.fromEntries(u.searchParams) };
 }
 
-function takeFlash(req: FastifyRequest, reply: FastifyReply): string | undefined {
+interface Flash {
+  notice: string;
+  warning?: boolean;
+}
+
+function takeFlash(req: FastifyRequest, reply: FastifyReply): Flash | undefined {
   const raw = req.cookies[FLASH_COOKIE];
   if (!raw) return undefined;
   reply.clearCookie(FLASH_COOKIE, { path: "/" });
   const v = req.unsignCookie(raw);
-  return v.valid && v.value ? v.value : undefined;
+  if (!v.valid || !v.value) return undefined;
+  try {
+    const f = JSON.parse(v.value) as Flash;
+    return typeof f.notice === "string" ? f : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function showPage(
@@ -49,6 +61,7 @@ async function showPage(
   extra: {
     status?: number;
     notice?: string;
+    warning?: boolean;
     secret?: string;
     state?: FormState;
     location?: string;
@@ -85,8 +98,10 @@ export default async function pageRoutes(app: FastifyInstance) {
       });
     }
     const query = new URLSearchParams(raw.query as Record<string, string>).toString();
+    const flash = takeFlash(req, reply);
     return showPage(req, reply, format, `${path}${query ? `?${query}` : ""}`, {
-      notice: takeFlash(req, reply),
+      notice: flash?.notice,
+      warning: flash?.warning,
     });
   });
 
@@ -107,17 +122,22 @@ export default async function pageRoutes(app: FastifyInstance) {
       // is rendered directly instead, so it never travels in a cookie.
       if (format === "html" && form && !outcome.secret) {
         if (outcome.notice)
-          reply.setCookie(FLASH_COOKIE, outcome.notice, {
-            path: "/",
-            httpOnly: true,
-            sameSite: "lax",
-            signed: true,
-          });
+          reply.setCookie(
+            FLASH_COOKIE,
+            JSON.stringify({ notice: outcome.notice, warning: outcome.warning }),
+            {
+              path: "/",
+              httpOnly: true,
+              sameSite: "lax",
+              signed: true,
+            },
+          );
         return reply.redirect(outcome.location, 303);
       }
       return showPage(req, reply, format, outcome.location, {
         status: outcome.status,
         notice: outcome.notice || undefined,
+        warning: outcome.warning,
         secret: outcome.secret,
         location: outcome.status === 201 ? outcome.location : undefined,
       });

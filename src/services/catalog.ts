@@ -11,6 +11,15 @@ import { approveAction, rejectAction } from "./actions/approvals.ts";
 import { addComment } from "./actions/comments.ts";
 import { createCommitment, joinCommitment } from "./actions/commitments.ts";
 import { addOption, createDecision, vote } from "./actions/decisions.ts";
+import {
+  addApiKey,
+  removeModelPrice,
+  revokeApiKey,
+  setAgentApiKey,
+  setCostLimit,
+  setModelPrice,
+  testApiKey,
+} from "./actions/money.ts";
 import { confirmRead, createNote, pinNote, unpinNote, updateNote } from "./actions/notes.ts";
 import {
   createApiTokenAction,
@@ -35,6 +44,7 @@ import {
 } from "./actions/subagents.ts";
 import { agentGuard, agentPolicy } from "./agents/policy.ts";
 import { agentSettingsPage } from "./pages/agent-settings.ts";
+import { apiKeysPage } from "./pages/api-keys.ts";
 import { agentPendingPage, approvalsPage, pendingPage } from "./pages/approvals.ts";
 import { commitmentPage, commitmentsPage } from "./pages/commitments.ts";
 import { decisionPage, decisionsPage } from "./pages/decisions.ts";
@@ -44,6 +54,7 @@ import { runFormPage, runPage, runsPage } from "./pages/runs.ts";
 import { settingsPage, tokensPage } from "./pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "./pages/studios.ts";
 import { subagentPage, subagentsPage } from "./pages/subagents.ts";
+import { agentUsagePage, pricingPage, usagePage } from "./pages/usage.ts";
 import { createRegistry } from "./registry/registry.ts";
 
 export const pages = [
@@ -63,6 +74,7 @@ export const pages = [
   profilePage,
   settingsPage,
   tokensPage,
+  apiKeysPage,
   subagentsPage,
   subagentPage,
   runFormPage,
@@ -72,6 +84,9 @@ export const pages = [
   agentPendingPage,
   pendingPage,
   approvalsPage,
+  agentUsagePage,
+  usagePage,
+  pricingPage,
 ];
 
 export const actions = [
@@ -116,6 +131,13 @@ export const actions = [
   removeRule,
   approveAction,
   rejectAction,
+  addApiKey,
+  testApiKey,
+  revokeApiKey,
+  setAgentApiKey,
+  setCostLimit,
+  setModelPrice,
+  removeModelPrice,
 ];
 
 export const registry = createRegistry(pages, actions, { guard: agentGuard, policy: agentPolicy });

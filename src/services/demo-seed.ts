@@ -1,4 +1,5 @@
 import type { PrismaClient } from "../db/prisma.ts";
+import { DEMO_MODEL } from "../dev/demo-script.ts";
 import { newId } from "../lib/ids.ts";
 import { inviteCode } from "./actions/studios.ts";
 import { registry } from "./catalog.ts";
@@ -26,6 +27,24 @@ export async function seedDemo(db: PrismaClient) {
     users.push(existing ?? (await createPerson(db, tenant.id, p)));
   }
   const [alice, bob] = users as [(typeof users)[number], (typeof users)[number]];
+  // Alice runs the workspace: she sees everyone's agent spend on /usage.
+  if (!alice.tenantAdmin) await db.user.update({ where: { id: alice.id }, data: { tenantAdmin: true } });
+  // The scripted demo model is in no public price list: a workspace price makes its
+  // (pretend) spend visible on the dashboards, priced like a small hosted model.
+  const settings = (tenant.settings ?? {}) as Record<string, unknown>;
+  if (!(settings.pricing as Record<string, unknown> | undefined)?.[DEMO_MODEL])
+    await db.tenant.update({
+      where: { id: tenant.id },
+      data: {
+        settings: {
+          ...settings,
+          pricing: {
+            ...(settings.pricing as object),
+            [DEMO_MODEL]: { input: 0.4, cached_input: 0.1, output: 1.6 },
+          },
+        },
+      },
+    });
   const asActor = (u: typeof alice): Ctx => ({ db, tenant, actor: u as Actor });
 
   let studio = await db.studio.findUnique({

@@ -22,6 +22,8 @@ export async function startAgents(
   name: string,
   overrides: Record<string, string> = {},
   script: Script = [],
+  /** The worker's log callback (what it reports about failed jobs). */
+  log?: (msg: string, err?: unknown) => void,
 ): Promise<AgentEnv> {
   const llm = await startFakeLlm({ script });
   const prefix = `${inject("queuePrefix")}-${name}`;
@@ -37,7 +39,7 @@ export async function startAgents(
     ...overrides,
   });
   const connection = createRedis(config.REDIS_URL, "worker");
-  const runtime = await startRuntime({ config, prisma: testPrisma(), connection });
+  const runtime = await startRuntime({ config, prisma: testPrisma(), connection, log });
   return {
     llm,
     config,

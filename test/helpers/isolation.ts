@@ -2,6 +2,7 @@
 // attacker tenant (B), turning registry patterns and action schemas into concrete
 // requests, and checking the database and responses for anything of A's.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { rebuildTotals } from "../../src/dev/seed-usage.ts";
 import { newId } from "../../src/lib/ids.ts";
 import { GRANTABLE } from "../../src/services/agents/capabilities.ts";
 import { pages } from "../../src/services/catalog.ts";
@@ -44,6 +45,13 @@ export interface Seed {
   pending: string;
   /** A's pending actions that review actions name, one per page and action (`pattern action`), so each can succeed once. */
   pendings: Record<string, string>;
+  /**
+   * The actor's provider keys: `use` is the one `agent` calls with (it has usage in the
+   * ledger, set_agent_api_key and test_api_key name it), `revoke` the one revoke_api_key
+   * names, so the positive control's revoke does not break the others. Absent in a seed
+   * without keys (test/capabilities.test.ts): its key actions then name a key nobody has.
+   */
+  keys?: { use: string; revoke: string };
 }
 
 export interface Victim {
@@ -55,6 +63,10 @@ export interface Victim {
   yan: Person;
   /** studio `general` / user `alice`: paths that B has too. */
   shared: Seed;
+  /** The plaintext of every provider key A added: never to be seen again, anywhere. */
+  secrets: string[];
+  /** A model only A's workspace prices (/usage/pricing) and A's agents used (the ledger). */
+  model: string;
   /** A studio and a user whose handles exist only in A. */
   only: Seed;
 }
@@ -196,6 +208,53 @@ async function seedReview(w: World, owner: Person, handle: string, studio: strin
   return { pending: url!, pendings };
 }
 
+/**
+ * Money for `owner`'s agent `handle`: two provider keys added through the registry (their
+ * labels carry `mark`; they point at a closed local port, so test_api_key fails fast and
+ * harmlessly) and two ledger rows of its run, one on the first key and one on the shared
+ * endpoint with A's own `model`. The caller rebuilds the totals once everything is in.
+ */
+async function seedMoney(w: World, owner: Person, handle: string, run: string, mark: string, model: string) {
+  const db = testPrisma();
+  const page = `/u/${owner.handle}/settings/api-keys`;
+  const add = async (what: string) => {
+    const secret = `sk-${what}-${newId(16)}`;
+    await act(w, owner, page, "add_api_key", {
+      label: `Key ${what} ${mark}`,
+      provider: "openai_compatible",
+      base_url: "http://127.0.0.1:9/v1",
+      key: secret,
+    });
+    const k = await must(
+      db.agentApiKey.findFirst({ where: { tenantId: w.tenant.id, label: `Key ${what} ${mark}` } }),
+      "api key",
+    );
+    return { id: k.id, secret };
+  };
+  const use = await add(`use-${owner.handle}`);
+  const revoke = await add(`revoke-${owner.handle}`);
+  const agent = await must(db.user.findFirst({ where: { tenantId: w.tenant.id, handle } }), "subagent");
+  const row = (apiKeyId: string | null, m: string, cost: bigint) => ({
+    id: newId(),
+    tenantId: w.tenant.id,
+    agentId: agent.id,
+    ownerId: owner.id,
+    runId: run,
+    stepNumber: 1,
+    apiKeyId,
+    model: m,
+    pricingVersion: "2026-11-01",
+    priced: true,
+    inputTokens: 1200,
+    cachedTokens: 200,
+    outputTokens: 300,
+    costMicros: cost,
+    latencyMs: 400,
+  });
+  await db.llmUsage.createMany({ data: [row(use.id, "gpt-4o-mini", 120_000n), row(null, model, 30_000n)] });
+  return { keys: { use: use.id, revoke: revoke.id }, secrets: [use.secret, revoke.secret] };
+}
+
 async function seedStudio(
   w: World,
   label: string,
@@ -323,6 +382,13 @@ export async function seedVictim(w: World): Promise<Victim> {
   const onlyAgent = await seedAgent(w, zed, `zagent-${rand}`, mark);
   const sharedReview = await seedReview(w, w.alice, "scout", "general", mark);
   const onlyReview = await seedReview(w, zed, `zagent-${rand}`, vault, mark);
+  // Zed is a workspace admin (whole-workspace /usage, the price list's actions); alice is not.
+  await db.user.update({ where: { id: zed.id }, data: { tenantAdmin: true } });
+  const model = `m-${mark}`;
+  await act(w, zed, "/usage/pricing", "set_model_price", { model, input: 1, cached_input: 0.5, output: 2 });
+  const sharedMoney = await seedMoney(w, w.alice, "scout", sharedAgent.run, mark, model);
+  const onlyMoney = await seedMoney(w, zed, `zagent-${rand}`, onlyAgent.run, mark, model);
+  await rebuildTotals(db, w.tenant.id);
   await deliverEvents(w.tenant.id);
   const notification = async (p: Person) =>
     (
@@ -340,10 +406,13 @@ export async function seedVictim(w: World): Promise<Victim> {
     findme,
     zed,
     yan,
+    secrets: [...sharedMoney.secrets, ...onlyMoney.secrets],
+    model,
     shared: {
       ...shared,
       ...sharedAgent,
       ...sharedReview,
+      keys: sharedMoney.keys,
       agentStudio: { handle: "general", aRef: false },
       joinCode: vaultCode,
       memberTarget: yan.handle,
@@ -353,6 +422,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       ...only,
       ...onlyAgent,
       ...onlyReview,
+      keys: onlyMoney.keys,
       agentStudio: { handle: vault, aRef: true },
       joinCode: w.studio.inviteCode,
       memberTarget: yan.handle,
@@ -385,6 +455,30 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
   });
   const agent = await seedAgent(w, w.alice, "scout", mark);
   const { url } = await seedPending(w, "scout", "general", mark, ["url"]);
+  // B's alice is a workspace admin: B's whole-workspace usage views (the widest queries)
+  // are swept too, and must show B's own spend, never A's.
+  const db = testPrisma();
+  await db.user.update({ where: { id: w.alice.id }, data: { tenantAdmin: true } });
+  const scout = await must(db.user.findFirst({ where: { tenantId: w.tenant.id, handle: "scout" } }), "scout");
+  await db.llmUsage.create({
+    data: {
+      id: newId(),
+      tenantId: w.tenant.id,
+      agentId: scout.id,
+      ownerId: w.alice.id,
+      runId: agent.run,
+      stepNumber: 1,
+      model: `b-model-${mark}`,
+      pricingVersion: "2026-11-01",
+      priced: false,
+      inputTokens: 100,
+      cachedTokens: 0,
+      outputTokens: 10,
+      costMicros: 0n,
+      latencyMs: 100,
+    },
+  });
+  await rebuildTotals(db, w.tenant.id);
   await deliverEvents(w.tenant.id);
   return {
     mark,
@@ -480,6 +574,8 @@ interface Probe {
 }
 
 const PROBE = `probe${newId(6)}`;
+/** A well-formed key id no key has. */
+const NO_KEY = `nokey${newId(7)}`;
 const slug = (s: Seed) =>
   s.label
     .toLowerCase()
@@ -550,6 +646,22 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
     ]),
   ),
   "revoke_api_token.id": (s) => ({ value: s.token.id, aRef: true }),
+  // Provider keys: a new one points at a closed local port, like the seeded ones.
+  "add_api_key.label": () => ({ value: `${PROBE} key` }),
+  "add_api_key.provider": () => ({ value: "openai_compatible" }),
+  "add_api_key.base_url": () => ({ value: "http://127.0.0.1:9/v1" }),
+  "add_api_key.key": () => ({ value: `sk-${PROBE}-probe-key` }),
+  "test_api_key.key_id": (s) => ({ value: s.keys?.use ?? NO_KEY, aRef: true }),
+  "revoke_api_key.key_id": (s) => ({ value: s.keys?.revoke ?? NO_KEY, aRef: true }),
+  "set_agent_api_key.api_key": (s) => ({ value: s.keys?.use ?? NO_KEY, aRef: true }),
+  "set_cost_limit.monthly_limit_usd": () => ({ value: 50 }),
+  "set_cost_limit.alert_thresholds_usd": () => ({ value: "1, 5" }),
+  // set_model_price then remove_model_price on the same page: the price the probe sets is the one it removes.
+  "set_model_price.model": () => ({ value: `${PROBE}-price` }),
+  "set_model_price.input": () => ({ value: 1 }),
+  "set_model_price.cached_input": () => ({ value: 0.5 }),
+  "set_model_price.output": () => ({ value: 2 }),
+  "remove_model_price.model": () => ({ value: `${PROBE}-price` }),
 };
 
 /** The pending action a review action on this page names: its own one, so each can succeed once. */
@@ -712,6 +824,7 @@ export async function victimNeedles(v: Victim): Promise<{ all: string[]; hostOnl
     ...[v.world.alice, v.world.bob, v.world.carol, v.zed, v.yan].map((p) => p.token),
     v.shared.token.secret,
     v.only.token.secret,
+    ...v.secrets,
     ...users.map((u) => u.email!).filter(Boolean),
     v.zed.handle,
     v.yan.handle,

@@ -16,7 +16,11 @@ const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only peo
 const perAction = () =>
   z.object(Object.fromEntries(GRANTABLE.map((a) => [a, z.boolean()])) as Record<string, z.ZodBoolean>);
 
-async function saveConfig(ctx: ActionCtx, scope: Scope, change: (cfg: Record<string, unknown>) => void) {
+export async function saveConfig(
+  ctx: ActionCtx,
+  scope: Scope,
+  change: (cfg: Record<string, unknown>) => void,
+) {
   const agent = requireScope(scope.agent, "agent");
   // Re-read under a row lock: two settings forms saved at once must not lose each other's change.
   await ctx.tx.$queryRaw`SELECT id FROM users WHERE id = ${agent.id} FOR UPDATE`;

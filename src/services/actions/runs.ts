@@ -27,9 +27,11 @@ export const runTask = defineAction({
     ownerOnly(ctx) ??
     (scope.agent?.archivedAt
       ? "the subagent is archived"
-      : scope.agent?.pausedAt
-        ? "the subagent is paused; resume it first"
-        : null),
+      : scope.agent?.pausedKind === "cost_limit"
+        ? "the subagent reached its monthly cost limit; raise the limit on its usage page"
+        : scope.agent?.pausedAt
+          ? "the subagent is paused; resume it first"
+          : null),
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
     const cfg = agentConfig(agent);

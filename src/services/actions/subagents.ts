@@ -8,6 +8,7 @@ import { agentConfig, MAX_STEPS_LIMIT } from "../agents/settings.ts";
 import { emit } from "../events.ts";
 import { type Ctx, defineAction } from "../registry/types.ts";
 import { handleSchema, longText, optionalText, text } from "../validation.ts";
+import { assertUnderLimit } from "./money.ts";
 
 const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people can manage subagents");
 
@@ -64,7 +65,7 @@ export const createSubagent = defineAction({
 
 export const updateSubagent = defineAction({
   name: "update_subagent",
-  description: "Change its name, identity prompt, model or limits",
+  description: "Change its name, identity prompt, model, or step and time limits",
   params: z.object({
     name: optionalText(80),
     identity_prompt: z.string().trim().max(10_000).meta({ multiline: true }).optional(),
@@ -185,15 +186,23 @@ function pauseAction(pause: boolean) {
     writes: true,
     available: (ctx, scope) =>
       peopleOnly(ctx) ??
+      // A workspace admin reads any agent's usage page; only the owner pauses or resumes it.
+      (scope.agent?.parentId !== ctx.actor.id ? "only its owner can" : null) ??
       (Boolean(scope.agent?.pausedAt) === pause ? (pause ? "already paused" : "not paused") : null),
     async execute(ctx, p, scope) {
       const agent = requireScope(scope.agent, "agent");
       const reason = (p as { reason?: string }).reason;
+      if (!pause) {
+        // Under the row's lock: the ledger may have paused it at its limit since the page was read.
+        const [now] = await ctx.tx.$queryRaw<{ paused_kind: string | null }[]>`
+          SELECT paused_kind FROM users WHERE id = ${agent.id} FOR UPDATE`;
+        if (now?.paused_kind === "cost_limit") await assertUnderLimit(ctx, agent.id);
+      }
       await ctx.tx.user.update({
         where: { id: agent.id },
         data: pause
-          ? { pausedAt: new Date(), pausedReason: reason || "paused by its owner" }
-          : { pausedAt: null, pausedReason: null },
+          ? { pausedAt: new Date(), pausedReason: reason || "paused by its owner", pausedKind: "owner" }
+          : { pausedAt: null, pausedReason: null, pausedKind: null },
       });
       return { status: 200, location: `/subagents/${agent.handle}`, notice: pause ? "Paused" : "Resumed" };
     },

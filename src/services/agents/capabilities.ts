@@ -32,6 +32,13 @@ export const ALWAYS_BLOCKED = [
   "set_approval_mode",
   "add_rule",
   "remove_rule",
+  "add_api_key",
+  "test_api_key",
+  "revoke_api_key",
+  "set_agent_api_key",
+  "set_cost_limit",
+  "set_model_price",
+  "remove_model_price",
 ] as const;
 
 export const GRANTABLE = [

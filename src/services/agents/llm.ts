@@ -7,11 +7,18 @@ import type {
   ChatCompletionMessage,
   ChatCompletionMessageParam,
 } from "openai/resources/chat/completions";
+import { sha256 } from "../../lib/ids.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS } from "./protocol.ts";
+
+const MAX_CLIENTS = 200;
 
 export interface Endpoint {
   baseURL: string;
   apiKey: string;
+  /** The owner's BYOK key row; absent for the shared endpoint. */
+  keyId?: string;
+  /** How the run page names it ("Work key (…abcd)"). */
+  label?: string;
 }
 
 export interface LlmRequest {
@@ -60,19 +67,24 @@ export interface LlmOptions {
 export type LlmClient = (endpoint: Endpoint, req: LlmRequest) => Promise<LlmResponse>;
 
 export function createLlmClient(opts: LlmOptions): LlmClient {
+  // Clients keep their HTTP connections alive, so they are reused, but only a bounded
+  // number: each one holds a plaintext key, and a revoked key's client should not linger.
   const clients = new Map<string, OpenAI>();
   const clientFor = (e: Endpoint) => {
-    const key = `${e.baseURL}\n${e.apiKey}`;
+    const key = `${e.baseURL}\n${sha256(e.apiKey)}`;
     let c = clients.get(key);
-    if (!c) {
+    if (c) {
+      clients.delete(key); // re-insert: Map order is the LRU order
+    } else {
       c = new OpenAI({
         baseURL: e.baseURL,
         apiKey: e.apiKey,
         timeout: opts.timeoutMs,
         maxRetries: opts.maxRetries,
       });
-      clients.set(key, c);
+      if (clients.size >= MAX_CLIENTS) clients.delete(clients.keys().next().value!);
     }
+    clients.set(key, c);
     return c;
   };
 
@@ -99,7 +111,11 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
         latencyMs: Math.round(performance.now() - started),
       };
     } catch (err) {
-      throw classify(err, req.signal);
+      const e = classify(err, req.signal);
+      // Providers echo (parts of) a refused key in their message: it must not reach a run record.
+      if (endpoint.apiKey.length >= 8 && e.message.includes(endpoint.apiKey))
+        throw new LlmError(e.kind, e.message.split(endpoint.apiKey).join("[key]"));
+      throw e;
     }
   };
 }

@@ -5,6 +5,10 @@
 import type { PrismaClient } from "../../db/prisma.ts";
 import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
+import { endpointFor, KeyUnavailableError, markKeyFailed } from "../money/keys.ts";
+import { pauseAtLimit, readBudget, recordUsage } from "../money/ledger.ts";
+import { priceCall, usd } from "../money/pricing.ts";
+import { DecryptError } from "../money/secrets.ts";
 import { type Ctx, toActor } from "../registry/types.ts";
 import type { StopReason } from "./heartbeat.ts";
 import { type Endpoint, type LlmClient, LlmError, type Usage } from "./llm.ts";
@@ -55,13 +59,24 @@ export async function runNavigator(
       error:
         "No model is configured: set one on the agent, a tenant default, or LLM_DEFAULT_MODEL on the server.",
     };
-  if (!deps.endpoint)
+  let endpoint: Endpoint | null;
+  try {
+    endpoint = await endpointFor(prisma, agent, cfg.api_key_id, deps.endpoint);
+  } catch (err) {
+    if (!(err instanceof KeyUnavailableError || err instanceof DecryptError)) throw err;
+    const error =
+      err instanceof DecryptError
+        ? `This agent's API key (id ${cfg.api_key_id}) cannot be decrypted with the server's keys (APP_ENCRYPTION_KEYS): add it again.`
+        : err.message;
+    return { status: "failed", stopReason: "api_key_unavailable", error };
+  }
+  if (!endpoint)
     return {
       status: "failed",
       stopReason: "no_endpoint",
-      error: "No LLM endpoint is configured (LLM_BASE_URL).",
+      error: "No LLM endpoint is configured (LLM_BASE_URL), and the agent has no API key of its own.",
     };
-  const endpoint = deps.endpoint;
+  const prices = tenantSettings(tenant).pricing;
   // The run page says which model actually ran, even when it came from a default.
   if (run.model !== model) await prisma.subagentTaskRun.update({ where: { id: run.id }, data: { model } });
 
@@ -118,6 +133,24 @@ export async function runNavigator(
         error: `Ran out of time (${run.timeoutSeconds} s).`,
       };
 
+    // Checked before every call, not once per run: other runs of this agent spend too.
+    const budget = await readBudget(prisma, agent.id, endpoint.keyId ?? null);
+    // Revoking a key is often urgent (it leaked): a run using it stops at its next call.
+    if (budget.keyGone)
+      return {
+        status: "failed",
+        stopReason: "api_key_unavailable",
+        error: `The API key ${endpoint.label ?? ""} was revoked during the run: pick another key, or the shared endpoint, on the agent's page.`,
+      };
+    if (budget.spentMicros >= budget.limitMicros) {
+      await pauseAtLimit(prisma, agent, budget, run.id);
+      return {
+        status: "cancelled",
+        stopReason: "cost_limit",
+        error: `Stopped at the monthly cost limit: ${usd(budget.spentMicros)} spent of ${usd(budget.limitMicros)}. The agent is paused until you raise its limit or resume it.`,
+      };
+    }
+
     const t0 = performance.now();
     const messages = buildMessages({
       agent: { name: agent.name, handle: agent.handle, identityPrompt: cfg.identity_prompt },
@@ -148,12 +181,33 @@ export async function runNavigator(
         jsonMode = true;
         continue;
       }
+      if (err.kind === "auth" && endpoint.keyId) {
+        await markKeyFailed(prisma, endpoint.keyId, err.message);
+        return {
+          status: "failed",
+          stopReason: "llm_auth",
+          error: `The provider refused the API key ${endpoint.label ?? ""}: ${err.message.replace(/\.+$/, "")}. Replace or re-test the key in your settings.`,
+        };
+      }
       return {
         status: "failed",
         stopReason: err.kind === "auth" ? "llm_auth" : "llm_error",
         error: err.message,
       };
     }
+    // Spent is spent: the ledger row is written now, whatever happens to the step.
+    await recordUsage(prisma, {
+      tenantId: run.tenantId,
+      agentId: agent.id,
+      ownerId: agent.parentId,
+      runId: run.id,
+      stepNumber: n + 1,
+      apiKeyId: endpoint.keyId ?? null,
+      model,
+      usage: reply.usage,
+      latencyMs: reply.latencyMs,
+      price: priceCall(model, reply.usage, prices),
+    });
     const tokens = {
       inputTokens: reply.usage.input,
       outputTokens: reply.usage.output,

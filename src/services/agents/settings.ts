@@ -3,8 +3,12 @@
 // by an older version still reads cleanly.
 import { z } from "zod";
 import type { Tenant, User } from "../../generated/prisma/client.ts";
+import { tenantPricesSchema } from "../money/pricing.ts";
 
 export const MAX_STEPS_LIMIT = 50;
+export const DEFAULT_COST_LIMIT_USD = 100;
+export const MAX_COST_LIMIT_USD = 100_000;
+export const DEFAULT_ALERT_THRESHOLDS_USD = [1, 5, 10, 50] as const;
 
 export const ruleSchema = z.object({
   name: z.string().min(1).max(80),
@@ -35,6 +39,17 @@ export const agentConfigSchema = z
       .min(1)
       .max(24 * 30)
       .default(24),
+    /** The owner's BYOK key it calls its provider with; absent: the shared endpoint. */
+    api_key_id: z.string().optional(),
+    /** Month-to-date spend (UTC calendar month) at which runs stop and the agent pauses. */
+    cost_limit_usd: z.number().min(0).max(MAX_COST_LIMIT_USD).default(DEFAULT_COST_LIMIT_USD),
+    /** Each notifies the owner once per month when spend reaches it. */
+    // No upper bound here: one bad stored amount must not make the whole config unreadable
+    // (set_cost_limit refuses amounts over the limit maximum; the ledger skips them).
+    alert_thresholds_usd: z
+      .array(z.number().positive())
+      .max(10)
+      .default([...DEFAULT_ALERT_THRESHOLDS_USD]),
   })
   .loose();
 
@@ -46,6 +61,8 @@ export const tenantSettingsSchema = z
     trigger_rate_per_minute: z.number().int().min(1).max(1000).default(3),
     chain_depth_limit: z.number().int().min(1).max(20).default(3),
     agents_enabled: z.boolean().default(true),
+    /** Model → USD per 1M tokens, over the repo's price list (money/pricing.ts). */
+    pricing: tenantPricesSchema.default({}),
   })
   .loose();
 

@@ -1,6 +1,7 @@
 // Recording steps. A step row is keyed (run, number): the idempotency key that makes a
 // retried or recovered job unable to record — and so to execute — step N twice. The
-// run's counters move in the same statement, guarded by the lease.
+// run's step counter moves in the same statement, guarded by the lease; its token and
+// cost totals move with the usage ledger (money/ledger.ts), which counts every call.
 import type { Db } from "../../db/prisma.ts";
 import type { SubagentTaskRunStep } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
@@ -35,9 +36,7 @@ export async function recordStep(
   const rows = await tx.$queryRaw<{ id: string }[]>`
     WITH advanced AS (
       UPDATE subagent_task_runs
-      SET steps_count = ${s.number},
-          input_tokens = input_tokens + ${s.inputTokens ?? 0},
-          output_tokens = output_tokens + ${s.outputTokens ?? 0}
+      SET steps_count = ${s.number}
       WHERE id = ${run.id} AND steps_count = ${s.number - 1}
         AND (${owner}::text IS NULL OR (lease_owner = ${owner} AND status = 'running'))
       RETURNING id

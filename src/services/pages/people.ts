@@ -1,13 +1,15 @@
 import { loadUser } from "../access.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilities.ts";
 import { agentConfig } from "../agents/settings.ts";
+import { monthOf, toMicros } from "../money/ledger.ts";
+import { usd } from "../money/pricing.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
 import { search } from "../search.ts";
 import { excerpt, home, pager, paging, when, who } from "./format.ts";
 
 /** What a subagent needs to know about itself at the start of every run. */
-function agentBlocks(user: { agentConfig: unknown; scratchpad: string }): Block[] {
+function agentBlocks(user: { agentConfig: unknown; scratchpad: string }, spentMicros: bigint): Block[] {
   const cfg = agentConfig({ agentConfig: user.agentConfig as never });
   return [
     {
@@ -27,6 +29,9 @@ function agentBlocks(user: { agentConfig: unknown; scratchpad: string }): Block[
       ].join("\n"),
     },
     {
+      md: `## Your budget\n\nThis month your model calls cost ${usd(spentMicros)} of your ${usd(toMicros(cfg.cost_limit_usd))} limit. At the limit your run stops and you are paused until your owner raises it: use steps well, and finish once the task is done.`,
+    },
+    {
       md: `## Your scratchpad\n\nNotes you left yourself in earlier runs (update them with \`update_scratchpad\`):\n\n${user.scratchpad ? quote(user.scratchpad) : "_Empty._"}`,
     },
   ];
@@ -37,7 +42,7 @@ export const whoamiPage: PageDef = {
   actions: ["update_scratchpad"],
   resolve: async () => ({}),
   async render(ctx) {
-    const [user, memberships, unread, unreadCount] = await Promise.all([
+    const [user, memberships, unread, unreadCount, month] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: ctx.actor.id }, include: { parent: true } }),
       ctx.db.studioMember.findMany({
         where: { userId: ctx.actor.id, tenantId: ctx.tenant.id },
@@ -52,6 +57,11 @@ export const whoamiPage: PageDef = {
       ctx.db.notification.count({
         where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
       }),
+      ctx.actor.kind === "subagent"
+        ? ctx.db.agentUsageMonth.findUnique({
+            where: { agentId_month: { agentId: ctx.actor.id, month: monthOf(new Date()) } },
+          })
+        : null,
     ]);
     const identity = [
       `You are ${who(user)}, a ${user.kind} in the ${mdEscape(ctx.tenant.name)} workspace (\`${ctx.tenant.subdomain}\`).`,
@@ -81,7 +91,7 @@ export const whoamiPage: PageDef = {
       blocks: [
         { md: identity },
         ...(user.bio ? [{ md: quote(user.bio) }] : []),
-        ...(user.kind === "subagent" ? agentBlocks(user) : []),
+        ...(user.kind === "subagent" ? agentBlocks(user, month?.costMicros ?? 0n) : []),
         { md: `## Your studios\n\n${studios}` },
         {
           md: `## Unread notifications (${unreadCount})\n\n${notes}${unreadCount > unread.length ? `\n\n${link("All notifications", "/notifications")}` : ""}`,

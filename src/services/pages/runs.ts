@@ -1,5 +1,6 @@
 import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { loadOwnedAgent, loadRun } from "../access.ts";
+import { usd } from "../money/pricing.ts";
 import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
 import { excerpt, pager, paging, when } from "./format.ts";
@@ -126,7 +127,8 @@ export const runPage: PageDef = {
       `trigger: ${r.triggerKind}${initiator ? ` by [@${initiator.handle}](/u/${initiator.handle})` : ""}`,
       `model: ${r.model ? `\`${mdEscape(r.model)}\`` : "default"}`,
       `steps: ${r.stepsCount} of ${r.maxSteps}`,
-      `tokens: ${r.inputTokens} in / ${r.outputTokens} out`,
+      `tokens: ${r.inputTokens} in${r.cachedTokens ? ` (${r.cachedTokens} cached)` : ""} / ${r.outputTokens} out`,
+      `cost: ${usd(r.costMicros)}`,
       `time: ${duration(r)}`,
       `queued ${when(r.createdAt)}`,
     ];

@@ -5,7 +5,7 @@ import type { Ctx, PageDef, Scope } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 
 /** Settings pages exist only for their owner: anyone else gets the same 404 as a missing user. */
-async function ownSettings(ctx: Ctx, handle: string): Promise<Scope> {
+export async function ownSettings(ctx: Ctx, handle: string): Promise<Scope> {
   const user = await loadUser(ctx, handle);
   if (user.id !== ctx.actor.id) throw new NotFoundError(`No user @${handle}`);
   return { user };
@@ -26,6 +26,9 @@ export const settingsPage: PageDef = {
         },
         { md: u.bio ? quote(u.bio) : "_No bio yet._" },
         { md: `[API tokens](/u/${u.handle}/settings/tokens) let scripts and external agents act as you.` },
+        {
+          md: `[Model API keys](/u/${u.handle}/settings/api-keys): your own OpenAI, Anthropic or OpenAI-compatible keys for your agents to call their model with.`,
+        },
       ],
     };
   },

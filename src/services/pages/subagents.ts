@@ -1,6 +1,8 @@
 import { loadOwnedAgent } from "../access.ts";
 import { agentConfig } from "../agents/settings.ts";
-import { link, mdEscape, quote } from "../registry/markdown.ts";
+import { monthOf, toMicros } from "../money/ledger.ts";
+import { usd } from "../money/pricing.ts";
+import { code, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Crumb, PageDef } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 import { runLine } from "./runs.ts";
@@ -50,6 +52,7 @@ export const subagentPage: PageDef = {
   pattern: "/subagents/:handle",
   actions: [
     "update_subagent",
+    "set_agent_api_key",
     "add_to_studio",
     "remove_from_studio",
     "pause_subagent",
@@ -61,7 +64,7 @@ export const subagentPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
-    const [studios, runs] = await Promise.all([
+    const [studios, runs, keys, month] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { userId: a.id },
         include: { studio: true },
@@ -72,7 +75,20 @@ export const subagentPage: PageDef = {
         orderBy: [{ createdAt: "desc" }, { id: "desc" }],
         take: 5,
       }),
+      ctx.db.agentApiKey.findMany({
+        where: { tenantId: ctx.tenant.id, ownerId: ctx.actor.id, revokedAt: null },
+        orderBy: { createdAt: "asc" },
+      }),
+      ctx.db.agentUsageMonth.findUnique({
+        where: { agentId_month: { agentId: a.id, month: monthOf(new Date()) } },
+      }),
     ]);
+    const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
+    const keyLabel = cfg.api_key_id
+      ? key
+        ? `your key “${mdEscape(key.label)}” (${code(`…${key.keyHint}`)})${key.authFailedAt ? " — **refused by the provider**" : ""}`
+        : "**a revoked or deleted key: its runs fail until you pick another**"
+      : "the workspace's shared endpoint";
     const base = `/subagents/${a.handle}`;
     return {
       title: a.name,
@@ -82,7 +98,7 @@ export const subagentPage: PageDef = {
           md: `\`@${a.handle}\` · created ${when(a.createdAt)}${a.archivedAt ? ` · **archived** ${when(a.archivedAt)}: it is not triggered and cannot run` : ""}${a.pausedAt ? ` · **paused** ${when(a.pausedAt)}${a.pausedReason ? ` (${mdEscape(a.pausedReason)})` : ""}: triggers are recorded as skipped` : ""}`,
         },
         {
-          md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)} · ${link("Capabilities, approvals and rules", `${base}/settings`)} · ${link("Actions to review", `${base}/pending`)}`,
+          md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)} · ${link("Capabilities, approvals and rules", `${base}/settings`)} · ${link("Actions to review", `${base}/pending`)} · ${link("Usage and cost", `${base}/usage`)}`,
         },
         {
           md: [
@@ -93,7 +109,27 @@ export const subagentPage: PageDef = {
             `| model | ${cfg.model ? `\`${mdEscape(cfg.model)}\`` : "workspace default"} |`,
             `| max steps per run | ${cfg.max_steps} |`,
             `| timeout per run | ${cfg.timeout_seconds} s |`,
+            `| model calls paid by | ${keyLabel} |`,
+            `| monthly cost limit | ${usd(toMicros(cfg.cost_limit_usd))} (${usd(month?.costMicros ?? 0)} spent this month) |`,
           ].join("\n"),
+        },
+        {
+          md: `## Who pays for its model calls\n\n${keys.length ? "One of your own provider keys (the calls go straight to that provider), or the workspace's shared endpoint." : `You have no keys of your own: it uses the workspace's shared endpoint. ${link("Add a key", `/u/${ctx.actor.handle}/settings/api-keys`)} to pay with your own provider account.`}`,
+        },
+        {
+          form: {
+            action: "set_agent_api_key",
+            fixed: {},
+            label: "Save",
+            style: "block",
+            values: { api_key: key?.id ?? "shared" },
+            choices: {
+              api_key: [
+                { value: "shared", label: "Shared workspace endpoint" },
+                ...keys.map((k) => ({ value: k.id, label: `${k.label} (…${k.keyHint})` })),
+              ],
+            },
+          },
         },
         {
           md: `### Identity prompt\n\n${cfg.identity_prompt ? quote(cfg.identity_prompt) : "_None: it acts as a general helpful assistant._"}`,

@@ -36,7 +36,11 @@ const marked = new Marked({
 });
 
 export function markdownToHtml(md: string): string {
-  return marked.parse(md, { async: false });
+  // A wide table scrolls inside its card instead of running under the actions panel.
+  return marked
+    .parse(md, { async: false })
+    .replace(/<table>/g, '<div class="table-wrap"><table>')
+    .replace(/<\/table>/g, "</table></div>");
 }
 
 export interface FormState {
@@ -45,26 +49,45 @@ export interface FormState {
   issues: Issue[];
 }
 
+const ACRONYMS: Record<string, string> = { api: "API", url: "URL", usd: "USD", id: "ID" };
+
+/** `add_api_key` → "Add API key": a param or action name as a label. */
 export function humanize(name: string): string {
-  const s = name.replace(/_/g, " ");
+  const s = name
+    .split("_")
+    .map((w) => ACRONYMS[w] ?? w)
+    .join(" ");
   return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
-function fieldInput(f: Field, value: unknown, formId: string): string {
+export interface Choice {
+  value: string;
+  label: string;
+}
+
+function fieldInput(f: Field, value: unknown, formId: string, choices?: Choice[]): string {
   const id = `${formId}-${f.name}`;
   const v = value === undefined || value === null ? (f.defaultValue ?? "") : value;
   const req = f.required && f.type !== "boolean" ? " required" : "";
-  const label = `${humanize(f.name)}${f.required || f.type === "boolean" ? "" : ' <span class="optional">optional</span>'}`;
+  const label = `${escapeHtml(f.label ?? humanize(f.name))}${f.required || f.type === "boolean" ? "" : ' <span class="optional">optional</span>'}`;
   const help = f.description ? `<small>${escapeHtml(f.description)}</small>` : "";
   if (f.type === "boolean") {
     const checked = v === true || v === "true" || v === "on" ? " checked" : "";
     return `<label class="check" for="${id}"><input type="checkbox" id="${id}" name="${f.name}" value="true"${checked}> ${label}</label>${help}`;
   }
   let control: string;
-  if (f.type === "enum") {
+  if (f.secret) {
+    control = `<input type="password" id="${id}" name="${f.name}" value="" autocomplete="off"${req}>`;
+  } else if (choices) {
+    const opts = choices.map(
+      (o) =>
+        `<option value="${escapeHtml(o.value)}"${String(v) === o.value ? " selected" : ""}>${escapeHtml(o.label)}</option>`,
+    );
+    control = `<select id="${id}" name="${f.name}"${req}>${opts.join("")}</select>`;
+  } else if (f.type === "enum") {
     const opts = f.options!.map(
       (o) =>
-        `<option value="${escapeHtml(o)}"${String(v) === o ? " selected" : ""}>${escapeHtml(o)}</option>`,
+        `<option value="${escapeHtml(o)}"${String(v) === o ? " selected" : ""}>${escapeHtml(f.optionLabels?.[o] ?? o)}</option>`,
     );
     control = `<select id="${id}" name="${f.name}"${req}>${opts.join("")}</select>`;
   } else if (f.multiline) {
@@ -92,6 +115,8 @@ interface FormOpts {
   label?: string;
   inline?: boolean;
   state?: FormState;
+  /** Options for a select the schema cannot list (the keys you own). */
+  choices?: Record<string, Choice[]>;
 }
 
 export function actionForm(a: ActionDef, o: FormOpts): string {
@@ -109,7 +134,7 @@ export function actionForm(a: ActionDef, o: FormOpts): string {
   // Inline forms sit beside content: their params explain themselves, so no help text.
   const inputs = visible.map((f) => {
     const field = o.inline ? { ...f, description: undefined } : f;
-    return `<div class="field field-${f.type}">${fieldInput(field, state?.values[f.name], formId)}</div>`;
+    return `<div class="field field-${f.type}">${fieldInput(field, state?.values[f.name], formId, o.choices?.[f.name])}</div>`;
   });
   const label = escapeHtml(o.label ?? humanize(a.name));
   const cls = o.inline ? "action-form inline" : "action-form";
@@ -125,7 +150,7 @@ export function renderPageHtml(
   const inline = view.blocks.filter((b): b is FormBlock => "form" in b && byName.has(b.form.action));
   const content = view.blocks
     .map((b) => {
-      if ("md" in b) return markdownToHtml(b.md);
+      if ("md" in b) return b.html ?? markdownToHtml(b.md);
       const a = byName.get(b.form.action);
       return a ? inlineForm(a, b, opts) : "";
     })
@@ -186,6 +211,7 @@ function inlineForm(
     fixed: b.form.fixed,
     only: b.form.fields ?? (b.form.style === "block" ? undefined : []),
     label: b.form.label,
+    choices: b.form.choices,
     inline: b.form.style === undefined || b.form.style === "inline",
     state: failedHere ? opts.state : prefill,
   });

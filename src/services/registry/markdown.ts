@@ -25,6 +25,18 @@ export function fenced(text: string, lang = ""): string {
   return `~~~~${lang}\n${text.replace(/~{4,}/g, "~~~")}\n~~~~`;
 }
 
+/**
+ * Text as inline code (a model id, a key hint). Backslash escapes are literal inside a
+ * code span, so mdEscape would show `my\_model`; only a table's `|` needs escaping there,
+ * and a backtick cannot be escaped at all, so it becomes a quote.
+ */
+export function code(s: string): string {
+  return `\`${s
+    .replace(/`/g, "'")
+    .replace(/\|/g, "\\|")
+    .replace(/\r\n|\r|\n/g, " ")}\``;
+}
+
 export function link(label: string, path: string): string {
   return `[${mdEscape(label)}](${path})`;
 }

@@ -12,6 +12,12 @@ export interface Field {
   options?: string[];
   description?: string;
   multiline: boolean;
+  /** A password or API key: a password input, never prefilled or echoed back. */
+  secret: boolean;
+  /** The form's label when the param name reads badly ("Monthly limit (USD)"). */
+  label?: string;
+  /** Display text for enum values in a form's select. */
+  optionLabels?: Record<string, string>;
   defaultValue?: unknown;
 }
 
@@ -22,7 +28,14 @@ export function fields(schema: z.ZodObject): Field[] {
     let t = raw as AnyZod;
     let required = true;
     let defaultValue: unknown;
-    const meta = (z.globalRegistry.get(t) ?? {}) as { multiline?: boolean; description?: string };
+    type Meta = {
+      multiline?: boolean;
+      secret?: boolean;
+      description?: string;
+      label?: string;
+      optionLabels?: Record<string, string>;
+    };
+    const meta = (z.globalRegistry.get(t) ?? {}) as Meta;
     while (t._zod.def.type === "optional" || t._zod.def.type === "default") {
       required = false;
       if (t._zod.def.type === "default") {
@@ -31,7 +44,7 @@ export function fields(schema: z.ZodObject): Field[] {
       }
       t = t._zod.def.innerType as AnyZod;
     }
-    const inner = (z.globalRegistry.get(t) ?? {}) as { multiline?: boolean; description?: string };
+    const inner = (z.globalRegistry.get(t) ?? {}) as Meta;
     const kind = t._zod.def.type;
     const type: FieldType =
       kind === "number" ? "number" : kind === "boolean" ? "boolean" : kind === "enum" ? "enum" : "string";
@@ -42,6 +55,9 @@ export function fields(schema: z.ZodObject): Field[] {
       options: type === "enum" ? (t as unknown as z.ZodEnum).options.map(String) : undefined,
       description: meta.description ?? inner.description ?? raw.description,
       multiline: Boolean(meta.multiline ?? inner.multiline),
+      secret: Boolean(meta.secret ?? inner.secret),
+      label: meta.label ?? inner.label,
+      optionLabels: meta.optionLabels ?? inner.optionLabels,
       defaultValue,
     };
   });

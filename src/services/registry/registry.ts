@@ -142,6 +142,12 @@ export function createRegistry(
       const resolved = await resolve(ctx, path);
       const action = await usable(ctx, resolved, name, path);
       const params = parseParams(action.params, body, opts);
+      if (action.callsOut) {
+        // A call to another service (testing a provider key) must not hold a transaction open.
+        const actx: ActionCtx = { ...ctx, tx: ctx.db, emitted: [] };
+        const held = opts.approved ? null : await policy?.(actx, action, params, resolved.scope, path, opts);
+        return held ?? (await action.execute(actx, params, resolved.scope));
+      }
       return ctx.db.$transaction(async (tx) => {
         const actx: ActionCtx = { ...ctx, tx, emitted: [] };
         await opts.claim?.(tx);

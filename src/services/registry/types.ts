@@ -19,9 +19,13 @@ export interface Actor {
   name: string;
   kind: UserKind;
   parentId: string | null;
+  /** Sees the tenant's usage and sets its prices; never a subagent. */
+  tenantAdmin: boolean;
 }
 
-export function toActor(u: Pick<User, "id" | "tenantId" | "handle" | "name" | "kind" | "parentId">): Actor {
+export function toActor(
+  u: Pick<User, "id" | "tenantId" | "handle" | "name" | "kind" | "parentId" | "tenantAdmin">,
+): Actor {
   return {
     id: u.id,
     tenantId: u.tenantId,
@@ -29,6 +33,7 @@ export function toActor(u: Pick<User, "id" | "tenantId" | "handle" | "name" | "k
     name: u.name,
     kind: u.kind,
     parentId: u.parentId,
+    tenantAdmin: u.kind === "person" && u.tenantAdmin,
   };
 }
 
@@ -87,9 +92,12 @@ export interface FormBlock {
     values?: Record<string, unknown>;
     /** `folded`: behind a toggle (a Reply link under each comment); `block`: a full form in the page, prefilled, instead of the side panel. */
     style?: "inline" | "folded" | "block";
+    /** Select options for params whose choices depend on the data (the keys you own). */
+    choices?: Record<string, { value: string; label: string }[]>;
   };
 }
-export type Block = { md: string } | FormBlock;
+/** Markdown; `html`, when given, is trusted server-rendered markup (a chart) shown instead in browsers. */
+export type Block = { md: string; html?: string } | FormBlock;
 
 export interface PageView {
   title: string;
@@ -115,6 +123,8 @@ export interface ActionOutcome {
   /** Where the result lives; the response renders that page. */
   location: string;
   notice: string;
+  /** The notice says something did not work, though the action itself ran (a failed key test). */
+  warning?: boolean;
   /** Shown exactly once (a new API token); never stored in a cookie or a log. */
   secret?: string;
   /** Set when the action was queued for approval instead of executed. */
@@ -126,6 +136,8 @@ export interface ActionDef<S extends z.ZodObject = z.ZodObject> {
   description: string;
   params: S;
   writes: boolean;
+  /** Waits on another service: runs outside a transaction, so its writes must each stand alone. */
+  callsOut?: boolean;
   /** null when the actor may use it on this scope, else the reason they may not. */
   available?(ctx: Ctx, scope: Scope): string | null;
   execute(ctx: ActionCtx, params: z.infer<S>, scope: Scope): Promise<ActionOutcome>;

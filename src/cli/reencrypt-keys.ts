@@ -1,0 +1,21 @@
+// `npm run keys:reencrypt`: re-encrypts every stored API key with the newest master key
+// in APP_ENCRYPTION_KEYS. Safe to run repeatedly and while the app runs.
+import { loadConfig } from "../config.ts";
+import { createPrisma } from "../db/prisma.ts";
+import { reencryptKeys } from "../services/money/rotation.ts";
+import { parseMasterKeys } from "../services/money/secrets.ts";
+
+const config = loadConfig();
+const master = parseMasterKeys(config.APP_ENCRYPTION_KEYS);
+const prisma = createPrisma(config.DATABASE_URL, 2);
+try {
+  const report = await reencryptKeys(prisma, master);
+  console.log(`Re-encrypted ${report.reencrypted} key(s) with master key version ${master.newest}.`);
+  for (const f of report.failed) console.error(`  key ${f.id}: ${f.error}`);
+  if (report.failed.length) {
+    console.error(`${report.failed.length} key(s) could not be decrypted with the configured versions.`);
+    process.exitCode = 1;
+  }
+} finally {
+  await prisma.$disconnect();
+}

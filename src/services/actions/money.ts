@@ -1,0 +1,347 @@
+// Paying for agents: your provider keys, which key an agent uses, its monthly limit and
+// alerts, and (tenant admins) the tenant's price overrides.
+import { z } from "zod";
+import type { Prisma } from "../../generated/prisma/client.ts";
+import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { requireScope } from "../access.ts";
+import { agentConfig, MAX_COST_LIMIT_USD, tenantSettings } from "../agents/settings.ts";
+import {
+  checkBaseUrl,
+  createKey,
+  keyHint,
+  PROVIDER_LABELS,
+  PROVIDER_URLS,
+  PROVIDERS,
+  testKey,
+} from "../money/keys.ts";
+import { monthOf, toMicros } from "../money/ledger.ts";
+import { priceSchema, usd } from "../money/pricing.ts";
+import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { idSchema, text } from "../validation.ts";
+import { saveConfig } from "./agent-settings.ts";
+
+const peopleOnly = (ctx: Ctx) =>
+  ctx.actor.kind === "person" ? null : "only people manage keys and spending";
+
+/** On a usage page a workspace admin may read another's agent; only its owner changes it. */
+const ownerOnly = (ctx: Ctx, scope: Scope) =>
+  peopleOnly(ctx) ?? (scope.agent && scope.agent.parentId !== ctx.actor.id ? "only its owner can" : null);
+
+const dollars = z
+  .number("a number of US dollars")
+  .min(0, "at least 0")
+  .max(MAX_COST_LIMIT_USD, `at most ${MAX_COST_LIMIT_USD}`);
+
+export const addApiKey = defineAction({
+  name: "add_api_key",
+  description: "Add a provider API key your agents can use",
+  params: z.object({
+    label: text(80).describe("a name you will recognise, e.g. “Work OpenAI”"),
+    provider: z.enum(PROVIDERS).meta({
+      description: "openai, anthropic, or openai_compatible (any OpenAI-compatible endpoint)",
+      optionLabels: PROVIDER_LABELS,
+    }),
+    base_url: z.string().trim().max(500).optional().meta({
+      label: "Base URL",
+      description: "required for OpenAI-compatible, e.g. https://llm.example.com/v1; leave empty otherwise",
+    }),
+    key: z
+      .string()
+      .trim()
+      .min(8, "at least 8 characters")
+      .max(1000, "at most 1000 characters")
+      .regex(/^\S+$/, "no spaces")
+      .meta({
+        label: "API key",
+        secret: true,
+        description: "stored encrypted; afterwards shown only as its last 4 characters",
+      }),
+  }),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const user = requireScope(scope.user, "user");
+    let baseUrl: string;
+    if (p.provider === "openai_compatible") {
+      if (!p.base_url)
+        throw new ValidationError([{ field: "base_url", message: "required for openai_compatible" }]);
+      const bad = checkBaseUrl(p.base_url);
+      if (bad) throw new ValidationError([{ field: "base_url", message: bad }]);
+      baseUrl = p.base_url;
+    } else {
+      if (p.base_url)
+        throw new ValidationError([
+          {
+            field: "base_url",
+            message: `leave empty for ${p.provider}: its URL is ${PROVIDER_URLS[p.provider]}`,
+          },
+        ]);
+      baseUrl = PROVIDER_URLS[p.provider];
+    }
+    const k = await createKey(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      ownerId: user.id,
+      label: p.label,
+      provider: p.provider,
+      baseUrl,
+      key: p.key,
+    });
+    return {
+      status: 201,
+      location: `/u/${user.handle}/settings/api-keys`,
+      notice: `Added “${k.label}” (…${keyHint(p.key)}). Test it, then pick it on an agent's page.`,
+    };
+  },
+});
+
+async function ownKey(ctx: ActionCtx, scope: Scope, id: string) {
+  const user = requireScope(scope.user, "user");
+  const k = await ctx.tx.agentApiKey.findFirst({ where: { id, tenantId: ctx.tenant.id, ownerId: user.id } });
+  if (!k) throw new NotFoundError(`No API key ${id} of yours`);
+  return { user, k };
+}
+
+export const testApiKey = defineAction({
+  name: "test_api_key",
+  description: "Check that a key authenticates with its provider",
+  params: z.object({ key_id: idSchema }),
+  writes: true,
+  callsOut: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const { user, k } = await ownKey(ctx, scope, p.key_id);
+    if (k.revokedAt) throw new ConflictError(`“${k.label}” is revoked`);
+    const r = await testKey(ctx.tx, k);
+    return {
+      status: 200,
+      location: `/u/${user.handle}/settings/api-keys`,
+      notice: `${r.ok ? "✓" : "✗"} “${k.label}” (…${k.keyHint}): ${r.message}`,
+      warning: !r.ok,
+    };
+  },
+});
+
+export const revokeApiKey = defineAction({
+  name: "revoke_api_key",
+  description: "Revoke a key: agents using it stop until you pick another",
+  params: z.object({ key_id: idSchema }),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const { user, k } = await ownKey(ctx, scope, p.key_id);
+    if (k.revokedAt) throw new ConflictError(`“${k.label}” is already revoked`);
+    // The ciphertext goes too: a revoked key is never needed again.
+    await ctx.tx.agentApiKey.update({
+      where: { id: k.id },
+      data: { revokedAt: new Date(), encryptedKey: new Uint8Array(0) },
+    });
+    const users = await ctx.tx.user.findMany({
+      where: { tenantId: ctx.tenant.id, parentId: user.id, kind: "subagent" },
+      select: { handle: true, agentConfig: true },
+      orderBy: { handle: "asc" },
+    });
+    const using = users.filter((a) => agentConfig(a).api_key_id === k.id).map((a) => `@${a.handle}`);
+    return {
+      status: 200,
+      location: `/u/${user.handle}/settings/api-keys`,
+      notice: `Revoked “${k.label}”.${using.length ? ` ${using.join(", ")} used it: pick another key on their pages, or their runs fail.` : ""}`,
+    };
+  },
+});
+
+export const setAgentApiKey = defineAction({
+  name: "set_agent_api_key",
+  description: "Choose who pays for its model calls: one of your keys, or the shared endpoint",
+  params: z.object({
+    api_key: z
+      .string()
+      .trim()
+      .regex(/^(shared|[a-z0-9]{6,32})$/, "`shared` or the id of one of your keys")
+      .meta({
+        label: "Pay for model calls with",
+        description: "shared, or the id of one of your keys (listed on your API keys page)",
+      }),
+  }),
+  writes: true,
+  available: ownerOnly,
+  async execute(ctx, p, scope) {
+    const agent = requireScope(scope.agent, "agent");
+    let label = "the shared endpoint";
+    if (p.api_key !== "shared") {
+      const k = await ctx.tx.agentApiKey.findFirst({
+        where: { id: p.api_key, tenantId: ctx.tenant.id, ownerId: ctx.actor.id },
+      });
+      if (!k) throw new ValidationError([{ field: "api_key", message: "not one of your keys" }]);
+      if (k.revokedAt) throw new ValidationError([{ field: "api_key", message: `“${k.label}” is revoked` }]);
+      label = `“${k.label}” (…${k.keyHint})`;
+    }
+    await saveConfig(ctx, scope, (cfg) => {
+      if (p.api_key === "shared") delete cfg.api_key_id;
+      else cfg.api_key_id = p.api_key;
+    });
+    return {
+      status: 200,
+      location: `/subagents/${agent.handle}`,
+      notice: `@${agent.handle} now uses ${label}`,
+    };
+  },
+});
+
+function parseThresholds(raw: string): number[] {
+  // A form leaves an emptied field out (unchanged), so "none" is how a form clears them.
+  if (/^none$/i.test(raw.trim())) return [];
+  const parts = raw
+    .split(/[,\s]+/)
+    .map((s) => s.replace(/^\$/, ""))
+    .filter(Boolean);
+  const values = parts.map(Number);
+  const bad = parts.find((_, i) => !Number.isFinite(values[i]) || values[i]! <= 0);
+  if (bad !== undefined)
+    throw new ValidationError([
+      { field: "alert_thresholds_usd", message: `“${bad}” is not a positive amount` },
+    ]);
+  // Past any limit it could never alert, and a typo like 1e300 is no amount of money.
+  const huge = parts.find((_, i) => values[i]! > MAX_COST_LIMIT_USD);
+  if (huge !== undefined)
+    throw new ValidationError([
+      {
+        field: "alert_thresholds_usd",
+        message: `“${huge}” is more than ${usd(toMicros(MAX_COST_LIMIT_USD))}`,
+      },
+    ]);
+  if (values.length > 10)
+    throw new ValidationError([{ field: "alert_thresholds_usd", message: "at most 10 thresholds" }]);
+  return [...new Set(values)].sort((a, b) => a - b);
+}
+
+async function spentThisMonth(ctx: ActionCtx, agentId: string) {
+  const m = await ctx.tx.agentUsageMonth.findUnique({
+    where: { agentId_month: { agentId, month: monthOf(new Date()) } },
+  });
+  return m?.costMicros ?? 0n;
+}
+
+export const setCostLimit = defineAction({
+  name: "set_cost_limit",
+  description: "Set its monthly cost limit and spend alerts",
+  params: z.object({
+    monthly_limit_usd: dollars.meta({
+      label: "Monthly limit (USD)",
+      description: "runs stop and it pauses when this month's spend reaches it",
+    }),
+    alert_thresholds_usd: z.string().trim().max(200).optional().meta({
+      label: "Alert at (USD)",
+      description: "amounts that notify you once a month, e.g. 1, 5, 10, 50 (none: no alerts)",
+    }),
+  }),
+  writes: true,
+  available: ownerOnly,
+  async execute(ctx, p, scope) {
+    const agent = requireScope(scope.agent, "agent");
+    const thresholds =
+      p.alert_thresholds_usd === undefined ? undefined : parseThresholds(p.alert_thresholds_usd);
+    await saveConfig(ctx, scope, (cfg) => {
+      cfg.cost_limit_usd = p.monthly_limit_usd;
+      if (thresholds) cfg.alert_thresholds_usd = thresholds;
+    });
+    // Read again now that the update holds its row: the page was read before this
+    // transaction, and the ledger may have paused the agent since.
+    const now = await ctx.tx.user.findUniqueOrThrow({
+      where: { id: agent.id },
+      select: { pausedAt: true, pausedKind: true },
+    });
+    const spent = await spentThisMonth(ctx, agent.id);
+    let notice = `Limit set to ${usd(toMicros(p.monthly_limit_usd))} a month (${usd(spent)} spent so far).`;
+    // Raising the limit past the spend undoes the pause the limit caused; an owner's own pause stays.
+    if (now.pausedAt && now.pausedKind === "cost_limit") {
+      if (spent < toMicros(p.monthly_limit_usd)) {
+        await ctx.tx.user.update({
+          where: { id: agent.id },
+          data: { pausedAt: null, pausedReason: null, pausedKind: null },
+        });
+        notice += ` @${agent.handle} is running again.`;
+      } else notice += ` Still at the limit: @${agent.handle} stays paused.`;
+    } else if (spent >= toMicros(p.monthly_limit_usd))
+      notice += ` That is already spent: its next run stops before calling the model, and it pauses.`;
+    return { status: 200, location: `/subagents/${agent.handle}/usage`, notice };
+  },
+});
+
+/** Resuming an agent the limit paused, while still at the limit, would only pause it again. */
+export async function assertUnderLimit(ctx: ActionCtx, agentId: string) {
+  const row = await ctx.tx.user.findUniqueOrThrow({ where: { id: agentId } });
+  const limit = toMicros(agentConfig(row).cost_limit_usd);
+  const spent = await spentThisMonth(ctx, agentId);
+  if (spent >= limit)
+    throw new ConflictError(
+      `It has spent ${usd(spent)} of its ${usd(limit)} limit this month: raise the limit first (on its usage page).`,
+    );
+}
+
+const adminOnly = (ctx: Ctx) => (ctx.actor.tenantAdmin ? null : "only workspace admins set prices");
+
+const modelName = z
+  .string()
+  .trim()
+  .min(1, "must not be empty")
+  .max(200)
+  .regex(/^[\w./:@-]+$/, "letters, digits and . / : @ - _ only")
+  // Stored as a JSON object key: `__proto__` would be accepted and then silently lost.
+  .refine((m) => m !== "__proto__", "a reserved name");
+
+/**
+ * The workspace's price keys that name `model`. Prices match model ids case-insensitively
+ * (pricing.ts listName), so `GPT-X` and `gpt-x` are one price: setting one replaces the
+ * other (else the older would keep winning), and removing either removes it.
+ */
+const sameModel = (pricing: object, model: string) =>
+  Object.keys(pricing).filter((k) => k.toLowerCase() === model.toLowerCase());
+
+export const setModelPrice = defineAction({
+  name: "set_model_price",
+  description: "Price a model for this workspace (USD per million tokens), over the built-in list",
+  params: z.object({
+    model: modelName,
+    input: priceSchema.shape.input.describe("USD per 1M input tokens"),
+    cached_input: priceSchema.shape.cached_input.describe("USD per 1M cached input tokens"),
+    output: priceSchema.shape.output.describe("USD per 1M output tokens"),
+  }),
+  writes: true,
+  available: adminOnly,
+  async execute(ctx, p) {
+    if (!ctx.actor.tenantAdmin) throw new ForbiddenError("only workspace admins set prices");
+    const t = await ctx.tx.tenant.findUniqueOrThrow({ where: { id: ctx.tenant.id } });
+    const settings = (t.settings ?? {}) as Record<string, unknown>;
+    const pricing = { ...tenantSettings(t).pricing };
+    for (const k of sameModel(pricing, p.model)) delete pricing[k];
+    pricing[p.model] = { input: p.input, cached_input: p.cached_input, output: p.output };
+    await ctx.tx.tenant.update({
+      where: { id: t.id },
+      data: { settings: { ...settings, pricing } as Prisma.InputJsonValue },
+    });
+    return { status: 200, location: "/usage/pricing", notice: `Priced ${p.model} for this workspace` };
+  },
+});
+
+export const removeModelPrice = defineAction({
+  name: "remove_model_price",
+  description: "Drop a workspace price: the built-in list applies again",
+  params: z.object({ model: modelName }),
+  writes: true,
+  available: adminOnly,
+  async execute(ctx, p) {
+    if (!ctx.actor.tenantAdmin) throw new ForbiddenError("only workspace admins set prices");
+    const t = await ctx.tx.tenant.findUniqueOrThrow({ where: { id: ctx.tenant.id } });
+    const settings = (t.settings ?? {}) as Record<string, unknown>;
+    const pricing = { ...tenantSettings(t).pricing };
+    // Own keys only: `in` would also find `constructor` and `toString` on an empty object.
+    const names = sameModel(pricing, p.model);
+    if (!names.length) throw new NotFoundError(`No workspace price for ${p.model}`);
+    for (const k of names) delete pricing[k];
+    await ctx.tx.tenant.update({
+      where: { id: t.id },
+      data: { settings: { ...settings, pricing } as Prisma.InputJsonValue },
+    });
+    return { status: 200, location: "/usage/pricing", notice: `Removed the workspace price for ${p.model}` };
+  },
+});

@@ -1,0 +1,175 @@
+// BYOK API keys: stored sealed (secrets.ts), shown only as their last four characters,
+// opened only in the worker at the moment an agent calls its provider.
+import { isIP } from "node:net";
+import OpenAI, { APIError } from "openai";
+import type { Db } from "../../db/prisma.ts";
+import type { AgentApiKey } from "../../generated/prisma/client.ts";
+import { newId } from "../../lib/ids.ts";
+import type { Endpoint } from "../agents/llm.ts";
+import { keyring } from "./keyring.ts";
+import { apiKeyAad, DecryptError, open, seal } from "./secrets.ts";
+
+export const PROVIDERS = ["openai", "anthropic", "openai_compatible"] as const;
+export type Provider = (typeof PROVIDERS)[number];
+
+export const PROVIDER_LABELS: Record<Provider, string> = {
+  openai: "OpenAI",
+  anthropic: "Anthropic",
+  openai_compatible: "OpenAI-compatible",
+};
+
+/** Each provider's OpenAI-compatible endpoint. */
+export const PROVIDER_URLS: Record<Exclude<Provider, "openai_compatible">, string> = {
+  openai: "https://api.openai.com/v1",
+  anthropic: "https://api.anthropic.com/v1/",
+};
+
+export const keyHint = (key: string) => key.slice(-4);
+
+/** Null when the URL may be used, else why not. */
+export function checkBaseUrl(raw: string): string | null {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return "must be a URL like https://llm.example.com/v1";
+  }
+  if (u.protocol !== "https:" && u.protocol !== "http:") return "must start with https:// or http://";
+  if (u.username || u.password) return "must not contain credentials: put the key in the key field";
+  if (!keyring().allowPrivateUrls && isPrivateHost(u.hostname))
+    return "must be a public address (private and loopback addresses are not allowed on this server)";
+  return null;
+}
+
+function isPrivateHost(host: string): boolean {
+  // A trailing dot is the same name to DNS (`localhost.`, `metadata.google.internal.`).
+  const h = host
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.+$/, "")
+    .toLowerCase();
+  if (h === "localhost" || h.endsWith(".localhost") || h.endsWith(".internal") || h.endsWith(".local"))
+    return true;
+  if (isIP(h) === 4) {
+    const [a, b] = h.split(".").map(Number) as [number, number];
+    return (
+      a === 10 ||
+      a === 127 ||
+      a === 0 ||
+      (a === 169 && b === 254) ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168) ||
+      (a === 100 && b >= 64 && b <= 127)
+    );
+  }
+  if (isIP(h) === 6)
+    return (
+      h === "::1" ||
+      h === "::" ||
+      h.startsWith("fc") ||
+      h.startsWith("fd") ||
+      /^fe[89ab]/.test(h) ||
+      h.startsWith("::ffff:")
+    );
+  return false;
+}
+
+export async function createKey(
+  db: Db,
+  k: { tenantId: string; ownerId: string; label: string; provider: Provider; baseUrl: string; key: string },
+): Promise<AgentApiKey> {
+  const id = newId();
+  const sealed = seal(keyring().master, k.key, apiKeyAad(k.tenantId, id));
+  return db.agentApiKey.create({
+    data: {
+      id,
+      tenantId: k.tenantId,
+      ownerId: k.ownerId,
+      label: k.label,
+      provider: k.provider,
+      baseUrl: k.baseUrl,
+      encryptedKey: new Uint8Array(sealed.ciphertext),
+      keyVersion: sealed.keyVersion,
+      keyHint: keyHint(k.key),
+    },
+  });
+}
+
+export function openKey(k: Pick<AgentApiKey, "id" | "tenantId" | "encryptedKey" | "keyVersion">): string {
+  return open(
+    keyring().master,
+    { ciphertext: Buffer.from(k.encryptedKey), keyVersion: k.keyVersion },
+    apiKeyAad(k.tenantId, k.id),
+  );
+}
+
+export class KeyUnavailableError extends Error {}
+
+/** The endpoint an agent calls: its owner's key when it has one, else the shared one. */
+export async function endpointFor(
+  db: Db,
+  agent: { tenantId: string; parentId: string | null },
+  keyId: string | undefined,
+  shared: Endpoint | null,
+): Promise<Endpoint | null> {
+  if (!keyId) return shared;
+  const k = await db.agentApiKey.findFirst({
+    where: { id: keyId, tenantId: agent.tenantId, ownerId: agent.parentId ?? "" },
+  });
+  if (!k)
+    throw new KeyUnavailableError(
+      "The API key this agent is set to use no longer exists: pick another on its page.",
+    );
+  if (k.revokedAt)
+    throw new KeyUnavailableError(
+      `The API key “${k.label}” (…${k.keyHint}) was revoked: pick another key, or the shared endpoint, on the agent's page.`,
+    );
+  return { baseURL: k.baseUrl, apiKey: openKey(k), keyId: k.id, label: `“${k.label}” (…${k.keyHint})` };
+}
+
+/** The provider refused the key: the owner sees it on their keys page, and on the run. */
+export async function markKeyFailed(db: Db, keyId: string, message: string) {
+  await db.agentApiKey.update({
+    where: { id: keyId },
+    data: { authFailedAt: new Date(), authError: message.slice(0, 500) },
+  });
+}
+
+export interface KeyTest {
+  ok: boolean;
+  message: string;
+}
+
+/** Lists the provider's models with the key: proves it authenticates without spending tokens. */
+export async function testKey(db: Db, k: AgentApiKey, timeoutMs = 10_000): Promise<KeyTest> {
+  let result: KeyTest;
+  try {
+    // Inside the try: a key that no longer decrypts is a failed test the owner can act on, not a 500.
+    const client = new OpenAI({ baseURL: k.baseUrl, apiKey: openKey(k), timeout: timeoutMs, maxRetries: 0 });
+    const page = await client.models.list();
+    result = { ok: true, message: `The key works: the provider lists ${page.data.length} model(s).` };
+  } catch (err) {
+    result =
+      err instanceof DecryptError
+        ? {
+            ok: false,
+            message:
+              "The key cannot be decrypted with the server's keys (APP_ENCRYPTION_KEYS): add it again.",
+          }
+        : err instanceof APIError && (err.status === 401 || err.status === 403)
+          ? { ok: false, message: `The provider refused the key (${err.status}).` }
+          : err instanceof APIError && err.status
+            ? { ok: false, message: `The provider answered ${err.status}; the key may still be fine.` }
+            : { ok: false, message: `Could not reach ${k.baseUrl}.` };
+  }
+  const refused = !result.ok && result.message.startsWith("The provider refused");
+  await db.agentApiKey.update({
+    where: { id: k.id },
+    data: {
+      lastTestedAt: new Date(),
+      lastTestOk: result.ok,
+      ...(result.ok && { authFailedAt: null, authError: null }),
+      ...(refused && { authFailedAt: new Date(), authError: result.message }),
+    },
+  });
+  return result;
+}

@@ -1,0 +1,90 @@
+// Prices per million tokens, versioned in the repo: every ledger row records the version
+// (and whether a tenant override applied), so an old row's cost can always be explained.
+// A model in no list costs zero and is flagged `priced: false` on the dashboards.
+import { z } from "zod";
+import type { Usage } from "../agents/llm.ts";
+
+export const priceSchema = z.object({
+  input: z.number().min(0).max(10_000),
+  cached_input: z.number().min(0).max(10_000),
+  output: z.number().min(0).max(10_000),
+});
+export type Price = z.infer<typeof priceSchema>;
+
+export const PRICE_LIST_VERSION = "2026-11-01";
+
+/** USD per 1M tokens, from the providers' published list prices. */
+export const PRICE_LIST: Record<string, Price> = {
+  "gpt-5": { input: 1.25, cached_input: 0.125, output: 10 },
+  "gpt-5-mini": { input: 0.25, cached_input: 0.025, output: 2 },
+  "gpt-5-nano": { input: 0.05, cached_input: 0.005, output: 0.4 },
+  "gpt-4.1": { input: 2, cached_input: 0.5, output: 8 },
+  "gpt-4.1-mini": { input: 0.4, cached_input: 0.1, output: 1.6 },
+  "gpt-4.1-nano": { input: 0.1, cached_input: 0.025, output: 0.4 },
+  "gpt-4o": { input: 2.5, cached_input: 1.25, output: 10 },
+  "gpt-4o-mini": { input: 0.15, cached_input: 0.075, output: 0.6 },
+  o3: { input: 2, cached_input: 0.5, output: 8 },
+  "o4-mini": { input: 1.1, cached_input: 0.275, output: 4.4 },
+  "claude-opus-4-1": { input: 15, cached_input: 1.5, output: 75 },
+  "claude-opus-4": { input: 15, cached_input: 1.5, output: 75 },
+  "claude-sonnet-4-5": { input: 3, cached_input: 0.3, output: 15 },
+  "claude-sonnet-4": { input: 3, cached_input: 0.3, output: 15 },
+  "claude-haiku-4-5": { input: 1, cached_input: 0.1, output: 5 },
+  "claude-3-7-sonnet": { input: 3, cached_input: 0.3, output: 15 },
+  "claude-3-5-haiku": { input: 0.8, cached_input: 0.08, output: 4 },
+};
+
+export const tenantPricesSchema = z.record(z.string().min(1).max(200), priceSchema);
+export type TenantPrices = z.infer<typeof tenantPricesSchema>;
+
+/**
+ * The list name a model id is priced under: exact, or with a date or `-latest` suffix
+ * (`gpt-4o-2024-08-06`, `claude-sonnet-4-20250514`), as routed (`azure/gpt-4o`, which a
+ * tenant may price apart) or after its router prefix (`openai/`, `anthropic/`). Nothing
+ * looser: `gpt-5-pro` must not be priced as `gpt-5`.
+ */
+export function listName(model: string, names: Iterable<string>): string | null {
+  const full = model.toLowerCase();
+  const bare = full.replace(/^[a-z0-9_-]+\//, "");
+  const list = [...names];
+  // The routed id first: a price for `azure/gpt-4o` beats one for plain `gpt-4o`.
+  for (const id of full === bare ? [full] : [full, bare]) {
+    let best: string | null = null;
+    for (const name of list) {
+      const n = name.toLowerCase();
+      if (id === n) return name;
+      if (id.startsWith(`${n}-`) && /^-(\d{4}-?\d{2}-?\d{2}|latest)$/.test(id.slice(n.length))) {
+        if (!best || n.length > best.length) best = name;
+      }
+    }
+    if (best) return best;
+  }
+  return null;
+}
+
+export interface Priced {
+  costMicros: number;
+  priced: boolean;
+  version: string;
+}
+
+/** Cost in micro-dollars: a price per million tokens is exactly micro-dollars per token. */
+export function priceCall(model: string, usage: Usage, overrides: TenantPrices = {}): Priced {
+  const own = listName(model, Object.keys(overrides));
+  const listed = own ? null : listName(model, Object.keys(PRICE_LIST));
+  const price = own ? overrides[own] : listed ? PRICE_LIST[listed] : undefined;
+  const version = own ? `${PRICE_LIST_VERSION}+tenant` : PRICE_LIST_VERSION;
+  if (!price) return { costMicros: 0, priced: false, version };
+  // Providers count cached tokens inside prompt_tokens; they are billed at the cached rate.
+  const cached = Math.min(usage.cached, usage.input);
+  const cost =
+    (usage.input - cached) * price.input + cached * price.cached_input + usage.output * price.output;
+  return { costMicros: Math.round(cost), priced: true, version };
+}
+
+export const usd = (micros: number | bigint, digits = 2) => {
+  const v = Number(micros) / 1e6;
+  // Sub-cent spend still reads as spend, not $0.00.
+  if (v > 0 && v < 0.01 && digits === 2) return `$${v.toFixed(4)}`;
+  return `$${v.toFixed(digits)}`;
+};
