@@ -25,11 +25,11 @@ const W = 720;
 const H = 240;
 const PAD = { top: 28, right: 16, bottom: 36, left: 64 };
 
-/** 1, 2, 2.5 or 5 × 10^n: an axis top people can read. */
+/** The axis top: 1, 2, 4, 6 or 8 × 10^n, so each of the four gridlines lands on a round number. */
 function niceCeil(v: number): number {
   if (v <= 0) return 1;
   const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  for (const m of [1, 2, 4, 6, 8, 10]) if (m * p >= v) return m * p;
   return 10 * p;
 }
 

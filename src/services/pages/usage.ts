@@ -75,7 +75,7 @@ function charts(u: Usage, dailyLimitMicros?: number): Block[] {
     series: [{ name: "cost", color: "#3b5bdb" }],
     values: u.days.map((d) => [d.costMicros / 1e6]),
     format: chartUsd,
-    axis: (v, step) => `$${v.toFixed(step >= 1 ? 0 : step >= 0.01 ? 2 : 4)}`,
+    axis: (v, step) => (v === 0 ? "$0" : `$${v.toFixed(step >= 1 ? 0 : step >= 0.01 ? 2 : 4)}`),
     marker: dailyLimitMicros
       ? { value: dailyLimitMicros / 1e6, label: `daily budget (${usd(Math.round(dailyLimitMicros))}/day)` }
       : undefined,
