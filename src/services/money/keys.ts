@@ -144,7 +144,18 @@ export async function testKey(db: Db, k: AgentApiKey, timeoutMs = 10_000): Promi
   let result: KeyTest;
   try {
     // Inside the try: a key that no longer decrypts is a failed test the owner can act on, not a 500.
-    const client = new OpenAI({ baseURL: k.baseUrl, apiKey: openKey(k), timeout: timeoutMs, maxRetries: 0 });
+    const apiKey = openKey(k);
+    const client = new OpenAI({
+      baseURL: k.baseUrl,
+      apiKey,
+      timeout: timeoutMs,
+      maxRetries: 0,
+      // Anthropic's compatibility layer covers chat completions; its model list is the
+      // native API, which authenticates with these headers rather than a Bearer token.
+      ...(k.provider === "anthropic" && {
+        defaultHeaders: { "x-api-key": apiKey, "anthropic-version": "2023-06-01" },
+      }),
+    });
     const page = await client.models.list();
     result = { ok: true, message: `The key works: the provider lists ${page.data.length} model(s).` };
   } catch (err) {
