@@ -15,7 +15,7 @@ import {
   testKey,
 } from "../money/keys.ts";
 import { monthOf, toMicros } from "../money/ledger.ts";
-import { priceSchema, usd } from "../money/pricing.ts";
+import { priceSchema, type TenantPrices, usd } from "../money/pricing.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";
 import { saveConfig } from "./agent-settings.ts";
@@ -297,6 +297,20 @@ const modelName = z
 const sameModel = (pricing: object, model: string) =>
   Object.keys(pricing).filter((k) => k.toLowerCase() === model.toLowerCase());
 
+/** Read-modify-write of the tenant's price overrides, under the tenant row's lock. */
+async function changePricing(ctx: ActionCtx, change: (pricing: TenantPrices) => void) {
+  if (!ctx.actor.tenantAdmin) throw new ForbiddenError("only workspace admins set prices");
+  await ctx.tx.$queryRaw`SELECT id FROM tenants WHERE id = ${ctx.tenant.id} FOR UPDATE`;
+  const t = await ctx.tx.tenant.findUniqueOrThrow({ where: { id: ctx.tenant.id } });
+  const pricing = { ...tenantSettings(t).pricing };
+  change(pricing);
+  const settings = (t.settings ?? {}) as Record<string, unknown>;
+  await ctx.tx.tenant.update({
+    where: { id: t.id },
+    data: { settings: { ...settings, pricing } as Prisma.InputJsonValue },
+  });
+}
+
 export const setModelPrice = defineAction({
   name: "set_model_price",
   description: "Price a model for this workspace (USD per million tokens), over the built-in list",
@@ -309,15 +323,9 @@ export const setModelPrice = defineAction({
   writes: true,
   available: adminOnly,
   async execute(ctx, p) {
-    if (!ctx.actor.tenantAdmin) throw new ForbiddenError("only workspace admins set prices");
-    const t = await ctx.tx.tenant.findUniqueOrThrow({ where: { id: ctx.tenant.id } });
-    const settings = (t.settings ?? {}) as Record<string, unknown>;
-    const pricing = { ...tenantSettings(t).pricing };
-    for (const k of sameModel(pricing, p.model)) delete pricing[k];
-    pricing[p.model] = { input: p.input, cached_input: p.cached_input, output: p.output };
-    await ctx.tx.tenant.update({
-      where: { id: t.id },
-      data: { settings: { ...settings, pricing } as Prisma.InputJsonValue },
+    await changePricing(ctx, (pricing) => {
+      for (const k of sameModel(pricing, p.model)) delete pricing[k];
+      pricing[p.model] = { input: p.input, cached_input: p.cached_input, output: p.output };
     });
     return { status: 200, location: "/usage/pricing", notice: `Priced ${p.model} for this workspace` };
   },
@@ -330,17 +338,11 @@ export const removeModelPrice = defineAction({
   writes: true,
   available: adminOnly,
   async execute(ctx, p) {
-    if (!ctx.actor.tenantAdmin) throw new ForbiddenError("only workspace admins set prices");
-    const t = await ctx.tx.tenant.findUniqueOrThrow({ where: { id: ctx.tenant.id } });
-    const settings = (t.settings ?? {}) as Record<string, unknown>;
-    const pricing = { ...tenantSettings(t).pricing };
-    // Own keys only: `in` would also find `constructor` and `toString` on an empty object.
-    const names = sameModel(pricing, p.model);
-    if (!names.length) throw new NotFoundError(`No workspace price for ${p.model}`);
-    for (const k of names) delete pricing[k];
-    await ctx.tx.tenant.update({
-      where: { id: t.id },
-      data: { settings: { ...settings, pricing } as Prisma.InputJsonValue },
+    await changePricing(ctx, (pricing) => {
+      // Own keys only: `in` would also find `constructor` and `toString` on an empty object.
+      const names = sameModel(pricing, p.model);
+      if (!names.length) throw new NotFoundError(`No workspace price for ${p.model}`);
+      for (const k of names) delete pricing[k];
     });
     return { status: 200, location: "/usage/pricing", notice: `Removed the workspace price for ${p.model}` };
   },
