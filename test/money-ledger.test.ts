@@ -10,7 +10,13 @@ import { createPrisma, type PrismaClient } from "../src/db/prisma.ts";
 import type { ChatRequest, FakeReply } from "../src/dev/fake-llm.ts";
 import { newId } from "../src/lib/ids.ts";
 import { createKey } from "../src/services/money/keys.ts";
-import { monthOf, readBudget, recordUsage, type UsageEntry } from "../src/services/money/ledger.ts";
+import {
+  liftLastMonthsPauses,
+  monthOf,
+  readBudget,
+  recordUsage,
+  type UsageEntry,
+} from "../src/services/money/ledger.ts";
 import { PRICE_LIST_VERSION, priceCall } from "../src/services/money/pricing.ts";
 import { agentOf, processed, requestsFor, runIdOf, stepsOf } from "./helpers/agent-scripts.ts";
 import { type Agent, type AgentEnv, makeAgent, runsOf, startAgents, tool } from "./helpers/agents.ts";
@@ -1029,6 +1035,49 @@ describe("months", () => {
     ]);
     expect(await db().agentUsageMonth.findMany({ where: { agentId: scout.id } })).toMatchObject([
       { month: monthOf(lastOfPrevious), calls: 2, costMicros: 2000n },
+    ]);
+  });
+});
+
+describe("a new month", () => {
+  it("lifts last month's limit pauses, telling the owner once, and leaves this month's and owners' pauses", async () => {
+    const w = await makeWorld();
+    const [lastMonth, thisMonth, byOwner] = await Promise.all([
+      makeAgent(w, w.alice, "lastmonth"),
+      makeAgent(w, w.alice, "thismonth"),
+      makeAgent(w, w.alice, "byowner"),
+    ]);
+    const now = new Date();
+    const previous = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1) - 3_600_000);
+    const pause = (a: Agent, at: Date, kind: string) =>
+      db().user.update({
+        where: { id: a.id },
+        data: {
+          pausedAt: at,
+          pausedKind: kind,
+          pausedReason: kind === "owner" ? "mine" : "reached its limit",
+        },
+      });
+    await Promise.all([
+      pause(lastMonth, previous, "cost_limit"),
+      pause(thisMonth, now, "cost_limit"),
+      pause(byOwner, previous, "owner"),
+    ]);
+    // The maintenance worker runs it on every sweep, racing these direct calls: whoever
+    // lifts the pause, it is lifted once (one event), and a later call finds nothing.
+    await Promise.all([liftLastMonthsPauses(db(), now), liftLastMonthsPauses(db(), now)]);
+    expect(await liftLastMonthsPauses(db(), now)).toBe(0);
+    expect((await agentRow(lastMonth)).pausedAt).toBeNull();
+    expect((await agentRow(thisMonth)).pausedKind).toBe("cost_limit");
+    expect((await agentRow(byOwner)).pausedKind).toBe("owner");
+    const events = await db().event.findMany({ where: { subjectId: lastMonth.id, type: "agent.resumed" } });
+    expect(events).toHaveLength(1);
+    const notes = await waitFor(async () => {
+      const n = await spendNotifications(w.alice, lastMonth);
+      return n.length ? n : null;
+    }, 10_000);
+    expect(notes.map((n) => n.excerpt)).toEqual([
+      `runs again: a new month (${monthOf(now)}) began, and its cost limit counts from zero.`,
     ]);
   });
 });

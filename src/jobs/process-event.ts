@@ -19,7 +19,7 @@ export function eventProcessor(
       return { enqueued: e.subjectId };
     }
     if (e.type === "run.waiting") return { notified: await notifyOwnerOfRun(prisma, e) };
-    if (e.type === "usage.threshold" || e.type === "agent.paused")
+    if (e.type === "usage.threshold" || e.type === "agent.paused" || e.type === "agent.resumed")
       return { notified: await notifyOwnerOfSpend(prisma, e) };
     if (e.type === "approval.requested") return { notified: await notifyOwnerOfApproval(prisma, e) };
     if (e.type === "approval.approved") {

@@ -9,6 +9,7 @@ import { executeApproved, expireOverdue, resumeSettled } from "../services/agent
 import { startHeartbeat } from "../services/agents/heartbeat.ts";
 import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
 import { configureKeyring } from "../services/money/keyring.ts";
+import { liftLastMonthsPauses } from "../services/money/ledger.ts";
 import { startEventRelay } from "./event-relay.ts";
 import { agentRunProcessor, workerId } from "./process-agent-run.ts";
 import { eventProcessor } from "./process-event.ts";
@@ -82,6 +83,7 @@ export async function startRuntime(o: RuntimeOptions) {
         swept: await sweep(prisma, queues, c.SWEEP_INTERVAL_MS),
         expired: await expireOverdue(prisma),
         resumed: await resumeSettled(prisma),
+        newMonth: await liftLastMonthsPauses(prisma),
       }),
       {
         connection,

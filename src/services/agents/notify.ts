@@ -46,7 +46,7 @@ export async function notifyOwnerOfApproval(db: PrismaClient, e: Event): Promise
   return res.count;
 }
 
-/** A spend threshold crossed, or the agent paused at its limit: its owner hears once (one event each). */
+/** A spend threshold crossed, the agent paused at its limit, or resumed by a new month: its owner hears once (one event each). */
 export async function notifyOwnerOfSpend(db: PrismaClient, e: Event): Promise<number> {
   const agent = await db.user.findUnique({ where: { id: e.subjectId } });
   if (!agent?.parentId) return 0;
@@ -61,7 +61,9 @@ export async function notifyOwnerOfSpend(db: PrismaClient, e: Event): Promise<nu
   const excerpt =
     e.type === "agent.paused"
       ? `was paused: it reached its monthly cost limit (${spent} spent of ${limit} in ${p.month}). Raise the limit or resume it.`
-      : `has spent ${spent} in ${p.month}, past your ${usd(p.threshold_micros ?? 0)} alert (limit ${limit}).`;
+      : e.type === "agent.resumed"
+        ? `runs again: a new month (${p.month}) began, and its cost limit counts from zero.`
+        : `has spent ${spent} in ${p.month}, past your ${usd(p.threshold_micros ?? 0)} alert (limit ${limit}).`;
   const res = await db.notification.createMany({
     data: [
       {

@@ -4,7 +4,7 @@
 // concurrent calls of one agent: each call sees the total before and after itself, so a
 // threshold is crossed by exactly one call, and the call that reaches the limit pauses
 // the agent in that same statement.
-import type { Db } from "../../db/prisma.ts";
+import type { Db, PrismaClient } from "../../db/prisma.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import type { Usage } from "../agents/llm.ts";
@@ -15,7 +15,7 @@ import {
   DEFAULT_COST_LIMIT_USD,
   MAX_COST_LIMIT_USD,
 } from "../agents/settings.ts";
-import { EVENTS_CHANNEL } from "../events.ts";
+import { EVENTS_CHANNEL, emitEvent } from "../events.ts";
 import { type Priced, usd } from "./pricing.ts";
 
 /** Calendar month in UTC, `2026-11`: the period limits and thresholds apply to. */
@@ -205,4 +205,33 @@ export async function pauseAtLimit(
       RETURNING id
     )
     SELECT count(*) AS n FROM notice, LATERAL (SELECT pg_notify(${EVENTS_CHANNEL}, notice.id)) x`;
+}
+
+/**
+ * Limits are monthly: an agent the limit paused last month runs again in a new month,
+ * and its owner hears of it, as of the pause. Only the limit's pauses: an owner's own stays.
+ */
+export async function liftLastMonthsPauses(db: PrismaClient, at = new Date()): Promise<number> {
+  const monthStart = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
+  return db.$transaction(async (tx) => {
+    const agents = await tx.$queryRaw<{ id: string; tenant_id: string }[]>`
+      SELECT id, tenant_id FROM users
+      WHERE paused_kind = 'cost_limit' AND paused_at < ${monthStart}
+      FOR UPDATE SKIP LOCKED`;
+    for (const a of agents) {
+      await tx.user.update({
+        where: { id: a.id },
+        data: { pausedAt: null, pausedReason: null, pausedKind: null },
+      });
+      await emitEvent(tx, {
+        tenantId: a.tenant_id,
+        actorId: a.id,
+        type: "agent.resumed",
+        subjectType: "user",
+        subjectId: a.id,
+        payload: { reason: "new_month", month: monthOf(at) },
+      });
+    }
+    return agents.length;
+  });
 }
