@@ -6,6 +6,8 @@
 // Real Postgres, Redis and BullMQ workers; providers are fake LLM servers over HTTP.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { lookup } from "node:dns/promises";
+import { hostname } from "node:os";
 import { inspect } from "node:util";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,7 +17,7 @@ import { createRedis } from "../src/db/redis.ts";
 import { type FakeLlm, type Script, startFakeLlm } from "../src/dev/fake-llm.ts";
 import { newId } from "../src/lib/ids.ts";
 import { configureKeyring } from "../src/services/money/keyring.ts";
-import { checkBaseUrl, openKey, PROVIDER_URLS } from "../src/services/money/keys.ts";
+import { checkBaseUrl, checkResolvedUrl, openKey, PROVIDER_URLS } from "../src/services/money/keys.ts";
 import { reencryptKeys } from "../src/services/money/rotation.ts";
 import {
   apiKeyAad,
@@ -712,6 +714,35 @@ describe("the base URL policy", () => {
     // Outside production (and with BYOK_ALLOW_PRIVATE_URLS=1) a self-hosted model is fine.
     expect(checkBaseUrl("http://127.0.0.1:8000/v1")).toBeNull();
     expect(checkBaseUrl("http://localhost:11434/v1")).toBeNull();
+  });
+
+  // The machine's own host name resolves to a loopback address (see /etc/hosts) while
+  // reading as a public name: what a DNS record pointing at 127.0.0.1 would look like.
+  const hostName = hostname();
+  const loopbackName = async () =>
+    !["localhost", ""].includes(hostName) &&
+    (await lookup(hostName, { all: true }).catch(() => [])).some((a) => a.address.startsWith("127."));
+
+  it("refuses, at use, a public-looking name that resolves to a private address", async (t) => {
+    if (!(await loopbackName())) t.skip();
+    const w = await makeWorld();
+    const p = await provider(shortScript());
+    const key = fakeKey();
+    const base = `http://${hostName}:${new URL(p.url).port}/v1`;
+    await withPrivateRefused(async () => {
+      // The written name passes the check at entry…
+      expect(checkBaseUrl(base)).toBeNull();
+      expect(await checkResolvedUrl(base)).toMatch(/resolves to a private address \(127\./);
+      const k = await addKey(w, { base_url: base, key });
+      // …but a test does not call it, and neither does a run.
+      const tested = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/test_api_key`, { key_id: k.id });
+      expect(tested.body).toMatch(/Not tested: .* resolves to a private address/);
+      await makeAgent(w, w.alice, "scout", { api_key_id: k.id });
+      const run = await runTask(w, "scout");
+      expect(run).toMatchObject({ status: "failed", stopReason: "api_key_unavailable" });
+      expect(run?.error).toMatch(/points at .* resolves to a private address/);
+    });
+    expect(p.requests).toEqual([]);
   });
 
   it("is on by default in production, and answers a 400 naming base_url", async () => {

@@ -1,5 +1,6 @@
 // BYOK API keys: stored sealed (secrets.ts), shown only as their last four characters,
 // opened only in the worker at the moment an agent calls its provider.
+import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import OpenAI, { APIError } from "openai";
 import type { Db } from "../../db/prisma.ts";
@@ -39,6 +40,23 @@ export function checkBaseUrl(raw: string): string | null {
   if (!keyring().allowPrivateUrls && isPrivateHost(u.hostname))
     return "must be a public address (private and loopback addresses are not allowed on this server)";
   return null;
+}
+
+/**
+ * The check at use: a public-looking name may resolve to a private address (a DNS record
+ * pointing at 127.0.0.1 or the cloud metadata service). Null when every address it
+ * resolves to is public, or when private ones are allowed. A name that does not resolve
+ * is left to the connection to fail. (Re-resolution between this check and the connect —
+ * DNS rebinding — is not covered: that needs the lookup pinned in the HTTP agent.)
+ */
+export async function checkResolvedUrl(raw: string): Promise<string | null> {
+  if (keyring().allowPrivateUrls) return null;
+  const host = new URL(raw).hostname.replace(/^\[|\]$/g, "");
+  if (isPrivateHost(host)) return `${host} is a private address, not allowed on this server`;
+  if (isIP(host)) return null;
+  const addresses = await lookup(host, { all: true }).catch(() => []);
+  const bad = addresses.find((a) => isPrivateHost(a.address));
+  return bad ? `${host} resolves to a private address (${bad.address}), not allowed on this server` : null;
 }
 
 function isPrivateHost(host: string): boolean {
@@ -123,6 +141,9 @@ export async function endpointFor(
     throw new KeyUnavailableError(
       `The API key “${k.label}” (…${k.keyHint}) was revoked: pick another key, or the shared endpoint, on the agent's page.`,
     );
+  const refused = await checkResolvedUrl(k.baseUrl);
+  if (refused)
+    throw new KeyUnavailableError(`The API key “${k.label}” (…${k.keyHint}) points at ${refused}.`);
   return { baseURL: k.baseUrl, apiKey: openKey(k), keyId: k.id, label: `“${k.label}” (…${k.keyHint})` };
 }
 
@@ -142,6 +163,15 @@ export interface KeyTest {
 /** Lists the provider's models with the key: proves it authenticates without spending tokens. */
 export async function testKey(db: Db, k: AgentApiKey, timeoutMs = 10_000): Promise<KeyTest> {
   let result: KeyTest;
+  const blocked = await checkResolvedUrl(k.baseUrl);
+  if (blocked) {
+    result = { ok: false, message: `Not tested: ${blocked}.` };
+    await db.agentApiKey.update({
+      where: { id: k.id },
+      data: { lastTestedAt: new Date(), lastTestOk: false },
+    });
+    return result;
+  }
   try {
     // Inside the try: a key that no longer decrypts is a failed test the owner can act on, not a 500.
     const apiKey = openKey(k);
