@@ -50,10 +50,20 @@ export function requireScope<T>(value: T | undefined, what: string): T {
   return value;
 }
 
-/** A subagent the actor owns; anyone else's agent (or a person) is a 404. */
-export async function loadOwnedAgent(ctx: Ctx, handle: string) {
+/**
+ * A subagent the actor owns; anyone else's agent (or a person) is a 404. With
+ * `adminReads`, a workspace admin may read any agent of the tenant (its usage); what
+ * they may change is still up to each action's owner check.
+ */
+export async function loadOwnedAgent(ctx: Ctx, handle: string, opts: { adminReads?: boolean } = {}) {
+  const anyOwner = opts.adminReads && ctx.actor.tenantAdmin;
   const agent = await ctx.db.user.findFirst({
-    where: { tenantId: ctx.tenant.id, handle, kind: "subagent", parentId: ctx.actor.id },
+    where: {
+      tenantId: ctx.tenant.id,
+      handle,
+      kind: "subagent",
+      ...(!anyOwner && { parentId: ctx.actor.id }),
+    },
   });
   if (!agent) throw new NotFoundError(`No subagent @${handle} of yours`);
   return agent;

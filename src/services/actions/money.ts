@@ -14,7 +14,7 @@ import {
   PROVIDERS,
   testKey,
 } from "../money/keys.ts";
-import { monthOf, toMicros } from "../money/ledger.ts";
+import { readBudget, spentThisMonth, toMicros } from "../money/ledger.ts";
 import { priceSchema, type TenantPrices, usd } from "../money/pricing.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";
@@ -214,13 +214,6 @@ function parseThresholds(raw: string): number[] {
   return [...new Set(values)].sort((a, b) => a - b);
 }
 
-async function spentThisMonth(ctx: ActionCtx, agentId: string) {
-  const m = await ctx.tx.agentUsageMonth.findUnique({
-    where: { agentId_month: { agentId, month: monthOf(new Date()) } },
-  });
-  return m?.costMicros ?? 0n;
-}
-
 export const setCostLimit = defineAction({
   name: "set_cost_limit",
   description: "Set its monthly cost limit and spend alerts",
@@ -250,7 +243,7 @@ export const setCostLimit = defineAction({
       where: { id: agent.id },
       select: { pausedAt: true, pausedKind: true },
     });
-    const spent = await spentThisMonth(ctx, agent.id);
+    const spent = await spentThisMonth(ctx.tx, agent.id);
     let notice = `Limit set to ${usd(toMicros(p.monthly_limit_usd))} a month (${usd(spent)} spent so far).`;
     // Raising the limit past the spend undoes the pause the limit caused; an owner's own pause stays.
     if (now.pausedAt && now.pausedKind === "cost_limit") {
@@ -269,12 +262,10 @@ export const setCostLimit = defineAction({
 
 /** Resuming an agent the limit paused, while still at the limit, would only pause it again. */
 export async function assertUnderLimit(ctx: ActionCtx, agentId: string) {
-  const row = await ctx.tx.user.findUniqueOrThrow({ where: { id: agentId } });
-  const limit = toMicros(agentConfig(row).cost_limit_usd);
-  const spent = await spentThisMonth(ctx, agentId);
-  if (spent >= limit)
+  const b = await readBudget(ctx.tx, agentId);
+  if (b.spentMicros >= b.limitMicros)
     throw new ConflictError(
-      `It has spent ${usd(spent)} of its ${usd(limit)} limit this month: raise the limit first (on its usage page).`,
+      `It has spent ${usd(b.spentMicros)} of its ${usd(b.limitMicros)} limit this month: raise the limit first (on its usage page).`,
     );
 }
 

@@ -153,6 +153,14 @@ export async function recordUsage(db: Db, e: UsageEntry, at = new Date()): Promi
   return { monthMicros: row!.month_micros, crossed: Number(row!.crossed), paused: Number(row!.paused) > 0 };
 }
 
+/** The agent's spend so far this (UTC) month, in micro-dollars. */
+export async function spentThisMonth(db: Db, agentId: string, at = new Date()): Promise<bigint> {
+  const m = await db.agentUsageMonth.findUnique({
+    where: { agentId_month: { agentId, month: monthOf(at) } },
+  });
+  return m?.costMicros ?? 0n;
+}
+
 export interface Budget {
   cfg: AgentConfig;
   spentMicros: bigint;

@@ -1,7 +1,7 @@
 import { loadUser } from "../access.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilities.ts";
 import { agentConfig } from "../agents/settings.ts";
-import { monthOf, toMicros } from "../money/ledger.ts";
+import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
@@ -42,7 +42,7 @@ export const whoamiPage: PageDef = {
   actions: ["update_scratchpad"],
   resolve: async () => ({}),
   async render(ctx) {
-    const [user, memberships, unread, unreadCount, month] = await Promise.all([
+    const [user, memberships, unread, unreadCount, spent] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: ctx.actor.id }, include: { parent: true } }),
       ctx.db.studioMember.findMany({
         where: { userId: ctx.actor.id, tenantId: ctx.tenant.id },
@@ -57,11 +57,7 @@ export const whoamiPage: PageDef = {
       ctx.db.notification.count({
         where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
       }),
-      ctx.actor.kind === "subagent"
-        ? ctx.db.agentUsageMonth.findUnique({
-            where: { agentId_month: { agentId: ctx.actor.id, month: monthOf(new Date()) } },
-          })
-        : null,
+      ctx.actor.kind === "subagent" ? spentThisMonth(ctx.db, ctx.actor.id) : 0n,
     ]);
     const identity = [
       `You are ${who(user)}, a ${user.kind} in the ${mdEscape(ctx.tenant.name)} workspace (\`${ctx.tenant.subdomain}\`).`,
@@ -91,7 +87,7 @@ export const whoamiPage: PageDef = {
       blocks: [
         { md: identity },
         ...(user.bio ? [{ md: quote(user.bio) }] : []),
-        ...(user.kind === "subagent" ? agentBlocks(user, month?.costMicros ?? 0n) : []),
+        ...(user.kind === "subagent" ? agentBlocks(user, spent) : []),
         { md: `## Your studios\n\n${studios}` },
         {
           md: `## Unread notifications (${unreadCount})\n\n${notes}${unreadCount > unread.length ? `\n\n${link("All notifications", "/notifications")}` : ""}`,

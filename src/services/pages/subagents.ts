@@ -1,6 +1,6 @@
 import { loadOwnedAgent } from "../access.ts";
 import { agentConfig } from "../agents/settings.ts";
-import { monthOf, toMicros } from "../money/ledger.ts";
+import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Crumb, PageDef } from "../registry/types.ts";
@@ -64,7 +64,7 @@ export const subagentPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
-    const [studios, runs, keys, month] = await Promise.all([
+    const [studios, runs, keys, spent] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { userId: a.id },
         include: { studio: true },
@@ -79,9 +79,7 @@ export const subagentPage: PageDef = {
         where: { tenantId: ctx.tenant.id, ownerId: ctx.actor.id, revokedAt: null },
         orderBy: { createdAt: "asc" },
       }),
-      ctx.db.agentUsageMonth.findUnique({
-        where: { agentId_month: { agentId: a.id, month: monthOf(new Date()) } },
-      }),
+      spentThisMonth(ctx.db, a.id),
     ]);
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
     const keyLabel = cfg.api_key_id
@@ -110,7 +108,7 @@ export const subagentPage: PageDef = {
             `| max steps per run | ${cfg.max_steps} |`,
             `| timeout per run | ${cfg.timeout_seconds} s |`,
             `| model calls paid by | ${keyLabel} |`,
-            `| monthly cost limit | ${usd(toMicros(cfg.cost_limit_usd))} (${usd(month?.costMicros ?? 0)} spent this month) |`,
+            `| monthly cost limit | ${usd(toMicros(cfg.cost_limit_usd))} (${usd(spent)} spent this month) |`,
           ].join("\n"),
         },
         {

@@ -1,6 +1,6 @@
 // Usage dashboards: an agent's, yours (all your agents), and — for workspace admins —
 // the whole workspace's. Charts are SVG in browsers and tables in markdown.
-import { NotFoundError } from "../../lib/errors.ts";
+import { loadOwnedAgent } from "../access.ts";
 import { agentConfig, tenantSettings } from "../agents/settings.ts";
 import { barChartSvg } from "../money/chart.ts";
 import {
@@ -33,20 +33,6 @@ const chartUsd = (v: number) =>
           : `$${v.toLocaleString("en-US", { maximumSignificantDigits: 2 })}`;
 const monthName = (d: Date) =>
   d.toLocaleDateString("en-US", { month: "long", year: "numeric", timeZone: "UTC" });
-
-/** An agent's usage: its owner, or a workspace admin. */
-export async function loadUsageAgent(ctx: Ctx, handle: string) {
-  const agent = await ctx.db.user.findFirst({
-    where: {
-      tenantId: ctx.tenant.id,
-      handle,
-      kind: "subagent",
-      ...(ctx.actor.tenantAdmin ? {} : { parentId: ctx.actor.id }),
-    },
-  });
-  if (!agent) throw new NotFoundError(`No subagent @${handle} of yours`);
-  return agent;
-}
 
 /** Whose usage /usage shows: a workspace admin sees the workspace unless they ask for `?scope=mine`. */
 export function usageFilter(ctx: Ctx, query: Query): UsageFilter {
@@ -156,7 +142,7 @@ function monthLine(spent: number, now: Date, limitMicros?: number): string {
 export const agentUsagePage: PageDef = {
   pattern: "/subagents/:handle/usage",
   actions: ["set_cost_limit", "resume_subagent"],
-  resolve: async (ctx, p) => ({ agent: await loadUsageAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!, { adminReads: true }) }),
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
