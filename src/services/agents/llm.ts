@@ -8,6 +8,7 @@ import type {
   ChatCompletionMessageParam,
 } from "openai/resources/chat/completions";
 import { sha256 } from "../../lib/ids.ts";
+import { nodeFetch } from "./http-fetch.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS } from "./protocol.ts";
 
 const MAX_CLIENTS = 200;
@@ -81,6 +82,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
         apiKey: e.apiKey,
         timeout: opts.timeoutMs,
         maxRetries: opts.maxRetries,
+        fetch: nodeFetch,
       });
       if (clients.size >= MAX_CLIENTS) clients.delete(clients.keys().next().value!);
     }

@@ -1,0 +1,83 @@
+// The LLM client's fetch over node:http, through the real `openai` SDK and the fake LLM:
+// what the SDK needs of a fetch — statuses and headers for its retries, aborts it can
+// tell from timeouts, connection failures it can retry — must survive the swap.
+import { createServer } from "node:net";
+import OpenAI, {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIUserAbortError,
+  RateLimitError,
+} from "openai";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeLlm, startFakeLlm } from "../src/dev/fake-llm.ts";
+import { nodeFetch } from "../src/services/agents/http-fetch.ts";
+
+let llm: FakeLlm;
+beforeAll(async () => {
+  llm = await startFakeLlm();
+});
+afterAll(() => llm.close());
+
+const client = (o: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) =>
+  new OpenAI({ baseURL: llm.url, apiKey: "sk-test", maxRetries: 0, fetch: nodeFetch, ...o });
+const ask = (c: OpenAI, signal?: AbortSignal) =>
+  c.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }, { signal });
+
+describe("nodeFetch under the openai SDK", () => {
+  it("sends the body and headers and reads the completion back", async () => {
+    llm.setScript([{ tool: { name: "finish", args: { message: "ok" } } }]);
+    const res = await ask(client());
+    expect(res.choices[0]?.message.tool_calls?.[0]).toMatchObject({ function: { name: "finish" } });
+    const sent = llm.requests.at(-1)!;
+    expect(sent.headers.authorization).toBe("Bearer sk-test");
+    expect(sent.body.messages).toEqual([{ role: "user", content: "hi" }]);
+  });
+
+  it("passes statuses and headers through: a 429 with Retry-After is retried, then succeeds", async () => {
+    llm.setScript([
+      { status: 429, headers: { "retry-after": "0" } },
+      { tool: { name: "finish", args: { message: "second" } } },
+    ]);
+    const res = await ask(client({ maxRetries: 1 }));
+    expect(res.choices[0]?.message.tool_calls?.[0]?.type).toBe("function");
+    llm.setScript([{ status: 429, headers: { "retry-after": "0" } }]);
+    await expect(ask(client())).rejects.toBeInstanceOf(RateLimitError);
+  });
+
+  it("an abort from the caller cancels the request in flight", async () => {
+    llm.setScript([{ hang: true }]);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    const t0 = Date.now();
+    await expect(ask(client(), controller.signal)).rejects.toBeInstanceOf(APIUserAbortError);
+    expect(Date.now() - t0).toBeLessThan(2000);
+  });
+
+  it("the SDK's own timeout is reported as a timeout, not an abort", async () => {
+    llm.setScript([{ hang: true }]);
+    await expect(ask(client({ timeout: 100 }))).rejects.toBeInstanceOf(APIConnectionTimeoutError);
+  });
+
+  it("a closed port is a connection error the SDK can retry", async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const { port } = probe.address() as { port: number };
+    await new Promise((r) => probe.close(r));
+    const c = new OpenAI({
+      baseURL: `http://127.0.0.1:${port}/v1`,
+      apiKey: "x",
+      maxRetries: 0,
+      fetch: nodeFetch,
+    });
+    const err = await ask(c).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(APIConnectionError);
+    expect(err).not.toBeInstanceOf(APIConnectionTimeoutError);
+  });
+
+  it("refuses what it cannot send instead of sending something else", async () => {
+    await expect(nodeFetch("ftp://example.invalid/")).rejects.toThrow(/unsupported protocol/);
+    await expect(
+      nodeFetch(`${llm.url}/chat/completions`, { method: "POST", body: new Blob(["x"]) }),
+    ).rejects.toThrow(/string or byte bodies/);
+  });
+});
