@@ -2,15 +2,19 @@
 // content, by the actor's membership: anything else is a 404, never a 403, so ids of
 // other tenants' or other studios' objects reveal nothing.
 import { NotFoundError } from "../lib/errors.ts";
+import { primeOwnerMembership } from "./agents/policy.ts";
 import type { Ctx, StudioScope } from "./registry/types.ts";
 
 export async function loadStudio(ctx: Ctx, handle: string): Promise<StudioScope> {
+  // A subagent may do no more than its owner: the owner's membership comes in the same read.
+  const owner = ctx.actor.kind === "subagent" ? ctx.actor.parentId : null;
   const studio = await ctx.db.studio.findUnique({
     where: { tenantId_handle: { tenantId: ctx.tenant.id, handle } },
-    include: { members: { where: { userId: ctx.actor.id } } },
+    include: { members: { where: { userId: owner ? { in: [ctx.actor.id, owner] } : ctx.actor.id } } },
   });
-  const membership = studio?.members[0];
+  const membership = studio?.members.find((m) => m.userId === ctx.actor.id);
   if (!studio || !membership) throw new NotFoundError(`No studio ${handle}`);
+  if (owner) primeOwnerMembership(ctx, studio.id, studio.members.find((m) => m.userId === owner) ?? null);
   const { members: _m, ...rest } = studio;
   return { ...rest, role: membership.role };
 }

@@ -6,17 +6,25 @@ import type { PrismaClient } from "../../db/prisma.ts";
 import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
 import { endpointFor, KeyUnavailableError, markKeyFailed } from "../money/keys.ts";
-import { pauseAtLimit, readBudget, recordUsage } from "../money/ledger.ts";
+import { type Budget, pauseAtLimit, readBudget, recordUsage, type UsageEntry } from "../money/ledger.ts";
 import { priceCall, usd } from "../money/pricing.ts";
 import { DecryptError } from "../money/secrets.ts";
 import { type Ctx, toActor } from "../registry/types.ts";
 import type { StopReason } from "./heartbeat.ts";
 import { type Endpoint, type LlmClient, LlmError, type Usage } from "./llm.ts";
+import { primeAgent } from "./policy.ts";
 import { buildMessages } from "./prompt.ts";
 import { parseDecision } from "./protocol.ts";
 import type { Finish } from "./runs.ts";
 import { agentConfig, resolveModel, tenantSettings } from "./settings.ts";
-import { lastPath, recordResources, recordStep, type StepRecord, summarize } from "./steps.ts";
+import {
+  LeaseLostError,
+  lastPath,
+  recordResources,
+  recordStep,
+  type StepRecord,
+  summarize,
+} from "./steps.ts";
 
 export const MAX_INVALID_IN_A_ROW = 3;
 
@@ -86,9 +94,19 @@ export async function runNavigator(
     actor: toActor(agent),
     run: { id: run.id, chainDepth: run.chainDepth },
   };
-  // A new context per step: per-request caches (the agent's capabilities) are re-read,
-  // so an owner's change takes effect at the agent's next step, not its next run.
-  const fresh = (): Ctx => ({ ...ctx });
+  // Checked before every LLM call, not once per run: the owner may lower the limit or
+  // revoke the key meanwhile. Read here once; every recorded call returns it as it leaves it.
+  let budget: Budget = await readBudget(prisma, agent.id, endpoint.keyId ?? null);
+  // A new context per step, so an owner's change to the agent's capabilities or rules takes
+  // effect at its next step, not its next run. Reading a page lists actions with the
+  // configuration that came back with the last recorded call; executing one reads it afresh,
+  // so a rule the owner added while the model was thinking applies to that very action.
+  const fresh = (executing = false): Ctx => {
+    const c = { ...ctx };
+    if (!executing)
+      primeAgent(c, { id: agent.id, parentId: agent.parentId, agentConfig: budget.agentConfig });
+    return c;
+  };
   const history = previous.map(summarize);
   let n = previous.length;
   // A question and its answer are a conversation with the owner, not work: recorded as
@@ -133,8 +151,6 @@ export async function runNavigator(
         error: `Ran out of time (${run.timeoutSeconds} s).`,
       };
 
-    // Checked before every call, not once per run: other runs of this agent spend too.
-    const budget = await readBudget(prisma, agent.id, endpoint.keyId ?? null);
     // Revoking a key is often urgent (it leaked): a run using it stops at its next call.
     if (budget.keyGone)
       return {
@@ -195,8 +211,7 @@ export async function runNavigator(
         error: err.message,
       };
     }
-    // Spent is spent: the ledger row is written now, whatever happens to the step.
-    await recordUsage(prisma, {
+    const spent: UsageEntry = {
       tenantId: run.tenantId,
       agentId: agent.id,
       ownerId: agent.parentId,
@@ -207,7 +222,22 @@ export async function runNavigator(
       usage: reply.usage,
       latencyMs: reply.latencyMs,
       price: priceCall(model, reply.usage, prices),
-    });
+    };
+    // Spent is spent: the call's ledger row is written whatever happens to its step —
+    // with the step when the step is only a record (one round trip), before it when the
+    // step runs an action, whose transaction may roll back.
+    const charge = async (step?: Omit<StepRecord, "number">) => {
+      const recorded = await recordUsage(
+        prisma,
+        spent,
+        new Date(),
+        step && { owner: deps.owner, record: { ...step, number: n + 1 } },
+      );
+      budget = recorded.budget;
+      if (!step) return;
+      if (!recorded.stepped) throw new LeaseLostError();
+      n += 1;
+    };
     const tokens = {
       inputTokens: reply.usage.input,
       outputTokens: reply.usage.output,
@@ -219,7 +249,7 @@ export async function runNavigator(
     if (!parsed.ok) {
       invalid += 1;
       const error = parsed.error;
-      await record({
+      await charge({
         type: "error",
         detail: { ok: false, error, reply: excerpt(JSON.stringify(reply.message), 1000) },
         ...tokens,
@@ -240,7 +270,7 @@ export async function runNavigator(
     const d = parsed.decision;
 
     if (d.type === "finish") {
-      await record({
+      await charge({
         type: "finish",
         path: page.path,
         detail: { message: d.message, resultPath: page.path },
@@ -250,7 +280,7 @@ export async function runNavigator(
       return { status: "completed", stopReason: "finished", finalMessage: d.message };
     }
     if (d.type === "ask_owner") {
-      await record({
+      await charge({
         type: "ask_owner",
         path: page.path,
         detail: { question: d.question, resultPath: page.path },
@@ -260,9 +290,14 @@ export async function runNavigator(
       return { status: "waiting", stopReason: "asked_owner", question: d.question };
     }
     if (d.type === "navigate") {
-      page = await readPage(fresh(), d.path);
+      try {
+        page = await readPage(fresh(), d.path);
+      } catch (err) {
+        await charge();
+        throw err;
+      }
       const ok = page.status === 200;
-      await record({
+      await charge({
         type: "navigate",
         path: d.path,
         detail: {
@@ -283,7 +318,7 @@ export async function runNavigator(
     // role): let the registry refuse it, so the model hears the actual reason.
     if (!page.pageActions.includes(d.action)) {
       const error = `\`${d.action}\` is not an action on ${page.path}. Actions here: ${page.actions.map((a) => `\`${a}\``).join(", ") || "none"}.`;
-      await record({
+      await charge({
         type: "execute",
         path: page.path,
         detail: { ok: false, action: d.action, params: d.params, error },
@@ -302,7 +337,8 @@ export async function runNavigator(
     }
     const at = page.path;
     const stepNo = n + 1;
-    const result = await runAction(fresh(), at, d.action, d.params, {
+    await charge();
+    const result = await runAction(fresh(true), at, d.action, d.params, {
       reason: d.reason,
       inTx: async (tx, outcome, emitted) => {
         // Same transaction as the action: the step, its resources and the action commit together or not at all.

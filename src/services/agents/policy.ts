@@ -44,24 +44,45 @@ export function decide(
   return { kind: "allow" };
 }
 
-// One lookup per request for the agent row and its owner's memberships.
-const agents = new WeakMap<Ctx, Promise<User & { parent: User | null }>>();
+// One lookup per request for the agent row and its owner's memberships, or none when
+// the caller already has them (a run's navigator holds its agent; loading a studio
+// reads the owner's membership with the agent's).
+type AgentRow = Pick<User, "id" | "parentId" | "agentConfig">;
+const agents = new WeakMap<Ctx, Promise<AgentRow>>();
+
+/** The agent row this request acts as, read by the caller as fresh as this request needs. */
+export function primeAgent(ctx: Ctx, agent: AgentRow) {
+  agents.set(ctx, Promise.resolve(agent));
+}
 function agentOf(ctx: Ctx) {
   let p = agents.get(ctx);
   if (!p) {
-    p = ctx.db.user.findUniqueOrThrow({ where: { id: ctx.actor.id }, include: { parent: true } });
+    p = ctx.db.user.findUniqueOrThrow({
+      where: { id: ctx.actor.id },
+      select: { id: true, parentId: true, agentConfig: true },
+    });
     agents.set(ctx, p);
   }
   return p;
 }
 
 const memberships = new WeakMap<Ctx, Map<string, Promise<{ role: string } | null>>>();
-function ownerMembership(ctx: Ctx, studioId: string, ownerId: string) {
+function membershipsOf(ctx: Ctx) {
   let byStudio = memberships.get(ctx);
   if (!byStudio) {
     byStudio = new Map();
     memberships.set(ctx, byStudio);
   }
+  return byStudio;
+}
+
+/** The agent's owner's membership of a studio (null: not a member), read with the studio. */
+export function primeOwnerMembership(ctx: Ctx, studioId: string, membership: { role: string } | null) {
+  membershipsOf(ctx).set(studioId, Promise.resolve(membership));
+}
+
+function ownerMembership(ctx: Ctx, studioId: string, ownerId: string) {
+  const byStudio = membershipsOf(ctx);
   let p = byStudio.get(studioId);
   if (!p) {
     p = ctx.db.studioMember.findUnique({

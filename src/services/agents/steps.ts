@@ -3,7 +3,7 @@
 // run's step counter moves in the same statement, guarded by the lease; its token and
 // cost totals move with the usage ledger (money/ledger.ts), which counts every call.
 import type { Db } from "../../db/prisma.ts";
-import type { SubagentTaskRunStep } from "../../generated/prisma/client.ts";
+import { Prisma, type SubagentTaskRunStep } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import type { Emitted } from "../registry/types.ts";
 
@@ -24,30 +24,42 @@ export interface StepRecord {
   durationMs?: number;
 }
 
+/** Whether step N may be recorded: this worker holds the run's lease (owner null: the owner answering a waiting run) and N-1 is its last step. */
+export const mayRecordSql = (owner: string | null, number: number) =>
+  Prisma.sql`(steps_count = ${number - 1} AND (${owner}::text IS NULL OR (lease_owner = ${owner} AND status = 'running')))`;
+
+/**
+ * The CTE `step`: inserts step N for the run the CTE `gate` returns, so it has a row
+ * exactly when the step was recorded. The ledger's statement uses it too
+ * (money/ledger.ts): a step and the LLM call that chose it are recorded in one round trip.
+ */
+export function stepInsertSql(run: { tenantId: string }, s: StepRecord): Prisma.Sql {
+  return Prisma.sql`step AS (
+      INSERT INTO subagent_task_run_steps
+        (id, run_id, tenant_id, number, type, path, detail, input_tokens, output_tokens, llm_ms, duration_ms, created_at)
+      SELECT ${newId()}, gate.id, ${run.tenantId}, ${s.number}, ${s.type}, ${s.path ?? null},
+             ${JSON.stringify(s.detail)}::jsonb, ${s.inputTokens ?? 0}, ${s.outputTokens ?? 0},
+             ${Math.round(s.llmMs ?? 0)}, ${Math.round(s.durationMs ?? 0)}, clock_timestamp()
+      FROM gate
+      RETURNING id
+    )`;
+}
+
 export async function recordStep(
   tx: Db,
   run: { id: string; tenantId: string },
   owner: string | null,
   s: StepRecord,
 ) {
-  // One statement: advance the run's counters — only if this worker still holds the lease
-  // (owner null: the owner answering a waiting run) and no one recorded step N yet — and
-  // insert step N. It runs on the hot path of every step, so one round trip, not two.
+  // One statement on the hot path of every step: the counter moves (guarded) and the row
+  // is inserted in one round trip, not two.
   const rows = await tx.$queryRaw<{ id: string }[]>`
-    WITH advanced AS (
-      UPDATE subagent_task_runs
-      SET steps_count = ${s.number}
-      WHERE id = ${run.id} AND steps_count = ${s.number - 1}
-        AND (${owner}::text IS NULL OR (lease_owner = ${owner} AND status = 'running'))
+    WITH gate AS (
+      UPDATE subagent_task_runs SET steps_count = ${s.number}
+      WHERE id = ${run.id} AND ${mayRecordSql(owner, s.number)}
       RETURNING id
-    )
-    INSERT INTO subagent_task_run_steps
-      (id, run_id, tenant_id, number, type, path, detail, input_tokens, output_tokens, llm_ms, duration_ms, created_at)
-    SELECT ${newId()}, advanced.id, ${run.tenantId}, ${s.number}, ${s.type}, ${s.path ?? null},
-           ${JSON.stringify(s.detail)}::jsonb, ${s.inputTokens ?? 0}, ${s.outputTokens ?? 0},
-           ${Math.round(s.llmMs ?? 0)}, ${Math.round(s.durationMs ?? 0)}, clock_timestamp()
-    FROM advanced
-    RETURNING id`;
+    ), ${stepInsertSql(run, s)}
+    SELECT id FROM step`;
   if (rows.length !== 1) throw new LeaseLostError();
 }
 

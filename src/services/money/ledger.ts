@@ -15,6 +15,7 @@ import {
   DEFAULT_COST_LIMIT_USD,
   MAX_COST_LIMIT_USD,
 } from "../agents/settings.ts";
+import { mayRecordSql, type StepRecord, stepInsertSql } from "../agents/steps.ts";
 import { EVENTS_CHANNEL, emitEvent } from "../events.ts";
 import { type Priced, usd } from "./pricing.ts";
 
@@ -40,6 +41,10 @@ export interface Recorded {
   monthMicros: bigint;
   crossed: number;
   paused: boolean;
+  /** The budget as this call left it: what the check before the agent's next call needs. */
+  budget: Budget;
+  /** With a step: whether it was recorded (false: this worker lost the run's lease). */
+  stepped: boolean;
 }
 
 export const limitReason = (limitUsd: number) =>
@@ -54,7 +59,12 @@ const MAX_THRESHOLDS = 10;
  * meanwhile is not paused at the old one, and a new alert this call crosses fires. The
  * pause re-checks the limit on the row it locks, so a concurrent set_cost_limit is seen.
  */
-export async function recordUsage(db: Db, e: UsageEntry, at = new Date()): Promise<Recorded> {
+export async function recordUsage(
+  db: Db,
+  e: UsageEntry,
+  at = new Date(),
+  step?: { owner: string | null; record: StepRecord },
+): Promise<Recorded> {
   const month = monthOf(at);
   const eventIds = Array.from({ length: MAX_THRESHOLDS + 1 }, () => newId());
   const cost = BigInt(e.price.costMicros);
@@ -66,7 +76,9 @@ export async function recordUsage(db: Db, e: UsageEntry, at = new Date()): Promi
   // The limit in micro-dollars, from a config that may lack it (its default applies).
   const limitSql = Prisma.sql`(round((CASE WHEN jsonb_typeof(users.agent_config -> 'cost_limit_usd') = 'number'
     THEN users.agent_config -> 'cost_limit_usd' ELSE ${defaults.limit}::jsonb END)::text::numeric * 1000000))::bigint`;
-  const [row] = await db.$queryRaw<{ month_micros: bigint; crossed: bigint; paused: bigint }[]>`
+  const [row] = await db.$queryRaw<
+    (BudgetRow & { month_micros: bigint; crossed: bigint; paused: bigint; stepped: bigint })[]
+  >`
     WITH ledger AS (
       INSERT INTO llm_usage (id, tenant_id, agent_id, owner_id, run_id, step_number, api_key_id, model,
         pricing_version, priced, input_tokens, cached_tokens, output_tokens, cost_micros, latency_ms, created_at)
@@ -74,13 +86,7 @@ export async function recordUsage(db: Db, e: UsageEntry, at = new Date()): Promi
         ${e.model}, ${e.price.version}, ${e.price.priced}, ${u.input}, ${u.cached}, ${u.output}, ${cost},
         ${Math.round(e.latencyMs)}, ${at})
       RETURNING id
-    ), run AS (
-      UPDATE subagent_task_runs
-      SET input_tokens = input_tokens + ${u.input}, cached_tokens = cached_tokens + ${u.cached},
-          output_tokens = output_tokens + ${u.output}, cost_micros = cost_micros + ${cost}
-      WHERE id = ${e.runId}
-      RETURNING id
-    ), api_key AS (
+    ), ${runSql(e, cost, step)}, api_key AS (
       UPDATE agent_api_keys
       SET total_calls = total_calls + 1, total_input_tokens = total_input_tokens + ${u.input},
           total_cached_tokens = total_cached_tokens + ${u.cached},
@@ -111,7 +117,7 @@ export async function recordUsage(db: Db, e: UsageEntry, at = new Date()): Promi
           cost_micros = m.cost_micros + EXCLUDED.cost_micros
       RETURNING cost_micros
     ), config AS (
-      SELECT ${limitSql} AS limit_micros,
+      SELECT ${limitSql} AS limit_micros, users.agent_config,
         COALESCE(users.agent_config -> 'alert_thresholds_usd', ${defaults.alerts}::jsonb) AS alerts
       FROM users WHERE users.id = ${e.agentId}
     ), crossed AS (
@@ -145,12 +151,48 @@ export async function recordUsage(db: Db, e: UsageEntry, at = new Date()): Promi
       FROM paused, month, config
       RETURNING id
     )
-    SELECT month.cost_micros AS month_micros,
+    SELECT month.cost_micros AS month_micros, month.cost_micros AS spent, config.agent_config,
+      ${keyGoneSql(e.apiKeyId)} AS key_gone,
       (SELECT count(*) FROM crossed) AS crossed,
       (SELECT count(*) FROM paused) AS paused,
-      (SELECT count(*) FROM notices, LATERAL (SELECT pg_notify(${EVENTS_CHANNEL}, notices.id)) n) AS notified
-    FROM month`;
-  return { monthMicros: row!.month_micros, crossed: Number(row!.crossed), paused: Number(row!.paused) > 0 };
+      (SELECT count(*) FROM notices, LATERAL (SELECT pg_notify(${EVENTS_CHANNEL}, notices.id)) n) AS notified,
+      ${step ? Prisma.sql`(SELECT count(*) FROM step)` : Prisma.sql`0::bigint`} AS stepped
+    FROM month LEFT JOIN config ON true`;
+  const r = row!;
+  return {
+    monthMicros: r.month_micros,
+    crossed: Number(r.crossed),
+    paused: Number(r.paused) > 0,
+    budget: budgetOf(r),
+    stepped: Number(r.stepped) === 1,
+  };
+}
+
+/**
+ * The run's totals move with each call. With a step, that step is recorded in the same
+ * statement: the run's row is locked first and the step's condition read from it, because
+ * one statement can change a row only once — the totals and the step counter move in one
+ * UPDATE, the totals always, the counter only when the step may be recorded.
+ */
+function runSql(e: UsageEntry, cost: bigint, step?: { owner: string | null; record: StepRecord }) {
+  const u = e.usage;
+  const totals = Prisma.sql`input_tokens = r.input_tokens + ${u.input}, cached_tokens = r.cached_tokens + ${u.cached},
+          output_tokens = r.output_tokens + ${u.output}, cost_micros = r.cost_micros + ${cost}`;
+  if (!step)
+    return Prisma.sql`run AS (
+      UPDATE subagent_task_runs r SET ${totals} WHERE r.id = ${e.runId} RETURNING r.id
+    )`;
+  const n = step.record.number;
+  return Prisma.sql`cur AS (
+      SELECT id, ${mayRecordSql(step.owner, n)} AS advance FROM subagent_task_runs WHERE id = ${e.runId} FOR UPDATE
+    ), run AS (
+      UPDATE subagent_task_runs r
+      SET ${totals}, steps_count = CASE WHEN cur.advance THEN ${n}::int ELSE r.steps_count END
+      FROM cur WHERE r.id = cur.id
+      RETURNING r.id
+    ), gate AS (
+      SELECT id FROM cur WHERE advance
+    ), ${stepInsertSql({ tenantId: e.tenantId }, step.record)}`;
 }
 
 /** The agent's spend so far this (UTC) month, in micro-dollars. */
@@ -163,32 +205,50 @@ export async function spentThisMonth(db: Db, agentId: string, at = new Date()): 
 
 export interface Budget {
   cfg: AgentConfig;
+  /** The agent's configuration as stored, read with the budget. */
+  agentConfig: Prisma.JsonValue;
   spentMicros: bigint;
   limitMicros: bigint;
   /** The run's own API key was revoked (or deleted) since the run started. */
   keyGone: boolean;
 }
 
-/** The agent's configuration, month-to-date spend and its key's state, read together before each LLM call. */
+interface BudgetRow {
+  agent_config: Prisma.JsonValue;
+  spent: bigint | null;
+  key_gone: boolean;
+}
+
+/** The run's own API key was revoked or deleted. */
+const keyGoneSql = (keyId: string | null) => Prisma.sql`(${keyId}::text IS NOT NULL AND NOT EXISTS (
+  SELECT 1 FROM agent_api_keys k WHERE k.id = ${keyId} AND k.revoked_at IS NULL))`;
+
+function budgetOf(row: BudgetRow | undefined): Budget {
+  const cfg = agentConfig({ agentConfig: row?.agent_config ?? {} });
+  return {
+    cfg,
+    agentConfig: row?.agent_config ?? {},
+    spentMicros: row?.spent ?? 0n,
+    limitMicros: toMicros(cfg.cost_limit_usd),
+    keyGone: Boolean(row?.key_gone),
+  };
+}
+
+/**
+ * The agent's configuration, month-to-date spend and its key's state, read together
+ * before a run's first LLM call; each recorded call returns them as it leaves them.
+ */
 export async function readBudget(
   db: Db,
   agentId: string,
   keyId: string | null = null,
   at = new Date(),
 ): Promise<Budget> {
-  const [row] = await db.$queryRaw<{ agent_config: unknown; spent: bigint | null; key_gone: boolean }[]>`
-    SELECT u.agent_config, m.cost_micros AS spent,
-      (${keyId}::text IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM agent_api_keys k WHERE k.id = ${keyId} AND k.revoked_at IS NULL)) AS key_gone
+  const [row] = await db.$queryRaw<BudgetRow[]>`
+    SELECT u.agent_config, m.cost_micros AS spent, ${keyGoneSql(keyId)} AS key_gone
     FROM users u LEFT JOIN agent_usage_months m ON m.agent_id = u.id AND m.month = ${monthOf(at)}
     WHERE u.id = ${agentId}`;
-  const cfg = agentConfig({ agentConfig: (row?.agent_config ?? {}) as object });
-  return {
-    cfg,
-    spentMicros: row?.spent ?? 0n,
-    limitMicros: toMicros(cfg.cost_limit_usd),
-    keyGone: Boolean(row?.key_gone),
-  };
+  return budgetOf(row);
 }
 
 /** Pauses an agent found at its limit (a lowered limit, or another run's last call); idempotent. */

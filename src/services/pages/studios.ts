@@ -2,6 +2,7 @@ import { loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Ctx, PageDef } from "../registry/types.ts";
 import { home, type Paging, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
+import { type StudioOverview, studioOverview } from "./studio-overview.ts";
 
 async function myStudios(ctx: Ctx, pg: Paging) {
   const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id };
@@ -16,16 +17,6 @@ async function myStudios(ctx: Ctx, pg: Paging) {
     ctx.db.studioMember.count({ where }),
   ]);
   return { memberships, total };
-}
-
-/** The four totals of a studio in one round trip: the studio page is on many agents' paths. */
-async function studioCounts(ctx: Ctx, studioId: string): Promise<[number, number, number, number]> {
-  const [row] = await ctx.db.$queryRaw<{ n: number; d: number; c: number; m: number }[]>`
-    SELECT (SELECT count(*) FROM notes WHERE studio_id = ${studioId} AND tenant_id = ${ctx.tenant.id})::int AS n,
-           (SELECT count(*) FROM decisions WHERE studio_id = ${studioId} AND tenant_id = ${ctx.tenant.id})::int AS d,
-           (SELECT count(*) FROM commitments WHERE studio_id = ${studioId} AND tenant_id = ${ctx.tenant.id})::int AS c,
-           (SELECT count(*) FROM studio_members WHERE studio_id = ${studioId} AND tenant_id = ${ctx.tenant.id})::int AS m`;
-  return [row!.n, row!.d, row!.c, row!.m];
 }
 
 export const homePage: PageDef = {
@@ -89,44 +80,18 @@ export const studioPage: PageDef = {
   resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
   async render(ctx, scope) {
     const s = scope.studio!;
-    const where = { tenantId: ctx.tenant.id, studioId: s.id };
-    const [pinned, notes, decisions, commitments, counts] = await Promise.all([
-      ctx.db.note.findMany({
-        where: { ...where, pinnedAt: { not: null } },
-        orderBy: { pinnedAt: "desc" },
-        take: 5,
-      }),
-      ctx.db.note.findMany({
-        where,
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        take: 10,
-        include: { author: true },
-      }),
-      ctx.db.decision.findMany({
-        where,
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        take: 10,
-        include: { author: true },
-      }),
-      ctx.db.commitment.findMany({
-        where,
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        take: 10,
-        include: { _count: { select: { participants: true } } },
-      }),
-      studioCounts(ctx, s.id),
-    ]);
+    const { pinned, notes, decisions, commitments, counts } = await studioOverview(ctx, s.id);
     const base = `/studios/${s.handle}`;
     const more = (n: number, shown: number, path: string, what: string) =>
       n > shown ? `\n\n${link(`All ${n} ${what}`, path)}` : "";
-    const noteLine = (n: (typeof notes)[number]) =>
-      `- ${link(n.title || "Untitled note", `${base}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinnedAt ? " · pinned" : ""}`;
+    const noteLine = (n: StudioOverview["notes"][number]) =>
+      `- ${link(n.title || "Untitled note", `${base}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinned ? " · pinned" : ""}`;
     return {
       title: s.name,
       breadcrumb: [home, { label: "Studios", path: "/studios" }, { label: s.name }],
       blocks: [
         {
-          md: `${s.description ? `${quote(s.description)}\n\n` : ""}Handle \`${s.handle}\` · you are ${s.role} · ${link(`${counts[3]} members`, `${base}/members`)}`,
+          md: `${s.description ? `${quote(s.description)}\n\n` : ""}Handle \`${s.handle}\` · you are ${s.role} · ${link(`${counts.members} members`, `${base}/members`)}`,
         },
         ...(pinned.length
           ? [
@@ -136,7 +101,7 @@ export const studioPage: PageDef = {
             ]
           : []),
         {
-          md: `## Notes\n\n${notes.length ? notes.map(noteLine).join("\n") : "_No notes yet._"}${more(counts[0], notes.length, `${base}/notes`, "notes")}`,
+          md: `## Notes\n\n${notes.length ? notes.map(noteLine).join("\n") : "_No notes yet._"}${more(counts.notes, notes.length, `${base}/notes`, "notes")}`,
         },
         {
           md: `## Decisions\n\n${
@@ -148,7 +113,7 @@ export const studioPage: PageDef = {
                   )
                   .join("\n")
               : "_No decisions yet._"
-          }${more(counts[1], decisions.length, `${base}/decisions`, "decisions")}`,
+          }${more(counts.decisions, decisions.length, `${base}/decisions`, "decisions")}`,
         },
         {
           md: `## Commitments\n\n${
@@ -156,11 +121,11 @@ export const studioPage: PageDef = {
               ? commitments
                   .map(
                     (c) =>
-                      `- ${link(c.title, `${base}/commitments/${c.id}`)} — ${c._count.participants}/${c.criticalMass} joined${c.activatedAt ? " · **active**" : ""}`,
+                      `- ${link(c.title, `${base}/commitments/${c.id}`)} — ${c.joined}/${c.criticalMass} joined${c.activated ? " · **active**" : ""}`,
                   )
                   .join("\n")
               : "_No commitments yet._"
-          }${more(counts[2], commitments.length, `${base}/commitments`, "commitments")}`,
+          }${more(counts.commitments, commitments.length, `${base}/commitments`, "commitments")}`,
         },
       ],
     };

@@ -1,0 +1,89 @@
+// What a studio's page shows, read in one statement. The studio page is on nearly every
+// agent's path, and each statement costs the worker about 0.4 ms of CPU whatever it
+// returns: five separate reads (pinned, notes, decisions, commitments, counts) were the
+// largest single cost of an agent step. Columns are UTC timestamps without a zone: `at`
+// states the zone so JSON carries it.
+import type { Ctx } from "../registry/types.ts";
+
+export const OVERVIEW_ITEMS = 10;
+export const OVERVIEW_PINNED = 5;
+
+interface Author {
+  name: string;
+  handle: string;
+}
+
+export interface StudioOverview {
+  pinned: { id: string; title: string }[];
+  notes: { id: string; title: string; createdAt: Date; pinned: boolean; author: Author }[];
+  decisions: { id: string; question: string; createdAt: Date; author: Author }[];
+  commitments: { id: string; title: string; criticalMass: number; activated: boolean; joined: number }[];
+  counts: { notes: number; decisions: number; commitments: number; members: number };
+}
+
+interface Row {
+  pinned: { id: string; title: string }[];
+  notes: { id: string; title: string; at: string; pinned: boolean; name: string; handle: string }[];
+  decisions: { id: string; question: string; at: string; name: string; handle: string }[];
+  commitments: { id: string; title: string; critical_mass: number; activated: boolean; joined: number }[];
+  n: number;
+  d: number;
+  c: number;
+  m: number;
+}
+
+export async function studioOverview(ctx: Ctx, studioId: string): Promise<StudioOverview> {
+  const t = ctx.tenant.id;
+  const [row] = await ctx.db.$queryRaw<Row[]>`
+    SELECT
+      (SELECT coalesce(json_agg(p ORDER BY p.pinned_at DESC), '[]') FROM (
+         SELECT id, title, pinned_at FROM notes
+         WHERE tenant_id = ${t} AND studio_id = ${studioId} AND pinned_at IS NOT NULL
+         ORDER BY pinned_at DESC LIMIT ${OVERVIEW_PINNED}) p) AS pinned,
+      (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
+         SELECT n.id, n.title, n.created_at, n.created_at AT TIME ZONE 'UTC' AS at, n.pinned_at IS NOT NULL AS pinned, u.name, u.handle
+         FROM notes n JOIN users u ON u.id = n.author_id
+         WHERE n.tenant_id = ${t} AND n.studio_id = ${studioId}
+         ORDER BY n.created_at DESC, n.id DESC LIMIT ${OVERVIEW_ITEMS}) x) AS notes,
+      (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
+         SELECT d.id, d.question, d.created_at, d.created_at AT TIME ZONE 'UTC' AS at, u.name, u.handle
+         FROM decisions d JOIN users u ON u.id = d.author_id
+         WHERE d.tenant_id = ${t} AND d.studio_id = ${studioId}
+         ORDER BY d.created_at DESC, d.id DESC LIMIT ${OVERVIEW_ITEMS}) x) AS decisions,
+      (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
+         SELECT c.id, c.title, c.critical_mass, c.activated_at IS NOT NULL AS activated, c.created_at,
+           (SELECT count(*) FROM commitment_participants cp WHERE cp.commitment_id = c.id)::int AS joined
+         FROM commitments c
+         WHERE c.tenant_id = ${t} AND c.studio_id = ${studioId}
+         ORDER BY c.created_at DESC, c.id DESC LIMIT ${OVERVIEW_ITEMS}) x) AS commitments,
+      (SELECT count(*) FROM notes WHERE studio_id = ${studioId} AND tenant_id = ${t})::int AS n,
+      (SELECT count(*) FROM decisions WHERE studio_id = ${studioId} AND tenant_id = ${t})::int AS d,
+      (SELECT count(*) FROM commitments WHERE studio_id = ${studioId} AND tenant_id = ${t})::int AS c,
+      (SELECT count(*) FROM studio_members WHERE studio_id = ${studioId} AND tenant_id = ${t})::int AS m`;
+  const r = row!;
+  const author = (x: { name: string; handle: string }) => ({ name: x.name, handle: x.handle });
+  return {
+    pinned: r.pinned.map((p) => ({ id: p.id, title: p.title })),
+    notes: r.notes.map((n) => ({
+      id: n.id,
+      title: n.title,
+      createdAt: new Date(n.at),
+      pinned: n.pinned,
+      author: author(n),
+    })),
+    decisions: r.decisions.map((d) => ({
+      id: d.id,
+      question: d.question,
+      createdAt: new Date(d.at),
+      author: author(d),
+    })),
+    commitments: r.commitments.map((c) => ({
+      id: c.id,
+      title: c.title,
+      criticalMass: c.critical_mass,
+      activated: c.activated,
+      joined: c.joined,
+    })),
+    counts: { notes: r.n, decisions: r.d, commitments: r.c, members: r.m },
+  };
+}
