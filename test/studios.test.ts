@@ -212,6 +212,43 @@ describe("/studios: join_studio", () => {
 });
 
 describe("/studios/:studio", () => {
+  it("shows the latest notes, decisions and commitments with authors, UTC times and counts", async () => {
+    const world = await makeWorld("ov");
+    const studioId = (await db.studio.findFirstOrThrow({ where: { tenantId: world.tenant.id } })).id;
+    const at = new Date("2026-03-04T05:06:07Z");
+    const base = { tenantId: world.tenant.id, studioId, createdAt: at };
+    await db.note.create({
+      data: { ...base, id: "ov-note", authorId: world.bob.id, title: "Plan", text: "x" },
+    });
+    await db.decision.create({
+      data: { ...base, id: "ov-dec", authorId: world.alice.id, question: "Which day?" },
+    });
+    await db.commitment.create({
+      data: {
+        ...base,
+        id: "ov-com",
+        authorId: world.alice.id,
+        title: "Retro",
+        criticalMass: 2,
+        activatedAt: at,
+        participants: {
+          create: [world.alice, world.bob].map((p) => ({ userId: p.id, tenantId: world.tenant.id })),
+        },
+      },
+    });
+    const page = (await go(world, world.bob, "/studios/general")).body;
+    expect(page).toContain(
+      `- [Plan](/studios/general/notes/ov-note) — ${world.bob.name} ([@bob](/u/bob)), 2026-03-04 05:06 UTC`,
+    );
+    expect(page).toContain(
+      `- [Which day?](/studios/general/decisions/ov-dec) — ${world.alice.name} ([@alice](/u/alice)), 2026-03-04 05:06 UTC`,
+    );
+    expect(page).toContain("- [Retro](/studios/general/commitments/ov-com) — 2/2 joined · **active**");
+    expect(page).not.toContain("## Pinned");
+    const members = await db.studioMember.count({ where: { studioId } });
+    expect(page).toContain(`[${members} members](/studios/general/members)`);
+  });
+
   it("is 404 for non-members and unknown studios, in both formats", async () => {
     expect((await go(w, w.carol, "/studios/general")).statusCode).toBe(404);
     expect((await go(w, w.alice, "/studios/nowhere")).statusCode).toBe(404);

@@ -4,7 +4,7 @@
 // concurrent calls of one agent: each call sees the total before and after itself, so a
 // threshold is crossed by exactly one call, and the call that reaches the limit pauses
 // the agent in that same statement.
-import type { Db, PrismaClient } from "../../db/prisma.ts";
+import { type Db, hotQuery, type PrismaClient } from "../../db/prisma.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import type { Usage } from "../agents/llm.ts";
@@ -76,9 +76,11 @@ export async function recordUsage(
   // The limit in micro-dollars, from a config that may lack it (its default applies).
   const limitSql = Prisma.sql`(round((CASE WHEN jsonb_typeof(users.agent_config -> 'cost_limit_usd') = 'number'
     THEN users.agent_config -> 'cost_limit_usd' ELSE ${defaults.limit}::jsonb END)::text::numeric * 1000000))::bigint`;
-  const [row] = await db.$queryRaw<
-    (BudgetRow & { month_micros: bigint; crossed: bigint; paused: bigint; stepped: bigint })[]
-  >`
+  const [row] = await hotQuery<
+    BudgetRow & { month_micros: bigint | string; crossed: number; paused: number; stepped: number }
+  >(
+    db,
+    Prisma.sql`
     WITH ledger AS (
       INSERT INTO llm_usage (id, tenant_id, agent_id, owner_id, run_id, step_number, api_key_id, model,
         pricing_version, priced, input_tokens, cached_tokens, output_tokens, cost_micros, latency_ms, created_at)
@@ -153,14 +155,15 @@ export async function recordUsage(
     )
     SELECT month.cost_micros AS month_micros, month.cost_micros AS spent, config.agent_config,
       ${keyGoneSql(e.apiKeyId)} AS key_gone,
-      (SELECT count(*) FROM crossed) AS crossed,
-      (SELECT count(*) FROM paused) AS paused,
-      (SELECT count(*) FROM notices, LATERAL (SELECT pg_notify(${EVENTS_CHANNEL}, notices.id)) n) AS notified,
-      ${step ? Prisma.sql`(SELECT count(*) FROM step)` : Prisma.sql`0::bigint`} AS stepped
-    FROM month LEFT JOIN config ON true`;
+      (SELECT count(*) FROM crossed)::int AS crossed,
+      (SELECT count(*) FROM paused)::int AS paused,
+      (SELECT count(*) FROM notices, LATERAL (SELECT pg_notify(${EVENTS_CHANNEL}, notices.id)) n)::int AS notified,
+      ${step ? Prisma.sql`(SELECT count(*) FROM step)::int` : Prisma.sql`0`} AS stepped
+    FROM month LEFT JOIN config ON true`,
+  );
   const r = row!;
   return {
-    monthMicros: r.month_micros,
+    monthMicros: BigInt(r.month_micros),
     crossed: Number(r.crossed),
     paused: Number(r.paused) > 0,
     budget: budgetOf(r),
@@ -215,7 +218,8 @@ export interface Budget {
 
 interface BudgetRow {
   agent_config: Prisma.JsonValue;
-  spent: bigint | null;
+  /** int8: a bigint through Prisma, a string through pg (hotQuery). */
+  spent: bigint | string | null;
   key_gone: boolean;
 }
 
@@ -228,7 +232,7 @@ function budgetOf(row: BudgetRow | undefined): Budget {
   return {
     cfg,
     agentConfig: row?.agent_config ?? {},
-    spentMicros: row?.spent ?? 0n,
+    spentMicros: BigInt(row?.spent ?? 0),
     limitMicros: toMicros(cfg.cost_limit_usd),
     keyGone: Boolean(row?.key_gone),
   };
@@ -244,10 +248,13 @@ export async function readBudget(
   keyId: string | null = null,
   at = new Date(),
 ): Promise<Budget> {
-  const [row] = await db.$queryRaw<BudgetRow[]>`
+  const [row] = await hotQuery<BudgetRow>(
+    db,
+    Prisma.sql`
     SELECT u.agent_config, m.cost_micros AS spent, ${keyGoneSql(keyId)} AS key_gone
     FROM users u LEFT JOIN agent_usage_months m ON m.agent_id = u.id AND m.month = ${monthOf(at)}
-    WHERE u.id = ${agentId}`;
+    WHERE u.id = ${agentId}`,
+  );
   return budgetOf(row);
 }
 

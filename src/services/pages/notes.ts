@@ -3,6 +3,7 @@ import { commentsBlock } from "../comments.ts";
 import { link, quote } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
+import { studioNotes } from "./studio-reads.ts";
 
 export const notesPage: PageDef = {
   pattern: "/studios/:studio/notes",
@@ -11,20 +12,10 @@ export const notesPage: PageDef = {
   async render(ctx, scope, query) {
     const s = scope.studio!;
     const pg = paging(query);
-    const where = { tenantId: ctx.tenant.id, studioId: s.id };
-    const [notes, total] = await Promise.all([
-      ctx.db.note.findMany({
-        where,
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
-        include: { author: true },
-      }),
-      ctx.db.note.count({ where }),
-    ]);
+    const { notes, total } = await studioNotes(ctx, s.id, pg);
     const lines = notes.map(
       (n) =>
-        `- ${link(n.title || "Untitled note", `/studios/${s.handle}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinnedAt ? " · pinned" : ""}`,
+        `- ${link(n.title || "Untitled note", `/studios/${s.handle}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinned ? " · pinned" : ""}`,
     );
     return {
       title: `Notes in ${s.name}`,

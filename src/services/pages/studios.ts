@@ -2,7 +2,7 @@ import { loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Ctx, PageDef } from "../registry/types.ts";
 import { home, type Paging, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
-import { type StudioOverview, studioOverview } from "./studio-overview.ts";
+import { type NoteLine, studioOverview } from "./studio-reads.ts";
 
 async function myStudios(ctx: Ctx, pg: Paging) {
   const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id };
@@ -84,7 +84,7 @@ export const studioPage: PageDef = {
     const base = `/studios/${s.handle}`;
     const more = (n: number, shown: number, path: string, what: string) =>
       n > shown ? `\n\n${link(`All ${n} ${what}`, path)}` : "";
-    const noteLine = (n: StudioOverview["notes"][number]) =>
+    const noteLine = (n: NoteLine) =>
       `- ${link(n.title || "Untitled note", `${base}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinned ? " · pinned" : ""}`;
     return {
       title: s.name,

@@ -1,8 +1,10 @@
-// What a studio's page shows, read in one statement. The studio page is on nearly every
-// agent's path, and each statement costs the worker about 0.4 ms of CPU whatever it
-// returns: five separate reads (pinned, notes, decisions, commitments, counts) were the
-// largest single cost of an agent step. Columns are UTC timestamps without a zone: `at`
-// states the zone so JSON carries it.
+// What a studio's page and its notes list show, each read in one statement. These pages
+// are on nearly every agent's path, and each statement costs the worker about 0.4 ms of
+// CPU whatever it returns: the studio page's five separate reads (pinned, notes,
+// decisions, commitments, counts) were the largest single cost of an agent step. Columns
+// are UTC timestamps without a zone: `at` states the zone so JSON carries it.
+import { hotQuery } from "../../db/prisma.ts";
+import { Prisma } from "../../generated/prisma/client.ts";
 import type { Ctx } from "../registry/types.ts";
 
 export const OVERVIEW_ITEMS = 10;
@@ -21,9 +23,40 @@ export interface StudioOverview {
   counts: { notes: number; decisions: number; commitments: number; members: number };
 }
 
+export type NoteLine = StudioOverview["notes"][number];
+
+interface NoteRow {
+  id: string;
+  title: string;
+  at: string;
+  pinned: boolean;
+  name: string;
+  handle: string;
+}
+
+/** A studio's notes, newest first, with their authors, as a JSON array. */
+const noteLinesSql = (tenantId: string, studioId: string, skip: number, take: number) => Prisma.sql`
+  (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
+     SELECT n.id, n.title, n.created_at, n.created_at AT TIME ZONE 'UTC' AS at, n.pinned_at IS NOT NULL AS pinned,
+       u.name, u.handle
+     FROM notes n JOIN users u ON u.id = n.author_id
+     WHERE n.tenant_id = ${tenantId} AND n.studio_id = ${studioId}
+     ORDER BY n.created_at DESC, n.id DESC OFFSET ${skip} LIMIT ${take}) x)`;
+
+const noteLine = (n: NoteRow): NoteLine => ({
+  id: n.id,
+  title: n.title,
+  createdAt: new Date(n.at),
+  pinned: n.pinned,
+  author: { name: n.name, handle: n.handle },
+});
+
+const countSql = (table: "notes" | "decisions" | "commitments" | "studio_members", t: string, s: string) =>
+  Prisma.sql`(SELECT count(*) FROM ${Prisma.raw(table)} WHERE studio_id = ${s} AND tenant_id = ${t})::int`;
+
 interface Row {
   pinned: { id: string; title: string }[];
-  notes: { id: string; title: string; at: string; pinned: boolean; name: string; handle: string }[];
+  notes: NoteRow[];
   decisions: { id: string; question: string; at: string; name: string; handle: string }[];
   commitments: { id: string; title: string; critical_mass: number; activated: boolean; joined: number }[];
   n: number;
@@ -34,17 +67,15 @@ interface Row {
 
 export async function studioOverview(ctx: Ctx, studioId: string): Promise<StudioOverview> {
   const t = ctx.tenant.id;
-  const [row] = await ctx.db.$queryRaw<Row[]>`
+  const [row] = await hotQuery<Row>(
+    ctx.db,
+    Prisma.sql`
     SELECT
       (SELECT coalesce(json_agg(p ORDER BY p.pinned_at DESC), '[]') FROM (
          SELECT id, title, pinned_at FROM notes
          WHERE tenant_id = ${t} AND studio_id = ${studioId} AND pinned_at IS NOT NULL
          ORDER BY pinned_at DESC LIMIT ${OVERVIEW_PINNED}) p) AS pinned,
-      (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
-         SELECT n.id, n.title, n.created_at, n.created_at AT TIME ZONE 'UTC' AS at, n.pinned_at IS NOT NULL AS pinned, u.name, u.handle
-         FROM notes n JOIN users u ON u.id = n.author_id
-         WHERE n.tenant_id = ${t} AND n.studio_id = ${studioId}
-         ORDER BY n.created_at DESC, n.id DESC LIMIT ${OVERVIEW_ITEMS}) x) AS notes,
+      ${noteLinesSql(t, studioId, 0, OVERVIEW_ITEMS)} AS notes,
       (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
          SELECT d.id, d.question, d.created_at, d.created_at AT TIME ZONE 'UTC' AS at, u.name, u.handle
          FROM decisions d JOIN users u ON u.id = d.author_id
@@ -56,21 +87,14 @@ export async function studioOverview(ctx: Ctx, studioId: string): Promise<Studio
          FROM commitments c
          WHERE c.tenant_id = ${t} AND c.studio_id = ${studioId}
          ORDER BY c.created_at DESC, c.id DESC LIMIT ${OVERVIEW_ITEMS}) x) AS commitments,
-      (SELECT count(*) FROM notes WHERE studio_id = ${studioId} AND tenant_id = ${t})::int AS n,
-      (SELECT count(*) FROM decisions WHERE studio_id = ${studioId} AND tenant_id = ${t})::int AS d,
-      (SELECT count(*) FROM commitments WHERE studio_id = ${studioId} AND tenant_id = ${t})::int AS c,
-      (SELECT count(*) FROM studio_members WHERE studio_id = ${studioId} AND tenant_id = ${t})::int AS m`;
+      ${countSql("notes", t, studioId)} AS n, ${countSql("decisions", t, studioId)} AS d,
+      ${countSql("commitments", t, studioId)} AS c, ${countSql("studio_members", t, studioId)} AS m`,
+  );
   const r = row!;
   const author = (x: { name: string; handle: string }) => ({ name: x.name, handle: x.handle });
   return {
     pinned: r.pinned.map((p) => ({ id: p.id, title: p.title })),
-    notes: r.notes.map((n) => ({
-      id: n.id,
-      title: n.title,
-      createdAt: new Date(n.at),
-      pinned: n.pinned,
-      author: author(n),
-    })),
+    notes: r.notes.map(noteLine),
     decisions: r.decisions.map((d) => ({
       id: d.id,
       question: d.question,
@@ -86,4 +110,18 @@ export async function studioOverview(ctx: Ctx, studioId: string): Promise<Studio
     })),
     counts: { notes: r.n, decisions: r.d, commitments: r.c, members: r.m },
   };
+}
+
+/** A page of a studio's notes, newest first, and how many there are. */
+export async function studioNotes(
+  ctx: Ctx,
+  studioId: string,
+  page: { skip: number; take: number },
+): Promise<{ notes: NoteLine[]; total: number }> {
+  const [row] = await hotQuery<{ notes: NoteRow[]; total: number }>(
+    ctx.db,
+    Prisma.sql`SELECT ${noteLinesSql(ctx.tenant.id, studioId, page.skip, page.take)} AS notes,
+      ${countSql("notes", ctx.tenant.id, studioId)} AS total`,
+  );
+  return { notes: row!.notes.map(noteLine), total: row!.total };
 }
