@@ -60,18 +60,16 @@ async function execute(d: AgentRunDeps, run: SubagentTaskRun): Promise<void> {
 
 export function agentRunProcessor(d: AgentRunDeps) {
   return async (job: Job<JobPayloads["agent-runs"]>) => {
-    const target = await d.prisma.subagentTaskRun.findUnique({
-      where: { id: job.data.runId },
-      select: { agentId: true },
-    });
-    if (!target) return { ran: 0 };
     let ran = 0;
+    let agentId: string | null = null;
     // Keep going while this agent has queued work: the next run starts without another queue hop.
     for (;;) {
-      const claimed = await claimNext(d.prisma, target.agentId, d.owner, d.leaseSeconds);
-      if (claimed === "retry") continue;
-      if (!claimed) return { ran };
-      await execute(d, claimed);
+      const by = agentId ? { agentId } : { runId: job.data.runId };
+      const claim = await claimNext(d.prisma, by, d.owner, d.leaseSeconds);
+      agentId = claim.agentId;
+      if (claim.retry) continue;
+      if (!claim.run) return { ran };
+      await execute(d, claim.run);
       ran += 1;
     }
   };

@@ -2,7 +2,7 @@
 // outbox event in the same transaction; the relay turns it into an `agent-runs` job, so
 // no web request ever writes to Redis and a run can never be lost between the two.
 import type { Db, PrismaClient } from "../../db/prisma.ts";
-import type { RunStatus, SubagentTaskRun } from "../../generated/prisma/client.ts";
+import { Prisma, type RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import { emitEvent } from "../events.ts";
 
@@ -66,46 +66,66 @@ export async function requeue(
   });
 }
 
+/** A run that may be claimed: queued, or running under a lease that expired (its worker died). */
+const CLAIMABLE = Prisma.sql`(r.status = 'queued' OR (r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now())))`;
+
+export interface Claim {
+  run: SubagentTaskRun | null;
+  /** The agent whose runs were looked at (null: no such run or agent). */
+  agentId: string | null;
+  /** A run was given up (too many lost workers): claim again for the next one. */
+  retry: boolean;
+}
+
 /**
  * Claims the agent's next run, oldest first, if the agent has no run holding a live
- * lease: one running run per agent, the others wait their turn. The agent's row lock
- * serializes concurrent claims. A run whose lease expired (its worker died) is
- * claimable again, up to MAX_ATTEMPTS.
+ * lease: one running run per agent, the others wait their turn. The agent is named, or
+ * found from one of its runs (a job's). One statement, so one round trip: the agent's row
+ * lock serializes concurrent claims, and the UPDATE re-checks the run is still claimable
+ * on the row it locks — a claim whose snapshot predates another's commit claims nothing.
+ * A run whose lease expired is claimable again, up to MAX_ATTEMPTS.
  */
-export async function claimNext(db: PrismaClient, agentId: string, owner: string, leaseSeconds: number) {
-  return db.$transaction(async (tx) => {
-    await tx.$queryRaw`SELECT id FROM users WHERE id = ${agentId} FOR UPDATE`;
-    const busy = await tx.$queryRaw<{ id: string }[]>`
-      SELECT id FROM subagent_task_runs
-      WHERE agent_id = ${agentId} AND status = 'running' AND lease_expires_at > now() LIMIT 1`;
-    if (busy.length) return null;
-    const [next] = await tx.$queryRaw<{ id: string; attempts: number; status: RunStatus }[]>`
-      SELECT id, attempts, status FROM subagent_task_runs
-      WHERE agent_id = ${agentId}
-        AND (status = 'queued' OR (status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= now())))
-      ORDER BY created_at, id LIMIT 1`;
-    if (!next) return null;
-    if (next.status === "running" && next.attempts >= MAX_ATTEMPTS) {
-      await tx.subagentTaskRun.update({
-        where: { id: next.id },
-        data: {
-          status: "failed",
-          stopReason: "worker_lost",
-          error: `The worker running this run stopped ${MAX_ATTEMPTS} times; giving up.`,
-          completedAt: new Date(),
-          leaseOwner: null,
-        },
-      });
-      return "retry" as const;
-    }
-    const rows = await tx.$queryRaw<{ id: string }[]>`
-      UPDATE subagent_task_runs
+export async function claimNext(
+  db: PrismaClient,
+  by: { agentId: string } | { runId: string },
+  owner: string,
+  leaseSeconds: number,
+): Promise<Claim> {
+  const agentId = "agentId" in by ? by.agentId : null;
+  const runId = "runId" in by ? by.runId : null;
+  const [row] = await db.$queryRaw<
+    { agent_id: string | null; claimed: string | null; gave_up: string | null }[]
+  >`
+    WITH agent AS (
+      SELECT u.id FROM users u
+      WHERE u.id = COALESCE(${agentId}::text, (SELECT agent_id FROM subagent_task_runs WHERE id = ${runId}::text))
+      FOR UPDATE
+    ), next AS (
+      SELECT r.id, r.attempts, r.status FROM subagent_task_runs r JOIN agent ON r.agent_id = agent.id
+      WHERE ${CLAIMABLE} AND NOT EXISTS (
+        SELECT 1 FROM subagent_task_runs b
+        WHERE b.agent_id = agent.id AND b.status = 'running' AND b.lease_expires_at > now())
+      ORDER BY r.created_at, r.id LIMIT 1
+    ), gave_up AS (
+      UPDATE subagent_task_runs r
+      SET status = 'failed', stop_reason = 'worker_lost', completed_at = now(), lease_owner = NULL,
+          error = ${`The worker running this run stopped ${MAX_ATTEMPTS} times; giving up.`}
+      FROM next WHERE r.id = next.id AND next.status = 'running' AND next.attempts >= ${MAX_ATTEMPTS} AND ${CLAIMABLE}
+      RETURNING r.id
+    ), claimed AS (
+      UPDATE subagent_task_runs r
       SET status = 'running', lease_owner = ${owner},
           lease_expires_at = now() + make_interval(secs => ${leaseSeconds}),
-          started_at = COALESCE(started_at, now()), attempts = attempts + 1
-      WHERE id = ${next.id} RETURNING id`;
-    return rows[0] ? tx.subagentTaskRun.findUniqueOrThrow({ where: { id: next.id } }) : null;
-  });
+          started_at = COALESCE(r.started_at, now()), attempts = r.attempts + 1
+      FROM next WHERE r.id = next.id AND NOT (next.status = 'running' AND next.attempts >= ${MAX_ATTEMPTS})
+        AND ${CLAIMABLE}
+      RETURNING r.id
+    )
+    SELECT (SELECT id FROM agent) AS agent_id, (SELECT id FROM claimed) AS claimed, (SELECT id FROM gave_up) AS gave_up`;
+  const claimed = row?.claimed
+    ? await db.subagentTaskRun.findUniqueOrThrow({ where: { id: row.claimed } })
+    : null;
+  return { run: claimed, agentId: row?.agent_id ?? null, retry: Boolean(row?.gave_up) };
 }
 
 export interface Finish {

@@ -1,0 +1,117 @@
+// Claiming runs in one statement: one running run per agent, oldest first, however many
+// workers claim at once; a run whose worker died is claimed again, then given up.
+import { describe, expect, it } from "vitest";
+import { createPrisma } from "../src/db/prisma.ts";
+import { claimNext, MAX_ATTEMPTS, queueRun } from "../src/services/agents/runs.ts";
+import { makeAgent } from "./helpers/agents.ts";
+import { fileDatabaseUrl, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";
+
+const db = testPrisma();
+
+async function world(runs: number) {
+  const w = await makeWorld("claim");
+  const agent = await makeAgent(w, w.alice, "scout");
+  const ids: string[] = [];
+  for (let i = 0; i < runs; i++) {
+    const run = await queueRun(db, {
+      tenantId: w.tenant.id,
+      agentId: agent.id,
+      initiatedById: w.alice.id,
+      triggerKind: "manual",
+      chainDepth: 0,
+      task: `task ${i}`,
+      model: null,
+      maxSteps: 5,
+      timeoutSeconds: 60,
+    });
+    ids.push(run!.id);
+  }
+  return { agent, ids };
+}
+
+describe("claimNext", () => {
+  it("under 12 concurrent claims, exactly one run is claimed, and it is the oldest", async () => {
+    const { agent, ids } = await world(3);
+    // Separate connections, so the claims really race inside Postgres; the agent's row is
+    // held meanwhile, so every claim takes its snapshot before any of them commits.
+    const pool = createPrisma(fileDatabaseUrl(), 13);
+    try {
+      let release!: () => void;
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => {
+        locked = r;
+      });
+      const holder = pool.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT id FROM users WHERE id = ${agent.id} FOR UPDATE`;
+        locked();
+        await held;
+      });
+      await isLocked;
+      const racing = Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          claimNext(pool, i % 2 ? { agentId: agent.id } : { runId: ids[2]! }, `worker-${i}`, 30),
+        ),
+      );
+      await waitFor(async () => {
+        const [row] = await db.$queryRaw<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`;
+        return (row?.n ?? 0) >= 12 || null;
+      });
+      release();
+      await holder;
+      const claims = await racing;
+      const won = claims.filter((c) => c.run);
+      expect(won).toHaveLength(1);
+      expect(won[0]!.run).toMatchObject({ id: ids[0], status: "running", attempts: 1 });
+      expect(claims.every((c) => c.agentId === agent.id && !c.retry)).toBe(true);
+      const running = await db.subagentTaskRun.findMany({ where: { agentId: agent.id, status: "running" } });
+      expect(running.map((r) => r.id)).toEqual([ids[0]]);
+    } finally {
+      await pool.$disconnect();
+    }
+  });
+
+  it("claims nothing while the agent's run holds a live lease; the next one after it ends", async () => {
+    const { agent, ids } = await world(2);
+    expect((await claimNext(db, { agentId: agent.id }, "w1", 30)).run?.id).toBe(ids[0]);
+    expect((await claimNext(db, { agentId: agent.id }, "w2", 30)).run).toBeNull();
+    await db.subagentTaskRun.update({
+      where: { id: ids[0] },
+      data: { status: "completed", leaseOwner: null },
+    });
+    expect((await claimNext(db, { agentId: agent.id }, "w2", 30)).run?.id).toBe(ids[1]);
+  });
+
+  it("reclaims a run whose lease expired, then gives it up after MAX_ATTEMPTS and moves on", async () => {
+    const { agent, ids } = await world(2);
+    const expire = () =>
+      db.subagentTaskRun.update({
+        where: { id: ids[0] },
+        data: { leaseExpiresAt: new Date(Date.now() - 1000) },
+      });
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const claim = await claimNext(db, { agentId: agent.id }, `w${attempt}`, 30);
+      expect(claim.run).toMatchObject({ id: ids[0], attempts: attempt, leaseOwner: `w${attempt}` });
+      await expire();
+    }
+    const gaveUp = await claimNext(db, { agentId: agent.id }, "w-last", 30);
+    expect(gaveUp).toMatchObject({ run: null, retry: true });
+    expect(await db.subagentTaskRun.findUniqueOrThrow({ where: { id: ids[0] } })).toMatchObject({
+      status: "failed",
+      stopReason: "worker_lost",
+      leaseOwner: null,
+    });
+    expect((await claimNext(db, { agentId: agent.id }, "w-last", 30)).run?.id).toBe(ids[1]);
+  });
+
+  it("an unknown run claims nothing", async () => {
+    expect(await claimNext(db, { runId: "no-such-run" }, "w", 30)).toEqual({
+      run: null,
+      agentId: null,
+      retry: false,
+    });
+  });
+});
