@@ -291,9 +291,11 @@ describe("Redis losing its data loses no work", () => {
     await relay.stop();
     const event = await db.event.findFirstOrThrow({ where: { type: "run.queued", subjectId: runId } });
     expect(event.publishedAt).not.toBeNull();
-    expect(await queues.events.getJob(event.id)).toBeTruthy();
-    for (const name of ["events", "agent-runs"] as const) await queues[name].obliterate({ force: true });
+    // A queued run goes straight to agent-runs, not through the events queue.
+    expect(await queues["agent-runs"].getJob(`run-${event.id}`)).toBeTruthy();
     expect(await queues.events.getJob(event.id)).toBeFalsy();
+    for (const name of ["events", "agent-runs"] as const) await queues[name].obliterate({ force: true });
+    expect(await queues["agent-runs"].getJob(`run-${event.id}`)).toBeFalsy();
     await Promise.all(Object.values(queues).map((q) => q.close()));
     expect((await getRun(runId)).status).toBe("queued");
     const rt = await inProcess(prefix);

@@ -1,4 +1,4 @@
-// Publishes outbox events to the BullMQ `events` queue. Woken by NOTIFY on commit and
+// Publishes outbox events to the BullMQ `events` queue (queued runs to `agent-runs`). Woken by NOTIFY on commit and
 // by a slow poll as a safety net (a missed notification, Redis down for a while).
 // Rows are locked with SKIP LOCKED, so several relays never publish the same batch.
 import pg from "pg";
@@ -24,12 +24,24 @@ export function startEventRelay(o: RelayOptions) {
 
   async function drainOnce(): Promise<number> {
     return o.prisma.$transaction(async (tx) => {
-      const rows = await tx.$queryRaw<{ id: string }[]>`
-        SELECT id FROM events WHERE published_at IS NULL ORDER BY created_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`;
+      const rows = await tx.$queryRaw<{ id: string; type: string; subject_id: string }[]>`
+        SELECT id, type, subject_id FROM events WHERE published_at IS NULL
+        ORDER BY created_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`;
       if (!rows.length) return 0;
-      await o.queues.events.addBulk(
-        rows.map((r) => ({ name: "event", data: { eventId: r.id }, opts: { jobId: r.id } })),
-      );
+      // A queued run goes straight to the agent-runs queue: it needs nothing the event
+      // worker would read, and one queue hop fewer is what a run waits for before it starts.
+      const runs = rows.filter((r) => r.type === "run.queued");
+      const others = rows.filter((r) => r.type !== "run.queued");
+      await Promise.all([
+        runs.length &&
+          o.queues["agent-runs"].addBulk(
+            runs.map((r) => ({ name: "run", data: { runId: r.subject_id }, opts: { jobId: `run-${r.id}` } })),
+          ),
+        others.length &&
+          o.queues.events.addBulk(
+            others.map((r) => ({ name: "event", data: { eventId: r.id }, opts: { jobId: r.id } })),
+          ),
+      ]);
       await tx.event.updateMany({
         where: { id: { in: rows.map((r) => r.id) } },
         data: { publishedAt: new Date() },

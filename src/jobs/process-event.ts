@@ -14,6 +14,7 @@ export function eventProcessor(
   return async (job: Job<JobPayloads["events"]>) => {
     const e = await prisma.event.findUnique({ where: { id: job.data.eventId } });
     if (!e) return { skipped: "no such event" };
+    // The relay sends queued runs to agent-runs itself; an event published before it did still lands here.
     if (e.type === "run.queued") {
       await queues["agent-runs"].add("run", { runId: e.subjectId }, { jobId: `run-${e.id}` });
       return { enqueued: e.subjectId };
