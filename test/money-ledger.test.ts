@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPrisma, type PrismaClient } from "../src/db/prisma.ts";
 import type { ChatRequest, FakeReply } from "../src/dev/fake-llm.ts";
 import { newId } from "../src/lib/ids.ts";
+import { queueRun } from "../src/services/agents/runs.ts";
 import { createKey } from "../src/services/money/keys.ts";
 import {
   liftLastMonthsPauses,
@@ -479,6 +480,54 @@ function entry(w: World, agent: Agent, costMicros: number): UsageEntry {
 }
 
 const dollars = (micros: number) => micros / 1e6;
+
+describe("a call recorded with its step", () => {
+  async function runningRun(w: World, agent: Agent, owner: string) {
+    const run = await queueRun(db(), {
+      tenantId: w.tenant.id,
+      agentId: agent.id,
+      initiatedById: w.alice.id,
+      triggerKind: "manual",
+      chainDepth: 0,
+      task: "t",
+      model: null,
+      maxSteps: 5,
+      timeoutSeconds: 60,
+    });
+    return db().subagentTaskRun.update({
+      where: { id: run!.id },
+      data: { status: "running", leaseOwner: owner, leaseExpiresAt: new Date(Date.now() + 60_000) },
+    });
+  }
+  const step = (number: number) => ({
+    number,
+    type: "navigate" as const,
+    path: "/whoami",
+    detail: { ok: true },
+    inputTokens: 10,
+  });
+
+  it("records both in one statement; a lost lease records the call, counts it in the run, and not the step", async () => {
+    const w = await makeWorld();
+    const scout = await makeAgent(w, w.alice, "scout");
+    const run = await runningRun(w, scout, "worker-a");
+    const call = { ...entry(w, scout, 700), runId: run.id };
+    const first = await recordUsage(db(), call, new Date(), { owner: "worker-a", record: step(1) });
+    expect(first).toMatchObject({ stepped: true, monthMicros: 700n });
+    expect(first.budget).toMatchObject({ spentMicros: 700n, keyGone: false, limitMicros: 100_000_000n });
+    // Step 1 again (a retried job) is refused, and so is any step by a worker without the lease.
+    expect((await recordUsage(db(), call, new Date(), { owner: "worker-a", record: step(1) })).stepped).toBe(
+      false,
+    );
+    expect((await recordUsage(db(), call, new Date(), { owner: "worker-b", record: step(2) })).stepped).toBe(
+      false,
+    );
+    const after = await db().subagentTaskRun.findUniqueOrThrow({ where: { id: run.id } });
+    expect(after).toMatchObject({ stepsCount: 1, costMicros: 2100n, outputTokens: 210 });
+    expect(await db().subagentTaskRunStep.count({ where: { runId: run.id } })).toBe(1);
+    expect(await db().llmUsage.count({ where: { runId: run.id } })).toBe(3);
+  });
+});
 
 describe("spend alerts", () => {
   it("each threshold fires exactly once, and the limit pauses once, when 40 calls land at the same instant", async () => {
