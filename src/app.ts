@@ -45,7 +45,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const secure = config.PUBLIC_SCHEME === "https";
 
   await app.register(prismaPlugin, {
-    prisma: opts.prisma ?? createPrisma(config.DATABASE_URL, config.DATABASE_POOL_SIZE),
+    prisma:
+      opts.prisma ??
+      createPrisma(config.DATABASE_URL, config.DATABASE_POOL_SIZE, {
+        namedStatements: config.DATABASE_NAMED_STATEMENTS,
+      }),
     owned: !opts.prisma,
   });
   await app.register(cookie, { secret: config.SESSION_SECRET });

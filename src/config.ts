@@ -11,6 +11,12 @@ const schema = z.object({
   PUBLIC_SCHEME: z.enum(["http", "https"]).default("http"),
   DATABASE_URL: z.string().url().default("postgresql://postgres@127.0.0.1:5432/cadre"),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  // Named (prepared) statements, so Postgres keeps their plans. Turn off behind a pooler
+  // that cannot carry them across server connections (PgBouncer in transaction mode before 1.21).
+  DATABASE_NAMED_STATEMENTS: z
+    .enum(["0", "1", "true", "false"])
+    .default("1")
+    .transform((v) => v === "1" || v === "true"),
   REDIS_URL: z.string().url().default("redis://127.0.0.1:6379"),
   QUEUE_PREFIX: z
     .string()

@@ -6,7 +6,9 @@ import { startFakeLlm } from "./dev/fake-llm.ts";
 import { startRuntime } from "./jobs/runtime.ts";
 
 const config = loadConfig();
-const prisma = createPrisma(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+const prisma = createPrisma(config.DATABASE_URL, config.DATABASE_POOL_SIZE, {
+  namedStatements: config.DATABASE_NAMED_STATEMENTS,
+});
 const connection = createRedis(config.REDIS_URL, "worker");
 const log = (msg: string, err?: unknown) => console.error(`[worker] ${msg}`, err ?? "");
 

@@ -32,11 +32,15 @@ export function statementNamer(max = MAX_NAMED_STATEMENTS) {
 }
 
 // The pool and statement names behind each root client, for `hotQuery`.
-const pools = new WeakMap<object, { pool: pg.Pool; name: (q: { sql: string }) => string }>();
+const pools = new WeakMap<object, { pool: pg.Pool; name?: (q: { sql: string }) => string }>();
 
-export function createPrisma(databaseUrl: string, max = 10): PrismaClient {
+export function createPrisma(
+  databaseUrl: string,
+  max = 10,
+  opts: { namedStatements?: boolean } = {},
+): PrismaClient {
   const pool = new pg.Pool({ connectionString: databaseUrl, max });
-  const name = statementNamer();
+  const name = opts.namedStatements === false ? undefined : statementNamer();
   const adapter = new PrismaPg(pool, { statementNameGenerator: name, disposeExternalPool: true });
   const client = new PrismaClient({ adapter });
   pools.set(client, { pool, name });
@@ -56,7 +60,7 @@ export async function hotQuery<T>(db: Db, sql: Prisma.Sql): Promise<T[]> {
   const direct = pools.get(db);
   if (!direct) return db.$queryRaw<T[]>(sql);
   const values = sql.values.map((v) => (v instanceof Date ? v.toISOString() : v));
-  const res = await direct.pool.query({ name: direct.name({ sql: sql.text }), text: sql.text, values });
+  const res = await direct.pool.query({ name: direct.name?.({ sql: sql.text }), text: sql.text, values });
   return res.rows as T[];
 }
 
