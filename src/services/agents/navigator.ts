@@ -56,7 +56,10 @@ export async function runNavigator(
   const [agent, tenant, previous] = await Promise.all([
     prisma.user.findUniqueOrThrow({ where: { id: run.agentId }, include: { parent: true } }),
     prisma.tenant.findUniqueOrThrow({ where: { id: run.tenantId } }),
-    prisma.subagentTaskRunStep.findMany({ where: { runId: run.id }, orderBy: { number: "asc" } }),
+    // A run that never recorded a step has none to resume from.
+    run.stepsCount
+      ? prisma.subagentTaskRunStep.findMany({ where: { runId: run.id }, orderBy: { number: "asc" } })
+      : [],
   ]);
   const cfg = agentConfig(agent);
   const model = run.model ?? resolveModel(cfg, tenantSettings(tenant), deps.defaultModel);

@@ -50,6 +50,17 @@ export function decide(
 type AgentRow = Pick<User, "id" | "parentId" | "agentConfig">;
 const agents = new WeakMap<Ctx, Promise<AgentRow>>();
 
+// A page lists several actions, each guarded: the agent's configuration is parsed once per row read.
+const configs = new WeakMap<AgentRow, AgentConfig>();
+function configOf(agent: AgentRow): AgentConfig {
+  let cfg = configs.get(agent);
+  if (!cfg) {
+    cfg = agentConfig(agent);
+    configs.set(agent, cfg);
+  }
+  return cfg;
+}
+
 /** The agent row this request acts as, read by the caller as fresh as this request needs. */
 export function primeAgent(ctx: Ctx, agent: AgentRow) {
   agents.set(ctx, Promise.resolve(agent));
@@ -97,7 +108,7 @@ function ownerMembership(ctx: Ctx, studioId: string, ownerId: string) {
 export const agentGuard: Guard = async (ctx, action, scope) => {
   if (ctx.actor.kind !== "subagent") return null;
   const agent = await agentOf(ctx);
-  const denial = capabilityDenial(action.name, agentConfig(agent).capabilities);
+  const denial = capabilityDenial(action.name, configOf(agent).capabilities);
   if (denial) return denial;
   if (!scope.studio) return null;
   // Never more than its owner could do: the owner must be in the studio, and the agent acts with the lesser role.
@@ -111,7 +122,7 @@ export const agentGuard: Guard = async (ctx, action, scope) => {
 export const agentPolicy: Policy = async (actx, action, params, _scope, path, opts) => {
   if (actx.actor.kind !== "subagent") return null;
   const agent = await agentOf(actx);
-  const cfg = agentConfig(agent);
+  const cfg = configOf(agent);
   const verdict = decide(cfg, action.name, params);
   if (verdict.kind === "allow") return null;
   if (verdict.kind === "deny")
