@@ -10,7 +10,7 @@ export { PrismaClient };
 export type Db = Omit<PrismaClient, "$connect" | "$disconnect" | "$on" | "$transaction" | "$extends">;
 
 /** Distinct statement texts a process names; past that (createMany batches vary in size) they go unnamed. */
-export const MAX_NAMED_STATEMENTS = 500;
+const MAX_NAMED_STATEMENTS = 500;
 
 /**
  * Names each distinct SQL text, so a connection parses it once and Postgres can reuse its
@@ -18,7 +18,7 @@ export const MAX_NAMED_STATEMENTS = 500;
  * ledger's, a studio's page) cost more to plan than to run. The names live per process,
  * like the connections that prepared them.
  */
-export function statementNamer(max = MAX_NAMED_STATEMENTS) {
+function statementNamer(max = MAX_NAMED_STATEMENTS) {
   const names = new Map<string, string>();
   return (query: { sql: string }): string => {
     let name = names.get(query.sql);

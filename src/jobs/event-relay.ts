@@ -1,5 +1,6 @@
-// Publishes outbox events to the BullMQ `events` queue (queued runs to `agent-runs`). Woken by NOTIFY on commit and
-// by a slow poll as a safety net (a missed notification, Redis down for a while).
+// Publishes outbox events to the BullMQ `events` queue, and queued runs to `agent-runs`.
+// Woken by NOTIFY on commit and by a slow poll as a safety net (a missed notification,
+// Redis down for a while).
 // Rows are locked with SKIP LOCKED, so several relays never publish the same batch.
 import pg from "pg";
 import type { PrismaClient } from "../db/prisma.ts";

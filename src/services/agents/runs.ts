@@ -69,6 +69,9 @@ export async function requeue(
 /** A run that may be claimed: queued, or running under a lease that expired (its worker died). */
 const CLAIMABLE = Prisma.sql`(r.status = 'queued' OR (r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now())))`;
 
+/** A run whose workers died MAX_ATTEMPTS times: given up, not claimed again. */
+const EXHAUSTED = Prisma.sql`(next.status = 'running' AND next.attempts >= ${MAX_ATTEMPTS})`;
+
 export interface Claim {
   run: SubagentTaskRun | null;
   /** The agent whose runs were looked at (null: no such run or agent). */
@@ -110,15 +113,14 @@ export async function claimNext(
       UPDATE subagent_task_runs r
       SET status = 'failed', stop_reason = 'worker_lost', completed_at = now(), lease_owner = NULL,
           error = ${`The worker running this run stopped ${MAX_ATTEMPTS} times; giving up.`}
-      FROM next WHERE r.id = next.id AND next.status = 'running' AND next.attempts >= ${MAX_ATTEMPTS} AND ${CLAIMABLE}
+      FROM next WHERE r.id = next.id AND ${EXHAUSTED} AND ${CLAIMABLE}
       RETURNING r.id
     ), claimed AS (
       UPDATE subagent_task_runs r
       SET status = 'running', lease_owner = ${owner},
           lease_expires_at = now() + make_interval(secs => ${leaseSeconds}),
           started_at = COALESCE(r.started_at, now()), attempts = r.attempts + 1
-      FROM next WHERE r.id = next.id AND NOT (next.status = 'running' AND next.attempts >= ${MAX_ATTEMPTS})
-        AND ${CLAIMABLE}
+      FROM next WHERE r.id = next.id AND NOT ${EXHAUSTED} AND ${CLAIMABLE}
       RETURNING r.id
     )
     SELECT (SELECT id FROM agent) AS agent_id, (SELECT id FROM claimed) AS claimed, (SELECT id FROM gave_up) AS gave_up`;

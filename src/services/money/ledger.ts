@@ -76,9 +76,7 @@ export async function recordUsage(
   // The limit in micro-dollars, from a config that may lack it (its default applies).
   const limitSql = Prisma.sql`(round((CASE WHEN jsonb_typeof(users.agent_config -> 'cost_limit_usd') = 'number'
     THEN users.agent_config -> 'cost_limit_usd' ELSE ${defaults.limit}::jsonb END)::text::numeric * 1000000))::bigint`;
-  const [row] = await hotQuery<
-    BudgetRow & { month_micros: bigint | string; crossed: number; paused: number; stepped: number }
-  >(
+  const [row] = await hotQuery<BudgetRow & { crossed: number; paused: number; stepped: number }>(
     db,
     Prisma.sql`
     WITH ledger AS (
@@ -153,7 +151,7 @@ export async function recordUsage(
       FROM paused, month, config
       RETURNING id
     )
-    SELECT month.cost_micros AS month_micros, month.cost_micros AS spent, config.agent_config,
+    SELECT month.cost_micros AS spent, config.agent_config,
       ${keyGoneSql(e.apiKeyId)} AS key_gone,
       (SELECT count(*) FROM crossed)::int AS crossed,
       (SELECT count(*) FROM paused)::int AS paused,
@@ -162,11 +160,12 @@ export async function recordUsage(
     FROM month LEFT JOIN config ON true`,
   );
   const r = row!;
+  const budget = budgetOf(r);
   return {
-    monthMicros: BigInt(r.month_micros),
+    monthMicros: budget.spentMicros,
     crossed: Number(r.crossed),
     paused: Number(r.paused) > 0,
-    budget: budgetOf(r),
+    budget,
     stepped: Number(r.stepped) === 1,
   };
 }

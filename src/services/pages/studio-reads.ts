@@ -43,12 +43,14 @@ const noteLinesSql = (tenantId: string, studioId: string, skip: number, take: nu
      WHERE n.tenant_id = ${tenantId} AND n.studio_id = ${studioId}
      ORDER BY n.created_at DESC, n.id DESC OFFSET ${skip} LIMIT ${take}) x)`;
 
+const authorOf = (x: Author): Author => ({ name: x.name, handle: x.handle });
+
 const noteLine = (n: NoteRow): NoteLine => ({
   id: n.id,
   title: n.title,
   createdAt: new Date(n.at),
   pinned: n.pinned,
-  author: { name: n.name, handle: n.handle },
+  author: authorOf(n),
 });
 
 const countSql = (table: "notes" | "decisions" | "commitments" | "studio_members", t: string, s: string) =>
@@ -91,7 +93,6 @@ export async function studioOverview(ctx: Ctx, studioId: string): Promise<Studio
       ${countSql("commitments", t, studioId)} AS c, ${countSql("studio_members", t, studioId)} AS m`,
   );
   const r = row!;
-  const author = (x: { name: string; handle: string }) => ({ name: x.name, handle: x.handle });
   return {
     pinned: r.pinned.map((p) => ({ id: p.id, title: p.title })),
     notes: r.notes.map(noteLine),
@@ -99,7 +100,7 @@ export async function studioOverview(ctx: Ctx, studioId: string): Promise<Studio
       id: d.id,
       question: d.question,
       createdAt: new Date(d.at),
-      author: author(d),
+      author: authorOf(d),
     })),
     commitments: r.commitments.map((c) => ({
       id: c.id,
