@@ -182,14 +182,17 @@ export async function runNavigator(
       stepsLeft: run.maxSteps - (n - answers),
     });
     let reply: Awaited<ReturnType<LlmClient>>;
+    // A timer may fire a millisecond before Date.now() reaches the deadline: the timer's own
+    // signal, not the clock, says the deadline cut the call short.
+    const overtime = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
     try {
-      const callSignal = AbortSignal.any([signal, AbortSignal.timeout(Math.max(1, deadline - Date.now()))]);
+      const callSignal = AbortSignal.any([signal, overtime]);
       reply = await deps.llm(endpoint, { model, messages, jsonMode, signal: callSignal });
     } catch (err) {
       if (!(err instanceof LlmError)) throw err;
       if (err.kind === "aborted" || err.kind === "timeout") {
         if (signal.aborted) return stopped(signal.reason);
-        if (Date.now() >= deadline)
+        if (overtime.aborted || Date.now() >= deadline)
           return {
             status: "timed_out",
             stopReason: "timeout",
