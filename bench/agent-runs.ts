@@ -65,9 +65,16 @@ async function seed(db: PrismaClient, agents: number): Promise<World> {
   return { ctx: { db, tenant: fresh, actor: person as Actor }, studio: studio.handle, agents: list };
 }
 
-/** Scripted model: navigates between two pages until the run has taken `steps` LLM steps, then finishes. */
-function script(stepsPerRun: (handle: string) => number, firstCall: Map<string, number>) {
-  const calls = new Map<string, number>();
+/**
+ * Scripted model: navigates between two pages until the run has taken `steps` LLM steps,
+ * then finishes. Agents are reused across phases, so each phase starts from `calls.clear()`:
+ * otherwise an agent's earlier calls count towards its next run, which then finishes early.
+ */
+function script(
+  stepsPerRun: (handle: string) => number,
+  firstCall: Map<string, number>,
+  calls: Map<string, number>,
+) {
   return (req: ChatRequest): FakeReply => {
     const handle = /\(@([\w-]+)\), an AI agent/.exec(String(req.messages[0]?.content ?? ""))?.[1] ?? "?";
     const n = (calls.get(handle) ?? 0) + 1;
@@ -105,6 +112,20 @@ async function ready(child: ChildProcess) {
     child.stdout!.on("data", (d: Buffer) => d.toString().includes("running") && resolve());
     child.once("exit", (code) => reject(new Error(`worker exited with ${code}`)));
   });
+}
+
+/** CPU seconds so far: the whole machine's (all cores), one process's, this process's. */
+function cpuSeconds(workerPid: number) {
+  const tick = 100; // USER_HZ: clock ticks per second on Linux
+  const all = readFileSync("/proc/stat", "utf8").split("\n")[0]!.split(/\s+/).slice(1).map(Number);
+  const busy = all.reduce((a, b) => a + b, 0) - all[3]! - all[4]!; // less idle and iowait
+  const w = readFileSync(`/proc/${workerPid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  const self = process.cpuUsage();
+  return {
+    machine: busy / tick,
+    worker: (Number(w[11]) + Number(w[12])) / tick,
+    bench: (self.user + self.system) / 1e6,
+  };
 }
 
 function peakRssMb(pid: number): number {
@@ -146,8 +167,9 @@ async function main() {
   const database = await freshDatabase(env.DATABASE_URL, "runs");
   const db = createPrisma(database.url, 20);
   const firstCall = new Map<string, number>();
+  const calls = new Map<string, number>();
   let perRun = 1;
-  const llm = await startFakeLlm({ script: script(() => perRun, firstCall) });
+  const llm = await startFakeLlm({ script: script(() => perRun, firstCall, calls) });
   const prefix = `cadre-bench-${newId(6)}`;
   const worker = startWorker(database.url, llm.url, prefix);
   try {
@@ -175,6 +197,7 @@ async function main() {
     // 2. Orchestration overhead per step (LLM at zero latency): 10 runs of 20 steps, one at a
     // time, so the number is the cost of a step itself, not of waiting behind other runs.
     perRun = 20;
+    calls.clear();
     const sample = w.agents.slice(40, 50);
     const before = await db.subagentTaskRun.count({ where: { tenantId: w.ctx.tenant.id } });
     for (const [i, a] of sample.entries()) {
@@ -194,6 +217,7 @@ async function main() {
 
     // 3. Prompt tokens at LLM steps 1, 10 and 30 of one long run.
     perRun = LONG_STEPS;
+    calls.clear();
     const long = w.agents[50]!;
     await manualRuns(w, [long]);
     await waitDone(db, w.ctx.tenant.id, before + sample.length + 1, 60_000);
@@ -206,13 +230,17 @@ async function main() {
     // 4. 200 concurrent runs at 500 ms LLM latency: steps/s against the LLM-bound ideal.
     llm.setLatency(500);
     perRun = 12;
+    calls.clear();
+    firstCall.clear();
     const all = await db.subagentTaskRun.count({ where: { tenantId: w.ctx.tenant.id } });
     const queuedAt = new Date();
     await manualRuns(w, w.agents);
     // From the commit that makes the 200 runs visible to the worker, to the last run's end:
     // the benchmark's own 600 inserts before it, and its 100 ms polling after, are not the worker's.
     const t0 = Date.now();
+    const cpu0 = cpuSeconds(worker.pid!);
     await waitDone(db, w.ctx.tenant.id, all + w.agents.length, 300_000);
+    const cpu1 = cpuSeconds(worker.pid!);
     const loadRuns = { tenantId: w.ctx.tenant.id, createdAt: { gte: queuedAt } };
     const last = await db.subagentTaskRun.aggregate({ where: loadRuns, _max: { completedAt: true } });
     const wall = (last._max.completedAt!.getTime() - t0) / 1000;
@@ -224,8 +252,40 @@ async function main() {
       FROM subagent_task_run_steps s JOIN subagent_task_runs r ON r.id = s.run_id
       WHERE r.tenant_id = ${w.ctx.tenant.id} AND r.created_at >= ${queuedAt} AND s.input_tokens > 0
       GROUP BY 1 ORDER BY 1`;
-    if (process.env.BENCH_VERBOSE)
+    if (process.env.BENCH_VERBOSE) {
       console.log("LLM steps per second of the load phase:", perSecond.map((r) => r.n).join(" "));
+      // Where the ramp goes: the claim, then the run's first step (its /whoami read).
+      const [stages] = await db.$queryRaw<{ claimed: number[]; whoami: number[] }[]>`
+        SELECT array_agg(round(extract(epoch FROM r.started_at - ${new Date(t0)}::timestamptz) * 1000)::int ORDER BY r.started_at) AS claimed,
+               array_agg(round(extract(epoch FROM s.created_at - ${new Date(t0)}::timestamptz) * 1000)::int ORDER BY s.created_at) AS whoami
+        FROM subagent_task_runs r JOIN subagent_task_run_steps s ON s.run_id = r.id AND s.number = 1
+        WHERE r.tenant_id = ${w.ctx.tenant.id} AND r.created_at >= ${queuedAt}`;
+      const q = (v: number[]) =>
+        [0, 25, 50, 75, 100]
+          .map((p) => v[Math.min(v.length - 1, Math.floor((p / 100) * v.length))])
+          .join(" / ");
+      const used = (k: keyof typeof cpu0) => fmt(cpu1[k] - cpu0[k], 2);
+      console.log(
+        `CPU seconds in the load phase: machine ${used("machine")} (of ${fmt(((Date.now() - t0) / 1000) * 2, 1)} on 2 cores), worker ${used("worker")}, benchmark + fake LLM ${used("bench")}, the rest (Postgres, Redis) ${fmt(cpu1.machine - cpu0.machine - (cpu1.worker - cpu0.worker) - (cpu1.bench - cpu0.bench), 2)}`,
+      );
+      // Between two LLM steps of a run: the LLM call as the worker timed it, and the rest.
+      const gaps = await db.$queryRaw<{ gap: number; llm: number }[]>`
+        SELECT gap, llm FROM (
+          SELECT (extract(epoch FROM s.created_at - lag(s.created_at) OVER w) * 1000)::int AS gap, s.llm_ms AS llm
+          FROM subagent_task_run_steps s JOIN subagent_task_runs r ON r.id = s.run_id
+          WHERE r.tenant_id = ${w.ctx.tenant.id} AND r.created_at >= ${queuedAt} AND s.number > 1
+          WINDOW w AS (PARTITION BY s.run_id ORDER BY s.number)) x
+        WHERE gap IS NOT NULL`;
+      const p3 = (v: number[]) => [50, 90, 99].map((p) => percentile(v, p)).join(" / ");
+      console.log(
+        `load phase, per LLM step (p50 / p90 / p99 ms): the LLM call as the worker timed it ${p3(gaps.map((x) => x.llm))}; the rest ${p3(gaps.map((x) => x.gap - x.llm))}`,
+      );
+      console.log(
+        `ramp, ms after the commit (min / p25 / p50 / p75 / max): claimed ${q(stages!.claimed)}; /whoami recorded ${q(stages!.whoami)}`,
+      );
+    }
+    // The ramp: how long after the commit each run made its first LLM call.
+    const ramp = [...firstCall.values()].map((t) => t - t0);
     const ideal = CONCURRENT / 0.5;
     const rate = loadSteps / wall;
 
@@ -241,6 +301,10 @@ async function main() {
       [
         `${CONCURRENT} concurrent runs @500 ms: LLM steps/s (ideal ${ideal})`,
         `${fmt(rate)} (${fmt((100 * rate) / ideal)}% of ideal; ${loadSteps} steps in ${fmt(wall, 2)} s)`,
+      ],
+      [
+        `${CONCURRENT} concurrent runs: commit → first LLM call p50 / max (ms)`,
+        `${fmt(percentile(ramp, 50))} / ${fmt(Math.max(...ramp))}`,
       ],
       ["worker peak RSS (MB)", fmt(peakRssMb(worker.pid!))],
       [
