@@ -401,7 +401,7 @@ describe("regressions", () => {
     const res = await review(app, w, w.alice, "reject_action", { id: out.pending!.id, reason: "No" });
     expect(res.statusCode).toBe(200);
     expect(
-      await finishRun(db(), run.id, "test-worker", { status: "waiting", stopReason: "awaiting_approval" }),
+      await finishRun(db(), run, "test-worker", { status: "waiting", stopReason: "awaiting_approval" }),
     ).toBe(true);
     expect((await waitForRun(scout.id, undefined, 5000)).status).toBe("completed");
   });

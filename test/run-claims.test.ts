@@ -63,9 +63,9 @@ describe("claimNext", () => {
       release();
       await holder;
       const claims = await racing;
-      const won = claims.filter((c) => c.run);
+      const won = claims.filter((c) => c.start);
       expect(won).toHaveLength(1);
-      expect(won[0]!.run).toMatchObject({ id: ids[0], status: "running", attempts: 1 });
+      expect(won[0]!.start?.run).toMatchObject({ id: ids[0], status: "running", attempts: 1 });
       expect(claims.every((c) => c.agentId === agent.id && !c.retry)).toBe(true);
       const running = await db.subagentTaskRun.findMany({ where: { agentId: agent.id, status: "running" } });
       expect(running.map((r) => r.id)).toEqual([ids[0]]);
@@ -76,13 +76,13 @@ describe("claimNext", () => {
 
   it("claims nothing while the agent's run holds a live lease; the next one after it ends", async () => {
     const { agent, ids } = await world(2);
-    expect((await claimNext(db, { agentId: agent.id }, "w1", 30)).run?.id).toBe(ids[0]);
-    expect((await claimNext(db, { agentId: agent.id }, "w2", 30)).run).toBeNull();
+    expect((await claimNext(db, { agentId: agent.id }, "w1", 30)).start?.run.id).toBe(ids[0]);
+    expect((await claimNext(db, { agentId: agent.id }, "w2", 30)).start).toBeNull();
     await db.subagentTaskRun.update({
       where: { id: ids[0] },
       data: { status: "completed", leaseOwner: null },
     });
-    expect((await claimNext(db, { agentId: agent.id }, "w2", 30)).run?.id).toBe(ids[1]);
+    expect((await claimNext(db, { agentId: agent.id }, "w2", 30)).start?.run.id).toBe(ids[1]);
   });
 
   it("reclaims a run whose lease expired, then gives it up after MAX_ATTEMPTS and moves on", async () => {
@@ -94,22 +94,57 @@ describe("claimNext", () => {
       });
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const claim = await claimNext(db, { agentId: agent.id }, `w${attempt}`, 30);
-      expect(claim.run).toMatchObject({ id: ids[0], attempts: attempt, leaseOwner: `w${attempt}` });
+      expect(claim.start?.run).toMatchObject({ id: ids[0], attempts: attempt, leaseOwner: `w${attempt}` });
       await expire();
     }
     const gaveUp = await claimNext(db, { agentId: agent.id }, "w-last", 30);
-    expect(gaveUp).toMatchObject({ run: null, retry: true });
+    expect(gaveUp).toMatchObject({ start: null, retry: true });
     expect(await db.subagentTaskRun.findUniqueOrThrow({ where: { id: ids[0] } })).toMatchObject({
       status: "failed",
       stopReason: "worker_lost",
       leaseOwner: null,
     });
-    expect((await claimNext(db, { agentId: agent.id }, "w-last", 30)).run?.id).toBe(ids[1]);
+    expect((await claimNext(db, { agentId: agent.id }, "w-last", 30)).start?.run.id).toBe(ids[1]);
+  });
+
+  it("a claim brings what the run starts with: its agent and owner, the tenant, the month's spend", async () => {
+    const { agent, ids } = await world(1);
+    const row = await db.user.findUniqueOrThrow({ where: { id: agent.id } });
+    const config = { model: "m-1", identity_prompt: "Be brief.", cost_limit_usd: 7 };
+    await db.user.update({ where: { id: agent.id }, data: { agentConfig: config } });
+    const month = new Date().toISOString().slice(0, 7);
+    await db.agentUsageMonth.create({
+      data: { agentId: agent.id, month, tenantId: row.tenantId, calls: 2, costMicros: 1_234_567n },
+    });
+    // Last month's spend is not this month's.
+    await db.agentUsageMonth.create({
+      data: { agentId: agent.id, month: "2001-01", tenantId: row.tenantId, calls: 1, costMicros: 9n },
+    });
+    const tenant = await db.tenant.findUniqueOrThrow({ where: { id: row.tenantId } });
+    const owner = await db.user.findUniqueOrThrow({ where: { id: agent.ownerId } });
+
+    const { start } = await claimNext(db, { runId: ids[0]! }, "w1", 30);
+    expect(start?.run).toMatchObject({ id: ids[0], agentId: agent.id, task: "task 0", model: null });
+    expect(start?.run).toMatchObject({ maxSteps: 5, timeoutSeconds: 60, stepsCount: 0, leaseOwner: "w1" });
+    expect(start?.agent).toEqual({
+      id: agent.id,
+      tenantId: row.tenantId,
+      handle: "scout",
+      name: row.name,
+      kind: "subagent",
+      parentId: owner.id,
+      tenantAdmin: false,
+      agentConfig: config,
+      parent: { name: owner.name, handle: owner.handle },
+    });
+    // The tenant as Prisma reads it, its creation time to the millisecond (UTC, whatever the zone).
+    expect(start?.tenant).toEqual(tenant);
+    expect(start?.spentMicros).toBe(1_234_567n);
   });
 
   it("an unknown run claims nothing", async () => {
     expect(await claimNext(db, { runId: "no-such-run" }, "w", 30)).toEqual({
-      run: null,
+      start: null,
       agentId: null,
       retry: false,
     });

@@ -3,13 +3,12 @@
 import { hostname } from "node:os";
 import type { Job } from "bullmq";
 import type { PrismaClient } from "../db/prisma.ts";
-import type { SubagentTaskRun } from "../generated/prisma/client.ts";
 import { newId } from "../lib/ids.ts";
 import type { Heartbeat } from "../services/agents/heartbeat.ts";
 import { type NavigatorDeps, runNavigator } from "../services/agents/navigator.ts";
+import type { RunStart } from "../services/agents/run-start.ts";
 import { claimNext, type Finish, finishRun } from "../services/agents/runs.ts";
 import { LeaseLostError } from "../services/agents/steps.ts";
-import { emitEvent } from "../services/events.ts";
 import type { JobPayloads } from "./queues.ts";
 
 export function workerId(): string {
@@ -25,11 +24,12 @@ export interface AgentRunDeps {
   log?: (msg: string, err?: unknown) => void;
 }
 
-async function execute(d: AgentRunDeps, run: SubagentTaskRun): Promise<void> {
+async function execute(d: AgentRunDeps, start: RunStart): Promise<void> {
+  const { run } = start;
   const controller = d.heartbeat.track(run.id);
   let fin: Finish;
   try {
-    fin = await runNavigator({ ...d.navigator, prisma: d.prisma, owner: d.owner }, run, controller.signal);
+    fin = await runNavigator({ ...d.navigator, prisma: d.prisma, owner: d.owner }, start, controller.signal);
   } catch (err) {
     if (err instanceof LeaseLostError) fin = { status: "failed", stopReason: "lease_lost" };
     else {
@@ -45,17 +45,7 @@ async function execute(d: AgentRunDeps, run: SubagentTaskRun): Promise<void> {
   }
   // Another worker holds the run now; a shutdown leaves it for the next worker (its lease expires).
   if (fin.stopReason === "lease_lost" || fin.stopReason === "shutdown") return;
-  await d.prisma.$transaction(async (tx) => {
-    const ended = await finishRun(tx, run.id, d.owner, fin);
-    if (ended)
-      await emitEvent(tx, {
-        tenantId: run.tenantId,
-        actorId: run.agentId,
-        type: `run.${fin.status}`,
-        subjectType: "run",
-        subjectId: run.id,
-      });
-  });
+  await finishRun(d.prisma, run, d.owner, fin);
 }
 
 export function agentRunProcessor(d: AgentRunDeps) {
@@ -68,8 +58,8 @@ export function agentRunProcessor(d: AgentRunDeps) {
       const claim = await claimNext(d.prisma, by, d.owner, d.leaseSeconds);
       agentId = claim.agentId;
       if (claim.retry) continue;
-      if (!claim.run) return { ran };
-      await execute(d, claim.run);
+      if (!claim.start) return { ran };
+      await execute(d, claim.start);
       ran += 1;
     }
   };

@@ -3,10 +3,9 @@
 // error. Each step is recorded before the next begins, so a recovered run resumes
 // where it was and never repeats an action.
 import type { PrismaClient } from "../../db/prisma.ts";
-import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
 import { endpointFor, KeyUnavailableError, markKeyFailed } from "../money/keys.ts";
-import { type Budget, pauseAtLimit, readBudget, recordUsage, type UsageEntry } from "../money/ledger.ts";
+import { type Budget, budgetAtStart, pauseAtLimit, recordUsage, type UsageEntry } from "../money/ledger.ts";
 import { priceCall, usd } from "../money/pricing.ts";
 import { DecryptError } from "../money/secrets.ts";
 import { type Ctx, toActor } from "../registry/types.ts";
@@ -15,6 +14,7 @@ import { type Endpoint, type LlmClient, LlmError, type Usage } from "./llm.ts";
 import { primeAgent } from "./policy.ts";
 import { buildMessages } from "./prompt.ts";
 import { parseDecision } from "./protocol.ts";
+import type { RunStart } from "./run-start.ts";
 import type { Finish } from "./runs.ts";
 import { agentConfig, resolveModel, tenantSettings } from "./settings.ts";
 import {
@@ -49,18 +49,15 @@ function stopped(reason: unknown): Finish {
 
 export async function runNavigator(
   deps: NavigatorDeps,
-  run: SubagentTaskRun,
+  start: RunStart,
   signal: AbortSignal,
 ): Promise<Finish> {
   const { prisma } = deps;
-  const [agent, tenant, previous] = await Promise.all([
-    prisma.user.findUniqueOrThrow({ where: { id: run.agentId }, include: { parent: true } }),
-    prisma.tenant.findUniqueOrThrow({ where: { id: run.tenantId } }),
-    // A run that never recorded a step has none to resume from.
-    run.stepsCount
-      ? prisma.subagentTaskRunStep.findMany({ where: { runId: run.id }, orderBy: { number: "asc" } })
-      : [],
-  ]);
+  // The claim read the agent, its owner and the tenant; a run that never recorded a step has none to resume from.
+  const { run, agent, tenant } = start;
+  const previous = run.stepsCount
+    ? await prisma.subagentTaskRunStep.findMany({ where: { runId: run.id }, orderBy: { number: "asc" } })
+    : [];
   const cfg = agentConfig(agent);
   const model = run.model ?? resolveModel(cfg, tenantSettings(tenant), deps.defaultModel);
   if (!model)
@@ -88,8 +85,10 @@ export async function runNavigator(
       error: "No LLM endpoint is configured (LLM_BASE_URL), and the agent has no API key of its own.",
     };
   const prices = tenantSettings(tenant).pricing;
-  // The run page says which model actually ran, even when it came from a default.
-  if (run.model !== model) await prisma.subagentTaskRun.update({ where: { id: run.id }, data: { model } });
+  // The run page says which model actually ran, even when it came from a default: a new
+  // run records it with its first step; a resumed one recorded it then.
+  if (run.stepsCount && run.model !== model)
+    await prisma.subagentTaskRun.update({ where: { id: run.id }, data: { model } });
 
   const ctx: Ctx = {
     db: prisma,
@@ -98,8 +97,8 @@ export async function runNavigator(
     run: { id: run.id, chainDepth: run.chainDepth },
   };
   // Checked before every LLM call, not once per run: the owner may lower the limit or
-  // revoke the key meanwhile. Read here once; every recorded call returns it as it leaves it.
-  let budget: Budget = await readBudget(prisma, agent.id, endpoint.keyId ?? null);
+  // revoke the key meanwhile. Read with the claim; every recorded call returns it as it leaves it.
+  let budget: Budget = budgetAtStart(agent.agentConfig, start.spentMicros);
   // A new context per step, so an owner's change to the agent's capabilities or rules takes
   // effect at its next step, not its next run. Reading a page lists actions with the
   // configuration that came back with the last recorded call; executing one reads it afresh,
@@ -118,8 +117,8 @@ export async function runNavigator(
   const spentMs = previous.reduce((t, s) => t + s.durationMs, 0);
   const deadline = Date.now() + run.timeoutSeconds * 1000 - spentMs;
 
-  const record = async (s: Omit<StepRecord, "number">, tx?: Parameters<typeof recordStep>[0]) => {
-    await recordStep(tx ?? prisma, run, deps.owner, { ...s, number: n + 1 });
+  const record = async (s: Omit<StepRecord, "number">, model?: string) => {
+    await recordStep(prisma, run, deps.owner, { ...s, number: n + 1 }, model);
     n += 1;
   };
 
@@ -127,12 +126,15 @@ export async function runNavigator(
   if (n === 0) {
     const t0 = performance.now();
     page = await readPage(fresh(), "/whoami");
-    await record({
-      type: "navigate",
-      path: "/whoami",
-      detail: { ok: true, auto: true, resultPath: "/whoami", page: excerpt(page.markdown) },
-      durationMs: performance.now() - t0,
-    });
+    await record(
+      {
+        type: "navigate",
+        path: "/whoami",
+        detail: { ok: true, auto: true, resultPath: "/whoami", page: excerpt(page.markdown) },
+        durationMs: performance.now() - t0,
+      },
+      run.model === model ? undefined : model,
+    );
     history.push(summarize({ type: "navigate", path: "/whoami", detail: { ok: true } }));
   } else page = await readPage(fresh(), lastPath(previous) ?? "/whoami");
 

@@ -1,10 +1,11 @@
 // Run lifecycle in Postgres, the source of truth. Creating a run writes a `run.queued`
 // outbox event in the same transaction; the relay turns it into an `agent-runs` job, so
 // no web request ever writes to Redis and a run can never be lost between the two.
-import type { Db, PrismaClient } from "../../db/prisma.ts";
+import { type Db, hotQuery, type PrismaClient } from "../../db/prisma.ts";
 import { Prisma, type RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
-import { emitEvent } from "../events.ts";
+import { EVENTS_CHANNEL, emitEvent } from "../events.ts";
+import { parseRunStart, type RunStart, runStartSql } from "./run-start.ts";
 
 export const TERMINAL: RunStatus[] = ["completed", "failed", "cancelled", "timed_out", "skipped"];
 export const MAX_ATTEMPTS = 3;
@@ -73,7 +74,8 @@ const CLAIMABLE = Prisma.sql`(r.status = 'queued' OR (r.status = 'running' AND (
 const EXHAUSTED = Prisma.sql`(next.status = 'running' AND next.attempts >= ${MAX_ATTEMPTS})`;
 
 export interface Claim {
-  run: SubagentTaskRun | null;
+  /** The claimed run and what it starts with; null: nothing was claimed. */
+  start: RunStart | null;
   /** The agent whose runs were looked at (null: no such run or agent). */
   agentId: string | null;
   /** A run was given up (too many lost workers): claim again for the next one. */
@@ -86,7 +88,8 @@ export interface Claim {
  * found from one of its runs (a job's). One statement, so one round trip: the agent's row
  * lock serializes concurrent claims, and the UPDATE re-checks the run is still claimable
  * on the row it locks — a claim whose snapshot predates another's commit claims nothing.
- * A run whose lease expired is claimable again, up to MAX_ATTEMPTS.
+ * A run whose lease expired is claimable again, up to MAX_ATTEMPTS. The claimed run comes
+ * back with its agent, tenant and month's spend (run-start.ts), read in the same statement.
  */
 export async function claimNext(
   db: PrismaClient,
@@ -96,9 +99,13 @@ export async function claimNext(
 ): Promise<Claim> {
   const agentId = "agentId" in by ? by.agentId : null;
   const runId = "runId" in by ? by.runId : null;
-  const [row] = await db.$queryRaw<
-    { agent_id: string | null; claimed: string | null; gave_up: string | null }[]
-  >`
+  const [row] = await hotQuery<{
+    agent_id: string | null;
+    start: Parameters<typeof parseRunStart>[0];
+    gave_up: string | null;
+  }>(
+    db,
+    Prisma.sql`
     WITH agent AS (
       SELECT u.id FROM users u
       WHERE u.id = COALESCE(${agentId}::text, (SELECT agent_id FROM subagent_task_runs WHERE id = ${runId}::text))
@@ -106,8 +113,9 @@ export async function claimNext(
     ), next AS (
       SELECT r.id, r.attempts, r.status FROM subagent_task_runs r JOIN agent ON r.agent_id = agent.id
       WHERE ${CLAIMABLE} AND NOT EXISTS (
+        -- Keyed by the agent, so it reads the agent's runs, not every running run there is.
         SELECT 1 FROM subagent_task_runs b
-        WHERE b.agent_id = agent.id AND b.status = 'running' AND b.lease_expires_at > now())
+        WHERE b.agent_id = (SELECT id FROM agent) AND b.status = 'running' AND b.lease_expires_at > now())
       ORDER BY r.created_at, r.id LIMIT 1
     ), gave_up AS (
       UPDATE subagent_task_runs r
@@ -121,13 +129,16 @@ export async function claimNext(
           lease_expires_at = now() + make_interval(secs => ${leaseSeconds}),
           started_at = COALESCE(r.started_at, now()), attempts = r.attempts + 1
       FROM next WHERE r.id = next.id AND NOT ${EXHAUSTED} AND ${CLAIMABLE}
-      RETURNING r.id
+      RETURNING r.*
     )
-    SELECT (SELECT id FROM agent) AS agent_id, (SELECT id FROM claimed) AS claimed, (SELECT id FROM gave_up) AS gave_up`;
-  const claimed = row?.claimed
-    ? await db.subagentTaskRun.findUniqueOrThrow({ where: { id: row.claimed } })
-    : null;
-  return { run: claimed, agentId: row?.agent_id ?? null, retry: Boolean(row?.gave_up) };
+    SELECT (SELECT id FROM agent) AS agent_id, ${runStartSql(new Date())} AS start,
+      (SELECT id FROM gave_up) AS gave_up`,
+  );
+  return {
+    start: parseRunStart(row?.start ?? null),
+    agentId: row?.agent_id ?? null,
+    retry: Boolean(row?.gave_up),
+  };
 }
 
 export interface Finish {
@@ -138,21 +149,36 @@ export interface Finish {
   question?: string;
 }
 
-/** Ends (or pauses) a run this worker holds; a worker that lost its lease changes nothing. */
-export async function finishRun(db: Db, runId: string, owner: string, f: Finish): Promise<boolean> {
+/**
+ * Ends (or pauses) a run this worker holds, and writes its `run.<status>` event: one
+ * statement, so one round trip and atomic without a transaction. A worker that lost its
+ * lease changes nothing and emits nothing.
+ */
+export async function finishRun(
+  db: Db,
+  run: Pick<SubagentTaskRun, "id" | "tenantId" | "agentId">,
+  owner: string,
+  f: Finish,
+): Promise<boolean> {
   const done = TERMINAL.includes(f.status);
-  const res = await db.subagentTaskRun.updateMany({
-    where: { id: runId, leaseOwner: owner, status: "running" },
-    data: {
-      status: f.status,
-      stopReason: f.stopReason ?? null,
-      finalMessage: f.finalMessage ?? undefined,
-      error: f.error ?? undefined,
-      question: f.question ?? undefined,
-      leaseOwner: null,
-      leaseExpiresAt: null,
-      ...(done && { completedAt: new Date() }),
-    },
-  });
-  return res.count === 1;
+  const [row] = await hotQuery<{ ended: number }>(
+    db,
+    Prisma.sql`
+    WITH ended AS (
+      UPDATE subagent_task_runs
+      SET status = ${f.status}::"RunStatus", stop_reason = ${f.stopReason ?? null},
+          final_message = COALESCE(${f.finalMessage ?? null}, final_message),
+          error = COALESCE(${f.error ?? null}, error), question = COALESCE(${f.question ?? null}, question),
+          lease_owner = NULL, lease_expires_at = NULL,
+          completed_at = CASE WHEN ${done}::boolean THEN ${new Date()}::timestamp ELSE completed_at END
+      WHERE id = ${run.id} AND lease_owner = ${owner} AND status = 'running'
+      RETURNING id
+    ), event AS (
+      INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id)
+      SELECT ${newId()}, ${run.tenantId}, ${`run.${f.status}`}, ${run.agentId}, 'run', id FROM ended
+      RETURNING id
+    )
+    SELECT (SELECT count(*) FROM event, LATERAL (SELECT pg_notify(${EVENTS_CHANNEL}, event.id)) n)::int AS ended`,
+  );
+  return Number(row?.ended) === 1;
 }

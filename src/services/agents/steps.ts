@@ -2,7 +2,7 @@
 // retried or recovered job unable to record — and so to execute — step N twice. The
 // run's step counter moves in the same statement, guarded by the lease; its token and
 // cost totals move with the usage ledger (money/ledger.ts), which counts every call.
-import type { Db } from "../../db/prisma.ts";
+import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma, type SubagentTaskRunStep } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import type { Emitted } from "../registry/types.ts";
@@ -45,21 +45,26 @@ export function stepInsertSql(run: { tenantId: string }, s: StepRecord): Prisma.
     )`;
 }
 
+/** Records step N; `model`, on a run's first step, is the model the run resolved. */
 export async function recordStep(
   tx: Db,
   run: { id: string; tenantId: string },
   owner: string | null,
   s: StepRecord,
+  model?: string,
 ) {
   // One statement on the hot path of every step: the counter moves (guarded) and the row
   // is inserted in one round trip, not two.
-  const rows = await tx.$queryRaw<{ id: string }[]>`
+  const rows = await hotQuery<{ id: string }>(
+    tx,
+    Prisma.sql`
     WITH gate AS (
-      UPDATE subagent_task_runs SET steps_count = ${s.number}
+      UPDATE subagent_task_runs SET steps_count = ${s.number}${model ? Prisma.sql`, model = ${model}` : Prisma.empty}
       WHERE id = ${run.id} AND ${mayRecordSql(owner, s.number)}
       RETURNING id
     ), ${stepInsertSql(run, s)}
-    SELECT id FROM step`;
+    SELECT id FROM step`,
+  );
   if (rows.length !== 1) throw new LeaseLostError();
 }
 

@@ -238,6 +238,14 @@ function budgetOf(row: BudgetRow | undefined): Budget {
 }
 
 /**
+ * The budget a claimed run starts with, from its agent's configuration and month's spend
+ * as the claim read them (agents/run-start.ts). Its key was checked as the run resolved
+ * its endpoint, after the claim.
+ */
+export const budgetAtStart = (agentConfig: Prisma.JsonValue, spentMicros: bigint): Budget =>
+  budgetOf({ agent_config: agentConfig, spent: spentMicros, key_gone: false });
+
+/**
  * The agent's configuration, month-to-date spend and its key's state, read together
  * before a run's first LLM call; each recorded call returns them as it leaves them.
  */

@@ -1,0 +1,71 @@
+// What a claimed run starts with: the run, its agent and the agent's owner, the tenant and
+// the agent's spend this month. Read by the claim's own statement (runs.ts), because 200
+// runs starting at once each paid for five more reads before their first LLM call, and on
+// this hardware a statement costs what its round trip costs, not what it returns.
+import { Prisma, type SubagentTaskRun, type Tenant, type User } from "../../generated/prisma/client.ts";
+import { monthOf } from "../money/ledger.ts";
+
+export type ClaimedRun = Pick<
+  SubagentTaskRun,
+  | "id"
+  | "tenantId"
+  | "agentId"
+  | "task"
+  | "model"
+  | "maxSteps"
+  | "timeoutSeconds"
+  | "stepsCount"
+  | "status"
+  | "chainDepth"
+  | "attempts"
+  | "leaseOwner"
+>;
+
+export type RunAgent = Pick<
+  User,
+  "id" | "tenantId" | "handle" | "name" | "kind" | "parentId" | "tenantAdmin" | "agentConfig"
+> & { parent: { name: string; handle: string } | null };
+
+export interface RunStart {
+  run: ClaimedRun;
+  agent: RunAgent;
+  tenant: Tenant;
+  spentMicros: bigint;
+}
+
+/**
+ * One JSON value: the run the CTE `claimed` returns, with everything its start needs, or
+ * null when nothing was claimed. Timestamps without a zone are UTC; `AT TIME ZONE` states it.
+ */
+export const runStartSql = (at: Date) => Prisma.sql`(
+  SELECT json_build_object(
+    'run', json_build_object('id', c.id, 'tenantId', c.tenant_id, 'agentId', c.agent_id, 'task', c.task,
+      'model', c.model, 'maxSteps', c.max_steps, 'timeoutSeconds', c.timeout_seconds,
+      'stepsCount', c.steps_count, 'status', c.status, 'chainDepth', c.chain_depth, 'attempts', c.attempts,
+      'leaseOwner', c.lease_owner),
+    'agent', json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle, 'name', u.name,
+      'kind', u.kind, 'parentId', u.parent_id, 'tenantAdmin', u.tenant_admin, 'agentConfig', u.agent_config,
+      'parent', CASE WHEN p.id IS NULL THEN NULL ELSE json_build_object('name', p.name, 'handle', p.handle) END),
+    'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings,
+      'createdAt', t.created_at AT TIME ZONE 'UTC'),
+    'spent', COALESCE(m.cost_micros, 0)::text)
+  FROM claimed c JOIN users u ON u.id = c.agent_id JOIN tenants t ON t.id = c.tenant_id
+  LEFT JOIN users p ON p.id = u.parent_id
+  LEFT JOIN agent_usage_months m ON m.agent_id = u.id AND m.month = ${monthOf(at)})`;
+
+interface StartJson {
+  run: ClaimedRun;
+  agent: RunAgent;
+  tenant: Omit<Tenant, "createdAt"> & { createdAt: string };
+  spent: string;
+}
+
+export function parseRunStart(json: StartJson | null): RunStart | null {
+  if (!json) return null;
+  return {
+    run: json.run,
+    agent: json.agent,
+    tenant: { ...json.tenant, createdAt: new Date(json.tenant.createdAt) },
+    spentMicros: BigInt(json.spent),
+  };
+}
