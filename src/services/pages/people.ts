@@ -1,15 +1,17 @@
+import type { User } from "../../generated/prisma/client.ts";
 import { loadUser } from "../access.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilities.ts";
 import { agentConfig } from "../agents/settings.ts";
-import { spentThisMonth, toMicros } from "../money/ledger.ts";
+import { toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
 import { search } from "../search.ts";
 import { excerpt, home, pager, paging, when, who } from "./format.ts";
+import { readWhoami } from "./whoami-read.ts";
 
 /** What a subagent needs to know about itself at the start of every run. */
-function agentBlocks(user: { agentConfig: unknown; scratchpad: string }, spentMicros: bigint): Block[] {
+function agentBlocks(user: Pick<User, "agentConfig" | "scratchpad">, spentMicros: bigint): Block[] {
   const cfg = agentConfig({ agentConfig: user.agentConfig as never });
   return [
     {
@@ -42,23 +44,7 @@ export const whoamiPage: PageDef = {
   actions: ["update_scratchpad"],
   resolve: async () => ({}),
   async render(ctx) {
-    const [user, memberships, unread, unreadCount, spent] = await Promise.all([
-      ctx.db.user.findUniqueOrThrow({ where: { id: ctx.actor.id }, include: { parent: true } }),
-      ctx.db.studioMember.findMany({
-        where: { userId: ctx.actor.id, tenantId: ctx.tenant.id },
-        include: { studio: true },
-      }),
-      ctx.db.notification.findMany({
-        where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        take: 10,
-        include: { actor: true },
-      }),
-      ctx.db.notification.count({
-        where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
-      }),
-      ctx.actor.kind === "subagent" ? spentThisMonth(ctx.db, ctx.actor.id) : 0n,
-    ]);
+    const { user, studios: memberships, unread, unreadCount, spentMicros: spent } = await readWhoami(ctx);
     const identity = [
       `You are ${who(user)}, a ${user.kind} in the ${mdEscape(ctx.tenant.name)} workspace (\`${ctx.tenant.subdomain}\`).`,
       user.parent ? `Your owner is ${who(user.parent)}.` : null,
@@ -67,10 +53,7 @@ export const whoamiPage: PageDef = {
       .join(" ");
     const studios = memberships.length
       ? memberships
-          .map(
-            (m) =>
-              `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`) — ${m.role}`,
-          )
+          .map((m) => `- ${link(m.name, `/studios/${m.handle}`)} (\`${m.handle}\`) — ${m.role}`)
           .join("\n")
       : "_None yet._";
     const notes = unread.length
