@@ -1,22 +1,36 @@
 // Loading what an actor may see. Every lookup is keyed by tenant and, for studio
 // content, by the actor's membership: anything else is a 404, never a 403, so ids of
 // other tenants' or other studios' objects reveal nothing.
+import { hotQuery } from "../db/prisma.ts";
+import { Prisma, type Studio, type StudioRole } from "../generated/prisma/client.ts";
 import { NotFoundError } from "../lib/errors.ts";
 import { primeOwnerMembership } from "./agents/policy.ts";
 import type { Ctx, StudioScope } from "./registry/types.ts";
 
+/**
+ * The studio and the actor's role in it, in one statement sent on the pool directly: every
+ * agent step on a studio page starts here, and Prisma's runtime cost more than the read.
+ */
 export async function loadStudio(ctx: Ctx, handle: string): Promise<StudioScope> {
   // A subagent may do no more than its owner: the owner's membership comes in the same read.
   const owner = ctx.actor.kind === "subagent" ? ctx.actor.parentId : null;
-  const studio = await ctx.db.studio.findUnique({
-    where: { tenantId_handle: { tenantId: ctx.tenant.id, handle } },
-    include: { members: { where: { userId: owner ? { in: [ctx.actor.id, owner] } : ctx.actor.id } } },
-  });
-  const membership = studio?.members.find((m) => m.userId === ctx.actor.id);
-  if (!studio || !membership) throw new NotFoundError(`No studio ${handle}`);
-  if (owner) primeOwnerMembership(ctx, studio.id, studio.members.find((m) => m.userId === owner) ?? null);
-  const { members: _m, ...rest } = studio;
-  return { ...rest, role: membership.role };
+  const [row] = await hotQuery<{
+    studio: Omit<Studio, "createdAt"> & { createdAt: string };
+    role: StudioRole | null;
+    owner_role: StudioRole | null;
+  }>(
+    ctx.db,
+    Prisma.sql`
+    SELECT json_build_object('id', s.id, 'tenantId', s.tenant_id, 'handle', s.handle, 'name', s.name,
+        'description', s.description, 'inviteCode', s.invite_code, 'createdById', s.created_by_id,
+        'createdAt', s.created_at AT TIME ZONE 'UTC') AS studio,
+      (SELECT m.role::text FROM studio_members m WHERE m.studio_id = s.id AND m.user_id = ${ctx.actor.id}) AS role,
+      (SELECT m.role::text FROM studio_members m WHERE m.studio_id = s.id AND m.user_id = ${owner}::text) AS owner_role
+    FROM studios s WHERE s.tenant_id = ${ctx.tenant.id} AND s.handle = ${handle}`,
+  );
+  if (!row?.role) throw new NotFoundError(`No studio ${handle}`);
+  if (owner) primeOwnerMembership(ctx, row.studio.id, row.owner_role ? { role: row.owner_role } : null);
+  return { ...row.studio, createdAt: new Date(row.studio.createdAt), role: row.role };
 }
 
 export async function loadNote(ctx: Ctx, studio: StudioScope, id: string) {
