@@ -99,7 +99,6 @@ function startWorker(databaseUrl: string, llmUrl: string, prefix: string): Child
       LLM_BASE_URL: llmUrl,
       LLM_DEFAULT_MODEL: "bench-model",
       WORKER_CONCURRENCY: String(CONCURRENT),
-      DATABASE_POOL_SIZE: "40",
       LOG_LEVEL: "warn",
     },
     stdio: ["ignore", "pipe", "inherit"],
