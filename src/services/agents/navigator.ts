@@ -52,6 +52,21 @@ export async function runNavigator(
   start: RunStart,
   signal: AbortSignal,
 ): Promise<Finish> {
+  const inFlight: Promise<unknown>[] = [];
+  try {
+    return await navigate(deps, start, signal, inFlight);
+  } finally {
+    // A run never ends ahead of a record it started: its end would race the record's lease check.
+    await Promise.allSettled(inFlight);
+  }
+}
+
+async function navigate(
+  deps: NavigatorDeps,
+  start: RunStart,
+  signal: AbortSignal,
+  inFlight: Promise<unknown>[],
+): Promise<Finish> {
   const { prisma } = deps;
   // The claim read the agent, its owner and the tenant; a run that never recorded a step has none to resume from.
   const { run, agent, tenant } = start;
@@ -117,17 +132,24 @@ export async function runNavigator(
   const spentMs = previous.reduce((t, s) => t + s.durationMs, 0);
   const deadline = Date.now() + run.timeoutSeconds * 1000 - spentMs;
 
-  const record = async (s: Omit<StepRecord, "number">, model?: string) => {
-    await recordStep(prisma, run, deps.owner, { ...s, number: n + 1 }, model);
+  const record = async (s: Omit<StepRecord, "number">) => {
+    await recordStep(prisma, run, deps.owner, { ...s, number: n + 1 });
     n += 1;
   };
 
   let page: MarkdownPage;
+  // The first step only records the /whoami read, so the model need not wait for it: it is
+  // written while the first call is out, and awaited before that call is charged as step 2.
+  let firstStep: Promise<void> = Promise.resolve();
   if (n === 0) {
     const t0 = performance.now();
     page = await readPage(fresh(), "/whoami");
-    await record(
+    firstStep = recordStep(
+      prisma,
+      run,
+      deps.owner,
       {
+        number: 1,
         type: "navigate",
         path: "/whoami",
         detail: { ok: true, auto: true, resultPath: "/whoami", page: excerpt(page.markdown) },
@@ -135,6 +157,10 @@ export async function runNavigator(
       },
       run.model === model ? undefined : model,
     );
+    // Awaited in charge(), or settled by runNavigator when the run ends before a charge.
+    firstStep.catch(() => undefined);
+    inFlight.push(firstStep);
+    n = 1;
     history.push(summarize({ type: "navigate", path: "/whoami", detail: { ok: true } }));
   } else page = await readPage(fresh(), lastPath(previous) ?? "/whoami");
 
@@ -235,6 +261,7 @@ export async function runNavigator(
     // with the step when the step is only a record (one round trip), before it when the
     // step runs an action, whose transaction may roll back.
     const charge = async (step?: Omit<StepRecord, "number">) => {
+      await firstStep;
       const recorded = await recordUsage(
         prisma,
         spent,
