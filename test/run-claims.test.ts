@@ -2,7 +2,10 @@
 // workers claim at once; a run whose worker died is claimed again, then given up.
 import { describe, expect, it } from "vitest";
 import { createPrisma } from "../src/db/prisma.ts";
+import { newId } from "../src/lib/ids.ts";
 import { claimNext, MAX_ATTEMPTS, queueRun } from "../src/services/agents/runs.ts";
+import { readWhoami } from "../src/services/pages/whoami-read.ts";
+import { toActor } from "../src/services/registry/types.ts";
 import { makeAgent } from "./helpers/agents.ts";
 import { fileDatabaseUrl, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";
 
@@ -107,7 +110,7 @@ describe("claimNext", () => {
     expect((await claimNext(db, { agentId: agent.id }, "w-last", 30)).start?.run.id).toBe(ids[1]);
   });
 
-  it("a claim brings what the run starts with: its agent and owner, the tenant, the month's spend", async () => {
+  it("a claim brings what the run starts with: its agent and owner, the tenant, its /whoami", async () => {
     const { agent, ids } = await world(1);
     const row = await db.user.findUniqueOrThrow({ where: { id: agent.id } });
     const config = { model: "m-1", identity_prompt: "Be brief.", cost_limit_usd: 7 };
@@ -122,6 +125,25 @@ describe("claimNext", () => {
     });
     const tenant = await db.tenant.findUniqueOrThrow({ where: { id: row.tenantId } });
     const owner = await db.user.findUniqueOrThrow({ where: { id: agent.ownerId } });
+    // Two notifications for the agent, one dismissed: /whoami shows the unread one.
+    for (const dismissedAt of [null, new Date()]) {
+      const event = await db.event.create({
+        data: {
+          id: newId(),
+          tenantId: row.tenantId,
+          type: "note.created",
+          actorId: owner.id,
+          subjectType: "note",
+          subjectId: "n1",
+        },
+      });
+      await db.notification.create({
+        data: {
+          ...{ id: newId(), tenantId: row.tenantId, userId: agent.id, actorId: owner.id, eventId: event.id },
+          ...{ kind: "mention", path: "/studios/general/notes/n1", excerpt: "@scout look", dismissedAt },
+        },
+      });
+    }
 
     const { start } = await claimNext(db, { runId: ids[0]! }, "w1", 30);
     expect(start?.run).toMatchObject({ id: ids[0], agentId: agent.id, task: "task 0", model: null });
@@ -139,7 +161,16 @@ describe("claimNext", () => {
     });
     // The tenant as Prisma reads it, its creation time to the millisecond (UTC, whatever the zone).
     expect(start?.tenant).toEqual(tenant);
-    expect(start?.spentMicros).toBe(1_234_567n);
+    expect(start?.whoami).toMatchObject({
+      user: { handle: "scout", kind: "subagent", agentConfig: config, parent: { handle: owner.handle } },
+      studios: [{ handle: "general", role: "member" }],
+      unread: [{ kind: "mention", excerpt: "@scout look", actor: { handle: owner.handle } }],
+      unreadCount: 1,
+      spentMicros: 1_234_567n,
+    });
+    // The claim's /whoami is the one the page reads by itself: one query, two callers.
+    const ctx = { db, tenant, actor: toActor(await db.user.findUniqueOrThrow({ where: { id: agent.id } })) };
+    expect(start?.whoami).toEqual(await readWhoami(ctx));
   });
 
   it("an unknown run claims nothing", async () => {

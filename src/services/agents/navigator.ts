@@ -8,6 +8,7 @@ import { endpointFor, KeyUnavailableError, markKeyFailed } from "../money/keys.t
 import { type Budget, budgetAtStart, pauseAtLimit, recordUsage, type UsageEntry } from "../money/ledger.ts";
 import { priceCall, usd } from "../money/pricing.ts";
 import { DecryptError } from "../money/secrets.ts";
+import { primeWhoami } from "../pages/whoami-read.ts";
 import { type Ctx, toActor } from "../registry/types.ts";
 import type { StopReason } from "./heartbeat.ts";
 import { type Endpoint, type LlmClient, LlmError, type Usage } from "./llm.ts";
@@ -113,7 +114,7 @@ async function navigate(
   };
   // Checked before every LLM call, not once per run: the owner may lower the limit or
   // revoke the key meanwhile. Read with the claim; every recorded call returns it as it leaves it.
-  let budget: Budget = budgetAtStart(agent.agentConfig, start.spentMicros);
+  let budget: Budget = budgetAtStart(agent.agentConfig, start.whoami.spentMicros);
   // A new context per step, so an owner's change to the agent's capabilities or rules takes
   // effect at its next step, not its next run. Reading a page lists actions with the
   // configuration that came back with the last recorded call; executing one reads it afresh,
@@ -143,7 +144,9 @@ async function navigate(
   let firstStep: Promise<void> = Promise.resolve();
   if (n === 0) {
     const t0 = performance.now();
-    page = await readPage(fresh(), "/whoami");
+    const first = fresh();
+    primeWhoami(first, start.whoami);
+    page = await readPage(first, "/whoami");
     firstStep = recordStep(
       prisma,
       run,

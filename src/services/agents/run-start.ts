@@ -1,9 +1,9 @@
-// What a claimed run starts with: the run, its agent and the agent's owner, the tenant and
-// the agent's spend this month. Read by the claim's own statement (runs.ts), because 200
-// runs starting at once each paid for five more reads before their first LLM call, and on
-// this hardware a statement costs what its round trip costs, not what it returns.
+// What a claimed run starts with: the run, its agent and the agent's owner, the tenant, and
+// its first page (/whoami, with the month's spend). Read by the claim's own statement
+// (runs.ts), because 200 runs starting at once each paid for six more reads before their
+// first LLM call, and on this hardware a statement costs what its round trip costs.
 import { Prisma, type SubagentTaskRun, type Tenant, type User } from "../../generated/prisma/client.ts";
-import { monthOf } from "../money/ledger.ts";
+import { parseWhoami, type Whoami, whoamiSql } from "../pages/whoami-read.ts";
 
 export type ClaimedRun = Pick<
   SubagentTaskRun,
@@ -30,7 +30,8 @@ export interface RunStart {
   run: ClaimedRun;
   agent: RunAgent;
   tenant: Tenant;
-  spentMicros: bigint;
+  /** The run's first page, /whoami, as the agent sees it now; it carries the month's spend. */
+  whoami: Whoami;
 }
 
 /**
@@ -48,16 +49,15 @@ export const runStartSql = (at: Date) => Prisma.sql`(
       'parent', CASE WHEN p.id IS NULL THEN NULL ELSE json_build_object('name', p.name, 'handle', p.handle) END),
     'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings,
       'createdAt', t.created_at AT TIME ZONE 'UTC'),
-    'spent', COALESCE(m.cost_micros, 0)::text)
+    'whoami', ${whoamiSql(Prisma.sql`c.agent_id`, Prisma.sql`c.tenant_id`, at)})
   FROM claimed c JOIN users u ON u.id = c.agent_id JOIN tenants t ON t.id = c.tenant_id
-  LEFT JOIN users p ON p.id = u.parent_id
-  LEFT JOIN agent_usage_months m ON m.agent_id = u.id AND m.month = ${monthOf(at)})`;
+  LEFT JOIN users p ON p.id = u.parent_id)`;
 
 interface StartJson {
   run: ClaimedRun;
   agent: RunAgent;
   tenant: Omit<Tenant, "createdAt"> & { createdAt: string };
-  spent: string;
+  whoami: Parameters<typeof parseWhoami>[0];
 }
 
 export function parseRunStart(json: StartJson | null): RunStart | null {
@@ -66,6 +66,6 @@ export function parseRunStart(json: StartJson | null): RunStart | null {
     run: json.run,
     agent: json.agent,
     tenant: { ...json.tenant, createdAt: new Date(json.tenant.createdAt) },
-    spentMicros: BigInt(json.spent),
+    whoami: parseWhoami(json.whoami),
   };
 }

@@ -1,7 +1,8 @@
 // What /whoami shows, read in one statement. It is the first page of every agent run, so
 // 200 runs starting at once read it 200 times before their first LLM call: as five reads
 // (the user and owner, studios, unread notifications, their count, the month's spend) it
-// was most of a run's start. Columns are UTC timestamps without a zone: `at` states it.
+// was most of a run's start; a run's claim now brings it. Columns are UTC timestamps
+// without a zone: `at` states it.
 import { hotQuery } from "../../db/prisma.ts";
 import { Prisma, type User } from "../../generated/prisma/client.ts";
 import { monthOf } from "../money/ledger.ts";
@@ -25,52 +26,71 @@ export interface Whoami {
   spentMicros: bigint;
 }
 
-interface Row {
-  user: Whoami["user"] | null;
+interface WhoamiJson {
+  user: Whoami["user"];
   studios: Whoami["studios"];
   unread: { kind: string; path: string; excerpt: string; at: string; name: string; handle: string }[];
-  unread_count: number;
+  unreadCount: number;
   spent: string | null;
 }
 
-export async function readWhoami(ctx: Ctx): Promise<Whoami> {
-  const t = ctx.tenant.id;
-  const [row] = await hotQuery<Row>(
-    ctx.db,
-    Prisma.sql`
-    SELECT
-      json_build_object('handle', u.handle, 'name', u.name, 'kind', u.kind, 'bio', u.bio,
-        'agentConfig', u.agent_config, 'scratchpad', u.scratchpad,
-        'parent', CASE WHEN p.id IS NULL THEN NULL ELSE json_build_object('name', p.name, 'handle', p.handle) END
-      ) AS user,
-      (SELECT coalesce(json_agg(x ORDER BY x.created_at, x.handle), '[]') FROM (
-         SELECT s.name, s.handle, m.role, m.created_at
-         FROM studio_members m JOIN studios s ON s.id = m.studio_id
-         WHERE m.user_id = u.id AND m.tenant_id = ${t}) x) AS studios,
-      (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
-         SELECT n.id, n.kind, n.path, n.excerpt, n.created_at, n.created_at AT TIME ZONE 'UTC' AS at, a.name, a.handle
-         FROM notifications n JOIN users a ON a.id = n.actor_id
-         WHERE n.user_id = u.id AND n.tenant_id = ${t} AND n.dismissed_at IS NULL
-         ORDER BY n.created_at DESC, n.id DESC LIMIT ${WHOAMI_UNREAD}) x) AS unread,
-      (SELECT count(*) FROM notifications n
-       WHERE n.user_id = u.id AND n.tenant_id = ${t} AND n.dismissed_at IS NULL)::int AS unread_count,
-      (SELECT m.cost_micros FROM agent_usage_months m
-       WHERE m.agent_id = u.id AND m.month = ${monthOf(new Date())})::text AS spent
-    FROM users u LEFT JOIN users p ON p.id = u.parent_id
-    WHERE u.id = ${ctx.actor.id} AND u.tenant_id = ${t}`,
-  );
-  if (!row?.user) throw new Error(`no user ${ctx.actor.id} in tenant ${t}`);
+/**
+ * One JSON value with everything /whoami shows of a user, or null: a subquery, so a run's
+ * claim reads it in the same statement (agents/run-start.ts). Its aliases are its own, so
+ * the user and tenant may name an outer query's columns.
+ */
+export const whoamiSql = (userId: Prisma.Sql, tenantId: Prisma.Sql, at = new Date()) => Prisma.sql`(
+  SELECT json_build_object(
+    'user', json_build_object('handle', wu.handle, 'name', wu.name, 'kind', wu.kind, 'bio', wu.bio,
+      'agentConfig', wu.agent_config, 'scratchpad', wu.scratchpad,
+      'parent', CASE WHEN wp.id IS NULL THEN NULL ELSE json_build_object('name', wp.name, 'handle', wp.handle) END),
+    'studios', (SELECT coalesce(json_agg(x ORDER BY x.created_at, x.handle), '[]') FROM (
+       SELECT ws.name, ws.handle, wm.role, wm.created_at
+       FROM studio_members wm JOIN studios ws ON ws.id = wm.studio_id
+       WHERE wm.user_id = wu.id AND wm.tenant_id = wu.tenant_id) x),
+    'unread', (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
+       SELECT wn.id, wn.kind, wn.path, wn.excerpt, wn.created_at, wn.created_at AT TIME ZONE 'UTC' AS at,
+         wa.name, wa.handle
+       FROM notifications wn JOIN users wa ON wa.id = wn.actor_id
+       WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL
+       ORDER BY wn.created_at DESC, wn.id DESC LIMIT ${WHOAMI_UNREAD}) x),
+    'unreadCount', (SELECT count(*) FROM notifications wn
+       WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL),
+    'spent', (SELECT wmo.cost_micros FROM agent_usage_months wmo
+       WHERE wmo.agent_id = wu.id AND wmo.month = ${monthOf(at)})::text)
+  FROM users wu LEFT JOIN users wp ON wp.id = wu.parent_id
+  WHERE wu.id = ${userId} AND wu.tenant_id = ${tenantId})`;
+
+export function parseWhoami(json: WhoamiJson): Whoami {
   return {
-    user: row.user,
-    studios: row.studios,
-    unread: row.unread.map((n) => ({
+    user: json.user,
+    studios: json.studios,
+    unread: json.unread.map((n) => ({
       kind: n.kind,
       path: n.path,
       excerpt: n.excerpt,
       createdAt: new Date(n.at),
       actor: { name: n.name, handle: n.handle },
     })),
-    unreadCount: row.unread_count,
-    spentMicros: BigInt(row.spent ?? 0),
+    unreadCount: json.unreadCount,
+    spentMicros: BigInt(json.spent ?? 0),
   };
+}
+
+// Read by the caller already (a run's claim): the page renders that instead of reading again.
+const primed = new WeakMap<Ctx, Whoami>();
+
+export function primeWhoami(ctx: Ctx, whoami: Whoami) {
+  primed.set(ctx, whoami);
+}
+
+export async function readWhoami(ctx: Ctx): Promise<Whoami> {
+  const ready = primed.get(ctx);
+  if (ready) return ready;
+  const [row] = await hotQuery<{ whoami: WhoamiJson | null }>(
+    ctx.db,
+    Prisma.sql`SELECT ${whoamiSql(Prisma.sql`${ctx.actor.id}`, Prisma.sql`${ctx.tenant.id}`)} AS whoami`,
+  );
+  if (!row?.whoami) throw new Error(`no user ${ctx.actor.id} in tenant ${ctx.tenant.id}`);
+  return parseWhoami(row.whoami);
 }
