@@ -71,8 +71,14 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
   // Clients keep their HTTP connections alive, so they are reused, but only a bounded
   // number: each one holds a plaintext key, and a revoked key's client should not linger.
   const clients = new Map<string, OpenAI>();
+  // A run keeps its endpoint object: its key is hashed once per run, not once per call.
+  const keys = new WeakMap<Endpoint, string>();
   const clientFor = (e: Endpoint) => {
-    const key = `${e.baseURL}\n${sha256(e.apiKey)}`;
+    let key = keys.get(e);
+    if (key === undefined) {
+      key = `${e.baseURL}\n${sha256(e.apiKey)}`;
+      keys.set(e, key);
+    }
     let c = clients.get(key);
     if (c) {
       clients.delete(key); // re-insert: Map order is the LRU order
