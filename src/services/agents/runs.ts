@@ -89,7 +89,7 @@ export interface Claim {
  * lock serializes concurrent claims, and the UPDATE re-checks the run is still claimable
  * on the row it locks — a claim whose snapshot predates another's commit claims nothing.
  * A run whose lease expired is claimable again, up to MAX_ATTEMPTS. The claimed run comes
- * back with its agent, tenant and month's spend (run-start.ts), read in the same statement.
+ * back with its agent, owner, tenant and first page (run-start.ts), read in the same statement.
  */
 export async function claimNext(
   db: PrismaClient,
@@ -113,7 +113,7 @@ export async function claimNext(
     ), next AS (
       SELECT r.id, r.attempts, r.status FROM subagent_task_runs r JOIN agent ON r.agent_id = agent.id
       WHERE ${CLAIMABLE} AND NOT EXISTS (
-        -- Keyed by the agent, so it reads the agent's runs, not every running run there is.
+        -- The partial index of running runs reads this agent's, not every running run there is.
         SELECT 1 FROM subagent_task_runs b
         WHERE b.agent_id = (SELECT id FROM agent) AND b.status = 'running' AND b.lease_expires_at > now())
       ORDER BY r.created_at, r.id LIMIT 1
