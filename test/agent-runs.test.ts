@@ -67,6 +67,8 @@ describe("manual runs over HTTP", () => {
     expect(location).toBe(`/subagents/scout/runs/${run.id}`);
     expect(run).toMatchObject({ status: "completed", triggerKind: "manual", initiatedById: w.alice.id });
     expect(run).toMatchObject({ stepsCount: 4, inputTokens: 360, outputTokens: 24, task: "Check" });
+    // Queued with no model (none on the agent or the tenant): it records the server default it ran on.
+    expect(run.model).toBe("fake-model");
     expect(run.finalMessage).toBe("Wrote the findings note");
     const note = await db().note.findFirstOrThrow({ where: { authorId: scout.id, title: "Findings" } });
     const notePath = `/studios/general/notes/${note.id}`;
@@ -85,7 +87,7 @@ describe("manual runs over HTTP", () => {
 
     const page = (await md(app, w, w.alice, "GET", location)).body;
     expect(page).toContain("Status: **completed** (finished)");
-    expect(page).toContain("steps: 4 of 10 · tokens: 360 in / 24 out");
+    expect(page).toContain("model: `fake-model` · steps: 4 of 10 · tokens: 360 in / 24 out");
     expect(page).toContain("## Steps (4)");
     expect(page).toMatch(/### 1 · navigate `\/whoami` · 0 in \/ 0 out tokens · \d+ ms/);
     expect(page).toMatch(/### 2 · navigate `\/studios\/general` · 120 in \/ 8 out tokens · \d+ ms/);

@@ -157,12 +157,16 @@ describe("claimNext", () => {
       parentId: owner.id,
       tenantAdmin: false,
       agentConfig: config,
-      parent: { name: owner.name, handle: owner.handle },
     });
     // The tenant as Prisma reads it, its creation time to the millisecond (UTC, whatever the zone).
     expect(start?.tenant).toEqual(tenant);
     expect(start?.whoami).toMatchObject({
-      user: { handle: "scout", kind: "subagent", agentConfig: config, parent: { handle: owner.handle } },
+      user: {
+        handle: "scout",
+        kind: "subagent",
+        agentConfig: config,
+        parent: { name: owner.name, handle: owner.handle },
+      },
       studios: [{ handle: "general", role: "member" }],
       unread: [{ kind: "mention", excerpt: "@scout look", actor: { handle: owner.handle } }],
       unreadCount: 1,

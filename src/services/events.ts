@@ -2,7 +2,7 @@
 // describes, so an event exists exactly when its change committed. NOTIFY is delivered
 // on commit, which wakes the relay without polling delay.
 import type { Db } from "../db/prisma.ts";
-import type { Prisma } from "../generated/prisma/client.ts";
+import { Prisma } from "../generated/prisma/client.ts";
 import { newId } from "../lib/ids.ts";
 import type { ActionCtx } from "./registry/types.ts";
 
@@ -44,6 +44,13 @@ export async function emitEvent(tx: Db, e: NewEvent): Promise<string> {
   await tx.$executeRaw`SELECT pg_notify(${EVENTS_CHANNEL}, ${id})`;
   return id;
 }
+
+/**
+ * For events a statement inserts itself (its CTE `cte` returns their ids): NOTIFY for
+ * each, counted, as emitEvent does for one. Delivered when that statement commits.
+ */
+export const notifyEventsSql = (cte: string) =>
+  Prisma.sql`(SELECT count(*) FROM ${Prisma.raw(cte)}, LATERAL (SELECT pg_notify(${EVENTS_CHANNEL}, ${Prisma.raw(cte)}.id)) n)::int`;
 
 /** An action's event: the actor, tenant and run come from the context, and the run's resource record sees it. */
 export async function emit(

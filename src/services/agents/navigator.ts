@@ -101,10 +101,6 @@ async function navigate(
       error: "No LLM endpoint is configured (LLM_BASE_URL), and the agent has no API key of its own.",
     };
   const prices = tenantSettings(tenant).pricing;
-  // The run page says which model actually ran, even when it came from a default: a new
-  // run records it with its first step; a resumed one recorded it then.
-  if (run.stepsCount && run.model !== model)
-    await prisma.subagentTaskRun.update({ where: { id: run.id }, data: { model } });
 
   const ctx: Ctx = {
     db: prisma,
@@ -147,19 +143,13 @@ async function navigate(
     const first = fresh();
     primeWhoami(first, start.whoami);
     page = await readPage(first, "/whoami");
-    firstStep = recordStep(
-      prisma,
-      run,
-      deps.owner,
-      {
-        number: 1,
-        type: "navigate",
-        path: "/whoami",
-        detail: { ok: true, auto: true, resultPath: "/whoami", page: excerpt(page.markdown) },
-        durationMs: performance.now() - t0,
-      },
-      run.model === model ? undefined : model,
-    );
+    firstStep = recordStep(prisma, run, deps.owner, {
+      number: 1,
+      type: "navigate",
+      path: "/whoami",
+      detail: { ok: true, auto: true, resultPath: "/whoami", page: excerpt(page.markdown) },
+      durationMs: performance.now() - t0,
+    });
     // Awaited in charge(), or settled by runNavigator when the run ends before a charge.
     firstStep.catch(() => undefined);
     inFlight.push(firstStep);
@@ -204,7 +194,7 @@ async function navigate(
     const t0 = performance.now();
     const messages = buildMessages({
       agent: { name: agent.name, handle: agent.handle, identityPrompt: cfg.identity_prompt },
-      owner: { name: agent.parent?.name ?? "nobody", handle: agent.parent?.handle ?? "nobody" },
+      owner: start.whoami.user.parent ?? { name: "nobody", handle: "nobody" },
       workspace: tenant.name,
       task: run.task,
       history,

@@ -21,10 +21,11 @@ export type ClaimedRun = Pick<
   | "leaseOwner"
 >;
 
+/** The agent as it acts; its owner's name is on its /whoami. */
 export type RunAgent = Pick<
   User,
   "id" | "tenantId" | "handle" | "name" | "kind" | "parentId" | "tenantAdmin" | "agentConfig"
-> & { parent: { name: string; handle: string } | null };
+>;
 
 export interface RunStart {
   run: ClaimedRun;
@@ -45,13 +46,11 @@ export const runStartSql = (at: Date) => Prisma.sql`(
       'stepsCount', c.steps_count, 'status', c.status, 'chainDepth', c.chain_depth, 'attempts', c.attempts,
       'leaseOwner', c.lease_owner),
     'agent', json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle, 'name', u.name,
-      'kind', u.kind, 'parentId', u.parent_id, 'tenantAdmin', u.tenant_admin, 'agentConfig', u.agent_config,
-      'parent', CASE WHEN p.id IS NULL THEN NULL ELSE json_build_object('name', p.name, 'handle', p.handle) END),
+      'kind', u.kind, 'parentId', u.parent_id, 'tenantAdmin', u.tenant_admin, 'agentConfig', u.agent_config),
     'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings,
       'createdAt', t.created_at AT TIME ZONE 'UTC'),
     'whoami', ${whoamiSql(Prisma.sql`c.agent_id`, Prisma.sql`c.tenant_id`, at)})
-  FROM claimed c JOIN users u ON u.id = c.agent_id JOIN tenants t ON t.id = c.tenant_id
-  LEFT JOIN users p ON p.id = u.parent_id)`;
+  FROM claimed c JOIN users u ON u.id = c.agent_id JOIN tenants t ON t.id = c.tenant_id)`;
 
 interface StartJson {
   run: ClaimedRun;

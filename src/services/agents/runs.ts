@@ -4,7 +4,7 @@
 import { type Db, hotQuery, type PrismaClient } from "../../db/prisma.ts";
 import { Prisma, type RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
-import { EVENTS_CHANNEL, emitEvent } from "../events.ts";
+import { emitEvent, notifyEventsSql } from "../events.ts";
 import { parseRunStart, type RunStart, runStartSql } from "./run-start.ts";
 
 export const TERMINAL: RunStatus[] = ["completed", "failed", "cancelled", "timed_out", "skipped"];
@@ -113,7 +113,8 @@ export async function claimNext(
     ), next AS (
       SELECT r.id, r.attempts, r.status FROM subagent_task_runs r JOIN agent ON r.agent_id = agent.id
       WHERE ${CLAIMABLE} AND NOT EXISTS (
-        -- The partial index of running runs reads this agent's, not every running run there is.
+        -- The agent's id as a value, not a join column, so it is an index condition: the partial
+        -- index of running runs then reads this agent's, not every running run there is.
         SELECT 1 FROM subagent_task_runs b
         WHERE b.agent_id = (SELECT id FROM agent) AND b.status = 'running' AND b.lease_expires_at > now())
       ORDER BY r.created_at, r.id LIMIT 1
@@ -178,7 +179,7 @@ export async function finishRun(
       SELECT ${newId()}, ${run.tenantId}, ${`run.${f.status}`}, ${run.agentId}, 'run', id FROM ended
       RETURNING id
     )
-    SELECT (SELECT count(*) FROM event, LATERAL (SELECT pg_notify(${EVENTS_CHANNEL}, event.id)) n)::int AS ended`,
+    SELECT ${notifyEventsSql("event")} AS ended`,
   );
   return Number(row?.ended) === 1;
 }

@@ -45,13 +45,11 @@ export function stepInsertSql(run: { tenantId: string }, s: StepRecord): Prisma.
     )`;
 }
 
-/** Records step N; `model`, on a run's first step, is the model the run resolved. */
 export async function recordStep(
   tx: Db,
   run: { id: string; tenantId: string },
   owner: string | null,
   s: StepRecord,
-  model?: string,
 ) {
   // One statement on the hot path of every step: the counter moves (guarded) and the row
   // is inserted in one round trip, not two.
@@ -59,7 +57,7 @@ export async function recordStep(
     tx,
     Prisma.sql`
     WITH gate AS (
-      UPDATE subagent_task_runs SET steps_count = ${s.number}${model ? Prisma.sql`, model = ${model}` : Prisma.empty}
+      UPDATE subagent_task_runs SET steps_count = ${s.number}
       WHERE id = ${run.id} AND ${mayRecordSql(owner, s.number)}
       RETURNING id
     ), ${stepInsertSql(run, s)}

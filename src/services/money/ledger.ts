@@ -16,7 +16,7 @@ import {
   MAX_COST_LIMIT_USD,
 } from "../agents/settings.ts";
 import { mayRecordSql, type StepRecord, stepInsertSql } from "../agents/steps.ts";
-import { EVENTS_CHANNEL, emitEvent } from "../events.ts";
+import { emitEvent, notifyEventsSql } from "../events.ts";
 import { type Priced, usd } from "./pricing.ts";
 
 /** Calendar month in UTC, `2026-11`: the period limits and thresholds apply to. */
@@ -155,7 +155,7 @@ export async function recordUsage(
       ${keyGoneSql(e.apiKeyId)} AS key_gone,
       (SELECT count(*) FROM crossed)::int AS crossed,
       (SELECT count(*) FROM paused)::int AS paused,
-      (SELECT count(*) FROM notices, LATERAL (SELECT pg_notify(${EVENTS_CHANNEL}, notices.id)) n)::int AS notified,
+      ${notifyEventsSql("notices")} AS notified,
       ${step ? Prisma.sql`(SELECT count(*) FROM step)::int` : Prisma.sql`0`} AS stepped
     FROM month LEFT JOIN config ON true`,
   );
@@ -171,15 +171,18 @@ export async function recordUsage(
 }
 
 /**
- * The run's totals move with each call. With a step, that step is recorded in the same
- * statement: the run's row is locked first and the step's condition read from it, because
- * one statement can change a row only once — the totals and the step counter move in one
- * UPDATE, the totals always, the counter only when the step may be recorded.
+ * The run's totals move with each call, and a run with no model yet takes the one its calls
+ * ran on (resolved from a default), so the run page names it. With a step, that step is
+ * recorded in the same statement: the run's row is locked first and the step's condition
+ * read from it, because one statement can change a row only once — the totals and the step
+ * counter move in one UPDATE, the totals always, the counter only when the step may be
+ * recorded.
  */
 function runSql(e: UsageEntry, cost: bigint, step?: { owner: string | null; record: StepRecord }) {
   const u = e.usage;
   const totals = Prisma.sql`input_tokens = r.input_tokens + ${u.input}, cached_tokens = r.cached_tokens + ${u.cached},
-          output_tokens = r.output_tokens + ${u.output}, cost_micros = r.cost_micros + ${cost}`;
+          output_tokens = r.output_tokens + ${u.output}, cost_micros = r.cost_micros + ${cost},
+          model = COALESCE(r.model, ${e.model})`;
   if (!step)
     return Prisma.sql`run AS (
       UPDATE subagent_task_runs r SET ${totals} WHERE r.id = ${e.runId} RETURNING r.id
@@ -286,7 +289,7 @@ export async function pauseAtLimit(
       FROM paused
       RETURNING id
     )
-    SELECT count(*) AS n FROM notice, LATERAL (SELECT pg_notify(${EVENTS_CHANNEL}, notice.id)) x`;
+    SELECT ${notifyEventsSql("notice")} AS n`;
 }
 
 /**

@@ -8,7 +8,7 @@ import { Prisma, type User } from "../../generated/prisma/client.ts";
 import { monthOf } from "../money/ledger.ts";
 import type { Ctx } from "../registry/types.ts";
 
-export const WHOAMI_UNREAD = 10;
+const WHOAMI_UNREAD = 10;
 
 interface Author {
   name: string;
