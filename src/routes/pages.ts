@@ -81,7 +81,7 @@ export default async function pageRoutes(app: FastifyInstance) {
     const target = splitAction(path);
     if (target) {
       const { action, resolved } = await registry.describe(ctx, target.page, target.action);
-      const view = await resolved.page.render(ctx, resolved.scope, {});
+      const view = await registry.render(ctx, resolved, {});
       if (format === "markdown")
         return reply
           .header("Vary", "Accept")

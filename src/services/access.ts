@@ -12,25 +12,45 @@ import type { Ctx, StudioScope } from "./registry/types.ts";
  * agent step on a studio page starts here, and Prisma's runtime cost more than the read.
  */
 export async function loadStudio(ctx: Ctx, handle: string): Promise<StudioScope> {
+  return (await loadStudioWith(ctx, handle, null)).studio;
+}
+
+/**
+ * loadStudio, and in the same statement what `content` reads of the studio (given its id as
+ * SQL): a studio page is then one round trip, not two. The content is read for members
+ * only: a CASE evaluates its subquery only when the actor's role was found.
+ */
+export async function loadStudioWith<T>(
+  ctx: Ctx,
+  handle: string,
+  content: ((studioId: Prisma.Sql) => Prisma.Sql) | null,
+): Promise<{ studio: StudioScope; content: T }> {
   // A subagent may do no more than its owner: the owner's membership comes in the same read.
   const owner = ctx.actor.kind === "subagent" ? ctx.actor.parentId : null;
   const [row] = await hotQuery<{
     studio: Omit<Studio, "createdAt"> & { createdAt: string };
     role: StudioRole | null;
     owner_role: StudioRole | null;
+    content: T;
   }>(
     ctx.db,
     Prisma.sql`
     SELECT json_build_object('id', s.id, 'tenantId', s.tenant_id, 'handle', s.handle, 'name', s.name,
         'description', s.description, 'inviteCode', s.invite_code, 'createdById', s.created_by_id,
-        'createdAt', s.created_at AT TIME ZONE 'UTC') AS studio,
-      (SELECT m.role::text FROM studio_members m WHERE m.studio_id = s.id AND m.user_id = ${ctx.actor.id}) AS role,
-      (SELECT m.role::text FROM studio_members m WHERE m.studio_id = s.id AND m.user_id = ${owner}::text) AS owner_role
-    FROM studios s WHERE s.tenant_id = ${ctx.tenant.id} AND s.handle = ${handle}`,
+        'createdAt', s.created_at AT TIME ZONE 'UTC') AS studio, s.role, s.owner_role,
+      ${content ? Prisma.sql`CASE WHEN s.role IS NOT NULL THEN ${content(Prisma.sql`s.id`)} END` : Prisma.sql`NULL`} AS content
+    FROM (
+      SELECT s.*,
+        (SELECT m.role::text FROM studio_members m WHERE m.studio_id = s.id AND m.user_id = ${ctx.actor.id}) AS role,
+        (SELECT m.role::text FROM studio_members m WHERE m.studio_id = s.id AND m.user_id = ${owner}::text) AS owner_role
+      FROM studios s WHERE s.tenant_id = ${ctx.tenant.id} AND s.handle = ${handle}) s`,
   );
   if (!row?.role) throw new NotFoundError(`No studio ${handle}`);
   if (owner) primeOwnerMembership(ctx, row.studio.id, row.owner_role ? { role: row.owner_role } : null);
-  return { ...row.studio, createdAt: new Date(row.studio.createdAt), role: row.role };
+  return {
+    studio: { ...row.studio, createdAt: new Date(row.studio.createdAt), role: row.role },
+    content: row.content,
+  };
 }
 
 export async function loadNote(ctx: Ctx, studio: StudioScope, id: string) {

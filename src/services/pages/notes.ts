@@ -9,15 +9,14 @@ export const notesPage: PageDef = {
   pattern: "/studios/:studio/notes",
   actions: ["create_note"],
   resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
-  async render(ctx, scope, query) {
-    const s = scope.studio!;
+  async view(ctx, p, query) {
     const pg = paging(query);
-    const { notes, total } = await studioNotes(ctx, s.id, pg);
+    const { studio: s, notes, total } = await studioNotes(ctx, p.studio!, pg);
     const lines = notes.map(
       (n) =>
         `- ${link(n.title || "Untitled note", `/studios/${s.handle}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinned ? " · pinned" : ""}`,
     );
-    return {
+    const view = {
       title: `Notes in ${s.name}`,
       breadcrumb: [...studioCrumbs(s), { label: "Notes" }],
       blocks: [
@@ -25,6 +24,7 @@ export const notesPage: PageDef = {
         { md: pager(`/studios/${s.handle}/notes`, pg, total) },
       ],
     };
+    return { scope: { studio: s }, view };
   },
 };
 

@@ -1,11 +1,12 @@
-// What a studio's page and its notes list show, each read in one statement. These pages
-// are on nearly every agent's path, and each statement costs the worker about 0.4 ms of
-// CPU whatever it returns: the studio page's five separate reads (pinned, notes,
-// decisions, commitments, counts) were the largest single cost of an agent step. Columns
-// are UTC timestamps without a zone: `at` states the zone so JSON carries it.
-import { hotQuery } from "../../db/prisma.ts";
+// What a studio's page and its notes list show, each read in one statement with the
+// studio's own lookup and the actor's membership (access.ts). These pages are on nearly
+// every agent's path, and a statement costs what its round trip costs whatever it returns:
+// the studio page was seven reads once (the studio, pinned, notes, decisions, commitments,
+// counts), then two. Columns are UTC timestamps without a zone: `at` states the zone so
+// JSON carries it.
 import { Prisma } from "../../generated/prisma/client.ts";
-import type { Ctx } from "../registry/types.ts";
+import { loadStudioWith } from "../access.ts";
+import type { Ctx, StudioScope } from "../registry/types.ts";
 
 export const OVERVIEW_ITEMS = 10;
 export const OVERVIEW_PINNED = 5;
@@ -35,7 +36,7 @@ interface NoteRow {
 }
 
 /** A studio's notes, newest first, with their authors, as a JSON array. */
-const noteLinesSql = (tenantId: string, studioId: string, skip: number, take: number) => Prisma.sql`
+const noteLinesSql = (tenantId: string, studioId: Prisma.Sql, skip: number, take: number) => Prisma.sql`
   (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
      SELECT n.id, n.title, n.created_at, n.created_at AT TIME ZONE 'UTC' AS at, n.pinned_at IS NOT NULL AS pinned,
        u.name, u.handle
@@ -53,8 +54,11 @@ const noteLine = (n: NoteRow): NoteLine => ({
   author: authorOf(n),
 });
 
-const countSql = (table: "notes" | "decisions" | "commitments" | "studio_members", t: string, s: string) =>
-  Prisma.sql`(SELECT count(*) FROM ${Prisma.raw(table)} WHERE studio_id = ${s} AND tenant_id = ${t})::int`;
+const countSql = (
+  table: "notes" | "decisions" | "commitments" | "studio_members",
+  t: string,
+  s: Prisma.Sql,
+) => Prisma.sql`(SELECT count(*) FROM ${Prisma.raw(table)} WHERE studio_id = ${s} AND tenant_id = ${t})::int`;
 
 interface Row {
   pinned: { id: string; title: string }[];
@@ -67,32 +71,40 @@ interface Row {
   m: number;
 }
 
-export async function studioOverview(ctx: Ctx, studioId: string): Promise<StudioOverview> {
+/** A studio (authorized as loadStudio does) and what its page shows, in one statement. */
+export async function studioOverview(
+  ctx: Ctx,
+  handle: string,
+): Promise<{ studio: StudioScope; overview: StudioOverview }> {
   const t = ctx.tenant.id;
-  const [row] = await hotQuery<Row>(
-    ctx.db,
-    Prisma.sql`
-    SELECT
-      (SELECT coalesce(json_agg(p ORDER BY p.pinned_at DESC), '[]') FROM (
+  const { studio, content: r } = await loadStudioWith<Row>(
+    ctx,
+    handle,
+    (studioId) => Prisma.sql`
+    json_build_object(
+      'pinned', (SELECT coalesce(json_agg(p ORDER BY p.pinned_at DESC), '[]') FROM (
          SELECT id, title, pinned_at FROM notes
          WHERE tenant_id = ${t} AND studio_id = ${studioId} AND pinned_at IS NOT NULL
-         ORDER BY pinned_at DESC LIMIT ${OVERVIEW_PINNED}) p) AS pinned,
-      ${noteLinesSql(t, studioId, 0, OVERVIEW_ITEMS)} AS notes,
-      (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
+         ORDER BY pinned_at DESC LIMIT ${OVERVIEW_PINNED}) p),
+      'notes', ${noteLinesSql(t, studioId, 0, OVERVIEW_ITEMS)},
+      'decisions', (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
          SELECT d.id, d.question, d.created_at, d.created_at AT TIME ZONE 'UTC' AS at, u.name, u.handle
          FROM decisions d JOIN users u ON u.id = d.author_id
          WHERE d.tenant_id = ${t} AND d.studio_id = ${studioId}
-         ORDER BY d.created_at DESC, d.id DESC LIMIT ${OVERVIEW_ITEMS}) x) AS decisions,
-      (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
+         ORDER BY d.created_at DESC, d.id DESC LIMIT ${OVERVIEW_ITEMS}) x),
+      'commitments', (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
          SELECT c.id, c.title, c.critical_mass, c.activated_at IS NOT NULL AS activated, c.created_at,
            (SELECT count(*) FROM commitment_participants cp WHERE cp.commitment_id = c.id)::int AS joined
          FROM commitments c
          WHERE c.tenant_id = ${t} AND c.studio_id = ${studioId}
-         ORDER BY c.created_at DESC, c.id DESC LIMIT ${OVERVIEW_ITEMS}) x) AS commitments,
-      ${countSql("notes", t, studioId)} AS n, ${countSql("decisions", t, studioId)} AS d,
-      ${countSql("commitments", t, studioId)} AS c, ${countSql("studio_members", t, studioId)} AS m`,
+         ORDER BY c.created_at DESC, c.id DESC LIMIT ${OVERVIEW_ITEMS}) x),
+      'n', ${countSql("notes", t, studioId)}, 'd', ${countSql("decisions", t, studioId)},
+      'c', ${countSql("commitments", t, studioId)}, 'm', ${countSql("studio_members", t, studioId)})`,
   );
-  const r = row!;
+  return { studio, overview: overviewOf(r) };
+}
+
+function overviewOf(r: Row): StudioOverview {
   return {
     pinned: r.pinned.map((p) => ({ id: p.id, title: p.title })),
     notes: r.notes.map(noteLine),
@@ -113,16 +125,18 @@ export async function studioOverview(ctx: Ctx, studioId: string): Promise<Studio
   };
 }
 
-/** A page of a studio's notes, newest first, and how many there are. */
+/** A studio (authorized as loadStudio does) and a page of its notes, newest first, with how many there are. */
 export async function studioNotes(
   ctx: Ctx,
-  studioId: string,
+  handle: string,
   page: { skip: number; take: number },
-): Promise<{ notes: NoteLine[]; total: number }> {
-  const [row] = await hotQuery<{ notes: NoteRow[]; total: number }>(
-    ctx.db,
-    Prisma.sql`SELECT ${noteLinesSql(ctx.tenant.id, studioId, page.skip, page.take)} AS notes,
-      ${countSql("notes", ctx.tenant.id, studioId)} AS total`,
+): Promise<{ studio: StudioScope; notes: NoteLine[]; total: number }> {
+  const t = ctx.tenant.id;
+  const { studio, content } = await loadStudioWith<{ notes: NoteRow[]; total: number }>(
+    ctx,
+    handle,
+    (studioId) => Prisma.sql`json_build_object('notes', ${noteLinesSql(t, studioId, page.skip, page.take)},
+      'total', ${countSql("notes", t, studioId)})`,
   );
-  return { notes: row!.notes.map(noteLine), total: row!.total };
+  return { studio, notes: content.notes.map(noteLine), total: content.total };
 }

@@ -78,15 +78,15 @@ export const studioPage: PageDef = {
   pattern: "/studios/:studio",
   actions: ["create_note", "create_decision", "create_commitment", "update_studio"],
   resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
-  async render(ctx, scope) {
-    const s = scope.studio!;
-    const { pinned, notes, decisions, commitments, counts } = await studioOverview(ctx, s.id);
+  async view(ctx, p) {
+    const { studio: s, overview } = await studioOverview(ctx, p.studio!);
+    const { pinned, notes, decisions, commitments, counts } = overview;
     const base = `/studios/${s.handle}`;
     const more = (n: number, shown: number, path: string, what: string) =>
       n > shown ? `\n\n${link(`All ${n} ${what}`, path)}` : "";
     const noteLine = (n: NoteLine) =>
       `- ${link(n.title || "Untitled note", `${base}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinned ? " · pinned" : ""}`;
-    return {
+    const view = {
       title: s.name,
       breadcrumb: [home, { label: "Studios", path: "/studios" }, { label: s.name }],
       blocks: [
@@ -129,6 +129,7 @@ export const studioPage: PageDef = {
         },
       ],
     };
+    return { scope: { studio: s }, view };
   },
 };
 

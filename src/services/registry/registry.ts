@@ -73,11 +73,15 @@ export function createRegistry(
     for (const name of p.actions)
       if (!byName.has(name)) throw new Error(`page ${p.pattern} lists unknown action ${name}`);
 
-  async function resolve(ctx: Ctx, path: string): Promise<Resolved> {
+  function page(path: string) {
     const m = match(path);
     if (!m) throw new NotFoundError(`No page at ${path}`);
-    const scope = await m.page.resolve(ctx, m.params);
-    return { ...m, scope };
+    return m;
+  }
+
+  async function resolve(ctx: Ctx, path: string): Promise<Resolved> {
+    const m = page(path);
+    return { ...m, scope: await m.page.resolve(ctx, m.params) };
   }
 
   async function denial(ctx: Ctx, a: ActionDef, scope: Scope): Promise<string | null> {
@@ -117,10 +121,16 @@ export function createRegistry(
       path: string,
       query: Query,
     ): Promise<{ view: PageView; actions: ActionDef[]; resolved: Resolved }> {
-      const resolved = await resolve(ctx, path);
+      const m = page(path);
+      if (m.page.view) {
+        const read = await m.page.view(ctx, m.params, query);
+        const resolved = { ...m, scope: read.scope };
+        return { view: read.view, actions: await available(ctx, resolved), resolved };
+      }
+      const resolved = { ...m, scope: await m.page.resolve(ctx, m.params) };
       // Independent reads: the page's content and which actions the actor may use.
       const [view, actions] = await Promise.all([
-        resolved.page.render(ctx, resolved.scope, query),
+        m.page.render(ctx, resolved.scope, query),
         available(ctx, resolved),
       ]);
       return { view, actions, resolved };
@@ -129,6 +139,13 @@ export function createRegistry(
     async describe(ctx: Ctx, path: string, name: string): Promise<{ action: ActionDef; resolved: Resolved }> {
       const resolved = await resolve(ctx, path);
       return { action: await usable(ctx, resolved, name, path), resolved };
+    },
+
+    /** The view of a page already resolved (an action's page, for its title and breadcrumb). */
+    async render(ctx: Ctx, r: Resolved, query: Query): Promise<PageView> {
+      return r.page.view
+        ? (await r.page.view(ctx, r.params, query)).view
+        : r.page.render(ctx, r.scope, query);
     },
 
     /** Validates, then executes in one transaction: the write, its event and audit rows commit together or not at all. */

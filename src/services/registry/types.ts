@@ -107,15 +107,32 @@ export interface PageView {
   refreshSeconds?: number;
 }
 
-export interface PageDef {
+interface PageBase {
   /** Path pattern: literal segments and `:param` segments. */
   pattern: string;
   /** Actions that may appear on this page, in display order. */
   actions: string[];
   /** Authorizes and loads what the page is about; throws NotFoundError when the actor may not see it. */
   resolve(ctx: Ctx, params: Record<string, string>): Promise<Scope>;
-  render(ctx: Ctx, scope: Scope, query: Query): Promise<PageView>;
 }
+
+/** Renders what `resolve` authorized: most pages. */
+interface RenderedPage extends PageBase {
+  render(ctx: Ctx, scope: Scope, query: Query): Promise<PageView>;
+  view?: undefined;
+}
+
+/**
+ * Authorizes and reads its content in one statement, for pages on nearly every agent's
+ * path, where a statement costs what its round trip costs. It must refuse exactly what
+ * `resolve` refuses (both go through the same loader); actions still authorize with `resolve`.
+ */
+interface ReadPage extends PageBase {
+  view(ctx: Ctx, params: Record<string, string>, query: Query): Promise<{ scope: Scope; view: PageView }>;
+  render?: undefined;
+}
+
+export type PageDef = RenderedPage | ReadPage;
 
 export interface ActionOutcome {
   /** 202: not done yet — queued for the owner's approval. */
