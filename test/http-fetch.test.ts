@@ -1,11 +1,13 @@
 // The LLM client's fetch over node:http, through the real `openai` SDK and the fake LLM:
 // what the SDK needs of a fetch — statuses and headers for its retries, aborts it can
 // tell from timeouts, connection failures it can retry — must survive the swap.
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import OpenAI, {
   APIConnectionError,
   APIConnectionTimeoutError,
   APIUserAbortError,
+  BadRequestError,
   RateLimitError,
 } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -42,6 +44,44 @@ describe("nodeFetch under the openai SDK", () => {
     expect(res.choices[0]?.message.tool_calls?.[0]?.type).toBe("function");
     llm.setScript([{ status: 429, headers: { "retry-after": "0" } }]);
     await expect(ask(client())).rejects.toBeInstanceOf(RateLimitError);
+  });
+
+  it("an error's body and headers reach the SDK's error", async () => {
+    llm.setScript([
+      { status: 400, content: "model `m` does not exist", headers: { "x-request-id": "req_1" } },
+    ]);
+    const err = await ask(client()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BadRequestError);
+    expect((err as BadRequestError).message).toContain("model `m` does not exist");
+    expect((err as BadRequestError).requestID).toBe("req_1");
+  });
+
+  it("reads a buffered body as text, JSON or bytes, and keeps repeated headers", async () => {
+    llm.setScript([{ tool: { name: "finish", args: { message: "é ✓" } } }]);
+    const init = { method: "POST", body: JSON.stringify({ model: "m", messages: [] }) };
+    const res = await nodeFetch(`${llm.url}/chat/completions`, init);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    const text = await res.text();
+    expect(JSON.parse(text).choices[0].message.tool_calls[0].function.arguments).toContain("é ✓");
+    llm.setScript([{ tool: { name: "finish", args: { message: "again" } } }]);
+    const again = await nodeFetch(`${llm.url}/chat/completions`, init);
+    const bytes = new Uint8Array(await again.arrayBuffer());
+    expect(JSON.parse(new TextDecoder().decode(bytes))).toEqual(await again.json());
+
+    const server = createHttpServer((_req, r) => {
+      r.setHeader("set-cookie", ["a=1", "b=2"]);
+      r.end("plain");
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as { port: number };
+    try {
+      const plain = await nodeFetch(`http://127.0.0.1:${port}/`);
+      expect(plain.headers.getSetCookie()).toEqual(["a=1", "b=2"]);
+      expect(await plain.text()).toBe("plain");
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it("an abort from the caller cancels the request in flight", async () => {

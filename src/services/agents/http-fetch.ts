@@ -23,8 +23,26 @@ function bodyOf(body: RequestInit["body"]): string | Uint8Array | undefined {
   throw new TypeError("nodeFetch sends only string or byte bodies");
 }
 
-/** No body for these statuses (the Response constructor refuses one). */
-const NULL_BODY = new Set([101, 204, 205, 304]);
+/**
+ * A Response over a body already buffered: its text() and json() read the buffer. A
+ * Response built with a body wraps it in a web stream and reads it back through one, which
+ * cost as much again as the rest of the response's handling; the SDK only reads bodies
+ * whole. `body` (the stream) is null and blob() is empty: this fetch is not for streaming.
+ */
+class BufferedResponse extends Response {
+  // Fields, not methods: the DOM typings declare Response's readers as properties.
+  override readonly text: () => Promise<string>;
+  override readonly json: () => Promise<unknown>;
+  override readonly arrayBuffer: () => Promise<ArrayBuffer>;
+
+  constructor(buffer: Buffer, init: ResponseInit) {
+    super(null, init);
+    this.text = async () => buffer.toString("utf8");
+    this.json = async () => JSON.parse(buffer.toString("utf8"));
+    this.arrayBuffer = async () =>
+      buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + buffer.byteLength) as ArrayBuffer;
+  }
+}
 
 export function nodeFetch(input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
   return new Promise((resolve, reject) => {
@@ -35,7 +53,7 @@ export function nodeFetch(input: string | URL | Request, init: RequestInit = {})
     if (signal?.aborted) return reject(abortError(signal));
     const body = bodyOf(init.body);
     const headers: Record<string, string> = {};
-    new Headers(init.headers).forEach((v, k) => {
+    (init.headers instanceof Headers ? init.headers : new Headers(init.headers)).forEach((v, k) => {
       headers[k] = v;
     });
     if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
@@ -55,15 +73,14 @@ export function nodeFetch(input: string | URL | Request, init: RequestInit = {})
       res.on("error", fail);
       res.on("end", () => {
         signal?.removeEventListener("abort", onAbort);
-        const h = new Headers();
-        for (const [k, v] of Object.entries(res.headers))
-          if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(", ") : v);
-        const status = res.statusCode ?? 502;
+        const raw = res.rawHeaders;
+        const headers: [string, string][] = [];
+        for (let i = 0; i + 1 < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!]);
         resolve(
-          new Response(NULL_BODY.has(status) ? null : Buffer.concat(chunks), {
-            status,
+          new BufferedResponse(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), {
+            status: res.statusCode ?? 502,
             statusText: res.statusMessage,
-            headers: h,
+            headers,
           }),
         );
       });

@@ -157,6 +157,12 @@ async function navigate(
     history.push(summarize({ type: "navigate", path: "/whoami", detail: { ok: true } }));
   } else page = await readPage(fresh(), lastPath(previous) ?? "/whoami");
 
+  // Every call is cut short by a stop or the run's deadline. One pair of signals per run, not
+  // per call. A timer may fire a millisecond before Date.now() reaches the deadline: the
+  // timer's own signal, not the clock, says the deadline cut the call short.
+  const overtime = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+  const callSignal = AbortSignal.any([signal, overtime]);
+
   let invalid = 0;
   let feedback: string | undefined;
   let jsonMode = false;
@@ -203,11 +209,7 @@ async function navigate(
       stepsLeft: run.maxSteps - (n - answers),
     });
     let reply: Awaited<ReturnType<LlmClient>>;
-    // A timer may fire a millisecond before Date.now() reaches the deadline: the timer's own
-    // signal, not the clock, says the deadline cut the call short.
-    const overtime = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
     try {
-      const callSignal = AbortSignal.any([signal, overtime]);
       reply = await deps.llm(endpoint, { model, messages, jsonMode, signal: callSignal });
     } catch (err) {
       if (!(err instanceof LlmError)) throw err;

@@ -64,10 +64,18 @@ export function fields(schema: z.ZodObject): Field[] {
 }
 
 /** `text: string, title?: string, role: admin|member` */
+const signatures = new WeakMap<z.ZodObject, string>();
+
+/** `text: string, pinned?: boolean`: every action line of every page shows one, so each schema's is kept. */
 export function signature(schema: z.ZodObject): string {
-  return fields(schema)
-    .map((f) => `${f.name}${f.required ? "" : "?"}: ${f.type === "enum" ? f.options!.join("|") : f.type}`)
-    .join(", ");
+  let s = signatures.get(schema);
+  if (s === undefined) {
+    s = fields(schema)
+      .map((f) => `${f.name}${f.required ? "" : "?"}: ${f.type === "enum" ? f.options!.join("|") : f.type}`)
+      .join(", ");
+    signatures.set(schema, s);
+  }
+  return s;
 }
 
 const TRUE = new Set(["true", "on", "1", "yes"]);
