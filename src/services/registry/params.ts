@@ -63,10 +63,9 @@ export function fields(schema: z.ZodObject): Field[] {
   });
 }
 
-/** `text: string, title?: string, role: admin|member` */
 const signatures = new WeakMap<z.ZodObject, string>();
 
-/** `text: string, pinned?: boolean`: every action line of every page shows one, so each schema's is kept. */
+/** `text: string, title?: string, role: admin|member`: every action line of every page shows one, so each schema's is kept. */
 export function signature(schema: z.ZodObject): string {
   let s = signatures.get(schema);
   if (s === undefined) {
