@@ -37,13 +37,13 @@ export async function loadStudioWith<T>(
     Prisma.sql`
     SELECT json_build_object('id', s.id, 'tenantId', s.tenant_id, 'handle', s.handle, 'name', s.name,
         'description', s.description, 'inviteCode', s.invite_code, 'createdById', s.created_by_id,
-        'createdAt', s.created_at AT TIME ZONE 'UTC') AS studio, s.role, s.owner_role,
-      ${content ? Prisma.sql`CASE WHEN s.role IS NOT NULL THEN ${content(Prisma.sql`s.id`)} END` : Prisma.sql`NULL`} AS content
-    FROM (
-      SELECT s.*,
-        (SELECT m.role::text FROM studio_members m WHERE m.studio_id = s.id AND m.user_id = ${ctx.actor.id}) AS role,
-        (SELECT m.role::text FROM studio_members m WHERE m.studio_id = s.id AND m.user_id = ${owner}::text) AS owner_role
-      FROM studios s WHERE s.tenant_id = ${ctx.tenant.id} AND s.handle = ${handle}) s`,
+        'createdAt', s.created_at AT TIME ZONE 'UTC') AS studio, am.role::text AS role, om.role::text AS owner_role,
+      ${content ? Prisma.sql`CASE WHEN am.role IS NOT NULL THEN ${content(Prisma.sql`s.id`)} END` : Prisma.sql`NULL`} AS content
+    FROM studios s
+      -- Joins, not scalar subqueries: the CASE reads the role again, and a subquery would run twice.
+      LEFT JOIN studio_members am ON am.studio_id = s.id AND am.user_id = ${ctx.actor.id}
+      LEFT JOIN studio_members om ON om.studio_id = s.id AND om.user_id = ${owner}::text
+    WHERE s.tenant_id = ${ctx.tenant.id} AND s.handle = ${handle}`,
   );
   if (!row?.role) throw new NotFoundError(`No studio ${handle}`);
   if (owner) primeOwnerMembership(ctx, row.studio.id, row.owner_role ? { role: row.owner_role } : null);
