@@ -105,8 +105,15 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
         }
       : { model: req.model, messages: req.messages, tools: TOOLS, tool_choice: "auto" };
     const started = performance.now();
+    // A run passes one signal to all its calls, and the SDK adds an abort listener to the
+    // signal it is given without ever removing it: each call gets its own, linked here and
+    // unlinked when the call ends, so a long run does not pile up listeners on its signal.
+    const call = new AbortController();
+    const onAbort = () => call.abort(req.signal.reason);
+    if (req.signal.aborted) onAbort();
+    else req.signal.addEventListener("abort", onAbort, { once: true });
     try {
-      const res = await clientFor(endpoint).chat.completions.create(body, { signal: req.signal });
+      const res = await clientFor(endpoint).chat.completions.create(body, { signal: call.signal });
       const choice = res.choices?.[0];
       if (!choice?.message) throw new LlmError("server", "the model returned no choices");
       return {
@@ -124,6 +131,8 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
       if (endpoint.apiKey.length >= 8 && e.message.includes(endpoint.apiKey))
         throw new LlmError(e.kind, e.message.split(endpoint.apiKey).join("[key]"));
       throw e;
+    } finally {
+      req.signal.removeEventListener("abort", onAbort);
     }
   };
 }
