@@ -10,6 +10,7 @@ import { createPrisma, type PrismaClient } from "../src/db/prisma.ts";
 import type { ChatRequest, FakeReply } from "../src/dev/fake-llm.ts";
 import { newId } from "../src/lib/ids.ts";
 import { queueRun } from "../src/services/agents/runs.ts";
+import { LeaseLostError, recordStep } from "../src/services/agents/steps.ts";
 import { createKey } from "../src/services/money/keys.ts";
 import {
   liftLastMonthsPauses,
@@ -481,32 +482,33 @@ function entry(w: World, agent: Agent, costMicros: number): UsageEntry {
 
 const dollars = (micros: number) => micros / 1e6;
 
-describe("a call recorded with its step", () => {
-  async function runningRun(w: World, agent: Agent, owner: string) {
-    const run = await queueRun(db(), {
-      tenantId: w.tenant.id,
-      agentId: agent.id,
-      initiatedById: w.alice.id,
-      triggerKind: "manual",
-      chainDepth: 0,
-      task: "t",
-      model: null,
-      maxSteps: 5,
-      timeoutSeconds: 60,
-    });
-    return db().subagentTaskRun.update({
-      where: { id: run!.id },
-      data: { status: "running", leaseOwner: owner, leaseExpiresAt: new Date(Date.now() + 60_000) },
-    });
-  }
-  const step = (number: number) => ({
-    number,
-    type: "navigate" as const,
-    path: "/whoami",
-    detail: { ok: true },
-    inputTokens: 10,
+/** A run of `agent` that the worker `owner` holds. */
+async function runningRun(w: World, agent: Agent, owner: string) {
+  const run = await queueRun(db(), {
+    tenantId: w.tenant.id,
+    agentId: agent.id,
+    initiatedById: w.alice.id,
+    triggerKind: "manual",
+    chainDepth: 0,
+    task: "t",
+    model: null,
+    maxSteps: 5,
+    timeoutSeconds: 60,
   });
+  return db().subagentTaskRun.update({
+    where: { id: run!.id },
+    data: { status: "running", leaseOwner: owner, leaseExpiresAt: new Date(Date.now() + 60_000) },
+  });
+}
+const step = (number: number) => ({
+  number,
+  type: "navigate" as const,
+  path: "/whoami",
+  detail: { ok: true },
+  inputTokens: 10,
+});
 
+describe("a call recorded with its step", () => {
   it("records both in one statement; a lost lease records the call, counts it in the run, and not the step", async () => {
     const w = await makeWorld();
     const scout = await makeAgent(w, w.alice, "scout");
@@ -529,6 +531,124 @@ describe("a call recorded with its step", () => {
   });
 });
 
+describe("calls recorded together (a worker's group commit)", () => {
+  /** How many transactions wrote the tenant's ledger rows: rows one statement wrote share its xmin. */
+  async function statements(tenantId: string) {
+    const [r] = await db().$queryRaw<{ n: number }[]>`
+      SELECT count(DISTINCT xmin::text)::int AS n FROM llm_usage WHERE tenant_id = ${tenantId}`;
+    return r!.n;
+  }
+
+  it("many agents' calls at once share a statement, and each is recorded as if alone", async () => {
+    const w = await makeWorld();
+    const agents: Agent[] = [];
+    for (let i = 0; i < 12; i++) agents.push(await makeAgent(w, w.alice, `crowd${i}`));
+    const runs: Awaited<ReturnType<typeof runningRun>>[] = [];
+    for (const a of agents) runs.push(await runningRun(w, a, "worker-a"));
+    // Another worker took one run over: its call is recorded, its step is not.
+    await db().subagentTaskRun.update({ where: { id: runs[5]!.id }, data: { leaseOwner: "worker-b" } });
+    // Two agents spend through the same key: its totals move by both.
+    const key = await createKey(db(), {
+      tenantId: w.tenant.id,
+      ownerId: w.alice.id,
+      label: "Shared",
+      provider: "openai_compatible",
+      baseUrl: env.llm.url,
+      key: "sk-alice-shared-0001",
+    });
+    const results = await Promise.all(
+      agents.map((a, i) =>
+        recordUsage(
+          db(),
+          { ...entry(w, a, 1000 * (i + 1)), runId: runs[i]!.id, apiKeyId: i < 2 ? key.id : null },
+          new Date(),
+          { owner: "worker-a", record: step(1) },
+        ),
+      ),
+    );
+    expect(results.map((r) => r.stepped)).toEqual(agents.map((_, i) => i !== 5));
+    expect(results.map((r) => Number(r.monthMicros))).toEqual(agents.map((_, i) => 1000 * (i + 1)));
+    expect(results.every((r) => !r.budget.keyGone && r.crossed === 0 && !r.paused)).toBe(true);
+    // The first call went out alone (or joined one in flight); the other eleven went together.
+    expect(await statements(w.tenant.id)).toBeLessThanOrEqual(2);
+    const steps = await db().subagentTaskRunStep.findMany({ where: { tenantId: w.tenant.id } });
+    expect(steps.map((s) => s.runId).sort()).toEqual(
+      runs
+        .filter((_, i) => i !== 5)
+        .map((r) => r.id)
+        .sort(),
+    );
+    expect(steps.every((s) => s.number === 1 && s.inputTokens === 10)).toBe(true);
+    const counts = await db().subagentTaskRun.findMany({ where: { tenantId: w.tenant.id } });
+    expect(counts.filter((r) => r.stepsCount === 1)).toHaveLength(11);
+    expect(await db().agentApiKey.findUniqueOrThrow({ where: { id: key.id } })).toMatchObject({
+      totalCalls: 2,
+      totalCostMicros: 3000n,
+    });
+    expect(await ledgerMismatches(w.tenant.id)).toEqual([]);
+  });
+
+  it("steps recorded together each pass their own run's gate", async () => {
+    const w = await makeWorld();
+    const runs: Awaited<ReturnType<typeof runningRun>>[] = [];
+    for (let i = 0; i < 6; i++)
+      runs.push(await runningRun(w, await makeAgent(w, w.alice, `s${i}`), "worker-a"));
+    // Run 2 was taken over by another worker; run 4 has no step 1, so step 2 cannot follow.
+    await db().subagentTaskRun.update({ where: { id: runs[2]!.id }, data: { leaseOwner: "worker-b" } });
+    const numbers = [1, 1, 1, 1, 2, 1];
+    const settled = await Promise.allSettled(
+      runs.map((r, i) => recordStep(db(), r, "worker-a", step(numbers[i]!))),
+    );
+    expect(settled.map((s) => s.status)).toEqual([
+      "fulfilled",
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+    ]);
+    expect((settled[2] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+    const recorded = await db().subagentTaskRunStep.findMany({ where: { tenantId: w.tenant.id } });
+    expect(recorded.map((s) => s.runId).sort()).toEqual([0, 1, 3, 5].map((i) => runs[i]!.id).sort());
+    const [r] = await db().$queryRaw<{ n: number }[]>`
+      SELECT count(DISTINCT xmin::text)::int AS n FROM subagent_task_run_steps WHERE tenant_id = ${w.tenant.id}`;
+    expect(r!.n).toBeLessThanOrEqual(2);
+  });
+
+  it("one agent's calls go one statement after another, each seeing the total the one before left", async () => {
+    const w = await makeWorld();
+    const scout = await makeAgent(w, w.alice, "scout", {
+      model: "gpt-4o",
+      alert_thresholds_usd: [0.002],
+    });
+    const results = await Promise.all([1, 2, 3].map(() => recordUsage(db(), entry(w, scout, 1000))));
+    expect(results.map((r) => Number(r.monthMicros))).toEqual([1000, 2000, 3000]);
+    // The $0.002 alert: crossed by the second call, and only by it.
+    expect(results.map((r) => r.crossed)).toEqual([0, 1, 0]);
+    expect(await statements(w.tenant.id)).toBe(3);
+  });
+
+  it("a call that fails, fails alone: the rest of its group is recorded", async () => {
+    const w = await makeWorld();
+    const agents: Agent[] = [];
+    for (let i = 0; i < 4; i++) agents.push(await makeAgent(w, w.alice, `part${i}`));
+    const calls = agents.map((a) => entry(w, a, 500));
+    // No such agent: its row breaks a foreign key, which rolls back the whole statement.
+    calls.splice(2, 0, { ...entry(w, agents[0]!, 500), agentId: "no-such-agent" });
+    const settled = await Promise.allSettled(calls.map((c) => recordUsage(db(), c)));
+    expect(settled.map((s) => s.status)).toEqual([
+      "fulfilled",
+      "fulfilled",
+      "rejected",
+      "fulfilled",
+      "fulfilled",
+    ]);
+    expect(String((settled[2] as PromiseRejectedResult).reason)).toContain("foreign key");
+    expect(await db().llmUsage.count({ where: { tenantId: w.tenant.id } })).toBe(4);
+    expect(await ledgerMismatches(w.tenant.id)).toEqual([]);
+  });
+});
+
 describe("spend alerts", () => {
   it("each threshold fires exactly once, and the limit pauses once, when 40 calls land at the same instant", async () => {
     const w = await makeWorld();
@@ -539,9 +659,10 @@ describe("spend alerts", () => {
     // The first call creates the month row, so the others all meet on its lock.
     await recordUsage(db(), entry(w, busy, COST));
 
-    // 39 calls on 20 connections of their own. A transaction holds the month row's lock
-    // until 20 of them are provably waiting for it (pg_stat_activity), so they are
-    // concurrent by construction, not by luck of scheduling.
+    // 39 calls on 20 connections of their own, each in its own transaction, as several
+    // workers' calls would be (one worker sends an agent's calls one after another). A
+    // transaction holds the month row's lock until 20 of them are provably waiting for it
+    // (pg_stat_activity), so they are concurrent by construction, not by luck of scheduling.
     const pool: PrismaClient = createPrisma(fileDatabaseUrl(), 20);
     let results: Awaited<ReturnType<typeof recordUsage>>[] = [];
     try {
@@ -550,7 +671,14 @@ describe("spend alerts", () => {
       await db().$transaction(
         async (tx) => {
           await tx.$queryRaw`SELECT 1 FROM agent_usage_months WHERE agent_id = ${busy.id} FOR UPDATE`;
-          all = Promise.all(Array.from({ length: 39 }, () => recordUsage(pool, entry(w, busy, COST))));
+          all = Promise.all(
+            Array.from({ length: 39 }, () =>
+              pool.$transaction((c) => recordUsage(c, entry(w, busy, COST)), {
+                maxWait: 20_000,
+                timeout: 20_000,
+              }),
+            ),
+          );
           await waitFor(async () => {
             const [r] = await db().$queryRaw<{ n: bigint }[]>`
               SELECT count(*) AS n FROM pg_stat_activity

@@ -64,6 +64,9 @@ export async function hotQuery<T>(db: Db, sql: Prisma.Sql): Promise<T[]> {
   return res.rows as T[];
 }
 
+/** Whether `db` is a root client with its own pool (hotQuery's direct path), not a transaction. */
+export const ownsPool = (db: Db) => pools.has(db);
+
 /** A concurrent request inserted the same key after our check: a conflict, not a 500. */
 export function conflictOnDuplicate(message: string) {
   return (e: unknown): never => {

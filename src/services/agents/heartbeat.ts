@@ -27,10 +27,18 @@ export function startHeartbeat(
     beating = true;
     try {
       const ids = [...active.keys()];
+      // Locked in id order, as the step and ledger batches lock runs: an UPDATE alone
+      // takes rows in whatever order its plan visits them (a bitmap scan: the heap's), and
+      // two statements locking the same runs in different orders can deadlock.
       const rows = await db.$queryRaw<{ id: string; stop: boolean }[]>`
-        UPDATE subagent_task_runs SET lease_expires_at = now() + make_interval(secs => ${leaseSeconds})
-        WHERE id = ANY(${ids}::text[]) AND lease_owner = ${owner} AND status = 'running'
-        RETURNING id, stop_requested_at IS NOT NULL AS stop`;
+        WITH mine AS (
+          SELECT id FROM subagent_task_runs
+          WHERE id = ANY(${ids}::text[]) AND lease_owner = ${owner} AND status = 'running'
+          ORDER BY id FOR UPDATE
+        )
+        UPDATE subagent_task_runs r SET lease_expires_at = now() + make_interval(secs => ${leaseSeconds})
+        FROM mine WHERE r.id = mine.id
+        RETURNING r.id, r.stop_requested_at IS NOT NULL AS stop`;
       const alive = new Map(rows.map((r) => [r.id, r.stop]));
       for (const id of ids) {
         const c = active.get(id);

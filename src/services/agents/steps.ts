@@ -2,6 +2,7 @@
 // retried or recovered job unable to record — and so to execute — step N twice. The
 // run's step counter moves in the same statement, guarded by the lease; its token and
 // cost totals move with the usage ledger (money/ledger.ts), which counts every call.
+import { perPool } from "../../db/group-commit.ts";
 import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma, type SubagentTaskRunStep } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
@@ -24,26 +25,93 @@ export interface StepRecord {
   durationMs?: number;
 }
 
-/** Whether step N may be recorded: this worker holds the run's lease (owner null: the owner answering a waiting run) and N-1 is its last step. */
-export const mayRecordSql = (owner: string | null, number: number) =>
-  Prisma.sql`(steps_count = ${number - 1} AND (${owner}::text IS NULL OR (lease_owner = ${owner} AND status = 'running')))`;
+/**
+ * A batch's rows, as the `input` CTE of a statement that records steps: `i` (the row's
+ * place in the batch), `run_id`, `tenant_id`, these step columns, and the statement's own.
+ */
+export const STEP_COLUMNS = Prisma.raw(
+  "has_step boolean, step_owner text, step_id text, step_number int, step_type text, step_path text, step_detail jsonb, step_input_tokens int, step_output_tokens int, step_llm_ms int, step_duration_ms int",
+);
+
+/** A row's step columns: the step, and who records it (null: the owner answering a waiting run). */
+export function stepColumns(owner: string | null, s: StepRecord | undefined) {
+  if (!s) return { has_step: false };
+  return {
+    has_step: true,
+    step_owner: owner,
+    step_id: newId(),
+    step_number: s.number,
+    step_type: s.type,
+    step_path: s.path ?? null,
+    step_detail: s.detail,
+    step_input_tokens: s.inputTokens ?? 0,
+    step_output_tokens: s.outputTokens ?? 0,
+    step_llm_ms: Math.round(s.llmMs ?? 0),
+    step_duration_ms: Math.round(s.durationMs ?? 0),
+  };
+}
 
 /**
- * The CTE `step`: inserts step N for the run the CTE `gate` returns, so it has a row
- * exactly when the step was recorded. The ledger's statement uses it too
- * (money/ledger.ts): a step and the LLM call that chose it are recorded in one round trip.
+ * CTEs over `input`: `cur` locks each row's run and says whether its step may be recorded
+ * (this worker holds the lease, or no worker does for an owner's answer, and N-1 is the
+ * run's last step); `gate` is the runs that may; `step` inserts their steps, so it has a
+ * row exactly for each step recorded. The caller's UPDATE moves `steps_count` for `gate`.
+ * Runs are locked in id order, as the heartbeat's UPDATE locks them (an index scan of a
+ * sorted array), so two batches, or a batch and a heartbeat, never deadlock.
  */
-export function stepInsertSql(run: { tenantId: string }, s: StepRecord): Prisma.Sql {
-  return Prisma.sql`step AS (
+export const stepGateSql = Prisma.sql`cur AS (
+      SELECT r.id, input.i, (input.has_step AND r.steps_count = input.step_number - 1 AND (input.step_owner IS NULL
+        OR (r.lease_owner = input.step_owner AND r.status = 'running'))) AS advance
+      FROM input JOIN subagent_task_runs r ON r.id = input.run_id
+      ORDER BY r.id FOR UPDATE OF r
+    ), gate AS (
+      SELECT cur.id, cur.i FROM cur WHERE cur.advance
+    ), step AS (
       INSERT INTO subagent_task_run_steps
         (id, run_id, tenant_id, number, type, path, detail, input_tokens, output_tokens, llm_ms, duration_ms, created_at)
-      SELECT ${newId()}, gate.id, ${run.tenantId}, ${s.number}, ${s.type}, ${s.path ?? null},
-             ${JSON.stringify(s.detail)}::jsonb, ${s.inputTokens ?? 0}, ${s.outputTokens ?? 0},
-             ${Math.round(s.llmMs ?? 0)}, ${Math.round(s.durationMs ?? 0)}, clock_timestamp()
-      FROM gate
-      RETURNING id
+      SELECT input.step_id, gate.id, input.tenant_id, input.step_number, input.step_type, input.step_path,
+             input.step_detail, input.step_input_tokens, input.step_output_tokens, input.step_llm_ms,
+             input.step_duration_ms, clock_timestamp()
+      FROM gate JOIN input ON input.i = gate.i
+      RETURNING run_id
     )`;
+
+interface StepItem {
+  run: { id: string; tenantId: string };
+  owner: string | null;
+  s: StepRecord;
 }
+
+/** Records a batch of steps of distinct runs in one statement; says which were recorded. */
+async function writeSteps(db: Db, items: StepItem[]): Promise<boolean[]> {
+  const input = items.map((t, i) => ({
+    i,
+    run_id: t.run.id,
+    tenant_id: t.run.tenantId,
+    ...stepColumns(t.owner, t.s),
+  }));
+  const rows = await hotQuery<{ i: number; stepped: boolean }>(
+    db,
+    Prisma.sql`
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
+        AS x(i int, run_id text, tenant_id text, ${STEP_COLUMNS})
+    ), ${stepGateSql}, run AS (
+      UPDATE subagent_task_runs r SET steps_count = input.step_number
+      FROM gate JOIN input ON input.i = gate.i WHERE r.id = gate.id
+      RETURNING r.id
+    )
+    SELECT input.i, EXISTS (SELECT 1 FROM step WHERE step.run_id = input.run_id) AS stepped FROM input`,
+  );
+  const stepped = new Map(rows.map((r) => [Number(r.i), r.stepped]));
+  return items.map((_, i) => stepped.get(i) === true);
+}
+
+// A worker's steps go out in groups; a transaction's, as it makes them.
+const grouped = perPool<StepItem, boolean>((db) => ({
+  write: (items) => writeSteps(db, items),
+  key: (t) => t.run.id,
+}));
 
 export async function recordStep(
   tx: Db,
@@ -51,19 +119,10 @@ export async function recordStep(
   owner: string | null,
   s: StepRecord,
 ) {
-  // One statement on the hot path of every step: the counter moves (guarded) and the row
-  // is inserted in one round trip, not two.
-  const rows = await hotQuery<{ id: string }>(
-    tx,
-    Prisma.sql`
-    WITH gate AS (
-      UPDATE subagent_task_runs SET steps_count = ${s.number}
-      WHERE id = ${run.id} AND ${mayRecordSql(owner, s.number)}
-      RETURNING id
-    ), ${stepInsertSql(run, s)}
-    SELECT id FROM step`,
-  );
-  if (rows.length !== 1) throw new LeaseLostError();
+  const item = { run, owner, s };
+  const write = grouped(tx);
+  const stepped = write ? await write(item) : (await writeSteps(tx, [item]))[0];
+  if (!stepped) throw new LeaseLostError();
 }
 
 export async function recordResources(

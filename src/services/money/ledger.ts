@@ -4,6 +4,7 @@
 // concurrent calls of one agent: each call sees the total before and after itself, so a
 // threshold is crossed by exactly one call, and the call that reaches the limit pauses
 // the agent in that same statement.
+import { perPool } from "../../db/group-commit.ts";
 import { type Db, hotQuery, type PrismaClient } from "../../db/prisma.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
@@ -15,7 +16,7 @@ import {
   DEFAULT_COST_LIMIT_USD,
   MAX_COST_LIMIT_USD,
 } from "../agents/settings.ts";
-import { mayRecordSql, type StepRecord, stepInsertSql } from "../agents/steps.ts";
+import { STEP_COLUMNS, type StepRecord, stepColumns, stepGateSql } from "../agents/steps.ts";
 import { emitEvent, notifyEventsSql } from "../events.ts";
 import { type Priced, usd } from "./pricing.ts";
 
@@ -52,6 +53,20 @@ export const limitReason = (limitUsd: number) =>
 
 const MAX_THRESHOLDS = 10;
 
+interface UsageItem {
+  e: UsageEntry;
+  at: Date;
+  step?: { owner: string | null; record: StepRecord };
+}
+
+// A worker's calls go out in groups (db/group-commit.ts); a transaction's, as it makes
+// them. An agent's calls never share a statement: each must see the total the one
+// before it left, and one statement cannot upsert its month twice.
+const grouped = perPool<UsageItem, Recorded>((db) => ({
+  write: (items) => writeUsage(db, items),
+  key: (t) => t.e.agentId,
+}));
+
 /**
  * Writes one call's ledger row and moves every total. The agent's limit and alerts are
  * read from its row inside the statement, as they are when the call is recorded, not as
@@ -65,10 +80,39 @@ export async function recordUsage(
   at = new Date(),
   step?: { owner: string | null; record: StepRecord },
 ): Promise<Recorded> {
-  const month = monthOf(at);
-  const eventIds = Array.from({ length: MAX_THRESHOLDS + 1 }, () => newId());
-  const cost = BigInt(e.price.costMicros);
-  const u = e.usage;
+  const item = { e, at, step };
+  const write = grouped(db);
+  return write ? write(item) : (await writeUsage(db, [item]))[0]!;
+}
+
+/**
+ * Calls of distinct agents in one statement, each as if alone. Rows that lock the same
+ * table are taken in one order (runs by id, months and days by agent, keys by id), the
+ * order other batches take them in, so concurrent batches never deadlock.
+ */
+async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
+  const input = items.map(({ e, at, step }, i) => ({
+    i,
+    ledger_id: newId(),
+    tenant_id: e.tenantId,
+    agent_id: e.agentId,
+    owner_id: e.ownerId,
+    run_id: e.runId,
+    call_step: e.stepNumber,
+    api_key_id: e.apiKeyId,
+    model: e.model,
+    pricing_version: e.price.version,
+    priced: e.price.priced,
+    input_tokens: e.usage.input,
+    cached_tokens: e.usage.cached,
+    output_tokens: e.usage.output,
+    cost_micros: String(e.price.costMicros),
+    latency_ms: Math.round(e.latencyMs),
+    at: at.toISOString(),
+    month: monthOf(at),
+    event_ids: Array.from({ length: MAX_THRESHOLDS + 1 }, () => newId()),
+    ...stepColumns(step?.owner ?? null, step?.record),
+  }));
   const defaults = {
     limit: JSON.stringify(DEFAULT_COST_LIMIT_USD),
     alerts: JSON.stringify(DEFAULT_ALERT_THRESHOLDS_USD),
@@ -76,29 +120,53 @@ export async function recordUsage(
   // The limit in micro-dollars, from a config that may lack it (its default applies).
   const limitSql = Prisma.sql`(round((CASE WHEN jsonb_typeof(users.agent_config -> 'cost_limit_usd') = 'number'
     THEN users.agent_config -> 'cost_limit_usd' ELSE ${defaults.limit}::jsonb END)::text::numeric * 1000000))::bigint`;
-  const [row] = await hotQuery<BudgetRow & { crossed: number; paused: number; stepped: number }>(
+  const sums = Prisma.raw(["input_tokens", "cached_tokens", "output_tokens", "cost_micros"].join(", "));
+  const rows = await hotQuery<BudgetRow & { i: number; crossed: number; paused: boolean; stepped: boolean }>(
     db,
     Prisma.sql`
-    WITH ledger AS (
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(i int, ledger_id text,
+        tenant_id text, agent_id text, owner_id text, run_id text, call_step int, api_key_id text, model text,
+        pricing_version text, priced boolean, input_tokens int, cached_tokens int, output_tokens int,
+        cost_micros bigint, latency_ms int, at timestamp, month text, event_ids text[], ${STEP_COLUMNS})
+    ), ledger AS (
       INSERT INTO llm_usage (id, tenant_id, agent_id, owner_id, run_id, step_number, api_key_id, model,
-        pricing_version, priced, input_tokens, cached_tokens, output_tokens, cost_micros, latency_ms, created_at)
-      VALUES (${newId()}, ${e.tenantId}, ${e.agentId}, ${e.ownerId}, ${e.runId}, ${e.stepNumber}, ${e.apiKeyId},
-        ${e.model}, ${e.price.version}, ${e.price.priced}, ${u.input}, ${u.cached}, ${u.output}, ${cost},
-        ${Math.round(e.latencyMs)}, ${at})
+        pricing_version, priced, ${sums}, latency_ms, created_at)
+      SELECT ledger_id, tenant_id, agent_id, owner_id, run_id, call_step, api_key_id, model, pricing_version,
+        priced, ${sums}, latency_ms, at
+      FROM input
       RETURNING id
-    ), ${runSql(e, cost, step)}, api_key AS (
-      UPDATE agent_api_keys
-      SET total_calls = total_calls + 1, total_input_tokens = total_input_tokens + ${u.input},
-          total_cached_tokens = total_cached_tokens + ${u.cached},
-          total_output_tokens = total_output_tokens + ${u.output},
-          total_cost_micros = total_cost_micros + ${cost}, last_used_at = ${at}
-      WHERE id = ${e.apiKeyId}
-      RETURNING id
+    ), ${stepGateSql}, run AS (
+      -- The run's totals move with each call; its step counter only with a step that may be
+      -- recorded (one statement changes a row once). A run with no model yet takes the one
+      -- its calls ran on (resolved from a default), so the run page names it.
+      UPDATE subagent_task_runs r
+      SET input_tokens = r.input_tokens + input.input_tokens, cached_tokens = r.cached_tokens + input.cached_tokens,
+          output_tokens = r.output_tokens + input.output_tokens, cost_micros = r.cost_micros + input.cost_micros,
+          model = COALESCE(r.model, input.model),
+          steps_count = CASE WHEN cur.advance THEN input.step_number ELSE r.steps_count END
+      FROM cur JOIN input ON input.i = cur.i
+      WHERE r.id = cur.id
+      RETURNING r.id
+    ), keys AS (
+      SELECT k.id FROM agent_api_keys k WHERE k.id IN (SELECT api_key_id FROM input) ORDER BY k.id FOR UPDATE
+    ), api_key AS (
+      UPDATE agent_api_keys k
+      SET total_calls = k.total_calls + t.calls, total_input_tokens = k.total_input_tokens + t.input_tokens,
+          total_cached_tokens = k.total_cached_tokens + t.cached_tokens,
+          total_output_tokens = k.total_output_tokens + t.output_tokens,
+          total_cost_micros = k.total_cost_micros + t.cost_micros, last_used_at = t.at
+      FROM keys JOIN (
+        SELECT api_key_id, count(*)::int AS calls, sum(input_tokens) AS input_tokens, sum(cached_tokens) AS cached_tokens,
+          sum(output_tokens) AS output_tokens, sum(cost_micros) AS cost_micros, max(at) AS at
+        FROM input GROUP BY api_key_id) t ON t.api_key_id = keys.id
+      WHERE k.id = keys.id
+      RETURNING k.id
     ), daily AS (
-      INSERT INTO llm_usage_daily AS d (agent_id, day, model, key_ref, tenant_id, owner_id, calls, unpriced_calls,
-        input_tokens, cached_tokens, output_tokens, cost_micros)
-      VALUES (${e.agentId}, (${at}::timestamp)::date, ${e.model}, ${e.apiKeyId ?? "shared"}, ${e.tenantId},
-        ${e.ownerId}, 1, ${e.price.priced ? 0 : 1}, ${u.input}, ${u.cached}, ${u.output}, ${cost})
+      INSERT INTO llm_usage_daily AS d (agent_id, day, model, key_ref, tenant_id, owner_id, calls, unpriced_calls, ${sums})
+      SELECT agent_id, at::date, model, COALESCE(api_key_id, 'shared'), tenant_id, owner_id, 1,
+        CASE WHEN priced THEN 0 ELSE 1 END, ${sums}
+      FROM input ORDER BY agent_id
       ON CONFLICT (agent_id, day, model, key_ref) DO UPDATE
       SET calls = d.calls + 1, unpriced_calls = d.unpriced_calls + EXCLUDED.unpriced_calls,
           input_tokens = d.input_tokens + EXCLUDED.input_tokens,
@@ -107,97 +175,75 @@ export async function recordUsage(
           cost_micros = d.cost_micros + EXCLUDED.cost_micros
       RETURNING 1
     ), month AS (
-      INSERT INTO agent_usage_months AS m
-        (agent_id, month, tenant_id, calls, input_tokens, cached_tokens, output_tokens, cost_micros)
-      VALUES (${e.agentId}, ${month}, ${e.tenantId}, 1, ${u.input}, ${u.cached}, ${u.output}, ${cost})
+      INSERT INTO agent_usage_months AS m (agent_id, month, tenant_id, calls, ${sums})
+      SELECT agent_id, month, tenant_id, 1, ${sums} FROM input ORDER BY agent_id
       ON CONFLICT (agent_id, month) DO UPDATE
       SET calls = m.calls + 1, input_tokens = m.input_tokens + EXCLUDED.input_tokens,
           cached_tokens = m.cached_tokens + EXCLUDED.cached_tokens,
           output_tokens = m.output_tokens + EXCLUDED.output_tokens,
           cost_micros = m.cost_micros + EXCLUDED.cost_micros
-      RETURNING cost_micros
+      RETURNING agent_id, cost_micros
     ), config AS (
-      SELECT ${limitSql} AS limit_micros, users.agent_config,
+      SELECT input.i, ${limitSql} AS limit_micros, users.agent_config,
         COALESCE(users.agent_config -> 'alert_thresholds_usd', ${defaults.alerts}::jsonb) AS alerts
-      FROM users WHERE users.id = ${e.agentId}
+      FROM input JOIN users ON users.id = input.agent_id
     ), crossed AS (
-      -- An amount past any possible limit (a hand-edited config) can never alert and
-      -- must not overflow bigint: skipped.
-      SELECT (round(t.usd * 1000000))::bigint AS threshold, t.ord
-      FROM config, month,
+      -- Each call crosses the thresholds between the total before it and after it. An
+      -- amount past any possible limit (a hand-edited config) can never alert and must
+      -- not overflow bigint: skipped.
+      SELECT input.i, (round(t.usd * 1000000))::bigint AS threshold, t.ord
+      FROM input JOIN month ON month.agent_id = input.agent_id JOIN config ON config.i = input.i,
         LATERAL (SELECT a.value::text::numeric AS usd, a.ord FROM jsonb_array_elements(
           CASE WHEN jsonb_typeof(config.alerts) = 'array' THEN config.alerts ELSE '[]'::jsonb END
         ) WITH ORDINALITY AS a(value, ord) WHERE jsonb_typeof(a.value) = 'number') t
       WHERE t.ord <= ${MAX_THRESHOLDS} AND t.usd > 0 AND t.usd <= ${MAX_COST_LIMIT_USD}
-        AND round(t.usd * 1000000) > month.cost_micros - ${cost} AND round(t.usd * 1000000) <= month.cost_micros
+        AND round(t.usd * 1000000) > month.cost_micros - input.cost_micros
+        AND round(t.usd * 1000000) <= month.cost_micros
     ), paused AS (
-      UPDATE users SET paused_at = ${at}, paused_kind = 'cost_limit',
+      UPDATE users SET paused_at = input.at, paused_kind = 'cost_limit',
         paused_reason = 'reached its monthly cost limit of $' || to_char(${limitSql} / 1000000.0, 'FM999999990.00')
-      FROM month
-      WHERE users.id = ${e.agentId} AND users.paused_at IS NULL AND month.cost_micros >= ${limitSql}
-      RETURNING users.id
+      FROM input JOIN month ON month.agent_id = input.agent_id
+      WHERE users.id = input.agent_id AND users.paused_at IS NULL AND month.cost_micros >= ${limitSql}
+      RETURNING users.id AS agent_id
     ), notices AS (
       INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id, payload, run_id)
-      SELECT (${eventIds}::text[])[c.ord], ${e.tenantId}, 'usage.threshold', ${e.agentId}, 'user', ${e.agentId},
+      SELECT input.event_ids[c.ord], input.tenant_id, 'usage.threshold', input.agent_id, 'user', input.agent_id,
         jsonb_build_object('threshold_micros', c.threshold, 'spent_micros', month.cost_micros,
-          'limit_micros', config.limit_micros, 'month', ${month}::text),
-        ${e.runId}
-      FROM crossed c, month, config
+          'limit_micros', config.limit_micros, 'month', input.month),
+        input.run_id
+      FROM crossed c JOIN input ON input.i = c.i JOIN month ON month.agent_id = input.agent_id
+        JOIN config ON config.i = input.i
       UNION ALL
-      SELECT (${eventIds}::text[])[${MAX_THRESHOLDS + 1}], ${e.tenantId}, 'agent.paused', ${e.agentId}, 'user',
-        ${e.agentId}, jsonb_build_object('reason', 'cost_limit', 'spent_micros', month.cost_micros,
-          'limit_micros', config.limit_micros, 'month', ${month}::text),
-        ${e.runId}
-      FROM paused, month, config
+      SELECT input.event_ids[${MAX_THRESHOLDS + 1}], input.tenant_id, 'agent.paused', input.agent_id, 'user',
+        input.agent_id, jsonb_build_object('reason', 'cost_limit', 'spent_micros', month.cost_micros,
+          'limit_micros', config.limit_micros, 'month', input.month),
+        input.run_id
+      FROM paused p JOIN input ON input.agent_id = p.agent_id JOIN month ON month.agent_id = input.agent_id
+        JOIN config ON config.i = input.i
       RETURNING id
+    ), notified AS (
+      SELECT ${notifyEventsSql("notices")} AS n
     )
-    SELECT month.cost_micros AS spent, config.agent_config,
-      ${keyGoneSql(e.apiKeyId)} AS key_gone,
-      (SELECT count(*) FROM crossed)::int AS crossed,
-      (SELECT count(*) FROM paused)::int AS paused,
-      ${notifyEventsSql("notices")} AS notified,
-      ${step ? Prisma.sql`(SELECT count(*) FROM step)::int` : Prisma.sql`0`} AS stepped
-    FROM month LEFT JOIN config ON true`,
+    SELECT input.i, month.cost_micros AS spent, config.agent_config,
+      ${keyGoneSql(Prisma.sql`input.api_key_id`)} AS key_gone,
+      (SELECT count(*) FROM crossed c WHERE c.i = input.i)::int AS crossed,
+      EXISTS (SELECT 1 FROM paused p WHERE p.agent_id = input.agent_id) AS paused,
+      EXISTS (SELECT 1 FROM step WHERE step.run_id = input.run_id) AS stepped
+    FROM input JOIN month ON month.agent_id = input.agent_id LEFT JOIN config ON config.i = input.i,
+      notified`,
   );
-  const r = row!;
-  const budget = budgetOf(r);
-  return {
-    monthMicros: budget.spentMicros,
-    crossed: Number(r.crossed),
-    paused: Number(r.paused) > 0,
-    budget,
-    stepped: Number(r.stepped) === 1,
-  };
-}
-
-/**
- * The run's totals move with each call, and a run with no model yet takes the one its calls
- * ran on (resolved from a default), so the run page names it. With a step, that step is
- * recorded in the same statement: the run's row is locked first and the step's condition
- * read from it, because one statement can change a row only once — the totals and the step
- * counter move in one UPDATE, the totals always, the counter only when the step may be
- * recorded.
- */
-function runSql(e: UsageEntry, cost: bigint, step?: { owner: string | null; record: StepRecord }) {
-  const u = e.usage;
-  const totals = Prisma.sql`input_tokens = r.input_tokens + ${u.input}, cached_tokens = r.cached_tokens + ${u.cached},
-          output_tokens = r.output_tokens + ${u.output}, cost_micros = r.cost_micros + ${cost},
-          model = COALESCE(r.model, ${e.model})`;
-  if (!step)
-    return Prisma.sql`run AS (
-      UPDATE subagent_task_runs r SET ${totals} WHERE r.id = ${e.runId} RETURNING r.id
-    )`;
-  const n = step.record.number;
-  return Prisma.sql`cur AS (
-      SELECT id, ${mayRecordSql(step.owner, n)} AS advance FROM subagent_task_runs WHERE id = ${e.runId} FOR UPDATE
-    ), run AS (
-      UPDATE subagent_task_runs r
-      SET ${totals}, steps_count = CASE WHEN cur.advance THEN ${n}::int ELSE r.steps_count END
-      FROM cur WHERE r.id = cur.id
-      RETURNING r.id
-    ), gate AS (
-      SELECT id FROM cur WHERE advance
-    ), ${stepInsertSql({ tenantId: e.tenantId }, step.record)}`;
+  const byItem = new Map(rows.map((r) => [Number(r.i), r]));
+  return items.map((_, i) => {
+    const r = byItem.get(i)!;
+    const budget = budgetOf(r);
+    return {
+      monthMicros: budget.spentMicros,
+      crossed: Number(r.crossed),
+      paused: r.paused,
+      budget,
+      stepped: r.stepped,
+    };
+  });
 }
 
 /** The agent's spend so far this (UTC) month, in micro-dollars. */
@@ -225,8 +271,8 @@ interface BudgetRow {
   key_gone: boolean;
 }
 
-/** The run's own API key was revoked or deleted. */
-const keyGoneSql = (keyId: string | null) => Prisma.sql`(${keyId}::text IS NOT NULL AND NOT EXISTS (
+/** The run's own API key (an expression naming its id, or null) was revoked or deleted. */
+const keyGoneSql = (keyId: Prisma.Sql) => Prisma.sql`(${keyId} IS NOT NULL AND NOT EXISTS (
   SELECT 1 FROM agent_api_keys k WHERE k.id = ${keyId} AND k.revoked_at IS NULL))`;
 
 function budgetOf(row: BudgetRow | undefined): Budget {
@@ -261,7 +307,7 @@ export async function readBudget(
   const [row] = await hotQuery<BudgetRow>(
     db,
     Prisma.sql`
-    SELECT u.agent_config, m.cost_micros AS spent, ${keyGoneSql(keyId)} AS key_gone
+    SELECT u.agent_config, m.cost_micros AS spent, ${keyGoneSql(Prisma.sql`${keyId}::text`)} AS key_gone
     FROM users u LEFT JOIN agent_usage_months m ON m.agent_id = u.id AND m.month = ${monthOf(at)}
     WHERE u.id = ${agentId}`,
   );

@@ -1,0 +1,97 @@
+// Group commit for the writes every agent step makes. Hundreds of runs in one worker each
+// record a step a few times a second; one statement apiece made Postgres and the worker
+// spend more on round trips, commits and wake-ups than on the rows. Writes submitted while
+// a batch is in flight go together as the next batch, so a lone write is sent at once and
+// a burst costs a few statements, not hundreds.
+import pg from "pg";
+import { type Db, ownsPool } from "./prisma.ts";
+
+/** Rows per statement: a step carries up to a few KB of page text. */
+const MAX_BATCH = 64;
+
+export interface GroupCommitOptions<T, R> {
+  /** Writes a batch in one statement; returns one result per item, in order. */
+  write(items: T[]): Promise<R[]>;
+  /**
+   * Items with the same key never share a batch, and keep their order: one statement
+   * cannot upsert a row twice, and the second of an agent's calls must see the first's total.
+   */
+  key(item: T): string;
+  max: number;
+  /**
+   * Whether a failed batch was rolled back, so its items may be written again one by one.
+   * A lost connection says nothing of whether the batch committed: its items fail.
+   */
+  rolledBack(err: unknown): boolean;
+}
+
+interface Pending<T, R> {
+  item: T;
+  key: string;
+  resolve(r: R): void;
+  reject(e: unknown): void;
+}
+
+export function groupCommit<T, R>(o: GroupCommitOptions<T, R>): (item: T) => Promise<R> {
+  let queue: Pending<T, R>[] = [];
+  let busy = false;
+
+  async function send(batch: Pending<T, R>[]) {
+    try {
+      const results = await o.write(batch.map((p) => p.item));
+      for (const [i, p] of batch.entries()) p.resolve(results[i]!);
+    } catch (err) {
+      if (batch.length === 1 || !o.rolledBack(err)) {
+        for (const p of batch) p.reject(err);
+        return;
+      }
+      // One bad item must not fail the others: each is written alone, and fails alone.
+      await Promise.all(batch.map((p) => send([p])));
+    }
+  }
+
+  function pump() {
+    if (busy || !queue.length) return;
+    const batch: Pending<T, R>[] = [];
+    const rest: Pending<T, R>[] = [];
+    const keys = new Set<string>();
+    for (const p of queue) {
+      // Once a key waits, its later items wait too, so each key's items stay in order.
+      if (batch.length < o.max && !keys.has(p.key)) batch.push(p);
+      else rest.push(p);
+      keys.add(p.key);
+    }
+    queue = rest;
+    busy = true;
+    void send(batch).finally(() => {
+      busy = false;
+      pump();
+    });
+  }
+
+  return (item) =>
+    new Promise<R>((resolve, reject) => {
+      queue.push({ item, key: o.key(item), resolve, reject });
+      pump();
+    });
+}
+
+/**
+ * One group commit per root client for `make(db)`'s writes, which go through that client's
+ * pool; null for a transaction client, whose statements belong to its transaction. A
+ * statement Postgres answered with an error was rolled back; any other failure may have
+ * committed.
+ */
+export function perPool<T, R>(
+  make: (db: Db) => Pick<GroupCommitOptions<T, R>, "write" | "key">,
+): (db: Db) => ((item: T) => Promise<R>) | null {
+  const groups = new WeakMap<Db, (item: T) => Promise<R>>();
+  return (db) => {
+    let g = groups.get(db);
+    if (!g && ownsPool(db)) {
+      g = groupCommit({ ...make(db), max: MAX_BATCH, rolledBack: (e) => e instanceof pg.DatabaseError });
+      groups.set(db, g);
+    }
+    return g ?? null;
+  };
+}
