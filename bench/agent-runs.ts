@@ -282,6 +282,12 @@ async function main() {
       console.log(
         `ramp, ms after the commit (min / p25 / p50 / p75 / max): claimed ${q(stages!.claimed)}; /whoami recorded ${q(stages!.whoami)}`,
       );
+      // Whether a few runs are late or all of them: the spread of the runs' ends.
+      const [ends] = await db.$queryRaw<{ ms: number[] }[]>`
+        SELECT array_agg(round(extract(epoch FROM completed_at - ${new Date(t0)}::timestamptz) * 1000)::int
+          ORDER BY completed_at) AS ms
+        FROM subagent_task_runs WHERE tenant_id = ${w.ctx.tenant.id} AND created_at >= ${queuedAt}`;
+      console.log(`runs ended, ms after the commit (min / p25 / p50 / p75 / max): ${q(ends!.ms)}`);
     }
     // The ramp: how long after the commit each run made its first LLM call.
     const ramp = [...firstCall.values()].map((t) => t - t0);

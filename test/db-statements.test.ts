@@ -41,6 +41,21 @@ describe("named statements", () => {
     });
   });
 
+  it("of group commits go on connections of their own, so a busy pool does not hold a step's record back", async () => {
+    await withClient(true, async (db) => {
+      // The pool's one connection sleeps for a second; the group commit's answers meanwhile.
+      const order: string[] = [];
+      const busy = hotQuery(db, Prisma.sql`SELECT pg_sleep(1)`).then(() => order.push("pool"));
+      const [row] = await hotQuery<{ n: number }>(db, Prisma.sql`SELECT ${7}::int AS n`, {
+        groupCommit: true,
+      });
+      order.push("group commit");
+      expect(row!.n).toBe(7);
+      await busy;
+      expect(order).toEqual(["group commit", "pool"]);
+    });
+  });
+
   it("go through Prisma inside a transaction, which has no pool of its own", async () => {
     await withClient(true, async (db) => {
       const rows = await db.$transaction((tx) =>

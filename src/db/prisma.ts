@@ -32,7 +32,13 @@ function statementNamer(max = MAX_NAMED_STATEMENTS) {
 }
 
 // The pool and statement names behind each root client, for `hotQuery`.
-const pools = new WeakMap<object, { pool: pg.Pool; name?: (q: { sql: string }) => string }>();
+const pools = new WeakMap<
+  object,
+  { pool: pg.Pool; writes: pg.Pool; name?: (q: { sql: string }) => string }
+>();
+
+/** Connections for group commits (db/group-commit.ts): one per kind of group, each with one batch in flight. */
+const WRITE_CONNECTIONS = 2;
 
 export function createPrisma(
   databaseUrl: string,
@@ -43,7 +49,23 @@ export function createPrisma(
   const name = opts.namedStatements === false ? undefined : statementNamer();
   const adapter = new PrismaPg(pool, { statementNameGenerator: name, disposeExternalPool: true });
   const client = new PrismaClient({ adapter });
-  pools.set(client, { pool, name });
+  // The group commits write on connections of their own, so the steps of running runs never
+  // queue behind a burst of claims or page reads for the shared pool: in the benchmark's
+  // ramp, 200 runs' first steps were recorded only after all 200 claims, and each run's
+  // second step waited for its first. Opened when first used (a web process never does).
+  const writes = new pg.Pool({ connectionString: databaseUrl, max: WRITE_CONNECTIONS });
+  // An idle connection the server closed (a restart, a dropped database) leaves the pool,
+  // and the next statement opens another; unhandled, the pool's error event would crash us.
+  writes.on("error", () => undefined);
+  const disconnect = client.$disconnect.bind(client);
+  client.$disconnect = async () => {
+    await disconnect();
+    // Prisma ends the pool only if it ever used it: a client that ran nothing but hot
+    // statements would otherwise keep its connections.
+    if (!pool.ending) await pool.end();
+    await writes.end();
+  };
+  pools.set(client, { pool, writes, name });
   return client;
 }
 
@@ -56,11 +78,12 @@ export function createPrisma(
  * or json, and callers convert counts with Number() or BigInt(). Dates are sent as UTC
  * ISO strings, which is how Prisma writes them to zone-less timestamp columns.
  */
-export async function hotQuery<T>(db: Db, sql: Prisma.Sql): Promise<T[]> {
+export async function hotQuery<T>(db: Db, sql: Prisma.Sql, o: { groupCommit?: boolean } = {}): Promise<T[]> {
   const direct = pools.get(db);
   if (!direct) return db.$queryRaw<T[]>(sql);
   const values = sql.values.map((v) => (v instanceof Date ? v.toISOString() : v));
-  const res = await direct.pool.query({ name: direct.name?.({ sql: sql.text }), text: sql.text, values });
+  const pool = o.groupCommit ? direct.writes : direct.pool;
+  const res = await pool.query({ name: direct.name?.({ sql: sql.text }), text: sql.text, values });
   return res.rows as T[];
 }
 

@@ -102,6 +102,7 @@ async function writeSteps(db: Db, items: StepItem[]): Promise<boolean[]> {
       RETURNING r.id
     )
     SELECT input.i, EXISTS (SELECT 1 FROM step WHERE step.run_id = input.run_id) AS stepped FROM input`,
+    { groupCommit: true },
   );
   const stepped = new Map(rows.map((r) => [Number(r.i), r.stepped]));
   return items.map((_, i) => stepped.get(i) === true);

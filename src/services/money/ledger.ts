@@ -231,6 +231,7 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
       EXISTS (SELECT 1 FROM step WHERE step.run_id = input.run_id) AS stepped
     FROM input JOIN month ON month.agent_id = input.agent_id LEFT JOIN config ON config.i = input.i,
       notified`,
+    { groupCommit: true },
   );
   const byItem = new Map(rows.map((r) => [Number(r.i), r]));
   return items.map((_, i) => {
