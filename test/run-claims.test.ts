@@ -35,8 +35,10 @@ async function world(runs: number) {
 describe("claimNext", () => {
   it("under 12 concurrent claims, exactly one run is claimed, and it is the oldest", async () => {
     const { agent, ids } = await world(3);
-    // Separate connections, so the claims really race inside Postgres; the agent's row is
-    // held meanwhile, so every claim takes its snapshot before any of them commits.
+    // Separate connections and transactions, as claims from several workers would be (one
+    // worker's claims at once go together: the next test), so they really race inside
+    // Postgres; the agent's row is held meanwhile, so every claim takes its snapshot before
+    // any of them commits.
     const pool = createPrisma(fileDatabaseUrl(), 13);
     try {
       let release!: () => void;
@@ -55,7 +57,10 @@ describe("claimNext", () => {
       await isLocked;
       const racing = Promise.all(
         Array.from({ length: 12 }, (_, i) =>
-          claimNext(pool, i % 2 ? { agentId: agent.id } : { runId: ids[2]! }, `worker-${i}`, 30),
+          pool.$transaction(
+            (tx) => claimNext(tx, i % 2 ? { agentId: agent.id } : { runId: ids[2]! }, `worker-${i}`, 30),
+            { maxWait: 20_000, timeout: 20_000 },
+          ),
         ),
       );
       await waitFor(async () => {
@@ -75,6 +80,24 @@ describe("claimNext", () => {
     } finally {
       await pool.$disconnect();
     }
+  });
+
+  it("one worker's claims at once go together: one claims the oldest run, the others find the agent busy", async () => {
+    const { agent, ids } = await world(3);
+    const other = await world(1);
+    const claims = await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) =>
+        claimNext(db, i % 2 ? { agentId: agent.id } : { runId: ids[1 + (i % 2)]! }, "w1", 30),
+      ),
+      claimNext(db, { runId: other.ids[0]! }, "w1", 30),
+    ]);
+    const won = claims.filter((c) => c.start);
+    expect(won.map((c) => c.start!.run.id).sort()).toEqual([ids[0], other.ids[0]].sort());
+    expect(claims.slice(0, 6).every((c) => c.agentId === agent.id && !c.retry)).toBe(true);
+    expect(claims[6]!.start?.agent.id).toBe(other.agent.id);
+    const [row] = await db.$queryRaw<{ n: number }[]>`
+      SELECT count(DISTINCT xmin::text)::int AS n FROM subagent_task_runs WHERE id IN (${ids[0]}, ${other.ids[0]})`;
+    expect(row!.n).toBeLessThanOrEqual(2);
   });
 
   it("claims nothing while the agent's run holds a live lease; the next one after it ends", async () => {

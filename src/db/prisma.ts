@@ -37,8 +37,8 @@ const pools = new WeakMap<
   { pool: pg.Pool; writes: pg.Pool; name?: (q: { sql: string }) => string }
 >();
 
-/** Connections for group commits (db/group-commit.ts): one per kind of group, each with one batch in flight. */
-const WRITE_CONNECTIONS = 2;
+/** Connections for group commits (db/group-commit.ts): one per kind of group (claims, steps, calls), each with one batch in flight. */
+const WRITE_CONNECTIONS = 3;
 
 export function createPrisma(
   databaseUrl: string,

@@ -36,8 +36,8 @@ export interface RunStart {
 }
 
 /**
- * One JSON value: the run the CTE `claimed` returns, with everything its start needs, or
- * null when nothing was claimed. Timestamps without a zone are UTC; `AT TIME ZONE` states it.
+ * One JSON value: the claimed run `c` (a row of the claim's UPDATE), with everything its
+ * start needs. Timestamps without a zone are UTC; `AT TIME ZONE` states it.
  */
 export const runStartSql = (at: Date) => Prisma.sql`(
   SELECT json_build_object(
@@ -50,7 +50,7 @@ export const runStartSql = (at: Date) => Prisma.sql`(
     'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings,
       'createdAt', t.created_at AT TIME ZONE 'UTC'),
     'whoami', ${whoamiSql(Prisma.sql`c.agent_id`, Prisma.sql`c.tenant_id`, at)})
-  FROM claimed c JOIN users u ON u.id = c.agent_id JOIN tenants t ON t.id = c.tenant_id)`;
+  FROM users u JOIN tenants t ON t.id = c.tenant_id WHERE u.id = c.agent_id)`;
 
 interface StartJson {
   run: ClaimedRun;

@@ -1,7 +1,8 @@
 // Run lifecycle in Postgres, the source of truth. Creating a run writes a `run.queued`
 // outbox event in the same transaction; the relay turns it into an `agent-runs` job, so
 // no web request ever writes to Redis and a run can never be lost between the two.
-import { type Db, hotQuery, type PrismaClient } from "../../db/prisma.ts";
+import { perPool } from "../../db/group-commit.ts";
+import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma, type RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import { emitEvent, notifyEventsSql } from "../events.ts";
@@ -92,54 +93,102 @@ export interface Claim {
  * back with its agent, owner, tenant and first page (run-start.ts), read in the same statement.
  */
 export async function claimNext(
-  db: PrismaClient,
+  db: Db,
   by: { agentId: string } | { runId: string },
   owner: string,
   leaseSeconds: number,
 ): Promise<Claim> {
-  const agentId = "agentId" in by ? by.agentId : null;
-  const runId = "runId" in by ? by.runId : null;
-  const [row] = await hotQuery<{
+  const item = { by, owner, leaseSeconds };
+  const write = grouped(db);
+  return write ? write(item) : (await writeClaims(db, [item]))[0]!;
+}
+
+interface ClaimItem {
+  by: { agentId: string } | { runId: string };
+  owner: string;
+  leaseSeconds: number;
+}
+
+// Jobs that start together claim together: 200 runs queued at once were 200 claims
+// flooding the pool ahead of the first steps of the runs they started.
+const grouped = perPool<ClaimItem, Claim>((db) => ({
+  write: (items) => writeClaims(db, items),
+  key: (t) => ("agentId" in t.by ? t.by.agentId : t.by.runId),
+}));
+
+/**
+ * Claims for several jobs in one statement, each as claimNext says. The agents are locked
+ * in id order; two claims that name one agent (two of its runs' jobs) take it once: the
+ * first claims its oldest run, the second finds it taken, as it would one statement later.
+ */
+async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
+  const input = items.map((t, i) => ({
+    i,
+    agent_id: "agentId" in t.by ? t.by.agentId : null,
+    run_id: "runId" in t.by ? t.by.runId : null,
+    owner: t.owner,
+    lease_seconds: t.leaseSeconds,
+  }));
+  const rows = await hotQuery<{
+    i: number;
     agent_id: string | null;
     start: Parameters<typeof parseRunStart>[0];
     gave_up: string | null;
   }>(
     db,
     Prisma.sql`
-    WITH agent AS (
-      SELECT u.id FROM users u
-      WHERE u.id = COALESCE(${agentId}::text, (SELECT agent_id FROM subagent_task_runs WHERE id = ${runId}::text))
-      FOR UPDATE
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
+        AS x(i int, agent_id text, run_id text, owner text, lease_seconds int)
+    ), wanted AS (
+      SELECT input.*, COALESCE(input.agent_id,
+        (SELECT r.agent_id FROM subagent_task_runs r WHERE r.id = input.run_id)) AS agent
+      FROM input
+    ), locked AS (
+      SELECT u.id FROM users u WHERE u.id IN (SELECT agent FROM wanted) ORDER BY u.id FOR UPDATE
+    ), agent AS (
+      SELECT DISTINCT ON (w.agent) w.agent AS id, w.i, w.owner, w.lease_seconds
+      FROM wanted w JOIN locked ON locked.id = w.agent
+      ORDER BY w.agent, w.i
     ), next AS (
-      SELECT r.id, r.attempts, r.status FROM subagent_task_runs r JOIN agent ON r.agent_id = agent.id
-      WHERE ${CLAIMABLE} AND NOT EXISTS (
-        -- The agent's id as a value, not a join column, so it is an index condition: the partial
-        -- index of running runs then reads this agent's, not every running run there is.
-        SELECT 1 FROM subagent_task_runs b
-        WHERE b.agent_id = (SELECT id FROM agent) AND b.status = 'running' AND b.lease_expires_at > now())
-      ORDER BY r.created_at, r.id LIMIT 1
+      SELECT agent.i, agent.owner, agent.lease_seconds, n.id, n.attempts, n.status
+      FROM agent, LATERAL (
+        SELECT r.id, r.attempts, r.status FROM subagent_task_runs r
+        WHERE r.agent_id = agent.id AND ${CLAIMABLE} AND NOT EXISTS (
+          -- The agent's id is a value here, so it is an index condition: the partial index
+          -- of running runs reads this agent's, not every running run there is.
+          SELECT 1 FROM subagent_task_runs b
+          WHERE b.agent_id = agent.id AND b.status = 'running' AND b.lease_expires_at > now())
+        ORDER BY r.created_at, r.id LIMIT 1) n
     ), gave_up AS (
       UPDATE subagent_task_runs r
       SET status = 'failed', stop_reason = 'worker_lost', completed_at = now(), lease_owner = NULL,
           error = ${`The worker running this run stopped ${MAX_ATTEMPTS} times; giving up.`}
       FROM next WHERE r.id = next.id AND ${EXHAUSTED} AND ${CLAIMABLE}
-      RETURNING r.id
+      RETURNING r.id, next.i
     ), claimed AS (
       UPDATE subagent_task_runs r
-      SET status = 'running', lease_owner = ${owner},
-          lease_expires_at = now() + make_interval(secs => ${leaseSeconds}),
+      SET status = 'running', lease_owner = next.owner,
+          lease_expires_at = now() + make_interval(secs => next.lease_seconds),
           started_at = COALESCE(r.started_at, now()), attempts = r.attempts + 1
       FROM next WHERE r.id = next.id AND NOT ${EXHAUSTED} AND ${CLAIMABLE}
-      RETURNING r.*
+      RETURNING r.*, next.i AS claim_i
     )
-    SELECT (SELECT id FROM agent) AS agent_id, ${runStartSql(new Date())} AS start,
-      (SELECT id FROM gave_up) AS gave_up`,
+    SELECT w.i, (SELECT locked.id FROM locked WHERE locked.id = w.agent) AS agent_id,
+      (SELECT ${runStartSql(new Date())} FROM claimed c WHERE c.claim_i = w.i) AS start,
+      (SELECT g.id FROM gave_up g WHERE g.i = w.i) AS gave_up
+    FROM wanted w`,
+    { groupCommit: true },
   );
-  return {
-    start: parseRunStart(row?.start ?? null),
-    agentId: row?.agent_id ?? null,
-    retry: Boolean(row?.gave_up),
-  };
+  const byItem = new Map(rows.map((r) => [Number(r.i), r]));
+  return items.map((_, i) => {
+    const row = byItem.get(i);
+    return {
+      start: parseRunStart(row?.start ?? null),
+      agentId: row?.agent_id ?? null,
+      retry: Boolean(row?.gave_up),
+    };
+  });
 }
 
 export interface Finish {
