@@ -1,8 +1,9 @@
-// Group commit for the writes every agent step makes. Hundreds of runs in one worker each
-// record a step a few times a second; one statement apiece made Postgres and the worker
-// spend more on round trips, commits and wake-ups than on the rows. Writes submitted while
-// a batch is in flight go together as the next batch, so a lone write is sent at once and
-// a burst costs a few statements, not hundreds.
+// Group commit for the writes an agent worker makes by the hundred: claims, steps and the
+// ledger rows of LLM calls. Hundreds of runs in one worker each record a step a few times
+// a second; one statement apiece made Postgres and the worker spend more on round trips,
+// commits and wake-ups than on the rows. Writes submitted while a batch is in flight go
+// together as the next batch, so a lone write is sent at once and a burst costs a few
+// statements, not hundreds.
 import pg from "pg";
 import { type Db, ownsPool } from "./prisma.ts";
 
