@@ -78,21 +78,28 @@ export function groupCommit<T, R>(o: GroupCommitOptions<T, R>): (item: T) => Pro
 }
 
 /**
- * One group commit per root client for `make(db)`'s writes, which go through that client's
- * pool; null for a transaction client, whose statements belong to its transaction. A
- * statement Postgres answered with an error was rolled back; any other failure may have
+ * Writes an item through `write`: on a root client, in that client's group commit; in a
+ * transaction, at once as a batch of one, since its statements belong to the transaction.
+ * A statement Postgres answered with an error was rolled back; any other failure may have
  * committed.
  */
-export function perPool<T, R>(
-  make: (db: Db) => Pick<GroupCommitOptions<T, R>, "write" | "key">,
-): (db: Db) => ((item: T) => Promise<R>) | null {
+export function grouped<T, R>(o: {
+  write(db: Db, items: T[]): Promise<R[]>;
+  key(item: T): string;
+}): (db: Db, item: T) => Promise<R> {
   const groups = new WeakMap<Db, (item: T) => Promise<R>>();
-  return (db) => {
+  return async (db, item) => {
+    if (!ownsPool(db)) return (await o.write(db, [item]))[0]!;
     let g = groups.get(db);
-    if (!g && ownsPool(db)) {
-      g = groupCommit({ ...make(db), max: MAX_BATCH, rolledBack: (e) => e instanceof pg.DatabaseError });
+    if (!g) {
+      g = groupCommit({
+        write: (items) => o.write(db, items),
+        key: o.key,
+        max: MAX_BATCH,
+        rolledBack: (e) => e instanceof pg.DatabaseError,
+      });
       groups.set(db, g);
     }
-    return g ?? null;
+    return g(item);
   };
 }

@@ -1,7 +1,7 @@
 // Run lifecycle in Postgres, the source of truth. Creating a run writes a `run.queued`
 // outbox event in the same transaction; the relay turns it into an `agent-runs` job, so
 // no web request ever writes to Redis and a run can never be lost between the two.
-import { perPool } from "../../db/group-commit.ts";
+import { grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma, type RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
@@ -98,9 +98,7 @@ export async function claimNext(
   owner: string,
   leaseSeconds: number,
 ): Promise<Claim> {
-  const item = { by, owner, leaseSeconds };
-  const write = grouped(db);
-  return write ? write(item) : (await writeClaims(db, [item]))[0]!;
+  return claim(db, { by, owner, leaseSeconds });
 }
 
 interface ClaimItem {
@@ -111,10 +109,10 @@ interface ClaimItem {
 
 // Jobs that start together claim together: 200 runs queued at once were 200 claims
 // flooding the pool ahead of the first steps of the runs they started.
-const grouped = perPool<ClaimItem, Claim>((db) => ({
-  write: (items) => writeClaims(db, items),
+const claim = grouped<ClaimItem, Claim>({
+  write: writeClaims,
   key: (t) => ("agentId" in t.by ? t.by.agentId : t.by.runId),
-}));
+});
 
 /**
  * Claims for several jobs in one statement, each as claimNext says. The agents are locked

@@ -2,7 +2,7 @@
 // retried or recovered job unable to record — and so to execute — step N twice. The
 // run's step counter moves in the same statement, guarded by the lease; its token and
 // cost totals move with the usage ledger (money/ledger.ts), which counts every call.
-import { perPool } from "../../db/group-commit.ts";
+import { grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma, type SubagentTaskRunStep } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
@@ -109,10 +109,7 @@ async function writeSteps(db: Db, items: StepItem[]): Promise<boolean[]> {
 }
 
 // A worker's steps go out in groups; a transaction's, as it makes them.
-const grouped = perPool<StepItem, boolean>((db) => ({
-  write: (items) => writeSteps(db, items),
-  key: (t) => t.run.id,
-}));
+const writeStep = grouped<StepItem, boolean>({ write: writeSteps, key: (t) => t.run.id });
 
 export async function recordStep(
   tx: Db,
@@ -120,10 +117,7 @@ export async function recordStep(
   owner: string | null,
   s: StepRecord,
 ) {
-  const item = { run, owner, s };
-  const write = grouped(tx);
-  const stepped = write ? await write(item) : (await writeSteps(tx, [item]))[0];
-  if (!stepped) throw new LeaseLostError();
+  if (!(await writeStep(tx, { run, owner, s }))) throw new LeaseLostError();
 }
 
 export async function recordResources(

@@ -4,7 +4,7 @@
 // concurrent calls of one agent: each call sees the total before and after itself, so a
 // threshold is crossed by exactly one call, and the call that reaches the limit pauses
 // the agent in that same statement.
-import { perPool } from "../../db/group-commit.ts";
+import { grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery, type PrismaClient } from "../../db/prisma.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
@@ -62,10 +62,7 @@ interface UsageItem {
 // A worker's calls go out in groups (db/group-commit.ts); a transaction's, as it makes
 // them. An agent's calls never share a statement: each must see the total the one
 // before it left, and one statement cannot upsert its month twice.
-const grouped = perPool<UsageItem, Recorded>((db) => ({
-  write: (items) => writeUsage(db, items),
-  key: (t) => t.e.agentId,
-}));
+const writeCall = grouped<UsageItem, Recorded>({ write: writeUsage, key: (t) => t.e.agentId });
 
 /**
  * Writes one call's ledger row and moves every total. The agent's limit and alerts are
@@ -80,9 +77,7 @@ export async function recordUsage(
   at = new Date(),
   step?: { owner: string | null; record: StepRecord },
 ): Promise<Recorded> {
-  const item = { e, at, step };
-  const write = grouped(db);
-  return write ? write(item) : (await writeUsage(db, [item]))[0]!;
+  return writeCall(db, { e, at, step });
 }
 
 /**
