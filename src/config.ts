@@ -14,8 +14,8 @@ const schema = z.object({
   // Prisma's own default, which a pool we build ourselves (adapter-pg) does not get; pg's
   // is 10. Postgres does the most work with about two busy connections per core: past that
   // its backends and ours take turns on the same cores, and each new backend plans our
-  // statements with cold caches. On two cores, 5 instead of 10 took the agent-run
-  // benchmark from 75 to 81 % (README, Benchmarks).
+  // statements with cold caches. On a busy two-core machine, 5 instead of 10 took the
+  // agent-run benchmark from 75 to 81 % (README, Benchmarks).
   DATABASE_POOL_SIZE: z.coerce
     .number()
     .int()

@@ -56,8 +56,8 @@ export function stepColumns(owner: string | null, s: StepRecord | undefined) {
  * (this worker holds the lease, or no worker does for an owner's answer, and N-1 is the
  * run's last step); `gate` is the runs that may; `step` inserts their steps, so it has a
  * row exactly for each step recorded. The caller's UPDATE moves `steps_count` for `gate`.
- * Runs are locked in id order, as the heartbeat's UPDATE locks them (an index scan of a
- * sorted array), so two batches, or a batch and a heartbeat, never deadlock.
+ * Runs are locked in id order, as the heartbeat locks them, so two batches, or a batch and
+ * a heartbeat, never deadlock.
  */
 export const stepGateSql = Prisma.sql`cur AS (
       SELECT r.id, input.i, (input.has_step AND r.steps_count = input.step_number - 1 AND (input.step_owner IS NULL
@@ -75,6 +75,9 @@ export const stepGateSql = Prisma.sql`cur AS (
       FROM gate JOIN input ON input.i = gate.i
       RETURNING run_id
     )`;
+
+/** Over `input` and `step` (stepGateSql): whether the row's step was recorded. */
+export const steppedSql = Prisma.sql`EXISTS (SELECT 1 FROM step WHERE step.run_id = input.run_id)`;
 
 interface StepItem {
   run: { id: string; tenantId: string };
@@ -101,7 +104,7 @@ async function writeSteps(db: Db, items: StepItem[]): Promise<boolean[]> {
       FROM gate JOIN input ON input.i = gate.i WHERE r.id = gate.id
       RETURNING r.id
     )
-    SELECT input.i, EXISTS (SELECT 1 FROM step WHERE step.run_id = input.run_id) AS stepped FROM input`,
+    SELECT input.i, ${steppedSql} AS stepped FROM input`,
     { groupCommit: true },
   );
   const stepped = new Map(rows.map((r) => [Number(r.i), r.stepped]));

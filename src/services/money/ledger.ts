@@ -16,7 +16,7 @@ import {
   DEFAULT_COST_LIMIT_USD,
   MAX_COST_LIMIT_USD,
 } from "../agents/settings.ts";
-import { STEP_COLUMNS, type StepRecord, stepColumns, stepGateSql } from "../agents/steps.ts";
+import { STEP_COLUMNS, type StepRecord, stepColumns, stepGateSql, steppedSql } from "../agents/steps.ts";
 import { emitEvent, notifyEventsSql } from "../events.ts";
 import { type Priced, usd } from "./pricing.ts";
 
@@ -223,7 +223,7 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
       ${keyGoneSql(Prisma.sql`input.api_key_id`)} AS key_gone,
       (SELECT count(*) FROM crossed c WHERE c.i = input.i)::int AS crossed,
       EXISTS (SELECT 1 FROM paused p WHERE p.agent_id = input.agent_id) AS paused,
-      EXISTS (SELECT 1 FROM step WHERE step.run_id = input.run_id) AS stepped
+      ${steppedSql} AS stepped
     FROM input JOIN month ON month.agent_id = input.agent_id LEFT JOIN config ON config.i = input.i,
       notified`,
     { groupCommit: true },
