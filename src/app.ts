@@ -8,7 +8,7 @@ import view from "@fastify/view";
 import { Eta } from "eta";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Config } from "./config.ts";
-import { createPrisma, type PrismaClient } from "./db/prisma.ts";
+import { type PrismaClient, prismaFromConfig } from "./db/prisma.ts";
 import auth from "./plugins/auth.ts";
 import errors from "./plugins/errors.ts";
 import prismaPlugin from "./plugins/prisma.ts";
@@ -45,11 +45,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const secure = config.PUBLIC_SCHEME === "https";
 
   await app.register(prismaPlugin, {
-    prisma:
-      opts.prisma ??
-      createPrisma(config.DATABASE_URL, config.DATABASE_POOL_SIZE, {
-        namedStatements: config.DATABASE_NAMED_STATEMENTS,
-      }),
+    prisma: opts.prisma ?? prismaFromConfig(config),
     owned: !opts.prisma,
   });
   await app.register(cookie, { secret: config.SESSION_SECRET });

@@ -22,6 +22,11 @@ const schema = z.object({
     .min(1)
     .max(200)
     .default(2 * availableParallelism() + 1),
+  // How long a transaction may wait for a pooled connection, and how long it may then take.
+  // Prisma's defaults (2 s, 5 s) made a burst of agent runs (50 per worker sharing a few
+  // connections) fail instead of queueing; a wait is cheap, a failed action is not.
+  DATABASE_TX_MAX_WAIT_MS: z.coerce.number().int().min(100).max(600_000).default(20_000),
+  DATABASE_TX_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   // Named (prepared) statements, so Postgres keeps their plans. Turn off behind a pooler
   // that cannot carry them across server connections (PgBouncer in transaction mode before 1.21).
   DATABASE_NAMED_STATEMENTS: z
@@ -57,6 +62,9 @@ const schema = z.object({
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
   RUN_LEASE_SECONDS: z.coerce.number().int().min(2).max(600).default(15),
   RUN_HEARTBEAT_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+  // A run whose worker is lost this many times (it died, or could not renew the run's lease)
+  // is given up as `worker_lost`, so a run that crashes every worker it lands on stops.
+  RUN_MAX_WORKER_LOSSES: z.coerce.number().int().min(1).max(100).default(3),
   // Master keys for secrets at rest (BYOK API keys): `version:base64(32 bytes)`, comma
   // separated; the highest version encrypts, all decrypt. Rotate by adding a version and
   // running `npm run keys:reencrypt`.

@@ -1,14 +1,12 @@
 import { loadConfig } from "./config.ts";
-import { createPrisma } from "./db/prisma.ts";
+import { prismaFromConfig } from "./db/prisma.ts";
 import { createRedis } from "./db/redis.ts";
 import { DEMO_MODEL, demoScript } from "./dev/demo-script.ts";
 import { startFakeLlm } from "./dev/fake-llm.ts";
 import { startRuntime } from "./jobs/runtime.ts";
 
 const config = loadConfig();
-const prisma = createPrisma(config.DATABASE_URL, config.DATABASE_POOL_SIZE, {
-  namedStatements: config.DATABASE_NAMED_STATEMENTS,
-});
+const prisma = prismaFromConfig(config);
 const connection = createRedis(config.REDIS_URL, "worker");
 const log = (msg: string, err?: unknown) => console.error(`[worker] ${msg}`, err ?? "");
 

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { createPrisma } from "../src/db/prisma.ts";
 import { newId } from "../src/lib/ids.ts";
-import { claimNext, MAX_ATTEMPTS, queueRun } from "../src/services/agents/runs.ts";
+import { claimNext, MAX_WORKER_LOSSES, queueRun, requeue } from "../src/services/agents/runs.ts";
 import { readWhoami } from "../src/services/pages/whoami-read.ts";
 import { toActor } from "../src/services/registry/types.ts";
 import { makeAgent } from "./helpers/agents.ts";
@@ -111,14 +111,14 @@ describe("claimNext", () => {
     expect((await claimNext(db, { agentId: agent.id }, "w2", 30)).start?.run.id).toBe(ids[1]);
   });
 
-  it("reclaims a run whose lease expired, then gives it up after MAX_ATTEMPTS and moves on", async () => {
+  it("reclaims a run whose lease expired, then gives it up after MAX_WORKER_LOSSES and moves on", async () => {
     const { agent, ids } = await world(2);
     const expire = () =>
       db.subagentTaskRun.update({
         where: { id: ids[0] },
         data: { leaseExpiresAt: new Date(Date.now() - 1000) },
       });
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    for (let attempt = 1; attempt <= MAX_WORKER_LOSSES; attempt++) {
       const claim = await claimNext(db, { agentId: agent.id }, `w${attempt}`, 30);
       expect(claim.start?.run).toMatchObject({ id: ids[0], attempts: attempt, leaseOwner: `w${attempt}` });
       await expire();
@@ -129,8 +129,35 @@ describe("claimNext", () => {
       status: "failed",
       stopReason: "worker_lost",
       leaseOwner: null,
+      error: expect.stringContaining(`lost ${MAX_WORKER_LOSSES} times in a row`),
     });
     expect((await claimNext(db, { agentId: agent.id }, "w-last", 30)).start?.run.id).toBe(ids[1]);
+  });
+
+  it("takes the limit of lost workers from the worker, and does not count a wait for a person as one", async () => {
+    const { agent, ids } = await world(1);
+    const expire = () =>
+      db.subagentTaskRun.update({
+        where: { id: ids[0] },
+        data: { leaseExpiresAt: new Date(Date.now() - 1000) },
+      });
+    const claimed = await claimNext(db, { agentId: agent.id }, "w1", 30, 1);
+    expect(claimed.start?.run).toMatchObject({ id: ids[0], attempts: 1 });
+    // It asked its owner and was answered: queued again, a fresh stretch of work.
+    await db.subagentTaskRun.update({ where: { id: ids[0] }, data: { status: "waiting" } });
+    await requeue(db, claimed.start!.run, agent.id);
+    expect((await claimNext(db, { agentId: agent.id }, "w2", 30, 1)).start?.run).toMatchObject({
+      attempts: 1,
+    });
+    await expire();
+    expect(await claimNext(db, { agentId: agent.id }, "w3", 30, 1)).toMatchObject({
+      start: null,
+      retry: true,
+    });
+    expect(await db.subagentTaskRun.findUniqueOrThrow({ where: { id: ids[0] } })).toMatchObject({
+      stopReason: "worker_lost",
+      error: expect.stringContaining("lost 1 time in a row"),
+    });
   });
 
   it("a claim brings what the run starts with: its agent and owner, the tenant, its /whoami", async () => {

@@ -1,5 +1,6 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
+import type { Config } from "../config.ts";
 import { Prisma, PrismaClient } from "../generated/prisma/client.ts";
 import { ConflictError } from "../lib/errors.ts";
 
@@ -40,22 +41,45 @@ const pools = new WeakMap<
 /** Connections for group commits (db/group-commit.ts): one per kind of group (claims, steps, calls), each with one batch in flight. */
 const WRITE_CONNECTIONS = 3;
 
-export function createPrisma(
-  databaseUrl: string,
-  max = 10,
-  opts: { namedStatements?: boolean } = {},
+export interface PrismaOptions {
+  namedStatements?: boolean;
+  /** Interactive transactions: how long one waits for a connection, and may then take (ms). */
+  transactions?: { maxWait: number; timeout: number };
+}
+
+/** The web's and the worker's client, sized and limited as configured. */
+export function prismaFromConfig(
+  c: Pick<
+    Config,
+    | "DATABASE_URL"
+    | "DATABASE_POOL_SIZE"
+    | "DATABASE_NAMED_STATEMENTS"
+    | "DATABASE_TX_MAX_WAIT_MS"
+    | "DATABASE_TX_TIMEOUT_MS"
+  >,
 ): PrismaClient {
+  return createPrisma(c.DATABASE_URL, c.DATABASE_POOL_SIZE, {
+    namedStatements: c.DATABASE_NAMED_STATEMENTS,
+    transactions: { maxWait: c.DATABASE_TX_MAX_WAIT_MS, timeout: c.DATABASE_TX_TIMEOUT_MS },
+  });
+}
+
+/** Transaction limits when none are configured: config.ts's defaults (DATABASE_TX_*). */
+const TRANSACTIONS = { maxWait: 20_000, timeout: 15_000 };
+
+export function createPrisma(databaseUrl: string, max = 10, opts: PrismaOptions = {}): PrismaClient {
   const pool = new pg.Pool({ connectionString: databaseUrl, max });
+  // A connection the server closed while idle (a restart, pg_terminate_backend) leaves the
+  // pool, and the next statement opens another; unhandled, the error event would crash us.
+  pool.on("error", () => undefined);
   const name = opts.namedStatements === false ? undefined : statementNamer();
   const adapter = new PrismaPg(pool, { statementNameGenerator: name, disposeExternalPool: true });
-  const client = new PrismaClient({ adapter });
+  const client = new PrismaClient({ adapter, transactionOptions: opts.transactions ?? TRANSACTIONS });
   // The group commits write on connections of their own, so the steps of running runs never
   // queue behind a burst of claims or page reads for the shared pool: in the benchmark's
   // ramp, 200 runs' first steps were recorded only after all 200 claims, and each run's
   // second step waited for its first. Opened when first used (a web process never does).
   const writes = new pg.Pool({ connectionString: databaseUrl, max: WRITE_CONNECTIONS });
-  // An idle connection the server closed (a restart, a dropped database) leaves the pool,
-  // and the next statement opens another; unhandled, the pool's error event would crash us.
   writes.on("error", () => undefined);
   const disconnect = client.$disconnect.bind(client);
   client.$disconnect = async () => {

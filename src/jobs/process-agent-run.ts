@@ -4,10 +4,11 @@ import { hostname } from "node:os";
 import type { Job } from "bullmq";
 import type { PrismaClient } from "../db/prisma.ts";
 import { newId } from "../lib/ids.ts";
+import { isTransient, retryTransient } from "../lib/transient.ts";
 import type { Heartbeat } from "../services/agents/heartbeat.ts";
-import { type NavigatorDeps, runNavigator } from "../services/agents/navigator.ts";
+import { type NavigatorDeps, type Resumable, runNavigator, stopped } from "../services/agents/navigator.ts";
 import type { RunStart } from "../services/agents/run-start.ts";
-import { claimNext, type Finish, finishRun } from "../services/agents/runs.ts";
+import { claimNext, type Finish, finishRun, reloadRun } from "../services/agents/runs.ts";
 import { LeaseLostError } from "../services/agents/steps.ts";
 import type { JobPayloads } from "./queues.ts";
 
@@ -21,6 +22,8 @@ export interface AgentRunDeps {
   heartbeat: Heartbeat;
   owner: string;
   leaseSeconds: number;
+  /** RUN_MAX_WORKER_LOSSES */
+  maxWorkerLosses?: number;
   log?: (msg: string, err?: unknown) => void;
 }
 
@@ -29,7 +32,7 @@ async function execute(d: AgentRunDeps, start: RunStart): Promise<void> {
   const controller = d.heartbeat.track(run.id);
   let fin: Finish;
   try {
-    fin = await runNavigator({ ...d.navigator, prisma: d.prisma, owner: d.owner }, start, controller.signal);
+    fin = await navigateResuming(d, start, controller.signal);
   } catch (err) {
     if (err instanceof LeaseLostError) fin = { status: "failed", stopReason: "lease_lost" };
     else {
@@ -40,12 +43,58 @@ async function execute(d: AgentRunDeps, start: RunStart): Promise<void> {
         error: `Internal error: ${(err as Error).message}`,
       };
     }
+  }
+  try {
+    // Another worker holds the run now; a shutdown leaves it for the next worker (its lease expires).
+    if (fin.stopReason === "lease_lost" || fin.stopReason === "shutdown") return;
+    // Still under our lease (the heartbeat renews it while the database answers); past it, the
+    // run is recovered by another claim, which resumes from its recorded steps.
+    await retryTransient(() => finishRun(d.prisma, run, d.owner, fin), {
+      until: Date.now() + d.leaseSeconds * 1000,
+      onRetry: (err, _, wait) =>
+        d.log?.(`run ${run.id}: could not record its end, again in ${Math.round(wait)} ms`, err),
+    });
   } finally {
     d.heartbeat.untrack(run.id);
   }
-  // Another worker holds the run now; a shutdown leaves it for the next worker (its lease expires).
-  if (fin.stopReason === "lease_lost" || fin.stopReason === "shutdown") return;
-  await finishRun(d.prisma, run, d.owner, fin);
+}
+
+/**
+ * Runs the navigator; after a transient failure (the database or Redis briefly away, a pool
+ * or transaction timeout in a burst) it waits with backoff and resumes from what Postgres
+ * recorded, until the run's own deadline. A step is recorded in the transaction of the
+ * action it ran, so a resumed run never repeats an action; an LLM call whose step was lost
+ * is made again (and charged: it was made).
+ */
+async function navigateResuming(d: AgentRunDeps, start: RunStart, signal: AbortSignal): Promise<Finish> {
+  const { run } = start;
+  const deps = { ...d.navigator, prisma: d.prisma, owner: d.owner };
+  const resumable: Resumable = {};
+  let next: RunStart | null = start;
+  try {
+    return await retryTransient(
+      async () => {
+        const current = next ?? (await reloadRun(d.prisma, run.id, d.owner));
+        next = null;
+        if (!current) throw new LeaseLostError();
+        return runNavigator(deps, current, signal, resumable);
+      },
+      {
+        until: () => resumable.deadline ?? Date.now() + run.timeoutSeconds * 1000,
+        signal,
+        onRetry: (err, attempt, wait) =>
+          d.log?.(`run ${run.id}: transient failure (${attempt}), resuming in ${Math.round(wait)} ms`, err),
+      },
+    );
+  } catch (err) {
+    if (signal.aborted) return stopped(signal.reason);
+    if (!isTransient(err)) throw err;
+    return {
+      status: "timed_out",
+      stopReason: "unavailable",
+      error: `Ran out of time (${run.timeoutSeconds} s) while the database or the queue was unavailable: ${(err as Error).message.trim().split("\n").pop()}`,
+    };
+  }
 }
 
 export function agentRunProcessor(d: AgentRunDeps) {
@@ -55,7 +104,7 @@ export function agentRunProcessor(d: AgentRunDeps) {
     // Keep going while this agent has queued work: the next run starts without another queue hop.
     for (;;) {
       const by = agentId ? { agentId } : { runId: job.data.runId };
-      const claim = await claimNext(d.prisma, by, d.owner, d.leaseSeconds);
+      const claim = await claimNext(d.prisma, by, d.owner, d.leaseSeconds, d.maxWorkerLosses);
       agentId = claim.agentId;
       if (claim.retry) continue;
       if (!claim.start) return { ran };

@@ -13,9 +13,12 @@ export interface JobPayloads {
   maintenance: Record<string, never>;
 }
 
+// Jobs fail for good only on a permanent error (runtime.ts turns those into UnrecoverableError);
+// a transient one is tried again for about 17 minutes (1 s doubling, jittered), then the
+// sweepers re-send what Postgres says is still to do.
 export const defaultJobOptions: QueueOptions["defaultJobOptions"] = {
-  attempts: 5,
-  backoff: { type: "exponential", delay: 1000 },
+  attempts: 10,
+  backoff: { type: "exponential", delay: 1000, jitter: 0.5 },
   removeOnComplete: { age: 3600, count: 10_000 },
   removeOnFail: { age: 7 * 24 * 3600 },
 };

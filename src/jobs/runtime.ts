@@ -1,10 +1,11 @@
 // Starts everything a worker process runs — the outbox relay, the event, agent-run and
 // maintenance workers, and the lease heartbeat. worker.ts, the tests and the benchmark
 // all start it the same way.
-import { Worker } from "bullmq";
+import { type Job, UnrecoverableError, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.ts";
 import type { PrismaClient } from "../db/prisma.ts";
+import { isTransient } from "../lib/transient.ts";
 import { executeApproved, expireOverdue, resumeSettled } from "../services/agents/approvals.ts";
 import { startHeartbeat } from "../services/agents/heartbeat.ts";
 import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
@@ -14,7 +15,7 @@ import { startEventRelay } from "./event-relay.ts";
 import { agentRunProcessor, workerId } from "./process-agent-run.ts";
 import { eventProcessor } from "./process-event.ts";
 import { closeQueues, createQueues } from "./queues.ts";
-import { sweep } from "./sweeper.ts";
+import { sweep, sweepApproved } from "./sweeper.ts";
 
 export type RuntimeConfig = Pick<
   Config,
@@ -28,6 +29,7 @@ export type RuntimeConfig = Pick<
   | "WORKER_CONCURRENCY"
   | "RUN_LEASE_SECONDS"
   | "RUN_HEARTBEAT_MS"
+  | "RUN_MAX_WORKER_LOSSES"
   | "SWEEP_INTERVAL_MS"
   | "NODE_ENV"
   | "APP_ENCRYPTION_KEYS"
@@ -43,6 +45,21 @@ export interface RuntimeOptions {
   log?: (msg: string, err?: unknown) => void;
 }
 
+/**
+ * A job that failed for a passing reason rolled back and is tried again with backoff
+ * (queues.ts); one that failed for any other would fail the same way again, so it stops.
+ */
+function retryingTransient<J extends Job, R>(fn: (job: J) => Promise<R>) {
+  return async (job: J): Promise<R> => {
+    try {
+      return await fn(job);
+    } catch (err) {
+      if (isTransient(err) || err instanceof UnrecoverableError) throw err;
+      throw new UnrecoverableError((err as Error).message);
+    }
+  };
+}
+
 export async function startRuntime(o: RuntimeOptions) {
   const { config: c, prisma, connection } = o;
   configureKeyring(c);
@@ -56,7 +73,11 @@ export async function startRuntime(o: RuntimeOptions) {
   const llm = o.llm ?? createLlmClient({ timeoutMs: c.LLM_TIMEOUT_MS, maxRetries: c.LLM_MAX_RETRIES });
 
   const workers = [
-    new Worker("events", eventProcessor(prisma, queues), { connection, prefix, concurrency: 16 }),
+    new Worker("events", retryingTransient(eventProcessor(prisma, queues)), {
+      connection,
+      prefix,
+      concurrency: 16,
+    }),
     new Worker(
       "agent-runs",
       agentRunProcessor({
@@ -65,6 +86,7 @@ export async function startRuntime(o: RuntimeOptions) {
         heartbeat,
         owner,
         leaseSeconds: c.RUN_LEASE_SECONDS,
+        maxWorkerLosses: c.RUN_MAX_WORKER_LOSSES,
         log: o.log,
       }),
       // A run can take minutes: the BullMQ lock is renewed meanwhile; our own lease is what recovery relies on.
@@ -72,15 +94,16 @@ export async function startRuntime(o: RuntimeOptions) {
     ),
     new Worker(
       "approved-actions",
-      async (job) => ({
+      retryingTransient(async (job) => ({
         outcome: await executeApproved(prisma, (job.data as { pendingId: string }).pendingId),
-      }),
+      })),
       { connection, prefix, concurrency: 8 },
     ),
     new Worker(
       "maintenance",
       async () => ({
         swept: await sweep(prisma, queues, c.SWEEP_INTERVAL_MS),
+        approved: await sweepApproved(prisma, queues),
         expired: await expireOverdue(prisma),
         resumed: await resumeSettled(prisma),
         newMonth: await liftLastMonthsPauses(prisma),
@@ -92,14 +115,19 @@ export async function startRuntime(o: RuntimeOptions) {
       },
     ),
   ];
-  for (const w of workers) w.on("failed", (job, err) => o.log?.(`job ${w.name}/${job?.id} failed`, err));
-  // Re-asserted now and then: if Redis lost its data, the schedule comes back by itself.
+  for (const w of workers) {
+    w.on("failed", (job, err) => o.log?.(`job ${w.name}/${job?.id} failed`, err));
+    // Redis away or flushed under a job (its lock or key gone): said once here, not thrown.
+    w.on("error", (err) => o.log?.(`worker ${w.name}: ${err.message}`));
+  }
+  // Re-asserted every ten sweeps (a cheap upsert): if Redis lost its data, the sweeper's
+  // schedule comes back by itself, and with it the runs whose jobs were lost.
   const schedule = () =>
     queues.maintenance
       .upsertJobScheduler("sweeper", { every: c.SWEEP_INTERVAL_MS }, { name: "sweep", data: {} })
       .catch((err) => o.log?.("could not schedule the sweeper", err));
   await schedule();
-  const rescheduler = setInterval(schedule, 60_000);
+  const rescheduler = setInterval(schedule, Math.min(60_000, 10 * c.SWEEP_INTERVAL_MS));
   rescheduler.unref();
 
   const relay = startEventRelay({ prisma, databaseUrl: c.DATABASE_URL, queues, log: o.log });

@@ -26,3 +26,31 @@ export async function sweep(
     );
   return rows.length;
 }
+
+/** How long an approved action may wait for its job before the sweep sends another. */
+const APPROVED_STALE_MS = 60_000;
+
+/**
+ * Approved actions that never executed: their job gave up while the database or Redis was
+ * away, or Redis lost it. Executing is idempotent (whoever flips approved → executed runs
+ * it), so an extra job is harmless; one a minute at most per action.
+ */
+export async function sweepApproved(
+  prisma: PrismaClient,
+  queues: Pick<Queues, "approved-actions">,
+): Promise<number> {
+  const rows = await prisma.$queryRaw<{ id: string }[]>`
+    SELECT id FROM agent_pending_actions
+    WHERE status = 'approved' AND reviewed_at < now() - make_interval(secs => ${APPROVED_STALE_MS / 1000})
+    ORDER BY reviewed_at LIMIT 200`;
+  const bucket = Math.floor(Date.now() / APPROVED_STALE_MS);
+  if (rows.length)
+    await queues["approved-actions"].addBulk(
+      rows.map((r) => ({
+        name: "execute",
+        data: { pendingId: r.id },
+        opts: { jobId: `approved-${r.id}-${bucket}` },
+      })),
+    );
+  return rows.length;
+}

@@ -5,8 +5,11 @@ import fp from "fastify-plugin";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import { AppError, NotFoundError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
+import { isTransient } from "../lib/transient.ts";
 import { escapeHtml } from "../services/registry/html.ts";
 import { errorMarkdown, ERROR_TITLES as TITLES } from "../services/registry/markdown.ts";
+
+const RETRY_AFTER_SECONDS = 2;
 
 export async function sendError(
   req: FastifyRequest,
@@ -42,6 +45,18 @@ export default fp(
   async (app) => {
     app.setErrorHandler(async (error: FastifyError, req, reply) => {
       if (error instanceof AppError) return sendError(req, reply, error.status, error.message, error);
+      // The database or Redis out of reach for a moment: nothing was written (a transaction
+      // rolls back), so the client may simply send it again.
+      if (isTransient(error)) {
+        req.log.warn({ err: error }, "transient failure, answered 503");
+        reply.header("Retry-After", String(RETRY_AFTER_SECONDS));
+        return sendError(
+          req,
+          reply,
+          503,
+          "The service is briefly unavailable (its database or queue did not answer). Nothing was changed: try again in a moment.",
+        );
+      }
       const status = error.statusCode ?? 500;
       if (status >= 400 && status < 500) return sendError(req, reply, status, error.message);
       req.log.error({ err: error }, "unhandled error");

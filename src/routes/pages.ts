@@ -9,6 +9,7 @@ import { z } from "zod";
 import { type Format, isFormBody, negotiate } from "../http/format.ts";
 import { sendLayout, sendPage } from "../http/render.ts";
 import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
+import { isTransient } from "../lib/transient.ts";
 import { registry } from "../services/catalog.ts";
 import { actionForm, escapeHtml, type FormState } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
@@ -73,36 +74,47 @@ async function showPage(
   return sendPage(req, reply, { status: extra.status ?? 200, format, path, view, actions, ...extra });
 }
 
-export default async function pageRoutes(app: FastifyInstance) {
-  app.get("/*", async (req, reply) => {
-    const raw = parseUrl(req.url);
-    const { format, path } = negotiate(req, raw.path);
-    const ctx = ctxOf(req);
-    const target = splitAction(path);
-    if (target) {
-      const { action, resolved } = await registry.describe(ctx, target.page, target.action);
-      const view = await registry.render(ctx, resolved, {});
-      if (format === "markdown")
-        return reply
-          .header("Vary", "Accept")
-          .type("text/markdown; charset=utf-8")
-          .send(renderActionMarkdown(action, target.page, view.breadcrumb));
-      return sendLayout(req, reply, {
-        title: action.description,
-        breadcrumb: [
-          ...view.breadcrumb.slice(0, -1),
-          { label: view.title, path: target.page },
-          { label: action.name },
-        ],
-        content: `<p>Action <code>${action.name}</code> on <a href="${escapeHtml(target.page)}">${escapeHtml(view.title)}</a>.</p>${actionForm(action, { path: target.page, csrf: req.csrfToken })}`,
-      });
-    }
-    const query = new URLSearchParams(raw.query as Record<string, string>).toString();
-    const flash = takeFlash(req, reply);
-    return showPage(req, reply, format, `${path}${query ? `?${query}` : ""}`, {
-      notice: flash?.notice,
-      warning: flash?.warning,
+async function getPage(req: FastifyRequest, reply: FastifyReply) {
+  const raw = parseUrl(req.url);
+  const { format, path } = negotiate(req, raw.path);
+  const ctx = ctxOf(req);
+  const target = splitAction(path);
+  if (target) {
+    const { action, resolved } = await registry.describe(ctx, target.page, target.action);
+    const view = await registry.render(ctx, resolved, {});
+    if (format === "markdown")
+      return reply
+        .header("Vary", "Accept")
+        .type("text/markdown; charset=utf-8")
+        .send(renderActionMarkdown(action, target.page, view.breadcrumb));
+    return sendLayout(req, reply, {
+      title: action.description,
+      breadcrumb: [
+        ...view.breadcrumb.slice(0, -1),
+        { label: view.title, path: target.page },
+        { label: action.name },
+      ],
+      content: `<p>Action <code>${action.name}</code> on <a href="${escapeHtml(target.page)}">${escapeHtml(view.title)}</a>.</p>${actionForm(action, { path: target.page, csrf: req.csrfToken })}`,
     });
+  }
+  const query = new URLSearchParams(raw.query as Record<string, string>).toString();
+  const flash = takeFlash(req, reply);
+  return showPage(req, reply, format, `${path}${query ? `?${query}` : ""}`, {
+    notice: flash?.notice,
+    warning: flash?.warning,
+  });
+}
+
+export default async function pageRoutes(app: FastifyInstance) {
+  // A read that met a dropped connection is read again once: a page is safe to repeat.
+  app.get("/*", async (req, reply) => {
+    try {
+      return await getPage(req, reply);
+    } catch (err) {
+      if (!isTransient(err) || reply.sent) throw err;
+      req.log.warn({ err }, "transient failure on a read, reading again");
+      return getPage(req, reply);
+    }
   });
 
   app.post("/*", async (req, reply) => {

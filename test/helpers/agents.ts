@@ -3,6 +3,7 @@
 import { Queue } from "bullmq";
 import { inject } from "vitest";
 import type { Config } from "../../src/config.ts";
+import type { PrismaClient } from "../../src/db/prisma.ts";
 import { createRedis } from "../../src/db/redis.ts";
 import { type FakeLlm, type Script, startFakeLlm } from "../../src/dev/fake-llm.ts";
 import { QUEUE_NAMES } from "../../src/jobs/queues.ts";
@@ -24,6 +25,8 @@ export async function startAgents(
   script: Script = [],
   /** The worker's log callback (what it reports about failed jobs). */
   log?: (msg: string, err?: unknown) => void,
+  /** A database client of the worker's own (the fault tests terminate its connections). */
+  prisma: PrismaClient = testPrisma(),
 ): Promise<AgentEnv> {
   const llm = await startFakeLlm({ script });
   const prefix = `${inject("queuePrefix")}-${name}`;
@@ -39,7 +42,7 @@ export async function startAgents(
     ...overrides,
   });
   const connection = createRedis(config.REDIS_URL, "worker");
-  const runtime = await startRuntime({ config, prisma: testPrisma(), connection, log });
+  const runtime = await startRuntime({ config, prisma, connection, log });
   return {
     llm,
     config,

@@ -41,21 +41,28 @@ export interface NavigatorDeps {
 
 const excerpt = (s: string, n = 2000) => (s.length > n ? `${s.slice(0, n)}…` : s);
 
-function stopped(reason: unknown): Finish {
+export function stopped(reason: unknown): Finish {
   if (reason === "stopped")
     return { status: "cancelled", stopReason: "stopped_by_owner", error: "Stopped by its owner." };
   if (reason === "lease_lost") return { status: "failed", stopReason: "lease_lost" };
   return { status: "failed", stopReason: "shutdown", error: "The worker shut down." };
 }
 
+/** What carries over when a run resumes in the same worker after a transient failure. */
+export interface Resumable {
+  /** Date.now() by which the run ends: set by the first attempt, kept by the later ones. */
+  deadline?: number;
+}
+
 export async function runNavigator(
   deps: NavigatorDeps,
   start: RunStart,
   signal: AbortSignal,
+  resumable: Resumable = {},
 ): Promise<Finish> {
   const inFlight: Promise<unknown>[] = [];
   try {
-    return await navigate(deps, start, signal, inFlight);
+    return await navigate(deps, start, signal, inFlight, resumable);
   } finally {
     // A run never ends ahead of a record it started: its end would race the record's lease check.
     await Promise.allSettled(inFlight);
@@ -67,6 +74,7 @@ async function navigate(
   start: RunStart,
   signal: AbortSignal,
   inFlight: Promise<unknown>[],
+  resumable: Resumable,
 ): Promise<Finish> {
   const { prisma } = deps;
   // The claim read the agent, its owner and the tenant; a run that never recorded a step has none to resume from.
@@ -127,7 +135,9 @@ async function navigate(
   // steps, but not counted against the limit, so an answer always reaches the model.
   const answers = previous.filter((s) => ["answer", "ask_owner", "approval"].includes(s.type)).length;
   const spentMs = previous.reduce((t, s) => t + s.durationMs, 0);
-  const deadline = Date.now() + run.timeoutSeconds * 1000 - spentMs;
+  // Time lost to a transient failure and its retries counts too: a resumed attempt keeps the first one's deadline.
+  resumable.deadline ??= Date.now() + run.timeoutSeconds * 1000 - spentMs;
+  const deadline = resumable.deadline;
 
   const record = async (s: Omit<StepRecord, "number">) => {
     await recordStep(prisma, run, deps.owner, { ...s, number: n + 1 });

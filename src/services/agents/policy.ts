@@ -4,6 +4,7 @@
 //                  no match: the agent's `requires_approval` list, else allow.
 // The guard runs when pages list actions and again when one executes; the policy runs
 // at execution, when the params are known.
+import type { Db } from "../../db/prisma.ts";
 import type { User } from "../../generated/prisma/client.ts";
 import { ForbiddenError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
@@ -65,10 +66,10 @@ function configOf(agent: AgentRow): AgentConfig {
 export function primeAgent(ctx: Ctx, agent: AgentRow) {
   agents.set(ctx, Promise.resolve(agent));
 }
-function agentOf(ctx: Ctx) {
+function agentOf(ctx: Ctx, db: Db = ctx.db) {
   let p = agents.get(ctx);
   if (!p) {
-    p = ctx.db.user.findUniqueOrThrow({
+    p = db.user.findUniqueOrThrow({
       where: { id: ctx.actor.id },
       select: { id: true, parentId: true, agentConfig: true },
     });
@@ -121,7 +122,9 @@ export const agentGuard: Guard = async (ctx, action, scope) => {
 
 export const agentPolicy: Policy = async (actx, action, params, _scope, path, opts) => {
   if (actx.actor.kind !== "subagent") return null;
-  const agent = await agentOf(actx);
+  // In the action's transaction, never beside it: a transaction that waits for a second
+  // pooled connection can starve the pool in a burst until every transaction expires.
+  const agent = await agentOf(actx, actx.tx);
   const cfg = configOf(agent);
   const verdict = decide(cfg, action.name, params);
   if (verdict.kind === "allow") return null;

@@ -9,7 +9,8 @@ import { emitEvent, notifyEventsSql } from "../events.ts";
 import { parseRunStart, type RunStart, runStartSql } from "./run-start.ts";
 
 export const TERMINAL: RunStatus[] = ["completed", "failed", "cancelled", "timed_out", "skipped"];
-export const MAX_ATTEMPTS = 3;
+/** Lost workers before a run is given up, when the worker's configuration says nothing (RUN_MAX_WORKER_LOSSES). */
+export const MAX_WORKER_LOSSES = 3;
 
 export interface NewRun {
   tenantId: string;
@@ -55,9 +56,10 @@ export async function requeue(
   run: Pick<SubagentTaskRun, "id" | "tenantId" | "agentId">,
   actorId: string,
 ) {
+  // `attempts` counts the claims of one stretch of work: waiting for a person is not a lost worker.
   await tx.subagentTaskRun.update({
     where: { id: run.id },
-    data: { status: "queued", leaseOwner: null, leaseExpiresAt: null },
+    data: { status: "queued", leaseOwner: null, leaseExpiresAt: null, attempts: 0 },
   });
   await emitEvent(tx, {
     tenantId: run.tenantId,
@@ -71,8 +73,11 @@ export async function requeue(
 /** A run that may be claimed: queued, or running under a lease that expired (its worker died). */
 const CLAIMABLE = Prisma.sql`(r.status = 'queued' OR (r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now())))`;
 
-/** A run whose workers died MAX_ATTEMPTS times: given up, not claimed again. */
-const EXHAUSTED = Prisma.sql`(next.status = 'running' AND next.attempts >= ${MAX_ATTEMPTS})`;
+/**
+ * A running run being claimed again lost the worker of each claim since it was queued
+ * (`attempts`, reset when it waits for a person): at the limit it is given up, not claimed.
+ */
+const EXHAUSTED = Prisma.sql`(next.status = 'running' AND next.attempts >= next.max_losses)`;
 
 export interface Claim {
   /** The claimed run and what it starts with; null: nothing was claimed. */
@@ -89,7 +94,7 @@ export interface Claim {
  * found from one of its runs (a job's). One statement, so one round trip: the agent's row
  * lock serializes concurrent claims, and the UPDATE re-checks the run is still claimable
  * on the row it locks — a claim whose snapshot predates another's commit claims nothing.
- * A run whose lease expired is claimable again, up to MAX_ATTEMPTS. The claimed run comes
+ * A run whose lease expired is claimable again, up to `maxLosses` lost workers. The claimed run comes
  * back with its agent, owner, tenant and first page (run-start.ts), read in the same statement.
  */
 export async function claimNext(
@@ -97,14 +102,16 @@ export async function claimNext(
   by: { agentId: string } | { runId: string },
   owner: string,
   leaseSeconds: number,
+  maxLosses = MAX_WORKER_LOSSES,
 ): Promise<Claim> {
-  return claim(db, { by, owner, leaseSeconds });
+  return claim(db, { by, owner, leaseSeconds, maxLosses });
 }
 
 interface ClaimItem {
   by: { agentId: string } | { runId: string };
   owner: string;
   leaseSeconds: number;
+  maxLosses: number;
 }
 
 // Jobs that start together claim together: 200 runs queued at once were 200 claims
@@ -126,6 +133,7 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
     run_id: "runId" in t.by ? t.by.runId : null,
     owner: t.owner,
     lease_seconds: t.leaseSeconds,
+    max_losses: t.maxLosses,
   }));
   const rows = await hotQuery<{
     i: number;
@@ -137,7 +145,7 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
     Prisma.sql`
     WITH input AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
-        AS x(i int, agent_id text, run_id text, owner text, lease_seconds int)
+        AS x(i int, agent_id text, run_id text, owner text, lease_seconds int, max_losses int)
     ), wanted AS (
       SELECT input.*, COALESCE(input.agent_id,
         (SELECT r.agent_id FROM subagent_task_runs r WHERE r.id = input.run_id)) AS agent
@@ -145,11 +153,11 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
     ), locked AS (
       SELECT u.id FROM users u WHERE u.id IN (SELECT agent FROM wanted) ORDER BY u.id FOR UPDATE
     ), agent AS (
-      SELECT DISTINCT ON (w.agent) w.agent AS id, w.i, w.owner, w.lease_seconds
+      SELECT DISTINCT ON (w.agent) w.agent AS id, w.i, w.owner, w.lease_seconds, w.max_losses
       FROM wanted w JOIN locked ON locked.id = w.agent
       ORDER BY w.agent, w.i
     ), next AS (
-      SELECT agent.i, agent.owner, agent.lease_seconds, n.id, n.attempts, n.status
+      SELECT agent.i, agent.owner, agent.lease_seconds, agent.max_losses, n.id, n.attempts, n.status
       FROM agent, LATERAL (
         SELECT r.id, r.attempts, r.status FROM subagent_task_runs r
         WHERE r.agent_id = agent.id AND ${CLAIMABLE} AND NOT EXISTS (
@@ -161,7 +169,9 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
     ), gave_up AS (
       UPDATE subagent_task_runs r
       SET status = 'failed', stop_reason = 'worker_lost', completed_at = now(), lease_owner = NULL,
-          error = ${`The worker running this run stopped ${MAX_ATTEMPTS} times; giving up.`}
+          error = 'Its worker was lost ' || next.attempts
+            || CASE WHEN next.attempts = 1 THEN ' time' ELSE ' times' END || ' in a row (the process stopped, or '
+            || 'could not renew the run''s lease), which is the limit (RUN_MAX_WORKER_LOSSES); giving up.'
       FROM next WHERE r.id = next.id AND ${EXHAUSTED} AND ${CLAIMABLE}
       RETURNING r.id, next.i
     ), claimed AS (
@@ -187,6 +197,16 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
       retry: Boolean(row?.gave_up),
     };
   });
+}
+
+/** The run this worker holds, read afresh to resume it (run-start.ts); null once its lease is gone. */
+export async function reloadRun(db: Db, runId: string, owner: string): Promise<RunStart | null> {
+  const [row] = await hotQuery<{ start: Parameters<typeof parseRunStart>[0] }>(
+    db,
+    Prisma.sql`SELECT ${runStartSql(new Date())} AS start FROM subagent_task_runs c
+      WHERE c.id = ${runId} AND c.lease_owner = ${owner} AND c.status = 'running'`,
+  );
+  return parseRunStart(row?.start ?? null);
 }
 
 export interface Finish {
