@@ -9,7 +9,7 @@ import { z } from "zod";
 import { type Format, isFormBody, negotiate } from "../http/format.ts";
 import { sendLayout, sendPage } from "../http/render.ts";
 import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
-import { isTransient } from "../lib/transient.ts";
+import { backoffMs, isTransient, pause } from "../lib/transient.ts";
 import { registry } from "../services/catalog.ts";
 import { actionForm, escapeHtml, type FormState } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
@@ -106,13 +106,15 @@ async function getPage(req: FastifyRequest, reply: FastifyReply) {
 }
 
 export default async function pageRoutes(app: FastifyInstance) {
-  // A read that met a dropped connection is read again once: a page is safe to repeat.
+  // A read that met a dropped connection is read again once: a page is safe to repeat. After a
+  // short pause, so that the pool has heard of its other connections that died with it.
   app.get("/*", async (req, reply) => {
     try {
       return await getPage(req, reply);
     } catch (err) {
       if (!isTransient(err) || reply.sent) throw err;
       req.log.warn({ err }, "transient failure on a read, reading again");
+      await pause(50 + backoffMs(1));
       return getPage(req, reply);
     }
   });
