@@ -71,10 +71,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(errors);
   await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
-  await app.register(auth, { secure });
+  await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET });
 
   await app.register(healthRoutes);
-  await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, secure });
+  await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS });
   await app.register(usageCsvRoutes);
   await app.register(pageRoutes);
   return app;

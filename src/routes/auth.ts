@@ -4,7 +4,7 @@ import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import { verifyPassword } from "../services/passwords.ts";
 import { escapeHtml } from "../services/registry/html.ts";
-import { createSession, deleteSession, SESSION_COOKIE } from "../services/sessions.ts";
+import { createSession, deleteSession } from "../services/sessions.ts";
 
 const loginBody = z.object({
   email: z.string().trim().toLowerCase().max(200),
@@ -38,7 +38,7 @@ ${error ? `<div class="form-errors" role="alert">${escapeHtml(error)}</div>` : "
 </div>`;
 }
 
-export default async function authRoutes(app: FastifyInstance, opts: { ttlHours: number; secure: boolean }) {
+export default async function authRoutes(app: FastifyInstance, opts: { ttlHours: number }) {
   app.get("/login", async (req, reply) => {
     const next = safeNext((req.query as { next?: string }).next);
     if (negotiate(req, "/login").format === "markdown") {
@@ -79,20 +79,15 @@ export default async function authRoutes(app: FastifyInstance, opts: { ttlHours:
       });
     }
     const { token, expiresAt } = await createSession(app.prisma, req.tenant!.id, user.id, opts.ttlHours);
-    reply.setCookie(SESSION_COOKIE, token, {
-      path: "/",
-      httpOnly: true,
-      sameSite: "lax",
-      secure: opts.secure,
-      signed: true,
-      expires: expiresAt,
-    });
+    app.cookieJar.set(reply, "session", token, { signed: true, expires: expiresAt });
+    // From here on the forms carry the session's token; the pre-session one is spent.
+    app.cookieJar.clear(reply, "csrf");
     return reply.redirect(next, 303);
   });
 
   app.post("/logout", async (req, reply) => {
     if (req.sessionId) await deleteSession(app.prisma, req.sessionId);
-    reply.clearCookie(SESSION_COOKIE, { path: "/" });
+    app.cookieJar.clear(reply, "session");
     return reply.redirect("/login", 303);
   });
 }
