@@ -40,7 +40,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
             ...(typeof opts.logger === "object" && { stream: opts.logger.stream }),
           },
     bodyLimit: 256 * 1024,
-    trustProxy: config.NODE_ENV === "production",
+    trustProxy: config.TRUST_PROXY,
   });
   const secure = config.PUBLIC_SCHEME === "https";
 
@@ -67,10 +67,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(errors);
   await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
-  await app.register(auth, { secure });
+  await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET });
 
   await app.register(healthRoutes);
-  await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, secure });
+  await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, throttle: config });
   await app.register(usageCsvRoutes);
   await app.register(pageRoutes);
   return app;

@@ -47,6 +47,26 @@ const schema = z.object({
     .int()
     .positive()
     .default(24 * 14),
+  // Failed logins (src/services/login-throttle.ts), counted per workspace in windows that
+  // start at a window's first failure. An account's lock never outlasts its window, so
+  // nobody can lock a person out for longer; an address's window doubles each time it
+  // fills again right after a lock, up to the cap.
+  LOGIN_ACCOUNT_MAX_FAILURES: z.coerce.number().int().min(1).max(1000).default(10),
+  LOGIN_ADDRESS_MAX_FAILURES: z.coerce.number().int().min(1).max(10_000).default(30),
+  LOGIN_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
+  LOGIN_ADDRESS_MAX_LOCK_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 86_400)
+    .default(6 * 3600),
+  // Whose X-Forwarded-For to believe (Fastify's trustProxy: addresses, CIDRs or
+  // proxy-addr's names): by default only a proxy on this machine or a private network.
+  // "true" believes anyone, so any client could pick the address the login throttle counts.
+  TRUST_PROXY: z
+    .string()
+    .default("loopback,linklocal,uniquelocal")
+    .transform((v): boolean | string => (v === "true" ? true : v === "false" || v === "" ? false : v)),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   // Any OpenAI-compatible endpoint (a LiteLLM proxy, OpenAI, vLLM, Ollama). Unset: the
   // demo starts its scripted fake model and says so.

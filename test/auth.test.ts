@@ -4,6 +4,7 @@ import { newId } from "../src/lib/ids.ts";
 import { createApiToken } from "../src/services/tokens.ts";
 import {
   buildTestApp,
+  csrfOf,
   login,
   makeWorld,
   md,
@@ -42,6 +43,13 @@ async function postLogin(world: World, form: Record<string, string>, csrf?: stri
 
 const whoami = (world: World, cookies: Record<string, string>, accept = "text/markdown") =>
   app.inject({ method: "GET", url: "/whoami", headers: { host: world.host, accept }, cookies });
+const whoamiOn = (other: FastifyInstance, cookies: Record<string, string>) =>
+  other.inject({
+    method: "GET",
+    url: "/whoami",
+    headers: { host: w.host, accept: "text/markdown" },
+    cookies,
+  });
 const sessions = (p: Person) => db.session.count({ where: { userId: p.id } });
 
 describe("login", () => {
@@ -163,6 +171,77 @@ describe("CSRF", () => {
     expect((await json({ "x-csrf-token": b.csrf })).statusCode).toBe(201);
     expect((await form(b.csrf)).statusCode).toBe(303);
     expect(await notes()).toBe(before + 2);
+  });
+
+  it("refuses a cookie and a token the sender chose together, before and after login", async () => {
+    const forged = "A".repeat(32);
+    const res = await app.inject({
+      method: "POST",
+      url: "/login",
+      headers: { host: w.host },
+      cookies: { cadre_csrf: forged },
+      payload: { email: w.alice.email, password: PASSWORD, _csrf: forged },
+    });
+    expect(res.statusCode).toBe(403);
+    expect(res.cookies.find((c) => c.name === "cadre_session")).toBeUndefined();
+    const b = await login(app, w, w.bob);
+    const note = await app.inject({
+      method: "POST",
+      url: "/studios/general/actions/create_note",
+      headers: { host: w.host, accept: "text/markdown", "x-csrf-token": forged },
+      cookies: { ...b.cookies, cadre_csrf: forged },
+      payload: { text: "forged" },
+    });
+    expect(note.statusCode).toBe(403);
+    expect(await db.note.count({ where: { text: "forged" } })).toBe(0);
+  });
+
+  it("binds the token to its session: not another session's, not the login form's", async () => {
+    const url = "/studios/general/actions/create_note";
+    const b = await login(app, w, w.alice);
+    const elsewhere = await login(app, w, w.alice);
+    expect(elsewhere.csrf).not.toBe(b.csrf);
+    expect((await b.post(url, { text: "other", _csrf: elsewhere.csrf })).statusCode).toBe(403);
+    // The same browser after logging out and in as someone else: the old token is spent.
+    const old = b.csrf;
+    expect((await b.post("/logout", {})).statusCode).toBe(303);
+    const page = await b.get("/login");
+    const preSession = csrfOf(page)!;
+    expect(
+      (await b.post("/login", { email: w.bob.email, password: PASSWORD, _csrf: preSession })).statusCode,
+    ).toBe(303);
+    expect((await b.post(url, { text: "stale", _csrf: old })).statusCode).toBe(403);
+    expect((await b.post(url, { text: "stale", _csrf: preSession })).statusCode).toBe(403);
+    expect(await db.note.count({ where: { tenantId: w.tenant.id, text: { in: ["other", "stale"] } } })).toBe(
+      0,
+    );
+    const fresh = csrfOf(await b.get("/"))!;
+    expect((await b.post(url, { text: "bob again", _csrf: fresh })).statusCode).toBe(303);
+  });
+
+  it("names its cookies __Host- over https, and ignores them without the prefix", async () => {
+    const https = await buildTestApp({ PUBLIC_SCHEME: "https" });
+    try {
+      const page = await https.inject({ method: "GET", url: "/login", headers: { host: w.host } });
+      expect(page.cookies.map((c) => c.name)).toEqual(["__Host-cadre_csrf"]);
+      expect(page.cookies[0]).toMatchObject({ secure: true, path: "/", httpOnly: true });
+      expect(page.cookies[0]!.domain).toBeUndefined();
+      const b = await login(https, w, w.bob);
+      expect(Object.keys(b.cookies)).toEqual(["__Host-cadre_session"]);
+      const posted = await b.post("/studios/general/actions/create_note", { text: "over https" });
+      expect(posted.statusCode).toBe(303);
+      expect(posted.cookies.find((c) => c.name === "__Host-cadre_flash")).toMatchObject({ secure: true });
+      const session = b.cookies["__Host-cadre_session"]!;
+      expect((await whoamiOn(https, { "__Host-cadre_session": session })).statusCode).toBe(200);
+      expect((await whoamiOn(https, { cadre_session: session })).statusCode).toBe(401);
+      const out = await b.post("/logout", {});
+      expect(out.cookies.find((c) => c.name === "__Host-cadre_session")).toMatchObject({
+        secure: true,
+        value: "",
+      });
+    } finally {
+      await https.close();
+    }
   });
 
   it("is not needed with a Bearer token", async () => {

@@ -14,3 +14,20 @@ describe("DATABASE_POOL_SIZE", () => {
     expect(() => parseConfig({ DATABASE_POOL_SIZE: "0" })).toThrow(/DATABASE_POOL_SIZE/);
   });
 });
+
+describe("login throttle and TRUST_PROXY", () => {
+  it("defaults to 10 per account, 30 per address in 15 minutes, trusting only local proxies", () => {
+    const c = parseConfig({});
+    expect(c.LOGIN_ACCOUNT_MAX_FAILURES).toBe(10);
+    expect(c.LOGIN_ADDRESS_MAX_FAILURES).toBe(30);
+    expect(c.LOGIN_WINDOW_SECONDS).toBe(900);
+    expect(c.TRUST_PROXY).toBe("loopback,linklocal,uniquelocal");
+  });
+
+  it("reads true, false and a list of proxies, and names a bad number", () => {
+    expect(parseConfig({ TRUST_PROXY: "true" }).TRUST_PROXY).toBe(true);
+    expect(parseConfig({ TRUST_PROXY: "false" }).TRUST_PROXY).toBe(false);
+    expect(parseConfig({ TRUST_PROXY: "10.0.0.5,10.0.0.6" }).TRUST_PROXY).toBe("10.0.0.5,10.0.0.6");
+    expect(() => parseConfig({ LOGIN_WINDOW_SECONDS: "0" })).toThrow(/LOGIN_WINDOW_SECONDS/);
+  });
+});

@@ -82,10 +82,15 @@ describe("over a real HTTP listener", () => {
     expect(loggedIn.status).toBe(303);
     expect(loggedIn.headers.get("location")).toBe("/studios/general");
     expect(browser.jar.has("cadre_session")).toBe(true);
+    // Logged in, the forms carry a token bound to the session, not the login form's.
+    const studio = await (await browser.fetch("/studios/general")).text();
+    const sessionCsrf = /name="_csrf" value="([^"]+)"/.exec(studio)?.[1];
+    expect(sessionCsrf).toBeDefined();
+    expect(sessionCsrf).not.toBe(csrf);
 
     const posted = await browser.fetch(
       "/studios/general/actions/create_note",
-      form({ _csrf: csrf!, title: "Over the wire", text: "Sent by a *real* socket" }),
+      form({ _csrf: sessionCsrf!, title: "Over the wire", text: "Sent by a *real* socket" }),
     );
     expect(posted.status).toBe(303);
     const location = posted.headers.get("location")!;
@@ -125,7 +130,7 @@ describe("over a real HTTP listener", () => {
     });
     expect(elsewhere.status).toBe(404);
 
-    const out = await browser.fetch("/logout", form({ _csrf: csrf! }));
+    const out = await browser.fetch("/logout", form({ _csrf: sessionCsrf! }));
     expect(out.status).toBe(303);
     expect(browser.jar.has("cadre_session")).toBe(false);
     const after = await browser.fetch(location);

@@ -1,6 +1,6 @@
 // Starts everything a worker process runs — the outbox relay, the event, agent-run and
-// maintenance workers, and the lease heartbeat. worker.ts, the tests and the benchmark
-// all start it the same way.
+// maintenance workers (the last also tidies spent login-throttle rows), and the lease
+// heartbeat. worker.ts, the tests and the benchmark all start it the same way.
 import { type Job, UnrecoverableError, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.ts";
@@ -9,6 +9,7 @@ import { isTransient } from "../lib/transient.ts";
 import { executeApproved, expireOverdue, resumeSettled } from "../services/agents/approvals.ts";
 import { startHeartbeat } from "../services/agents/heartbeat.ts";
 import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
+import { type ThrottleSettings, tidyLoginThrottles } from "../services/login-throttle.ts";
 import { configureKeyring } from "../services/money/keyring.ts";
 import { liftLastMonthsPauses } from "../services/money/ledger.ts";
 import { startEventRelay } from "./event-relay.ts";
@@ -34,6 +35,7 @@ export type RuntimeConfig = Pick<
   | "NODE_ENV"
   | "APP_ENCRYPTION_KEYS"
   | "BYOK_ALLOW_PRIVATE_URLS"
+  | keyof ThrottleSettings
 >;
 
 export interface RuntimeOptions {
@@ -107,6 +109,7 @@ export async function startRuntime(o: RuntimeOptions) {
         expired: await expireOverdue(prisma),
         resumed: await resumeSettled(prisma),
         newMonth: await liftLastMonthsPauses(prisma),
+        loginThrottlesTidied: await tidyLoginThrottles(prisma, c),
       }),
       {
         connection,

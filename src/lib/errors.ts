@@ -35,6 +35,15 @@ export class ConflictError extends AppError {
   }
 }
 
+export class TooManyRequestsError extends AppError {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(429, message);
+  }
+}
+
 export class ServiceUnavailableError extends AppError {
   constructor(message: string) {
     super(503, message);

@@ -1,16 +1,21 @@
 // Who is asking: a Bearer token (API and external agents) or a session cookie (people).
 // CSRF applies only to cookie-authenticated writes: a token in a header cannot be
-// sent by another site's form.
-import { timingSafeEqual } from "node:crypto";
+// sent by another site's form. The token a form must carry is bound to the session, or,
+// before there is one (the login form), to a random pre-session cookie (src/http/csrf.ts).
 import fp from "fastify-plugin";
+import { type CookieJar, cookieJar } from "../http/cookies.ts";
+import { csrfKey, csrfToken, sameToken } from "../http/csrf.ts";
 import { ForbiddenError, UnauthorizedError } from "../lib/errors.ts";
 import { randomToken } from "../lib/ids.ts";
 import { type Actor, toActor } from "../services/registry/types.ts";
-import { findSession, SESSION_COOKIE } from "../services/sessions.ts";
+import { findSession } from "../services/sessions.ts";
 import { verifyApiToken } from "../services/tokens.ts";
 import { PUBLIC_PREFIXES } from "./tenancy.ts";
 
 declare module "fastify" {
+  interface FastifyInstance {
+    cookieJar: CookieJar;
+  }
   interface FastifyRequest {
     actor?: Actor;
     authVia?: "session" | "token";
@@ -19,17 +24,13 @@ declare module "fastify" {
   }
 }
 
-export const CSRF_COOKIE = "cadre_csrf";
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-function sameToken(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
-
-export default fp<{ secure: boolean }>(
+export default fp<{ secure: boolean; sessionSecret: string }>(
   async (app, opts) => {
+    const jar = cookieJar(opts.secure);
+    const key = csrfKey(opts.sessionSecret);
+    app.decorate("cookieJar", jar);
     app.decorateRequest("actor", undefined);
     app.decorateRequest("authVia", undefined);
     app.decorateRequest("sessionId", undefined);
@@ -37,18 +38,6 @@ export default fp<{ secure: boolean }>(
 
     app.addHook("onRequest", async (req, reply) => {
       if (PUBLIC_PREFIXES.some((p) => req.url.startsWith(p)) || !req.tenant) return;
-      let csrf = req.cookies[CSRF_COOKIE];
-      if (!csrf || !/^[A-Za-z0-9_-]{32,}$/.test(csrf)) {
-        csrf = randomToken(24);
-        reply.setCookie(CSRF_COOKIE, csrf, {
-          path: "/",
-          httpOnly: true,
-          sameSite: "lax",
-          secure: opts.secure,
-        });
-      }
-      req.csrfToken = csrf;
-
       const auth = req.headers.authorization;
       if (auth) {
         const m = /^Bearer\s+(\S+)$/i.exec(auth);
@@ -58,7 +47,7 @@ export default fp<{ secure: boolean }>(
         req.authVia = "token";
         return;
       }
-      const raw = req.cookies[SESSION_COOKIE];
+      const raw = jar.read(req, "session");
       const unsigned = raw ? req.unsignCookie(raw) : null;
       if (unsigned?.valid && unsigned.value) {
         const session = await findSession(app.prisma, req.tenant.id, unsigned.value);
@@ -66,8 +55,16 @@ export default fp<{ secure: boolean }>(
           req.actor = toActor(session.user);
           req.authVia = "session";
           req.sessionId = session.id;
+          req.csrfToken = csrfToken(key, req.tenant.id, { kind: "session", sessionId: session.id });
+          return;
         }
       }
+      let nonce = jar.read(req, "csrf");
+      if (!nonce || !/^[A-Za-z0-9_-]{32,}$/.test(nonce)) {
+        nonce = randomToken(24);
+        jar.set(reply, "csrf", nonce);
+      }
+      req.csrfToken = csrfToken(key, req.tenant.id, { kind: "pre-session", nonce });
     });
 
     app.addHook("preHandler", async (req) => {

@@ -4,7 +4,13 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
-import { AppError, NotFoundError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
+import {
+  AppError,
+  NotFoundError,
+  TooManyRequestsError,
+  UnauthorizedError,
+  ValidationError,
+} from "../lib/errors.ts";
 import { isTransient } from "../lib/transient.ts";
 import { escapeHtml } from "../services/registry/html.ts";
 import { errorMarkdown, ERROR_TITLES as TITLES } from "../services/registry/markdown.ts";
@@ -44,6 +50,7 @@ export async function sendError(
 export default fp(
   async (app) => {
     app.setErrorHandler(async (error: FastifyError, req, reply) => {
+      if (error instanceof TooManyRequestsError) reply.header("Retry-After", String(error.retryAfterSeconds));
       if (error instanceof AppError) return sendError(req, reply, error.status, error.message, error);
       // The database or Redis out of reach for a moment: nothing was written (a transaction
       // rolls back), so the client may simply send it again.

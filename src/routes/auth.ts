@@ -2,9 +2,11 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
+import { TooManyRequestsError, UnauthorizedError } from "../lib/errors.ts";
+import { countAttempt, loginSucceeded, type ThrottleSettings } from "../services/login-throttle.ts";
 import { verifyPassword } from "../services/passwords.ts";
 import { escapeHtml } from "../services/registry/html.ts";
-import { createSession, deleteSession, SESSION_COOKIE } from "../services/sessions.ts";
+import { createSession, deleteSession } from "../services/sessions.ts";
 
 const loginBody = z.object({
   email: z.string().trim().toLowerCase().max(200),
@@ -38,7 +40,21 @@ ${error ? `<div class="form-errors" role="alert">${escapeHtml(error)}</div>` : "
 </div>`;
 }
 
-export default async function authRoutes(app: FastifyInstance, opts: { ttlHours: number; secure: boolean }) {
+/** "Too many failed logins" with the wait in words a person can act on. */
+function tooMany(seconds: number): string {
+  const wait =
+    seconds < 90
+      ? `${seconds} seconds`
+      : seconds < 2 * 3600
+        ? `${Math.ceil(seconds / 60)} minutes`
+        : `${Math.ceil(seconds / 3600)} hours`;
+  return `Too many failed logins: try again in ${wait}.`;
+}
+
+export default async function authRoutes(
+  app: FastifyInstance,
+  opts: { ttlHours: number; throttle: ThrottleSettings },
+) {
   app.get("/login", async (req, reply) => {
     const next = safeNext((req.query as { next?: string }).next);
     if (negotiate(req, "/login").format === "markdown") {
@@ -61,6 +77,20 @@ export default async function authRoutes(app: FastifyInstance, opts: { ttlHours:
     const parsed = loginBody.safeParse(req.body ?? {});
     const body = parsed.success ? parsed.data : { email: "", password: "", next: "/" };
     const next = safeNext(body.next);
+    const refuse = (message: string, retryAfter?: number) => {
+      if (negotiate(req, "/login").format === "markdown")
+        throw retryAfter ? new TooManyRequestsError(message, retryAfter) : new UnauthorizedError(message);
+      if (retryAfter) reply.header("Retry-After", String(retryAfter));
+      reply.code(retryAfter ? 429 : 401);
+      return sendLayout(req, reply, {
+        title: `Log in to ${req.tenant!.name}`,
+        breadcrumb: [],
+        content: loginForm(req.csrfToken, next, body.email, message),
+      });
+    };
+    const attempt = { tenantId: req.tenant!.id, email: body.email, address: req.ip };
+    const count = await countAttempt(app.prisma, opts.throttle, attempt);
+    if (count.waitSeconds) return refuse(tooMany(count.waitSeconds), count.waitSeconds);
     const user = body.email
       ? await app.prisma.user.findUnique({
           where: { tenantId_email: { tenantId: req.tenant!.id, email: body.email } },
@@ -70,29 +100,21 @@ export default async function authRoutes(app: FastifyInstance, opts: { ttlHours:
       body.password,
       user?.kind === "person" && !user.archivedAt ? user.passwordHash : null,
     );
-    if (!user || !ok) {
-      reply.code(401);
-      return sendLayout(req, reply, {
-        title: `Log in to ${req.tenant!.name}`,
-        breadcrumb: [],
-        content: loginForm(req.csrfToken, next, body.email, "Wrong email or password."),
-      });
-    }
+    if (!user || !ok)
+      return count.lockSeconds
+        ? refuse(tooMany(count.lockSeconds), count.lockSeconds)
+        : refuse("Wrong email or password.");
+    await loginSucceeded(app.prisma, attempt);
     const { token, expiresAt } = await createSession(app.prisma, req.tenant!.id, user.id, opts.ttlHours);
-    reply.setCookie(SESSION_COOKIE, token, {
-      path: "/",
-      httpOnly: true,
-      sameSite: "lax",
-      secure: opts.secure,
-      signed: true,
-      expires: expiresAt,
-    });
+    app.cookieJar.set(reply, "session", token, { signed: true, expires: expiresAt });
+    // From here on the forms carry the session's token; the pre-session one is spent.
+    app.cookieJar.clear(reply, "csrf");
     return reply.redirect(next, 303);
   });
 
   app.post("/logout", async (req, reply) => {
     if (req.sessionId) await deleteSession(app.prisma, req.sessionId);
-    reply.clearCookie(SESSION_COOKIE, { path: "/" });
+    app.cookieJar.clear(reply, "session");
     return reply.redirect("/login", 303);
   });
 }

@@ -15,7 +15,6 @@ import { actionForm, escapeHtml, type FormState } from "../services/registry/htm
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
 import type { Ctx, Query } from "../services/registry/types.ts";
 
-const FLASH_COOKIE = "cadre_flash";
 const bodySchema = z.record(z.string(), z.unknown());
 
 function splitAction(path: string): { page: string; action: string } | null {
@@ -41,9 +40,9 @@ interface Flash {
 }
 
 function takeFlash(req: FastifyRequest, reply: FastifyReply): Flash | undefined {
-  const raw = req.cookies[FLASH_COOKIE];
+  const raw = req.server.cookieJar.read(req, "flash");
   if (!raw) return undefined;
-  reply.clearCookie(FLASH_COOKIE, { path: "/" });
+  req.server.cookieJar.clear(reply, "flash");
   const v = req.unsignCookie(raw);
   if (!v.valid || !v.value) return undefined;
   try {
@@ -136,15 +135,11 @@ export default async function pageRoutes(app: FastifyInstance) {
       // is rendered directly instead, so it never travels in a cookie.
       if (format === "html" && form && !outcome.secret) {
         if (outcome.notice)
-          reply.setCookie(
-            FLASH_COOKIE,
+          app.cookieJar.set(
+            reply,
+            "flash",
             JSON.stringify({ notice: outcome.notice, warning: outcome.warning }),
-            {
-              path: "/",
-              httpOnly: true,
-              sameSite: "lax",
-              signed: true,
-            },
+            { signed: true },
           );
         return reply.redirect(outcome.location, 303);
       }

@@ -1,8 +1,6 @@
 import type { Db } from "../db/prisma.ts";
 import { newId, randomToken, sha256 } from "../lib/ids.ts";
 
-export const SESSION_COOKIE = "cadre_session";
-
 export async function createSession(db: Db, tenantId: string, userId: string, ttlHours: number) {
   const token = randomToken(32);
   const expiresAt = new Date(Date.now() + ttlHours * 3600_000);

@@ -38,8 +38,8 @@ export function testPrisma(): PrismaClient {
   return shared;
 }
 
-export async function buildTestApp(): Promise<FastifyInstance> {
-  const app = await buildApp({ config: testConfig(), prisma: testPrisma(), logger: false });
+export async function buildTestApp(overrides: Record<string, string> = {}): Promise<FastifyInstance> {
+  const app = await buildApp({ config: testConfig(overrides), prisma: testPrisma(), logger: false });
   await app.ready();
   return app;
 }
@@ -142,6 +142,9 @@ export interface Browser {
   post(url: string, form: Record<string, string>): Promise<LightMyRequestResponse>;
 }
 
+/** The CSRF token in a page's forms. */
+export const csrfOf = (res: LightMyRequestResponse) => /name="_csrf" value="([^"]+)"/.exec(res.body)?.[1];
+
 /** Logs in through the real form and keeps the cookies, like a browser. */
 export async function login(app: FastifyInstance, world: World, who: Person): Promise<Browser> {
   const cookies: Record<string, string> = {};
@@ -153,18 +156,22 @@ export async function login(app: FastifyInstance, world: World, who: Person): Pr
     return res;
   };
   const first = keep(await app.inject({ method: "GET", url: "/login", headers: { host: world.host } }));
-  const csrf = /name="_csrf" value="([^"]+)"/.exec(first.body)?.[1];
-  if (!csrf) throw new Error(`no csrf token on /login: ${first.statusCode}`);
+  const preSession = csrfOf(first);
+  if (!preSession) throw new Error(`no csrf token on /login: ${first.statusCode}`);
   const res = keep(
     await app.inject({
       method: "POST",
       url: "/login",
       headers: { host: world.host },
       cookies,
-      payload: { email: who.email, password: PASSWORD, _csrf: csrf },
+      payload: { email: who.email, password: PASSWORD, _csrf: preSession },
     }),
   );
   if (res.statusCode !== 303) throw new Error(`login failed: ${res.statusCode}`);
+  // The session's own token, from any page's log-out form, as a browser would have it.
+  const home = keep(await app.inject({ method: "GET", url: "/", headers: { host: world.host }, cookies }));
+  const csrf = csrfOf(home);
+  if (!csrf) throw new Error(`no csrf token on / after login: ${home.statusCode}`);
   const browser: Browser = {
     cookies,
     csrf,

@@ -777,6 +777,12 @@ export async function tenantTables(): Promise<string[]> {
 
 const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+/**
+ * A's failed-login counts: anyone may try A's login form, and the attempt is meant to count
+ * in A. The rows hold nothing of A's (a hash of the email typed, the address it came from).
+ */
+const MOVED_BY_STRANGERS = new Set(["login_throttles"]);
+
 /** Row count and a hash of every row's full content, per table, for one tenant (and its tenants row). */
 export async function snapshot(tenantId: string): Promise<Record<string, string>> {
   const db = testPrisma();
@@ -790,7 +796,7 @@ export async function snapshot(tenantId: string): Promise<Record<string, string>
     out[table] = `${r!.n} rows, ${r!.h}`;
   };
   await one("tenants", "id");
-  for (const t of await tenantTables()) await one(t, "tenant_id");
+  for (const t of await tenantTables()) if (!MOVED_BY_STRANGERS.has(t)) await one(t, "tenant_id");
   return out;
 }
 
