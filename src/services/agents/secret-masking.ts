@@ -11,7 +11,7 @@
 interface Rule {
   kind: string;
   re: RegExp;
-  /** Which capture group is the secret (the rest of the match is kept); 0: all of it. */
+  /** Which capture group is the secret (the rest of the match is kept); absent: all of it. */
   group?: number;
   /** A second look, for prefixes ordinary words can share. */
   check?: (secret: string) => boolean;
