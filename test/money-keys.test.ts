@@ -32,6 +32,7 @@ import {
 import { requestsFor, runIdOf, stepsOf } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, tool } from "./helpers/agents.ts";
 import {
+  act,
   fileDatabaseUrl,
   login,
   makeWorld,
@@ -1008,6 +1009,10 @@ describe("the leak test", () => {
       return r;
     };
     const scout = await makeAgent(w, w.alice, "scout");
+    // Another key, pasted into a note by mistake: it stays in the note, and reaches neither
+    // a model nor a run record (the agent reads the note below).
+    const pasted = `sk-PASTED-${randomBytes(16).toString("hex")}`;
+    const oops = await act(w, w.alice, "/studios/general", "create_note", { text: `For now use ${pasted}` });
 
     // Adding it: refused attempts first (their error pages must not echo it), in both formats.
     const add = `${KEYS_PAGE}/actions/add_api_key`;
@@ -1043,6 +1048,7 @@ describe("the leak test", () => {
     // refuses with the key in its error message, so the scrubbing is on the path.
     p.setScript([
       tool("navigate", { path: KEYS_PAGE }),
+      tool("navigate", { path: oops.location }),
       tool("navigate", { path: "/studios/general" }),
       tool("execute_action", {
         action: "create_note",
@@ -1132,6 +1138,8 @@ describe("the leak test", () => {
     // (the agent's look at its owner's keys page was a 404, and the model saw that page)
     expect(sent.some((s) => s.includes("No user @alice"))).toBe(true);
     clean("LLM request", sent);
+    expect(sent.some((s) => s.includes("For now use [masked: OpenAI key]"))).toBe(true);
+    for (const s of sent) expect(s.includes(pasted), "LLM request holds the pasted key").toBe(false);
 
     // 5. Every row of every table. The sealed key is bytes; it must not hold the plaintext either.
     const rows = await databaseDump();
@@ -1141,6 +1149,8 @@ describe("the leak test", () => {
       "database",
       rows.map((r) => `${r.table}: ${r.row}`),
     );
+    const holding = rows.filter((r) => r.row.includes(pasted)).map((r) => r.table);
+    expect(holding).toEqual(["notes"]);
     for (const row of await db().agentApiKey.findMany({ where: { tenantId: w.tenant.id } })) {
       expect(Buffer.from(row.encryptedKey).includes(Buffer.from(key))).toBe(false);
       expect(openKey(row)).toBe(key);

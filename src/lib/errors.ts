@@ -5,6 +5,12 @@ export class AppError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /**
+     * The refusal rests on what the action found and recorded: its transaction commits
+     * what it wrote, then the request fails (a review that finds its approval expired
+     * marks it expired, as the sweep would, and answers 409).
+     */
+    readonly commits = false,
   ) {
     super(message);
     this.name = new.target.name;
@@ -30,8 +36,8 @@ export class UnauthorizedError extends AppError {
 }
 
 export class ConflictError extends AppError {
-  constructor(message: string) {
-    super(409, message);
+  constructor(message: string, opts: { commits?: boolean } = {}) {
+    super(409, message, opts.commits);
   }
 }
 

@@ -1,8 +1,9 @@
 import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
-import { resumeWaitingRun } from "../agents/approvals.ts";
+import { expirePending, resumeWaitingRun } from "../agents/approvals.ts";
 import { registry } from "../catalog.ts";
 import { emit } from "../events.ts";
+import { when } from "../pages/format.ts";
 import { parseParams } from "../registry/params.ts";
 import { type ActionCtx, defineAction } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";
@@ -10,14 +11,24 @@ import { idSchema, text } from "../validation.ts";
 const ownerOnly = (ctx: { actor: { kind: string } }) =>
   ctx.actor.kind === "person" ? null : "only people review agents' actions";
 
-/** The pending action, locked, if it belongs to an agent the actor owns; otherwise the same 404 as a missing one. */
-async function lockOwned(ctx: ActionCtx, id: string) {
-  const rows = await ctx.tx.$queryRaw<{ id: string }[]>`
-    SELECT p.id FROM agent_pending_actions p JOIN users a ON a.id = p.agent_id
+/**
+ * The pending action, locked, if it belongs to an agent the actor owns (otherwise the same
+ * 404 as a missing one), and still open for review at `now`. The statement that locks it
+ * also checks its expiry: one past it is refused whether or not the sweep got to it, and
+ * marked expired here as the sweep would (the refusal commits that), so its run resumes.
+ */
+async function lockOwned(ctx: ActionCtx, id: string, now: Date) {
+  const rows = await ctx.tx.$queryRaw<{ id: string; overdue: boolean }[]>`
+    SELECT p.id, (p.status = 'pending' AND p.expires_at <= ${now}) AS overdue
+    FROM agent_pending_actions p JOIN users a ON a.id = p.agent_id
     WHERE p.id = ${id} AND p.tenant_id = ${ctx.tenant.id} AND a.parent_id = ${ctx.actor.id}
     FOR UPDATE OF p`;
   if (!rows.length) throw new NotFoundError(`No pending action #${id}`);
   const p = await ctx.tx.agentPendingAction.findUniqueOrThrow({ where: { id }, include: { agent: true } });
+  const expired = `#${id} expired at ${when(p.expiresAt)}: it will not run`;
+  if (rows[0]!.overdue && (await expirePending(ctx.tx, p)))
+    throw new ConflictError(expired, { commits: true });
+  if (p.status === "expired") throw new ConflictError(expired);
   if (p.status !== "pending") throw new ConflictError(`#${id} is already ${p.status}`);
   return p;
 }
@@ -36,7 +47,8 @@ export const approveAction = defineAction({
   writes: true,
   available: ownerOnly,
   async execute(ctx, p) {
-    const pending = await lockOwned(ctx, p.id);
+    const now = new Date();
+    const pending = await lockOwned(ctx, p.id, now);
     let edited: Record<string, unknown> | undefined;
     if (p.params?.trim()) {
       try {
@@ -63,7 +75,8 @@ export const approveAction = defineAction({
       data: {
         status: "approved",
         reviewedById: ctx.actor.id,
-        reviewedAt: new Date(),
+        // The time the expiry was checked against: the executor trusts an approval given before it.
+        reviewedAt: now,
         ...(edited && { editedParams: edited as object }),
       },
     });
@@ -87,10 +100,11 @@ export const rejectAction = defineAction({
   writes: true,
   available: ownerOnly,
   async execute(ctx, p) {
-    const pending = await lockOwned(ctx, p.id);
+    const now = new Date();
+    const pending = await lockOwned(ctx, p.id, now);
     const updated = await ctx.tx.agentPendingAction.update({
       where: { id: pending.id },
-      data: { status: "rejected", reviewedById: ctx.actor.id, reviewedAt: new Date(), reviewNote: p.reason },
+      data: { status: "rejected", reviewedById: ctx.actor.id, reviewedAt: now, reviewNote: p.reason },
     });
     await emit(ctx, { type: "approval.rejected", subjectType: "pending_action", subjectId: pending.id });
     await resumeWaitingRun(ctx.tx, updated, { status: "rejected", message: p.reason }, ctx.actor.id);

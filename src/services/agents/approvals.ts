@@ -11,6 +11,11 @@ import { requeue } from "./runs.ts";
 import { recordResources, recordStep } from "./steps.ts";
 
 class AlreadySettled extends Error {}
+/** Approved only after its expiry had passed (by an older version, or by hand): it must not run. */
+class ApprovedTooLate extends Error {}
+
+export const EXPIRED_UNREVIEWED = "Nobody reviewed it before it expired.";
+const APPROVED_TOO_LATE = "It was approved after it had expired, so it did not run.";
 
 export type Outcome =
   | { status: "executed"; notice: string; path: string }
@@ -38,9 +43,38 @@ export async function resumeWaitingRun(tx: Db, p: AgentPendingAction, outcome: O
   await requeue(tx, { id: p.runId, tenantId: run.tenant_id, agentId: run.agent_id }, actorId);
 }
 
+/**
+ * First in the executing transaction: whoever flips approved → executed runs it; any other
+ * attempt rolls back. The statement that locks the row is the one that checks the expiry.
+ */
+async function claimApproved(tx: Db, id: string, now: Date) {
+  const [row] = await tx.$queryRaw<{ status: string; in_time: boolean | null }[]>`
+    SELECT status::text, (expires_at > ${now} OR reviewed_at <= expires_at) AS in_time
+    FROM agent_pending_actions WHERE id = ${id} FOR UPDATE`;
+  if (row?.status !== "approved") throw new AlreadySettled();
+  if (!row.in_time) throw new ApprovedTooLate();
+  await tx.agentPendingAction.update({ where: { id }, data: { status: "executed", executedAt: now } });
+}
+
+/** An approved action that will not run, settled so; null if another worker settled it first. */
+async function settleUnrun(db: Db, id: string, status: "failed" | "expired", message: string) {
+  const n = await db.agentPendingAction.updateMany({
+    where: { id, status: "approved" },
+    data: { status, error: message, executedAt: status === "failed" ? new Date() : null },
+  });
+  return n.count === 1 ? ({ status, message } satisfies Outcome) : null;
+}
+
+/**
+ * Executes an approved action once. An approval given before the expiry runs however late
+ * the worker gets to it: the owner decided in time, and authorization, capabilities and
+ * params are checked again now. One given after it (only an older version or a hand-made
+ * row can hold one) never runs: it is marked expired.
+ */
 export async function executeApproved(db: PrismaClient, pendingId: string): Promise<Outcome | null> {
   const p = await db.agentPendingAction.findUnique({ where: { id: pendingId } });
   if (p?.status !== "approved") return null;
+  const now = new Date();
   const [agent, tenant, run] = await Promise.all([
     db.user.findUniqueOrThrow({ where: { id: p.agentId } }),
     db.tenant.findUniqueOrThrow({ where: { id: p.tenantId } }),
@@ -60,14 +94,7 @@ export async function executeApproved(db: PrismaClient, pendingId: string): Prom
     const done = await registry.run(ctx, p.pagePath, p.actionName, params, {
       form: false,
       approved: true,
-      // First in the action's transaction: whoever flips approved → executed runs it; any other attempt rolls back.
-      claim: async (tx) => {
-        const n = await tx.agentPendingAction.updateMany({
-          where: { id: p.id, status: "approved" },
-          data: { status: "executed", executedAt: new Date() },
-        });
-        if (n.count !== 1) throw new AlreadySettled();
-      },
+      claim: (tx) => claimApproved(tx, p.id, now),
       inTx: async (tx, o, emitted) => {
         await tx.agentPendingAction.update({
           where: { id: p.id },
@@ -90,14 +117,14 @@ export async function executeApproved(db: PrismaClient, pendingId: string): Prom
     outcome = { status: "executed", notice: done.notice, path: done.location };
   } catch (err) {
     if (err instanceof AlreadySettled) return null;
-    if (!(err instanceof AppError) || err.status >= 500) throw err;
+    let refused: Outcome | null;
+    if (err instanceof ApprovedTooLate) refused = await settleUnrun(db, p.id, "expired", APPROVED_TOO_LATE);
     // Refused at execution time (capability revoked, content gone, params no longer valid): failed, safely.
-    const n = await db.agentPendingAction.updateMany({
-      where: { id: p.id, status: "approved" },
-      data: { status: "failed", error: err.message, executedAt: new Date() },
-    });
-    if (n.count !== 1) return null;
-    outcome = { status: "failed", message: err.message };
+    else if (err instanceof AppError && err.status < 500)
+      refused = await settleUnrun(db, p.id, "failed", err.message);
+    else throw err;
+    if (!refused) return null;
+    outcome = refused;
   }
   await db.$transaction(async (tx) => {
     await emitEvent(tx, {
@@ -112,28 +139,31 @@ export async function executeApproved(db: PrismaClient, pendingId: string): Prom
   return outcome;
 }
 
-/** Pending actions past their expiry: expired, never executed; waiting runs hear about it. */
+/**
+ * Marks a pending action expired and hands that to a run waiting for it: the review that
+ * finds it overdue and the sweep end it the same way. False if it was no longer pending.
+ */
+export async function expirePending(tx: Db, p: AgentPendingAction): Promise<boolean> {
+  const res = await tx.agentPendingAction.updateMany({
+    where: { id: p.id, status: "pending" },
+    data: { status: "expired", error: EXPIRED_UNREVIEWED },
+  });
+  if (!res.count) return false;
+  await resumeWaitingRun(tx, p, { status: "expired", message: EXPIRED_UNREVIEWED }, p.agentId);
+  return true;
+}
+
+/**
+ * Tidies up pending actions past their expiry. Reviews check the expiry themselves, so
+ * nothing depends on when this runs: it only moves rows nobody looked at and wakes their runs.
+ */
 export async function expireOverdue(db: PrismaClient): Promise<number> {
   const due = await db.agentPendingAction.findMany({
-    where: { status: "pending", expiresAt: { lt: new Date() } },
+    where: { status: "pending", expiresAt: { lte: new Date() } },
     take: 500,
   });
   let n = 0;
-  for (const p of due)
-    await db.$transaction(async (tx) => {
-      const res = await tx.agentPendingAction.updateMany({
-        where: { id: p.id, status: "pending" },
-        data: { status: "expired" },
-      });
-      if (!res.count) return;
-      n += 1;
-      await resumeWaitingRun(
-        tx,
-        p,
-        { status: "expired", message: "Nobody reviewed it before it expired." },
-        p.agentId,
-      );
-    });
+  for (const p of due) if (await db.$transaction((tx) => expirePending(tx, p))) n += 1;
   return n;
 }
 

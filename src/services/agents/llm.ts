@@ -1,6 +1,8 @@
 // The LLM boundary: the `openai` SDK against any OpenAI-compatible base URL. The SDK
 // retries 408/409/429/5xx and network errors with exponential backoff and honours
 // Retry-After; we add per-call cancellation and classify failures for the run record.
+// Every message is masked here, the one place a request leaves for a model, so no
+// message, however it was built, carries a credential out (secret-masking.ts).
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import type {
   ChatCompletionCreateParamsNonStreaming,
@@ -10,6 +12,7 @@ import type {
 import { sha256 } from "../../lib/ids.ts";
 import { nodeFetch } from "./http-fetch.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS } from "./protocol.ts";
+import { type MaskCounts, maskDeep } from "./secret-masking.ts";
 
 const MAX_CLIENTS = 200;
 
@@ -39,6 +42,8 @@ export interface LlmResponse {
   message: ChatCompletionMessage;
   usage: Usage;
   latencyMs: number;
+  /** Secrets masked out of this request, per kind; absent when there were none. */
+  masked?: MaskCounts;
 }
 
 export type LlmErrorKind =
@@ -97,13 +102,15 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
   };
 
   return async (endpoint, req) => {
+    const counts: MaskCounts = {};
+    const messages = maskDeep(
+      req.jsonMode ? [...req.messages, { role: "system", content: JSON_MODE_INSTRUCTIONS }] : req.messages,
+      counts,
+    ) as ChatCompletionMessageParam[];
+    const masked = Object.keys(counts).length ? counts : undefined;
     const body: ChatCompletionCreateParamsNonStreaming = req.jsonMode
-      ? {
-          model: req.model,
-          messages: [...req.messages, { role: "system", content: JSON_MODE_INSTRUCTIONS }],
-          response_format: { type: "json_object" },
-        }
-      : { model: req.model, messages: req.messages, tools: TOOLS, tool_choice: "auto" };
+      ? { model: req.model, messages, response_format: { type: "json_object" } }
+      : { model: req.model, messages, tools: TOOLS, tool_choice: "auto" };
     const started = performance.now();
     // A run passes one signal to all its calls, and the SDK adds an abort listener to the
     // signal it is given without ever removing it: each call gets its own, linked here and
@@ -124,6 +131,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
           cached: res.usage?.prompt_tokens_details?.cached_tokens ?? 0,
         },
         latencyMs: Math.round(performance.now() - started),
+        ...(masked && { masked }),
       };
     } catch (err) {
       const e = classify(err, req.signal);

@@ -282,6 +282,7 @@ async function navigate(
       inputTokens: reply.usage.input,
       outputTokens: reply.usage.output,
       llmMs: reply.latencyMs,
+      masked: reply.masked,
     };
     const took = () => performance.now() - t0;
     const parsed = parseDecision(reply.message);

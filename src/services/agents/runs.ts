@@ -7,6 +7,7 @@ import { Prisma, type RunStatus, type SubagentTaskRun } from "../../generated/pr
 import { newId } from "../../lib/ids.ts";
 import { emitEvent, notifyEventsSql } from "../events.ts";
 import { parseRunStart, type RunStart, runStartSql } from "./run-start.ts";
+import { maskText } from "./secret-masking.ts";
 
 export const TERMINAL: RunStatus[] = ["completed", "failed", "cancelled", "timed_out", "skipped"];
 /** Lost workers before a run is given up, when the worker's configuration says nothing (RUN_MAX_WORKER_LOSSES). */
@@ -25,10 +26,17 @@ export interface NewRun {
   timeoutSeconds: number;
 }
 
+// A task quotes what woke the agent: stored as the model reads it, so a key pasted into a
+// comment is not copied into its runs (secret-masking.ts).
+const stored = (r: NewRun): NewRun => ({ ...r, task: maskText(r.task) });
+
 /** Inserts a queued run and its `run.queued` event. Returns null if this (agent, event) already has a run. */
 export async function queueRun(tx: Db, r: NewRun): Promise<SubagentTaskRun | null> {
   const id = newId();
-  const inserted = await tx.subagentTaskRun.createMany({ data: [{ id, ...r }], skipDuplicates: true });
+  const inserted = await tx.subagentTaskRun.createMany({
+    data: [{ id, ...stored(r) }],
+    skipDuplicates: true,
+  });
   if (!inserted.count) return null;
   await emitEvent(tx, {
     tenantId: r.tenantId,
@@ -44,7 +52,14 @@ export async function queueRun(tx: Db, r: NewRun): Promise<SubagentTaskRun | nul
 export async function recordSkipped(tx: Db, r: NewRun, reason: string, message: string) {
   await tx.subagentTaskRun.createMany({
     data: [
-      { id: newId(), ...r, status: "skipped", stopReason: reason, error: message, completedAt: new Date() },
+      {
+        id: newId(),
+        ...stored(r),
+        status: "skipped",
+        stopReason: reason,
+        error: message,
+        completedAt: new Date(),
+      },
     ],
     skipDuplicates: true,
   });

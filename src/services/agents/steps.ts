@@ -7,6 +7,7 @@ import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma, type SubagentTaskRunStep } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import type { Emitted } from "../registry/types.ts";
+import { type MaskCounts, maskDeep } from "./secret-masking.ts";
 
 export class LeaseLostError extends Error {
   constructor() {
@@ -23,6 +24,8 @@ export interface StepRecord {
   outputTokens?: number;
   llmMs?: number;
   durationMs?: number;
+  /** Secrets masked out of the model call this step records (llm.ts); kept in `detail`. */
+  masked?: MaskCounts;
 }
 
 /**
@@ -43,7 +46,9 @@ export function stepColumns(owner: string | null, s: StepRecord | undefined) {
     step_number: s.number,
     step_type: s.type,
     step_path: s.path ?? null,
-    step_detail: s.detail,
+    // Stored masked too: the run page shows what the model saw, and a key pasted into a
+    // note by mistake goes away with the note instead of living on in its runs.
+    step_detail: maskDeep(s.masked ? { ...s.detail, masked: s.masked } : s.detail),
     step_input_tokens: s.inputTokens ?? 0,
     step_output_tokens: s.outputTokens ?? 0,
     step_llm_ms: Math.round(s.llmMs ?? 0),

@@ -9,18 +9,26 @@ import { agentCrumbs } from "./subagents.ts";
 type Pending = Prisma.AgentPendingActionGetPayload<{ include: { agent: true; run: true; reviewedBy: true } }>;
 const include = { agent: true, run: true, reviewedBy: true } as const;
 
+/** Past its expiry an action is expired, whether or not the sweep has marked it so yet. */
+const statusOf = (p: Pending) => (p.status === "pending" && p.expiresAt <= new Date() ? "expired" : p.status);
+
 /** Everything a reviewer needs in one place: who, why, where, what exactly, until when. */
 export function pendingBlocks(p: Pending, detailed: boolean): Block[] {
   const base = `/subagents/${p.agent.handle}`;
+  const status = statusOf(p);
   const params = JSON.stringify(p.editedParams ?? p.params, null, 2);
   const head = [
-    `### #${p.id} · \`${p.actionName}\` by ${link(p.agent.name, base)} · **${p.status}**`,
+    `### #${p.id} · \`${p.actionName}\` by ${link(p.agent.name, base)} · **${status}**`,
     "",
     [
       `on ${link(p.pagePath, p.pagePath)}`,
       p.run ? `run ${link(p.run.id, `${base}/runs/${p.run.id}`)} (${p.run.triggerKind})` : "outside a run",
       `asked ${when(p.createdAt)}`,
-      p.status === "pending" ? `expires ${when(p.expiresAt)}` : null,
+      status === "pending"
+        ? `expires ${when(p.expiresAt)}`
+        : status === "expired"
+          ? `expired ${when(p.expiresAt)}`
+          : null,
       `because of ${p.matchedRule === "requires_approval" ? "the approval list" : `rule “${mdEscape(p.matchedRule)}”`}`,
     ]
       .filter(Boolean)
@@ -42,7 +50,7 @@ export function pendingBlocks(p: Pending, detailed: boolean): Block[] {
       md: `Executed: ${mdEscape(p.result ?? "")}${p.resultPath ? ` → ${link(p.resultPath, p.resultPath)}` : ""}`,
     });
   if (p.status === "failed") blocks.push({ md: `Failed: ${mdEscape(p.error ?? "")}` });
-  if (p.status === "pending") {
+  if (status === "pending") {
     blocks.push({
       form: {
         action: "approve_action",
@@ -69,21 +77,23 @@ async function listing(
   query: Record<string, string | undefined>,
 ) {
   const pg = paging(query);
+  const now = new Date();
+  const open = { ...where, status: "pending" as const, expiresAt: { gt: now } };
   const [pending, recent, total] = await Promise.all([
     ctx.db.agentPendingAction.findMany({
-      where: { ...where, status: "pending" },
+      where: open,
       include,
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
       skip: pg.skip,
       take: pg.take,
     }),
     ctx.db.agentPendingAction.findMany({
-      where: { ...where, status: { not: "pending" } },
+      where: { ...where, NOT: { status: "pending", expiresAt: { gt: now } } },
       include,
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       take: 10,
     }),
-    ctx.db.agentPendingAction.count({ where: { ...where, status: "pending" } }),
+    ctx.db.agentPendingAction.count({ where: open }),
   ]);
   const blocks: Block[] = [
     { md: `## Waiting for your review (${total})${total ? "" : "\n\n_Nothing to review._"}` },
@@ -92,7 +102,7 @@ async function listing(
   const more = pager(path, pg, total);
   if (more) blocks.push({ md: more });
   blocks.push({
-    md: `## Recently reviewed\n\n${recent.length ? recent.map((p) => `- ${link(`#${p.id}`, `/subagents/${p.agent.handle}/pending/${p.id}`)} \`${p.actionName}\` by @${p.agent.handle} — **${p.status}**${p.reviewNote ? `: ${mdEscape(p.reviewNote)}` : p.error ? `: ${mdEscape(p.error)}` : ""}`).join("\n") : "_None yet._"}`,
+    md: `## Recently reviewed\n\n${recent.length ? recent.map((p) => `- ${link(`#${p.id}`, `/subagents/${p.agent.handle}/pending/${p.id}`)} \`${p.actionName}\` by @${p.agent.handle} — **${statusOf(p)}**${p.reviewNote ? `: ${mdEscape(p.reviewNote)}` : p.error ? `: ${mdEscape(p.error)}` : ""}`).join("\n") : "_None yet._"}`,
   });
   return blocks;
 }

@@ -1,5 +1,6 @@
 import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { loadOwnedAgent, loadRun } from "../access.ts";
+import { describeMasked, type MaskCounts } from "../agents/secret-masking.ts";
 import { usd } from "../money/pricing.ts";
 import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
@@ -76,6 +77,8 @@ function stepBlock(s: {
   const d = (s.detail ?? {}) as Record<string, unknown>;
   const head = `### ${s.number} · ${s.type}${s.path ? ` \`${s.path}\`` : ""}${d.ok === false ? " · **failed**" : ""} · ${s.inputTokens} in / ${s.outputTokens} out tokens · ${s.durationMs} ms`;
   const lines = [head, ""];
+  if (d.masked && typeof d.masked === "object")
+    lines.push(`Masked before the model saw this step: ${describeMasked(d.masked as MaskCounts)}.`, "");
   if (s.type === "execute")
     lines.push(
       `Action \`${String(d.action)}\` with:`,

@@ -2,7 +2,7 @@
 // by server-side agents, and (later) MCP all go through these functions.
 
 import type { Db } from "../../db/prisma.ts";
-import { ForbiddenError, NotFoundError } from "../../lib/errors.ts";
+import { AppError, ForbiddenError, NotFoundError } from "../../lib/errors.ts";
 import { parseParams } from "./params.ts";
 import { createRouter } from "./router.ts";
 import type {
@@ -165,14 +165,24 @@ export function createRegistry(
         const held = opts.approved ? null : await policy?.(actx, action, params, resolved.scope, path, opts);
         return held ?? (await action.execute(actx, params, resolved.scope));
       }
-      return ctx.db.$transaction(async (tx) => {
+      const done = await ctx.db.$transaction(async (tx) => {
         const actx: ActionCtx = { ...ctx, tx, emitted: [] };
         await opts.claim?.(tx);
-        const held = opts.approved ? null : await policy?.(actx, action, params, resolved.scope, path, opts);
-        const outcome = held ?? (await action.execute(actx, params, resolved.scope));
-        await opts.inTx?.(tx, outcome, actx.emitted);
-        return outcome;
+        try {
+          const held = opts.approved
+            ? null
+            : await policy?.(actx, action, params, resolved.scope, path, opts);
+          const outcome = held ?? (await action.execute(actx, params, resolved.scope));
+          await opts.inTx?.(tx, outcome, actx.emitted);
+          return outcome;
+        } catch (err) {
+          // Returned, not thrown, so the transaction commits what the refusal recorded.
+          if (err instanceof AppError && err.commits) return err;
+          throw err;
+        }
       });
+      if (done instanceof AppError) throw done;
+      return done;
     },
   };
 }
