@@ -67,6 +67,19 @@ describe("runs under passing faults", () => {
     expect(logged.some((m) => /transient failure/.test(m))).toBe(true);
   });
 
+  it("an action's transaction never waits for a second connection: runs on a pool of one never stall", async () => {
+    // Were any statement of the action's pipeline sent beside its transaction, it would wait
+    // for the one connection the transaction holds, until the transaction expired.
+    const prisma = namedPrisma("faults-one", 1, { maxWait: 20_000, timeout: 1500 });
+    const { logged } = await start("one", prisma, { WORKER_CONCURRENCY: "4" }, 5);
+    const w = await makeWorld();
+    const agents = await agentsIn(w, 4);
+    await queueRunsFor(w, agents);
+    const runs = await allEnded(agents);
+    expect(runs.map((r) => r.status)).toEqual(agents.map(() => "completed"));
+    expect(logged.filter((m) => /transient|failed/.test(m))).toEqual([]);
+  });
+
   it("terminating the worker's database connections mid-run loses no run and fails none", async () => {
     const name = "faults-terminate";
     const prisma = namedPrisma(name, 4);
