@@ -6,6 +6,7 @@ import { grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma, type SubagentTaskRunStep } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
+import { storable, storableJson } from "../../lib/text.ts";
 import type { Emitted } from "../registry/types.ts";
 
 export class LeaseLostError extends Error {
@@ -42,8 +43,10 @@ export function stepColumns(owner: string | null, s: StepRecord | undefined) {
     step_id: newId(),
     step_number: s.number,
     step_type: s.type,
-    step_path: s.path ?? null,
-    step_detail: s.detail,
+    // A record of what the model sent, which may hold text Postgres refuses (an action's
+    // params, which the registry refused for that reason): kept, the bad characters marked.
+    step_path: s.path === undefined ? null : storable(s.path, "\ufffd"),
+    step_detail: storableJson(s.detail),
     step_input_tokens: s.inputTokens ?? 0,
     step_output_tokens: s.outputTokens ?? 0,
     step_llm_ms: Math.round(s.llmMs ?? 0),
