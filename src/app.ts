@@ -2,15 +2,15 @@
 // order: external plugins → app plugins (tenancy, auth, errors) → routes.
 import { fileURLToPath } from "node:url";
 import cookie from "@fastify/cookie";
-import formbody from "@fastify/formbody";
 import fastifyStatic from "@fastify/static";
 import view from "@fastify/view";
 import { Eta } from "eta";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Config } from "./config.ts";
 import { type PrismaClient, prismaFromConfig } from "./db/prisma.ts";
+import bodyParsers from "./http/body-parsers.ts";
 import auth from "./plugins/auth.ts";
-import errors from "./plugins/errors.ts";
+import errors, { sendError } from "./plugins/errors.ts";
 import prismaPlugin from "./plugins/prisma.ts";
 import tenancy from "./plugins/tenancy.ts";
 import authRoutes from "./routes/auth.ts";
@@ -40,6 +40,17 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
             ...(typeof opts.logger === "object" && { stream: opts.logger.stream }),
           },
     bodyLimit: 256 * 1024,
+    // Refused before routing (a path whose %-escapes are not UTF-8, `/studios/%FF`):
+    // answered in the request's format like any other bad input, not as Fastify's JSON.
+    frameworkErrors: (err, req, reply) =>
+      sendError(
+        req,
+        reply,
+        err.statusCode ?? 400,
+        err.code === "FST_ERR_BAD_URL"
+          ? "This address is not valid: its %-escapes are not UTF-8 text."
+          : err.message,
+      ),
     trustProxy: config.TRUST_PROXY,
   });
   const secure = config.PUBLIC_SCHEME === "https";
@@ -49,7 +60,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     owned: !opts.prisma,
   });
   await app.register(cookie, { secret: config.SESSION_SECRET });
-  await app.register(formbody);
+  await app.register(bodyParsers);
   await app.register(view, {
     engine: {
       eta: new Eta({

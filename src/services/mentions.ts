@@ -1,7 +1,10 @@
 // @handle mentions in markdown, ignoring code spans and code blocks: `@scout` in
 // backticks is talking about the agent, not to it.
-import { Lexer, type Token, type Tokens } from "marked";
+import type { Token, Tokens } from "marked";
+import { boundedMarked } from "./registry/bounded-marked.ts";
 
+// The renderer's bounds: any text a page can show, this can read.
+const marked = boundedMarked({ gfm: true });
 const MENTION = /(?<![\w@.])@([a-z0-9][a-z0-9_-]{1,31})\b/gi;
 
 export function parseMentions(markdown: string): string[] {
@@ -23,6 +26,6 @@ export function parseMentions(markdown: string): string[] {
         for (const m of t.raw.matchAll(MENTION)) found.add(m[1]!.toLowerCase());
     }
   };
-  walk(new Lexer({ gfm: true }).lex(markdown));
+  walk(marked.lex(markdown));
   return [...found];
 }

@@ -5,6 +5,7 @@ import { grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma, type RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
+import { storable } from "../../lib/text.ts";
 import { emitEvent, notifyEventsSql } from "../events.ts";
 import { parseRunStart, type RunStart, runStartSql } from "./run-start.ts";
 import { maskText } from "./secret-masking.ts";
@@ -244,14 +245,16 @@ export async function finishRun(
   f: Finish,
 ): Promise<boolean> {
   const done = TERMINAL.includes(f.status);
+  // The model's own words (its final message, its question) may hold text Postgres refuses.
+  const text = (s: string | undefined) => (s === undefined ? null : storable(s, "\ufffd"));
   const [row] = await hotQuery<{ ended: number }>(
     db,
     Prisma.sql`
     WITH ended AS (
       UPDATE subagent_task_runs
       SET status = ${f.status}::"RunStatus", stop_reason = ${f.stopReason ?? null},
-          final_message = COALESCE(${f.finalMessage ?? null}, final_message),
-          error = COALESCE(${f.error ?? null}, error), question = COALESCE(${f.question ?? null}, question),
+          final_message = COALESCE(${text(f.finalMessage)}, final_message),
+          error = COALESCE(${text(f.error)}, error), question = COALESCE(${text(f.question)}, question),
           lease_owner = NULL, lease_expires_at = NULL,
           completed_at = CASE WHEN ${done}::boolean THEN ${new Date()}::timestamp ELSE completed_at END
       WHERE id = ${run.id} AND lease_owner = ${owner} AND status = 'running'

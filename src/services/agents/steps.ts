@@ -6,6 +6,7 @@ import { grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma, type SubagentTaskRunStep } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
+import { storable, storableJson } from "../../lib/text.ts";
 import type { Emitted } from "../registry/types.ts";
 import { type MaskCounts, maskDeep } from "./secret-masking.ts";
 
@@ -45,10 +46,12 @@ export function stepColumns(owner: string | null, s: StepRecord | undefined) {
     step_id: newId(),
     step_number: s.number,
     step_type: s.type,
-    step_path: s.path ?? null,
+    // A record of what the model sent, which may hold text Postgres refuses (an action's
+    // params, which the registry refused for that reason): kept, the bad characters marked.
     // Stored masked too: the run page shows what the model saw, and a key pasted into a
     // note by mistake goes away with the note instead of living on in its runs.
-    step_detail: maskDeep(s.masked ? { ...s.detail, masked: s.masked } : s.detail),
+    step_path: s.path === undefined ? null : storable(s.path, "\ufffd"),
+    step_detail: storableJson(maskDeep(s.masked ? { ...s.detail, masked: s.masked } : s.detail)),
     step_input_tokens: s.inputTokens ?? 0,
     step_output_tokens: s.outputTokens ?? 0,
     step_llm_ms: Math.round(s.llmMs ?? 0),

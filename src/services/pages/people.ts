@@ -128,8 +128,7 @@ export const searchPage: PageDef = {
   actions: ["search"],
   resolve: async () => ({}),
   async render(ctx, _scope, query) {
-    // Postgres text cannot hold NUL: a query with one would fail instead of matching nothing.
-    const q = (query.q ?? "").replaceAll("\u0000", "").trim().slice(0, 200);
+    const q = (query.q ?? "").trim().slice(0, 200);
     if (!q)
       return {
         title: "Search",

@@ -1,7 +1,8 @@
 // Page views to HTML: markdown blocks through `marked` (raw HTML escaped, unsafe links
 // dropped), and every action as a form generated from its schema.
-import { Marked, type Tokens } from "marked";
+import type { Tokens } from "marked";
 import type { Issue } from "../../lib/errors.ts";
+import { boundedMarked } from "./bounded-marked.ts";
 import { actionsBase } from "./markdown.ts";
 import { type Field, fields } from "./params.ts";
 import type { ActionDef, FormBlock, PageView } from "./types.ts";
@@ -17,7 +18,7 @@ export function escapeHtml(text: string): string {
 
 const SAFE_HREF = /^(https?:|mailto:|\/(?!\/)|#|\?)/i;
 
-const marked = new Marked({
+const marked = boundedMarked({
   gfm: true,
   renderer: {
     html(token: Tokens.HTML | Tokens.Tag) {
@@ -38,7 +39,7 @@ const marked = new Marked({
 export function markdownToHtml(md: string): string {
   // A wide table scrolls inside its card instead of running under the actions panel.
   return marked
-    .parse(md, { async: false })
+    .parse(md)
     .replace(/<table>/g, '<div class="table-wrap"><table>')
     .replace(/<\/table>/g, "</table></div>");
 }

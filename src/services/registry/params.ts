@@ -2,8 +2,10 @@
 // markdown signature, the HTML form, the JSON schema and validation share one source.
 import { z } from "zod";
 import { type Issue, ValidationError } from "../../lib/errors.ts";
+import { textProblem } from "../../lib/text.ts";
 
-export type FieldType = "string" | "number" | "boolean" | "enum";
+/** `list` and `object` params take JSON arrays and objects; a form repeats a `list` field. */
+export type FieldType = "string" | "number" | "boolean" | "enum" | "list" | "object";
 
 export interface Field {
   name: string;
@@ -45,9 +47,7 @@ export function fields(schema: z.ZodObject): Field[] {
       t = t._zod.def.innerType as AnyZod;
     }
     const inner = (z.globalRegistry.get(t) ?? {}) as Meta;
-    const kind = t._zod.def.type;
-    const type: FieldType =
-      kind === "number" ? "number" : kind === "boolean" ? "boolean" : kind === "enum" ? "enum" : "string";
+    const type = fieldType(t._zod.def.type);
     return {
       name,
       type,
@@ -61,6 +61,13 @@ export function fields(schema: z.ZodObject): Field[] {
       defaultValue,
     };
   });
+}
+
+function fieldType(kind: string): FieldType {
+  if (kind === "number" || kind === "boolean" || kind === "enum") return kind;
+  if (kind === "array") return "list";
+  if (kind === "object") return "object";
+  return "string";
 }
 
 const signatures = new WeakMap<z.ZodObject, string>();
@@ -80,6 +87,42 @@ export function signature(schema: z.ZodObject): string {
 const TRUE = new Set(["true", "on", "1", "yes"]);
 const FALSE = new Set(["false", "off", "0", "no", ""]);
 
+/** Every string in a param's value, at any depth (keys too), named by its path: `options.2.label`. */
+function textIssues(value: unknown, field: string): Issue[] {
+  const issues: Issue[] = [];
+  // A loop, not recursion: a body nested a hundred thousand levels deep must not overflow the stack.
+  const todo: [unknown, string][] = [[value, field]];
+  for (let next = todo.pop(); next; next = todo.pop()) {
+    const [v, path] = next;
+    if (typeof v === "string") {
+      const problem = textProblem(v);
+      if (problem) issues.push({ field: path, message: problem });
+    } else if (Array.isArray(v)) for (const [i, item] of v.entries()) todo.push([item, `${path}.${i}`]);
+    else if (v !== null && typeof v === "object")
+      for (const [k, item] of Object.entries(v)) {
+        const problem = textProblem(k);
+        if (problem) issues.push({ field: path, message: `a key ${problem}` });
+        else todo.push([item, `${path}.${k}`]);
+      }
+  }
+  return issues;
+}
+
+/**
+ * The value of one param as sent, before coercion, or an issue. Only a `list` param takes
+ * several values: a form repeats its field, JSON sends an array. Any other param given
+ * twice is ambiguous (which one did the sender mean?), so it is refused, not guessed.
+ */
+function single(f: Field, v: unknown, form: boolean): { value: unknown } | { issues: Issue[] } {
+  if (Array.isArray(v) && f.type !== "list") {
+    const message = form ? "sent more than once: it takes one value" : "must be a single value, not a list";
+    return { issues: [{ field: f.name, message }] };
+  }
+  const problems = textIssues(v, f.name);
+  if (problems.length) return { issues: problems };
+  return { value: f.type === "list" && form && typeof v === "string" ? [v] : v };
+}
+
 /**
  * Validates a body against the schema. Form bodies send every value as a string and
  * leave unchecked boxes out, so strings are coerced to the declared type first.
@@ -97,13 +140,12 @@ export function parseParams<S extends z.ZodObject>(
     .map((k) => ({ field: k, message: `unknown parameter (expected: ${[...known].join(", ") || "none"})` }));
   const input: Record<string, unknown> = {};
   for (const f of defs) {
-    let v = body[f.name];
-    if (Array.isArray(v)) v = v[v.length - 1];
-    // Postgres cannot store NUL in text: refuse it here as bad input, not later as a 500.
-    if (typeof v === "string" && v.includes("\u0000")) {
-      issues.push({ field: f.name, message: "must not contain NUL characters" });
+    const sent = single(f, body[f.name], opts.form);
+    if ("issues" in sent) {
+      issues.push(...sent.issues);
       continue;
     }
+    let v = sent.value;
     if (typeof v === "string") {
       if (f.type === "number") v = v.trim() === "" ? undefined : Number(v);
       else if (f.type === "boolean")
@@ -117,7 +159,8 @@ export function parseParams<S extends z.ZodObject>(
   if (!result.success) {
     for (const i of result.error.issues) {
       const field = i.path.join(".");
-      issues.push({ field, message: field && input[field] === undefined ? "required" : i.message });
+      const missing = i.path.length === 1 && input[field] === undefined;
+      issues.push({ field, message: missing ? "required" : i.message });
     }
   }
   if (issues.length) {

@@ -3,6 +3,7 @@
 
 import type { Db } from "../../db/prisma.ts";
 import { AppError, ForbiddenError, NotFoundError } from "../../lib/errors.ts";
+import { storable } from "../../lib/text.ts";
 import { parseParams } from "./params.ts";
 import { createRouter } from "./router.ts";
 import type {
@@ -56,6 +57,14 @@ export type Registry = ReturnType<typeof createRegistry>;
  * "never more than its owner could do". Returns the reason to refuse, or null.
  */
 export type Guard = (ctx: Ctx, action: ActionDef, scope: Scope) => Promise<string | null>;
+
+/**
+ * A page's query is navigation, not input to keep: characters Postgres cannot take (NUL,
+ * a lone surrogate) are dropped, so `/search?q=%00` finds nothing instead of failing.
+ */
+function storableQuery(query: Query): Query {
+  return Object.fromEntries(Object.entries(query).map(([k, v]) => [k, v === undefined ? v : storable(v)]));
+}
 
 export function createRegistry(
   pages: PageDef[],
@@ -119,9 +128,10 @@ export function createRegistry(
     async view(
       ctx: Ctx,
       path: string,
-      query: Query,
+      raw: Query,
     ): Promise<{ view: PageView; actions: ActionDef[]; resolved: Resolved }> {
       const m = page(path);
+      const query = storableQuery(raw);
       if (m.page.view) {
         const read = await m.page.view(ctx, m.params, query);
         const resolved = { ...m, scope: read.scope };

@@ -1,0 +1,28 @@
+// What Postgres can store as text. It refuses NUL in `text` and `jsonb`, and a lone UTF-16
+// surrogate (half of a pair, `"\ud800"` in JSON) in `jsonb`; in `text` the driver quietly
+// turns the surrogate into U+FFFD. Input with either is refused (registry/params.ts);
+// what is only recorded (a page's query, what a model sent) is made storable instead.
+
+/** With the `u` flag a surrogate pair is one code point, so only a lone half matches. */
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
+const LONE_SURROGATES = /[\ud800-\udfff]/gu;
+
+/** Why a string cannot be stored, or null. */
+export function textProblem(s: string): string | null {
+  if (s.includes("\u0000")) return "must not contain NUL characters";
+  if (LONE_SURROGATE.test(s)) return "is not valid Unicode text (an unpaired UTF-16 surrogate)";
+  return null;
+}
+
+/** The string with what textProblem refuses replaced (dropped by default). */
+export function storable(s: string, replacement = ""): string {
+  return s.replaceAll("\u0000", replacement).replace(LONE_SURROGATES, replacement);
+}
+
+/** A JSON value for a `jsonb` column, every string and key storable, U+FFFD marking what was replaced. */
+export function storableJson(v: unknown): unknown {
+  if (typeof v === "string") return storable(v, "\ufffd");
+  if (Array.isArray(v)) return v.map(storableJson);
+  if (v === null || typeof v !== "object" || Object.getPrototypeOf(v) !== Object.prototype) return v;
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [storable(k, "\ufffd"), storableJson(x)]));
+}
