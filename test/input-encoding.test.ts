@@ -160,6 +160,22 @@ describe("bodies whose bytes are not UTF-8", () => {
   });
 });
 
+describe("the login form, outside the registry", () => {
+  it("an email with a NUL is a wrong login (401), not a 500", async () => {
+    const first = await app.inject({ method: "GET", url: "/login", headers: { host: w.host } });
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(first.body)![1]!;
+    const cookies = Object.fromEntries(first.cookies.map((c) => [c.name, c.value]));
+    const res = await app.inject({
+      method: "POST",
+      url: "/login",
+      headers: { host: w.host, "content-type": "application/x-www-form-urlencoded" },
+      cookies,
+      payload: `email=alice%00%40x.test&password=x&_csrf=${csrf}`,
+    });
+    expect(res.statusCode).toBe(401);
+  });
+});
+
 describe("query strings and paths", () => {
   it("never answer 500, and a bad address is a 400 in the request's format", async () => {
     for (const q of ["%00", "a%00b", "%ED%A0%80", "%FF", "%F0%9F", "%C0%AF"]) {

@@ -3,13 +3,20 @@ import { z } from "zod";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import { TooManyRequestsError, UnauthorizedError } from "../lib/errors.ts";
+import { textProblem } from "../lib/text.ts";
 import { countAttempt, loginSucceeded, type ThrottleSettings } from "../services/login-throttle.ts";
 import { verifyPassword } from "../services/passwords.ts";
 import { escapeHtml } from "../services/registry/html.ts";
 import { createSession, deleteSession } from "../services/sessions.ts";
 
 const loginBody = z.object({
-  email: z.string().trim().toLowerCase().max(200),
+  // A NUL would reach Postgres' lookup and fail as a 500; such an email is just a wrong one.
+  email: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .max(200)
+    .refine((s) => !textProblem(s)),
   password: z.string().max(1000),
   next: z.string().max(2000).optional(),
   _csrf: z.string().optional(),
