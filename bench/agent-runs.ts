@@ -5,7 +5,7 @@
 // Reports: trigger → first LLM call latency; orchestration overhead per step excluding
 // LLM time; steps/s and peak RSS with 200 concurrent runs at 500 ms LLM latency; prompt
 // tokens at LLM steps 1, 10 and 30 of one long run.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { parseConfig } from "../src/config.ts";
 import { createPrisma, type PrismaClient } from "../src/db/prisma.ts";
@@ -14,7 +14,16 @@ import { newId } from "../src/lib/ids.ts";
 import { queueRun } from "../src/services/agents/runs.ts";
 import { registry } from "../src/services/catalog.ts";
 import type { Actor, Ctx } from "../src/services/registry/types.ts";
-import { fmt, freshDatabase, percentile } from "./lib.ts";
+import {
+  fmt,
+  freshDatabase,
+  machineCpuSeconds,
+  percentile,
+  printed,
+  processCpuSeconds,
+  startEntry,
+  stopChild,
+} from "./lib.ts";
 
 const env = parseConfig(process.env);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 200);
@@ -91,9 +100,9 @@ function startWorker(databaseUrl: string, llmUrl: string, prefix: string): Child
   const profile = process.env.BENCH_PROFILE
     ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
     : [];
-  const child = spawn(process.execPath, [...profile, "--import", "tsx", "src/worker.ts"], {
-    env: {
-      ...process.env,
+  return startEntry(
+    "src/worker.ts",
+    {
       DATABASE_URL: databaseUrl,
       QUEUE_PREFIX: prefix,
       LLM_BASE_URL: llmUrl,
@@ -101,28 +110,16 @@ function startWorker(databaseUrl: string, llmUrl: string, prefix: string): Child
       WORKER_CONCURRENCY: String(CONCURRENT),
       LOG_LEVEL: "warn",
     },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return child;
-}
-
-async function ready(child: ChildProcess) {
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on("data", (d: Buffer) => d.toString().includes("running") && resolve());
-    child.once("exit", (code) => reject(new Error(`worker exited with ${code}`)));
-  });
+    profile,
+  );
 }
 
 /** CPU seconds so far: the whole machine's (all cores), one process's, this process's. */
 function cpuSeconds(workerPid: number) {
-  const tick = 100; // USER_HZ: clock ticks per second on Linux
-  const all = readFileSync("/proc/stat", "utf8").split("\n")[0]!.split(/\s+/).slice(1).map(Number);
-  const busy = all.reduce((a, b) => a + b, 0) - all[3]! - all[4]!; // less idle and iowait
-  const w = readFileSync(`/proc/${workerPid}/stat`, "utf8").split(") ")[1]!.split(" ");
   const self = process.cpuUsage();
   return {
-    machine: busy / tick,
-    worker: (Number(w[11]) + Number(w[12])) / tick,
+    machine: machineCpuSeconds(),
+    worker: processCpuSeconds(workerPid),
     bench: (self.user + self.system) / 1e6,
   };
 }
@@ -172,7 +169,7 @@ async function main() {
   const prefix = `cadre-bench-${newId(6)}`;
   const worker = startWorker(database.url, llm.url, prefix);
   try {
-    await ready(worker);
+    await printed(worker, "running");
     const w = await seed(db, CONCURRENT);
 
     // 1. Trigger → first LLM call, one mention at a time, LLM at zero latency.
@@ -320,8 +317,7 @@ async function main() {
     console.log("\nAgent runs benchmark");
     for (const [k, v] of rows) console.log(`  ${k.padEnd(58)} ${v}`);
   } finally {
-    worker.kill("SIGTERM");
-    await new Promise((r) => worker.once("exit", r));
+    await stopChild(worker);
     await llm.close();
     await db.$disconnect();
     await database.drop();

@@ -1,6 +1,10 @@
 // Shared setup for benchmarks: a fresh database migrated from prisma/migrations,
-// dropped at the end, so a benchmark never touches the demo's or a test run's data.
+// dropped at the end, so a benchmark never touches the demo's or a test run's data; the
+// app's own entry points started as child processes; percentiles.
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -40,3 +44,63 @@ export function percentile(values: number[], p: number): number {
 }
 
 export const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+
+/**
+ * Starts a TypeScript entry point (`src/worker.ts`, `src/server.ts`) as a node child, with
+ * `env` over this process's environment. node itself, no npx wrapper: its pid is the
+ * process to measure and to signal.
+ */
+export function startEntry(
+  entry: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+): ChildProcess {
+  return spawn(process.execPath, [...nodeArgs, "--import", "tsx", entry], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+}
+
+/** Resolves when the child prints `text` on stdout; rejects if it exits first. */
+export function printed(child: ChildProcess, text: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    child.stdout!.on("data", (d: Buffer) => d.toString().includes(text) && resolve());
+    child.once("exit", (code) => reject(new Error(`child exited with ${code} before printing "${text}"`)));
+  });
+}
+
+/** SIGTERM, then SIGKILL if the child has not exited within `graceMs`. */
+export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  const kill = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await exited;
+  clearTimeout(kill);
+}
+
+/** A port free on loopback right now (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const TICK = 100; // USER_HZ: clock ticks per second on Linux
+
+/** CPU seconds the whole machine has spent so far (all cores), less idle and iowait. */
+export function machineCpuSeconds(): number {
+  const all = readFileSync("/proc/stat", "utf8").split("\n")[0]!.split(/\s+/).slice(1).map(Number);
+  return (all.reduce((a, b) => a + b, 0) - all[3]! - all[4]!) / TICK;
+}
+
+/** CPU seconds (user + system) one process has spent so far. */
+export function processCpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(f[11]) + Number(f[12])) / TICK;
+}
