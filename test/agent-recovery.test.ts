@@ -286,7 +286,7 @@ describe("Redis losing its data loses no work", () => {
     const runId = await runTask(w, "Say done");
     // A relay publishes the run.queued event while no worker runs; then Redis loses it all.
     const queues = createQueues(redis, prefix);
-    const relay = startEventRelay({ prisma: db, databaseUrl, queues });
+    const relay = startEventRelay({ databaseUrl, queues });
     await relay.ready;
     await relay.stop();
     const event = await db.event.findFirstOrThrow({ where: { type: "run.queued", subjectId: runId } });

@@ -2,57 +2,92 @@
 // Woken by NOTIFY on commit and by a slow poll as a safety net (a missed notification,
 // Redis down for a while).
 // Rows are locked with SKIP LOCKED, so several relays never publish the same batch.
+//
+// The relay works on one connection of its own, the one that LISTENs. Under load the
+// process's pool is busy with the event and agent workers' statements, and a batch
+// waiting for a pooled connection was most of an event's lag; a batch is also two round
+// trips on it, not Prisma's four plus its runtime. When the connection dies (a restart,
+// pg_terminate_backend), the relay opens another with backoff and then drains what
+// was committed meanwhile.
 import pg from "pg";
-import type { PrismaClient } from "../db/prisma.ts";
 import { EVENTS_CHANNEL } from "../services/events.ts";
 import type { Queues } from "./queues.ts";
 
 const BATCH = 200;
 
+/** How the relay's connection shows in pg_stat_activity. */
+export const RELAY_APPLICATION_NAME = "cadre-event-relay";
+
 export interface RelayOptions {
-  prisma: PrismaClient;
   databaseUrl: string;
   queues: Queues;
   pollMs?: number;
+  /** Wait before the first reconnection attempt, doubled after each failed one up to `max`. */
+  reconnectMs?: { min: number; max: number };
   log?: (msg: string, err?: unknown) => void;
 }
 
+interface Row {
+  id: string;
+  type: string;
+  subject_id: string;
+}
+
+// One simple-protocol query each, so each half of a batch is one round trip (a simple
+// query may hold several statements; the extended protocol, with parameters, may not).
+const CLAIM = `BEGIN; SELECT id, type, subject_id FROM events WHERE published_at IS NULL
+  ORDER BY created_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`;
+
+/** Publishes the rows to their queues. A queued run goes straight to agent-runs: one queue hop fewer before it starts. */
+async function publish(queues: Queues, rows: Row[]) {
+  const runs = rows.filter((r) => r.type === "run.queued");
+  const others = rows.filter((r) => r.type !== "run.queued");
+  await Promise.all([
+    runs.length &&
+      queues["agent-runs"].addBulk(
+        runs.map((r) => ({ name: "run", data: { runId: r.subject_id }, opts: { jobId: `run-${r.id}` } })),
+      ),
+    others.length &&
+      queues.events.addBulk(
+        others.map((r) => ({ name: "event", data: { eventId: r.id }, opts: { jobId: r.id } })),
+      ),
+  ]);
+}
+
+/** One batch on `c`: lock the oldest unpublished rows, publish them, mark them. Returns how many. */
+async function drainOnce(c: pg.Client, queues: Queues): Promise<number> {
+  try {
+    const [, claimed] = (await c.query(CLAIM)) as unknown as pg.QueryResult<Row>[];
+    const rows = claimed!.rows;
+    if (!rows.length) {
+      await c.query("COMMIT");
+      return 0;
+    }
+    await publish(queues, rows);
+    // An ISO string with its Z is read as UTC by a timestamp column, as Prisma writes dates.
+    const ids = rows.map((r) => c.escapeLiteral(r.id)).join(",");
+    await c.query(
+      `UPDATE events SET published_at = '${new Date().toISOString()}' WHERE id IN (${ids}); COMMIT`,
+    );
+    return rows.length;
+  } catch (err) {
+    await c.query("ROLLBACK").catch(() => undefined);
+    throw err;
+  }
+}
+
 export function startEventRelay(o: RelayOptions) {
+  const backoff = o.reconnectMs ?? { min: 100, max: 2000 };
+  let client: pg.Client | null = null;
   let running = false;
   let again = false;
   let stopped = false;
-  const listener = new pg.Client({ connectionString: o.databaseUrl });
-
-  async function drainOnce(): Promise<number> {
-    return o.prisma.$transaction(async (tx) => {
-      const rows = await tx.$queryRaw<{ id: string; type: string; subject_id: string }[]>`
-        SELECT id, type, subject_id FROM events WHERE published_at IS NULL
-        ORDER BY created_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`;
-      if (!rows.length) return 0;
-      // A queued run goes straight to the agent-runs queue: it needs nothing the event
-      // worker would read, and one queue hop fewer is what a run waits for before it starts.
-      const runs = rows.filter((r) => r.type === "run.queued");
-      const others = rows.filter((r) => r.type !== "run.queued");
-      await Promise.all([
-        runs.length &&
-          o.queues["agent-runs"].addBulk(
-            runs.map((r) => ({ name: "run", data: { runId: r.subject_id }, opts: { jobId: `run-${r.id}` } })),
-          ),
-        others.length &&
-          o.queues.events.addBulk(
-            others.map((r) => ({ name: "event", data: { eventId: r.id }, opts: { jobId: r.id } })),
-          ),
-      ]);
-      await tx.event.updateMany({
-        where: { id: { in: rows.map((r) => r.id) } },
-        data: { publishedAt: new Date() },
-      });
-      return rows.length;
-    });
-  }
+  let failing = false;
+  let wait = backoff.min;
+  let retry: ReturnType<typeof setTimeout> | undefined;
 
   async function drain() {
-    if (stopped) return;
+    if (stopped || !client) return;
     if (running) {
       again = true;
       return;
@@ -61,21 +96,69 @@ export function startEventRelay(o: RelayOptions) {
     try {
       do {
         again = false;
-        while ((await drainOnce()) === BATCH && !stopped);
-      } while (again && !stopped);
+        while (client && (await drainOnce(client, o.queues)) === BATCH && !stopped);
+      } while (again && client && !stopped);
+      if (failing) o.log?.("event relay: publishing again");
+      failing = false;
     } catch (err) {
-      o.log?.("event relay: publish failed, will retry", err);
+      // Once per outage, not once per poll; a lost connection is reported where it is noticed.
+      if (!failing && client) o.log?.("event relay: publish failed, will retry", err);
+      failing = true;
     } finally {
       running = false;
     }
   }
 
+  async function connect() {
+    const c = new pg.Client({
+      connectionString: o.databaseUrl,
+      application_name: RELAY_APPLICATION_NAME,
+      // A peer that vanished without closing the socket is noticed too, if late.
+      keepAlive: true,
+    });
+    let lastError: unknown;
+    c.on("error", (err) => {
+      lastError = err;
+    });
+    c.on("end", () => lost(c, lastError));
+    c.on("notification", () => void drain());
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${EVENTS_CHANNEL}`);
+    } catch (err) {
+      await c.end().catch(() => undefined);
+      throw err;
+    }
+    if (stopped) await c.end();
+    else client = c;
+  }
+
+  function lost(c: pg.Client, err: unknown) {
+    if (client !== c || stopped) return;
+    client = null;
+    o.log?.("event relay: lost its database connection, reconnecting", err);
+    reconnect();
+  }
+
+  function reconnect() {
+    retry = setTimeout(async () => {
+      try {
+        await connect();
+      } catch {
+        wait = Math.min(wait * 2, backoff.max);
+        if (!stopped) reconnect();
+        return;
+      }
+      wait = backoff.min;
+      o.log?.("event relay: reconnected");
+      // Nothing notified this connection of what was committed while it was away.
+      await drain();
+    }, wait);
+  }
+
   const timer = setInterval(drain, o.pollMs ?? 1000);
   const ready = (async () => {
-    listener.on("notification", () => void drain());
-    listener.on("error", (err) => o.log?.("event relay: listener error", err));
-    await listener.connect();
-    await listener.query(`LISTEN ${EVENTS_CHANNEL}`);
+    await connect();
     await drain();
   })();
 
@@ -85,9 +168,11 @@ export function startEventRelay(o: RelayOptions) {
     async stop() {
       stopped = true;
       clearInterval(timer);
+      clearTimeout(retry);
       await ready.catch(() => undefined);
-      await listener.end().catch(() => undefined);
       while (running) await new Promise((r) => setTimeout(r, 10));
+      await client?.end().catch(() => undefined);
+      client = null;
     },
   };
 }

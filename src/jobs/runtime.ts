@@ -133,7 +133,7 @@ export async function startRuntime(o: RuntimeOptions) {
   const rescheduler = setInterval(schedule, Math.min(60_000, 10 * c.SWEEP_INTERVAL_MS));
   rescheduler.unref();
 
-  const relay = startEventRelay({ prisma, databaseUrl: c.DATABASE_URL, queues, log: o.log });
+  const relay = startEventRelay({ databaseUrl: c.DATABASE_URL, queues, log: o.log });
   await relay.ready;
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   return {

@@ -1,0 +1,118 @@
+// The outbox relay when its database connection dies: it reconnects with backoff, logs
+// the outage once, and publishes promptly again, long before its poll would. The file's
+// database is its own (test/file-database.ts), so no other relay publishes these events.
+import type { Redis } from "ioredis";
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { createRedis } from "../src/db/redis.ts";
+import { RELAY_APPLICATION_NAME, startEventRelay } from "../src/jobs/event-relay.ts";
+import { createQueues, type Queues } from "../src/jobs/queues.ts";
+import { newId } from "../src/lib/ids.ts";
+import { emitEvent } from "../src/services/events.ts";
+import { fileDatabaseUrl, makeWorld, testPrisma, type World, waitFor } from "./helpers/app.ts";
+
+const db = testPrisma();
+// Far longer than any wait below: whatever is published, the poll did not publish it.
+const POLL_MS = 60_000;
+let redis: Redis;
+let queues: Queues;
+let w: World;
+let relay: ReturnType<typeof startEventRelay>;
+let logs: string[];
+
+beforeAll(async () => {
+  redis = createRedis(inject("redisUrl"), "worker");
+  queues = createQueues(redis, `${inject("queuePrefix")}-relay`);
+  w = await makeWorld("rl");
+});
+afterEach(async () => relay?.stop());
+afterAll(async () => {
+  for (const q of Object.values(queues)) await q.obliterate({ force: true });
+  await Promise.all(Object.values(queues).map((q) => q.close()));
+  await redis.quit();
+});
+
+async function startRelay() {
+  logs = [];
+  relay = startEventRelay({
+    databaseUrl: fileDatabaseUrl(),
+    queues,
+    pollMs: POLL_MS,
+    reconnectMs: { min: 50, max: 200 },
+    log: (msg) => logs.push(msg),
+  });
+  await relay.ready;
+}
+
+/** The relay's backend, found by the application name it connects with. */
+async function relayBackends(): Promise<number[]> {
+  const rows = await db.$queryRaw<{ pid: number }[]>`
+    SELECT pid FROM pg_stat_activity WHERE application_name = ${RELAY_APPLICATION_NAME} AND datname = current_database()`;
+  return rows.map((r) => r.pid);
+}
+
+const emit = () =>
+  db.$transaction((tx) =>
+    emitEvent(tx, {
+      tenantId: w.tenant.id,
+      actorId: w.alice.id,
+      type: "test.ping",
+      subjectType: "note",
+      subjectId: newId(),
+    }),
+  );
+
+/** Milliseconds until the event is published and its job is on the queue. */
+async function publishedWithin(eventId: string, timeoutMs: number, since = Date.now()): Promise<number> {
+  await waitFor(async () => {
+    const e = await db.event.findUniqueOrThrow({ where: { id: eventId } });
+    return e.publishedAt && (await queues.events.getJob(eventId));
+  }, timeoutMs);
+  return Date.now() - since;
+}
+
+describe("the event relay's connection", () => {
+  it("is reconnected after pg_terminate_backend, and a new commit is published at once, not at the next poll", async () => {
+    await startRelay();
+    const [pid] = await relayBackends();
+    expect(pid).toBeTypeOf("number");
+    await db.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
+    await waitFor(async () => {
+      const pids = await relayBackends();
+      return pids.length === 1 && pids[0] !== pid;
+    }, 5000);
+
+    const id = await emit();
+    expect(await publishedWithin(id, 5000)).toBeLessThan(2000);
+    expect(logs.filter((m) => /lost/.test(m))).toHaveLength(1);
+  });
+
+  it("retries with backoff while the database refuses connections, logs once, and publishes what was committed meanwhile", async () => {
+    await startRelay();
+    const name = new URL(fileDatabaseUrl()).pathname.slice(1);
+    const admin = new URL(fileDatabaseUrl());
+    admin.pathname = "/postgres";
+    const adminClient = new pg.Client({ connectionString: admin.toString() });
+    await adminClient.connect();
+    try {
+      const [pid] = await relayBackends();
+      await adminClient.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
+      await db.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
+      // A commit nobody hears (the relay is not listening), while its attempts fail.
+      const id = await emit();
+      await new Promise((r) => setTimeout(r, 1000));
+      expect((await db.event.findUniqueOrThrow({ where: { id } })).publishedAt).toBeNull();
+
+      await adminClient.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`);
+      const back = Date.now();
+      expect(await publishedWithin(id, 5000, back)).toBeLessThan(2000);
+      expect(logs).toEqual([
+        expect.stringMatching(/lost its database connection/),
+        expect.stringMatching(/reconnected/),
+      ]);
+    } finally {
+      await adminClient.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`);
+      await adminClient.end();
+    }
+  });
+});
