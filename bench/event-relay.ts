@@ -1,13 +1,17 @@
 // Event-relay benchmark (not a test). Run: `npx tsx bench/event-relay.ts` with Postgres
 // and Redis up (bin/test's prerequisites). The real web server (src/server.ts) and one real
-// worker (src/worker.ts) run as children on a fresh database; this process writes comments
-// through the `add_comment` action over HTTP with an API token, open loop: BENCH_RATE
-// writes a second (150) for BENCH_SECONDS (20), each sent when due, whether or not the
-// ones before it have answered.
+// worker (src/worker.ts) run as children on a fresh database, dropped at the end.
 //
-// Reports: the write rate achieved and the writes' latency; each event's relay lag
-// (`published_at - created_at`) and the time until its job completed in the worker;
-// events committed against events published; CPU by process over the load.
+// Two phases, each open loop (a write is sent when due, whether or not the ones before it
+// have answered), BENCH_RATE writes a second (150) for BENCH_SECONDS (20):
+// 1. `add_comment` over HTTP with an API token, what the relay is there for;
+// 2. the same rows (a comment, its comment.created event, NOTIFY) written straight to
+//    Postgres, so the relay sees the full rate even when the web server cannot answer it.
+// BENCH_PHASES=http or =outbox runs one of them.
+//
+// Reports per phase: the write rate achieved and the writes' latency; each event's relay
+// lag (`published_at - created_at`) and the time until its job completed in the worker;
+// events committed against events published; CPU by process while writing.
 import type { ChildProcess } from "node:child_process";
 import { Agent, request } from "node:http";
 import { loadavg } from "node:os";
