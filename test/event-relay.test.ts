@@ -1,6 +1,7 @@
-// The outbox relay when its database connection dies: it reconnects with backoff, logs
-// the outage once, and publishes promptly again, long before its poll would. The file's
-// database is its own (test/file-database.ts), so no other relay publishes these events.
+// The outbox relay when its database connection dies (it reconnects with backoff, logs
+// the outage once, and publishes promptly again, long before its poll would) and when
+// Redis does (it holds no transaction open meanwhile). The file's database is its own
+// (test/file-database.ts), so no other relay publishes these events.
 import type { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
@@ -10,6 +11,7 @@ import { createQueues, type Queues } from "../src/jobs/queues.ts";
 import { newId } from "../src/lib/ids.ts";
 import { emitEvent } from "../src/services/events.ts";
 import { fileDatabaseUrl, makeWorld, testPrisma, type World, waitFor } from "./helpers/app.ts";
+import { startPrivateRedis } from "./helpers/redis-server.ts";
 
 const db = testPrisma();
 // Far longer than any wait below: whatever is published, the poll did not publish it.
@@ -32,7 +34,7 @@ afterAll(async () => {
   await redis.quit();
 });
 
-async function startRelay() {
+async function startRelay(o: Partial<Parameters<typeof startEventRelay>[0]> = {}) {
   logs = [];
   relay = startEventRelay({
     databaseUrl: fileDatabaseUrl(),
@@ -40,15 +42,18 @@ async function startRelay() {
     pollMs: POLL_MS,
     reconnectMs: { min: 50, max: 200 },
     log: (msg) => logs.push(msg),
+    ...o,
   });
   await relay.ready;
 }
 
-/** The relay's backend, found by the application name it connects with. */
+/** The relay's backends and their states, found by the application name it connects with. */
 async function relayBackends(): Promise<number[]> {
-  const rows = await db.$queryRaw<{ pid: number }[]>`
-    SELECT pid FROM pg_stat_activity WHERE application_name = ${RELAY_APPLICATION_NAME} AND datname = current_database()`;
-  return rows.map((r) => r.pid);
+  return (await relayStates()).map((r) => r.pid);
+}
+async function relayStates() {
+  return db.$queryRaw<{ pid: number; state: string }[]>`
+    SELECT pid, state FROM pg_stat_activity WHERE application_name = ${RELAY_APPLICATION_NAME} AND datname = current_database()`;
 }
 
 const emit = () =>
@@ -63,10 +68,10 @@ const emit = () =>
   );
 
 /** Milliseconds until the event is published and its job is on the queue. */
-async function publishedWithin(eventId: string, timeoutMs: number, since = Date.now()): Promise<number> {
+async function publishedWithin(eventId: string, timeoutMs: number, since = Date.now(), on = queues) {
   await waitFor(async () => {
     const e = await db.event.findUniqueOrThrow({ where: { id: eventId } });
-    return e.publishedAt && (await queues.events.getJob(eventId));
+    return e.publishedAt && (await on.events.getJob(eventId));
   }, timeoutMs);
   return Date.now() - since;
 }
@@ -113,6 +118,35 @@ describe("the event relay's connection", () => {
     } finally {
       await adminClient.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`);
       await adminClient.end();
+    }
+  });
+
+  it("rolls a batch back when Redis does not answer, holding no transaction open, and publishes it once Redis is back", async () => {
+    const redisServer = await startPrivateRedis();
+    const connection = createRedis(redisServer.url, "worker");
+    connection.on("error", () => undefined); // Redis is down on purpose
+    const own = createQueues(connection, `${inject("queuePrefix")}-relay-down`);
+    for (const q of Object.values(own)) q.on("error", () => undefined);
+    try {
+      await startRelay({ queues: own, pollMs: 200, publishTimeoutMs: 300 });
+      await redisServer.kill();
+      const id = await emit();
+      await new Promise((r) => setTimeout(r, 1000));
+      // A worker's Redis client waits for Redis as long as it takes; the batch must not.
+      expect((await relayStates()).map((r) => r.state)).toEqual(["idle"]);
+      expect((await db.event.findUniqueOrThrow({ where: { id } })).publishedAt).toBeNull();
+
+      await redisServer.start();
+      await publishedWithin(id, 10_000, Date.now(), own);
+      expect(logs).toEqual([
+        expect.stringMatching(/publish failed/),
+        expect.stringMatching(/publishing again/),
+      ]);
+    } finally {
+      await relay.stop();
+      await Promise.all(Object.values(own).map((q) => q.close()));
+      connection.disconnect();
+      await redisServer.kill();
     }
   });
 });

@@ -14,6 +14,10 @@ import { EVENTS_CHANNEL } from "../services/events.ts";
 import type { Queues } from "./queues.ts";
 
 const BATCH = 200;
+// How long a batch waits for Redis before it rolls back and leaves its rows to a later
+// drain: a worker's Redis client queues commands while Redis is away, and the batch's
+// transaction would stay open, its rows locked, for the whole outage.
+const PUBLISH_TIMEOUT_MS = 5000;
 
 /** How the relay's connection shows in pg_stat_activity. */
 export const RELAY_APPLICATION_NAME = "cadre-event-relay";
@@ -24,6 +28,7 @@ export interface RelayOptions {
   pollMs?: number;
   /** Wait before the first reconnection attempt, doubled after each failed one up to `max`. */
   reconnectMs?: { min: number; max: number };
+  publishTimeoutMs?: number;
   log?: (msg: string, err?: unknown) => void;
 }
 
@@ -54,8 +59,16 @@ async function publish(queues: Queues, rows: Row[]) {
   ]);
 }
 
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish in ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
 /** One batch on `c`: lock the oldest unpublished rows, publish them, mark them. Returns how many. */
-async function drainOnce(c: pg.Client, queues: Queues): Promise<number> {
+async function drainOnce(c: pg.Client, queues: Queues, timeoutMs: number): Promise<number> {
   try {
     const [, claimed] = (await c.query(CLAIM)) as unknown as pg.QueryResult<Row>[];
     const rows = claimed!.rows;
@@ -63,7 +76,8 @@ async function drainOnce(c: pg.Client, queues: Queues): Promise<number> {
       await c.query("COMMIT");
       return 0;
     }
-    await publish(queues, rows);
+    // Published twice if this times out and Redis answers later: the job ids make that a no-op.
+    await within(publish(queues, rows), timeoutMs, "publishing to Redis");
     // An ISO string with its Z is read as UTC by a timestamp column, as Prisma writes dates.
     const ids = rows.map((r) => c.escapeLiteral(r.id)).join(",");
     await c.query(
@@ -78,6 +92,7 @@ async function drainOnce(c: pg.Client, queues: Queues): Promise<number> {
 
 export function startEventRelay(o: RelayOptions) {
   const backoff = o.reconnectMs ?? { min: 100, max: 2000 };
+  const timeoutMs = o.publishTimeoutMs ?? PUBLISH_TIMEOUT_MS;
   let client: pg.Client | null = null;
   let running = false;
   let again = false;
@@ -96,7 +111,7 @@ export function startEventRelay(o: RelayOptions) {
     try {
       do {
         again = false;
-        while (client && (await drainOnce(client, o.queues)) === BATCH && !stopped);
+        while (client && (await drainOnce(client, o.queues, timeoutMs)) === BATCH && !stopped);
       } while (again && client && !stopped);
       if (failing) o.log?.("event relay: publishing again");
       failing = false;
