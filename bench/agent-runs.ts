@@ -6,7 +6,6 @@
 // LLM time; steps/s and peak RSS with 200 concurrent runs at 500 ms LLM latency; prompt
 // tokens at LLM steps 1, 10 and 30 of one long run.
 import type { ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { parseConfig } from "../src/config.ts";
 import { createPrisma, type PrismaClient } from "../src/db/prisma.ts";
 import { type ChatRequest, type FakeReply, startFakeLlm } from "../src/dev/fake-llm.ts";
@@ -18,6 +17,7 @@ import {
   fmt,
   freshDatabase,
   machineCpuSeconds,
+  peakRssMb,
   percentile,
   printed,
   processCpuSeconds,
@@ -122,12 +122,6 @@ function cpuSeconds(workerPid: number) {
     worker: processCpuSeconds(workerPid),
     bench: (self.user + self.system) / 1e6,
   };
-}
-
-function peakRssMb(pid: number): number {
-  // The child is node itself (no npx wrapper), so its VmHWM is the worker's peak RSS.
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
 async function waitDone(db: PrismaClient, tenantId: string, count: number, timeoutMs: number) {

@@ -31,6 +31,7 @@ import {
   freePort,
   freshDatabase,
   machineCpuSeconds,
+  peakRssMb,
   percentile,
   printed,
   processCpuSeconds,
@@ -130,9 +131,11 @@ function httpWriter(t: Target, notes: string[]) {
 /**
  * The rows and notification add_comment commits (a comment, its comment.created event,
  * NOTIFY on commit) in one statement from this process: 150 commits a second that do not
- * depend on how many requests the web server can answer on this machine.
+ * depend on how many requests the web server can answer on this machine. `committedAt`
+ * keeps when each event's commit was acknowledged, to split its lag at the commit.
  */
 function outboxWriter(pool: pg.Pool, w: World, notes: string[]) {
+  const committedAt = new Map<string, number>();
   const sql = `
     WITH c AS (
       INSERT INTO comments (id, tenant_id, studio_id, author_id, subject_type, subject_id, text, created_at)
@@ -144,17 +147,20 @@ function outboxWriter(pool: pg.Pool, w: World, notes: string[]) {
       FROM c RETURNING id
     )
     SELECT pg_notify('${EVENTS_CHANNEL}', id) FROM e`;
-  return async (i: number) => {
+  const write = async (i: number) => {
     const note = notes[i % notes.length]!.split("/").pop()!;
+    const eventId = newId();
     // An ISO string with its Z, as Prisma writes dates: UTC whatever the session's time zone.
     const at = new Date().toISOString();
     await pool.query({
       name: "bench-outbox",
       text: sql,
-      values: [newId(), w.tenant.id, w.studioId, w.personId, note, `Comment ${i}`, at, newId()],
+      values: [newId(), w.tenant.id, w.studioId, w.personId, note, `Comment ${i}`, at, eventId],
     });
+    committedAt.set(eventId, Date.now());
     return 201;
   };
+  return { write, committedAt };
 }
 
 /**
@@ -201,6 +207,19 @@ const cpu = (p: Procs) => ({
   worker: processCpuSeconds(p.worker.pid!),
 });
 
+/** The part of the lag after the commit was acknowledged: the relay's own, less the writer's wake-up. */
+function commitSplit(
+  published: { id: string; published: Date | null }[],
+  committedAt: Map<string, number>,
+): [string, string] {
+  const after = published.flatMap((e) => {
+    const at = committedAt.get(e.id);
+    return at === undefined ? [] : [e.published!.getTime() - at];
+  });
+  const p = [50, 95, 99].map((q) => fmt(percentile(after, q), 0)).join(" / ");
+  return ["  of which commit acknowledged → published (ms)", `${p} / ${fmt(Math.max(...after), 0)}`];
+}
+
 /** One load phase: the writes, then each of their events' lag and job, printed. */
 async function phase(
   name: string,
@@ -209,6 +228,7 @@ async function phase(
   procs: Procs,
   write: (i: number) => Promise<number>,
   notes: string[],
+  committedAt?: Map<string, number>,
 ) {
   const load0 = loadavg();
   const cpu0 = cpu(procs);
@@ -262,6 +282,7 @@ async function phase(
       `${rows.length} / ${published.length} (committed over ${fmt(commitSeconds, 2)} s = ${fmt(rows.length / commitSeconds)}/s)`,
     ],
     ["relay lag p50 / p95 / p99 / max (ms)", `${p(lag)} / ${fmt(Math.max(...lag), 0)}`],
+    ...(committedAt ? [commitSplit(published, committedAt)] : []),
     [
       "created → event job completed p50 / p95 / p99 / max (ms)",
       `${p(done)} / ${fmt(Math.max(...done), 0)} (${done.length} jobs)`,
@@ -270,6 +291,7 @@ async function phase(
       "CPU seconds while writing: machine / server / worker",
       `${fmt(cpu1.machine - cpu0.machine, 2)} / ${fmt(cpu1.server - cpu0.server, 2)} / ${fmt(cpu1.worker - cpu0.worker, 2)} (of ${fmt(2 * w.sendSeconds, 1)} on 2 cores)`,
     ],
+    ["worker peak RSS so far (MB)", fmt(peakRssMb(procs.worker.pid!), 0)],
   ];
   console.log(`\nEvent relay benchmark: ${name}`);
   for (const [k, v] of lines) console.log(`  ${k.padEnd(58)} ${v}`);
@@ -321,15 +343,18 @@ async function main() {
 
     if (PHASES.includes("http"))
       await phase("add_comment over HTTP", db, events, procs, httpWriter(t, w.http), w.http);
-    if (PHASES.includes("outbox"))
+    if (PHASES.includes("outbox")) {
+      const outbox = outboxWriter(pool, w, w.outbox);
       await phase(
         "the same rows written straight to Postgres",
         db,
         events,
         procs,
-        outboxWriter(pool, w, w.outbox),
+        outbox.write,
         w.outbox,
+        outbox.committedAt,
       );
+    }
   } finally {
     agent.destroy(); // the server's close waits for open keep-alive sockets
     await Promise.all([stopChild(procs.server), stopChild(procs.worker)]);
