@@ -10,7 +10,7 @@
 // pg_terminate_backend), the relay opens another with backoff and then drains what
 // was committed meanwhile.
 import pg from "pg";
-import { EVENTS_CHANNEL } from "../services/events.ts";
+import { EVENTS_CHANNEL } from "../services/events-channel.ts";
 import type { Queues } from "./queues.ts";
 
 const BATCH = 200;

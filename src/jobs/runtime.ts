@@ -12,15 +12,16 @@ import { createLlmClient, type Endpoint, type LlmClient } from "../services/agen
 import { type ThrottleSettings, tidyLoginThrottles } from "../services/login-throttle.ts";
 import { configureKeyring } from "../services/money/keyring.ts";
 import { liftLastMonthsPauses } from "../services/money/ledger.ts";
-import { startEventRelay } from "./event-relay.ts";
 import { agentRunProcessor, workerId } from "./process-agent-run.ts";
 import { eventProcessor } from "./process-event.ts";
 import { closeQueues, createQueues } from "./queues.ts";
+import { startRelayThread } from "./relay-thread.ts";
 import { sweep, sweepApproved } from "./sweeper.ts";
 
 export type RuntimeConfig = Pick<
   Config,
   | "DATABASE_URL"
+  | "REDIS_URL"
   | "QUEUE_PREFIX"
   | "LLM_BASE_URL"
   | "LLM_API_KEY"
@@ -133,7 +134,12 @@ export async function startRuntime(o: RuntimeOptions) {
   const rescheduler = setInterval(schedule, Math.min(60_000, 10 * c.SWEEP_INTERVAL_MS));
   rescheduler.unref();
 
-  const relay = startEventRelay({ databaseUrl: c.DATABASE_URL, queues, log: o.log });
+  const relay = startRelayThread({
+    databaseUrl: c.DATABASE_URL,
+    redisUrl: c.REDIS_URL,
+    queuePrefix: prefix,
+    log: o.log,
+  });
   await relay.ready;
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   return {

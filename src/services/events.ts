@@ -4,9 +4,10 @@
 import type { Db } from "../db/prisma.ts";
 import { Prisma } from "../generated/prisma/client.ts";
 import { newId } from "../lib/ids.ts";
+import { EVENTS_CHANNEL } from "./events-channel.ts";
 import type { ActionCtx } from "./registry/types.ts";
 
-export const EVENTS_CHANNEL = "cadre_events";
+export { EVENTS_CHANNEL };
 
 export interface ChainLink {
   type: string;
