@@ -19,7 +19,7 @@ const BATCH = 200;
 // transaction would stay open, its rows locked, for the whole outage.
 const PUBLISH_TIMEOUT_MS = 5000;
 
-/** How the relay's connection shows in pg_stat_activity. */
+/** How the relay's connection shows in pg_stat_activity, unless DATABASE_URL names one itself. */
 export const RELAY_APPLICATION_NAME = "cadre-event-relay";
 
 export interface RelayOptions {
