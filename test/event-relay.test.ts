@@ -12,7 +12,7 @@ import { startRelayThread } from "../src/jobs/relay-thread.ts";
 import { newId } from "../src/lib/ids.ts";
 import { emitEvent } from "../src/services/events.ts";
 import { fileDatabaseUrl, makeWorld, testPrisma, type World, waitFor } from "./helpers/app.ts";
-import { startPrivateRedis } from "./helpers/redis-server.ts";
+import { privateRedis } from "./helpers/faults.ts";
 
 const db = testPrisma();
 // Far longer than any wait below: whatever is published, the poll did not publish it.
@@ -82,6 +82,7 @@ describe("the event relay's connection", () => {
     await startRelay();
     const [pid] = await relayBackends();
     expect(pid).toBeTypeOf("number");
+    // By pid: other test files' relays share the application name, on databases of their own.
     await db.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
     await waitFor(async () => {
       const pids = await relayBackends();
@@ -103,7 +104,7 @@ describe("the event relay's connection", () => {
     try {
       const [pid] = await relayBackends();
       await adminClient.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
-      await db.$queryRaw`SELECT pg_terminate_backend(${pid}::int)`;
+      await adminClient.query("SELECT pg_terminate_backend($1::int)", [pid]);
       // A commit nobody hears (the relay is not listening), while its attempts fail.
       const id = await emit();
       await new Promise((r) => setTimeout(r, 1000));
@@ -123,7 +124,7 @@ describe("the event relay's connection", () => {
   });
 
   it("rolls a batch back when Redis does not answer, holding no transaction open, and publishes it once Redis is back", async () => {
-    const redisServer = await startPrivateRedis();
+    const redisServer = await privateRedis();
     const connection = createRedis(redisServer.url, "worker");
     connection.on("error", () => undefined); // Redis is down on purpose
     const own = createQueues(connection, `${inject("queuePrefix")}-relay-down`);
@@ -131,8 +132,9 @@ describe("the event relay's connection", () => {
     let down = false;
     try {
       await startRelay({ queues: own, publishTimeoutMs: 300 });
-      await redisServer.kill();
+      redisServer.kill();
       down = true;
+      await waitFor(async () => connection.status !== "ready", 5000);
       const id = await emit();
       // The notified batch gives up on Redis and rolls back (its ROLLBACK precedes the log).
       await waitFor(async () => logs.some((m) => /publish failed/.test(m)), 5000);
@@ -153,7 +155,7 @@ describe("the event relay's connection", () => {
       await relay.stop();
       await Promise.all(Object.values(own).map((q) => q.close()));
       connection.disconnect();
-      await redisServer.kill();
+      redisServer.kill();
     }
   });
 
