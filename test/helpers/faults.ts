@@ -28,13 +28,13 @@ export function namedPrisma(
   return createPrisma(namedUrl(name), max, { transactions });
 }
 
-/** Ends every server connection opened under `name`, as an operator or a failover would. */
+/** Ends every connection to this file's database opened under `name`, as an operator or a failover would. */
 export async function terminateBackends(name: string): Promise<number> {
   const admin = new pg.Client({ connectionString: fileDatabaseUrl() });
   await admin.connect();
   try {
     const { rows } = await admin.query(
-      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1",
+      "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
       [name],
     );
     return rows.length;
