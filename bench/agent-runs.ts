@@ -21,6 +21,7 @@ import {
   percentile,
   printed,
   processCpuSeconds,
+  seedStudio,
   startEntry,
   stopChild,
 } from "./lib.ts";
@@ -36,24 +37,8 @@ interface World {
 }
 
 async function seed(db: PrismaClient, agents: number): Promise<World> {
-  const tenant = await db.tenant.create({
-    data: { id: newId(), subdomain: `bench${newId(6)}`, name: "Bench" },
-  });
+  const { tenant, person, studio } = await seedStudio(db, "owner", "Owner");
   await db.tenant.update({ where: { id: tenant.id }, data: { settings: { trigger_rate_per_minute: 1000 } } });
-  const person = await db.user.create({
-    data: { id: newId(), tenantId: tenant.id, handle: "owner", name: "Owner", kind: "person" },
-  });
-  const studio = await db.studio.create({
-    data: {
-      id: newId(),
-      tenantId: tenant.id,
-      handle: "general",
-      name: "General",
-      inviteCode: newId(10),
-      createdById: person.id,
-      members: { create: { userId: person.id, tenantId: tenant.id, role: "admin" } },
-    },
-  });
   const list = [];
   for (let i = 0; i < agents; i++) {
     const a = await db.user.create({

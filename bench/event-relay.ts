@@ -35,6 +35,7 @@ import {
   percentile,
   printed,
   processCpuSeconds,
+  seedStudio,
   startEntry,
   stopChild,
 } from "./lib.ts";
@@ -85,23 +86,7 @@ function send(t: Target, path: string, body?: unknown): Promise<number> {
 }
 
 async function seed(db: PrismaClient) {
-  const tenant = await db.tenant.create({
-    data: { id: newId(), subdomain: `bench${newId(6)}`, name: "Bench" },
-  });
-  const person = await db.user.create({
-    data: { id: newId(), tenantId: tenant.id, handle: "writer", name: "Writer", kind: "person" },
-  });
-  const studio = await db.studio.create({
-    data: {
-      id: newId(),
-      tenantId: tenant.id,
-      handle: "general",
-      name: "General",
-      inviteCode: newId(10),
-      createdById: person.id,
-      members: { create: { userId: person.id, tenantId: tenant.id, role: "admin" } },
-    },
-  });
+  const { tenant, person, studio } = await seedStudio(db, "writer", "Writer");
   const ctx: Ctx = { db, tenant, actor: person as Actor };
   const note = async (text: string) =>
     (await registry.run(ctx, "/studios/general", "create_note", { text }, { form: false })).location;

@@ -8,7 +8,9 @@ import { type AddressInfo, createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import type { PrismaClient } from "../src/db/prisma.ts";
 import { deploy } from "../src/db/schema-engine.ts";
+import { newId } from "../src/lib/ids.ts";
 
 const prismaDir = fileURLToPath(new URL("../prisma/", import.meta.url));
 
@@ -109,4 +111,26 @@ export function processCpuSeconds(pid: number): number {
 export function peakRssMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+}
+
+/** A fresh tenant with one person, admin of its studio `general`: what every benchmark starts from. */
+export async function seedStudio(db: PrismaClient, handle: string, name: string) {
+  const tenant = await db.tenant.create({
+    data: { id: newId(), subdomain: `bench${newId(6)}`, name: "Bench" },
+  });
+  const person = await db.user.create({
+    data: { id: newId(), tenantId: tenant.id, handle, name, kind: "person" },
+  });
+  const studio = await db.studio.create({
+    data: {
+      id: newId(),
+      tenantId: tenant.id,
+      handle: "general",
+      name: "General",
+      inviteCode: newId(10),
+      createdById: person.id,
+      members: { create: { userId: person.id, tenantId: tenant.id, role: "admin" } },
+    },
+  });
+  return { tenant, person, studio };
 }

@@ -92,8 +92,8 @@ function textIssues(value: unknown, field: string): Issue[] {
   const issues: Issue[] = [];
   // A loop, not recursion: a body nested a hundred thousand levels deep must not overflow the stack.
   const todo: [unknown, string][] = [[value, field]];
-  for (let next = todo.pop(); next; next = todo.pop()) {
-    const [v, path] = next;
+  while (todo.length) {
+    const [v, path] = todo.pop()!;
     if (typeof v === "string") {
       const problem = textProblem(v);
       if (problem) issues.push({ field: path, message: problem });
