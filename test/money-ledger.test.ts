@@ -483,21 +483,25 @@ function entry(w: World, agent: Agent, costMicros: number): UsageEntry {
 const dollars = (micros: number) => micros / 1e6;
 
 /** A run of `agent` that the worker `owner` holds. */
+// Queued and taken in one transaction: the file's worker (startAgents) sees the run only
+// once this "worker" holds its lease, so it cannot claim the run first.
 async function runningRun(w: World, agent: Agent, owner: string) {
-  const run = await queueRun(db(), {
-    tenantId: w.tenant.id,
-    agentId: agent.id,
-    initiatedById: w.alice.id,
-    triggerKind: "manual",
-    chainDepth: 0,
-    task: "t",
-    model: null,
-    maxSteps: 5,
-    timeoutSeconds: 60,
-  });
-  return db().subagentTaskRun.update({
-    where: { id: run!.id },
-    data: { status: "running", leaseOwner: owner, leaseExpiresAt: new Date(Date.now() + 60_000) },
+  return db().$transaction(async (tx) => {
+    const run = await queueRun(tx, {
+      tenantId: w.tenant.id,
+      agentId: agent.id,
+      initiatedById: w.alice.id,
+      triggerKind: "manual",
+      chainDepth: 0,
+      task: "t",
+      model: null,
+      maxSteps: 5,
+      timeoutSeconds: 60,
+    });
+    return tx.subagentTaskRun.update({
+      where: { id: run!.id },
+      data: { status: "running", leaseOwner: owner, leaseExpiresAt: new Date(Date.now() + 60_000) },
+    });
   });
 }
 const step = (number: number) => ({
