@@ -5,7 +5,6 @@
 // This file runs on its OWN database, created here from prisma/migrations: relays and
 // sweepers are global to a database, so on the shared one another file's runtime would
 // claim these runs (and these runtimes theirs) whenever files run in parallel.
-import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Queue } from "bullmq";
@@ -24,13 +23,13 @@ import { registry } from "../src/services/catalog.ts";
 import type { Actor } from "../src/services/registry/types.ts";
 import { tool } from "./helpers/agents.ts";
 import { testConfig, waitFor } from "./helpers/app.ts";
+import { killAllWorkers, killGroup, spawnWorker as spawnProcess } from "./helpers/workers.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const dbUrl = new URL(inject("databaseUrl"));
 dbUrl.pathname = `${dbUrl.pathname}_rcv`;
 const databaseUrl = dbUrl.toString();
 const prefixes: string[] = [];
-const children = new Set<ChildProcess>();
 let db: PrismaClient;
 let redis: Redis;
 let llm: FakeLlm;
@@ -58,7 +57,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Whatever happened, no worker outlives the file: SIGKILL each process group.
-  for (const c of children) killGroup(c, "SIGKILL");
+  killAllWorkers();
   for (const prefix of prefixes)
     for (const name of QUEUE_NAMES) {
       const q = new Queue(name, { connection: redis, prefix });
@@ -77,57 +76,7 @@ function newPrefix(name: string) {
   return prefix;
 }
 
-/**
- * `tsx` runs the worker in a child of its own: signal the whole group, or the worker
- * outlives it. Only while tsx lives (it exits after its child), so the group is ours.
- */
-function killGroup(c: ChildProcess, signal: NodeJS.Signals) {
-  if (c.exitCode !== null || c.signalCode !== null) return;
-  try {
-    process.kill(-c.pid!, signal);
-  } catch {
-    // already gone
-  }
-}
-
-/** The real worker entry point, as a process of its own. */
-function spawnWorker(prefix: string) {
-  const child = spawn(path.join(root, "node_modules/.bin/tsx"), ["src/worker.ts"], {
-    cwd: root,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      NODE_ENV: "test",
-      DATABASE_URL: databaseUrl,
-      REDIS_URL: inject("redisUrl"),
-      QUEUE_PREFIX: prefix,
-      LLM_BASE_URL: llm.url,
-      LLM_API_KEY: "test-key",
-      LLM_DEFAULT_MODEL: "fake-model",
-      RUN_LEASE_SECONDS: "2",
-      RUN_HEARTBEAT_MS: "200",
-      SWEEP_INTERVAL_MS: "500",
-      WORKER_CONCURRENCY: "4",
-      LOG_LEVEL: "silent",
-    },
-  });
-  children.add(child);
-  let output = "";
-  child.stdout!.on("data", (d) => (output += d));
-  child.stderr!.on("data", (d) => (output += d));
-  const exited = new Promise<string>((resolve) =>
-    child.once("exit", (code, signal) => resolve(signal ?? `exit ${code}`)),
-  );
-  const ready = Promise.race([
-    waitFor(async () => output.includes("[worker] running"), 30_000),
-    exited.then((how) => {
-      throw new Error(`worker exited (${how}) before it was ready:\n${output}`);
-    }),
-  ]);
-  return { child, ready, exited, output: () => output };
-}
+const spawnWorker = (prefix: string) => spawnProcess({ databaseUrl, llmUrl: llm.url, prefix });
 
 /** A runtime in this process, on this file's database. */
 async function inProcess(prefix: string) {

@@ -1,0 +1,82 @@
+// The real worker entry point (src/worker.ts) as a process of its own, for tests that kill
+// one mid-run (SIGKILL: no shutdown hook runs, the run's lease simply stops being renewed).
+import { type ChildProcess, spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
+import { waitFor } from "./app.ts";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const children = new Set<ChildProcess>();
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Resolves once the worker says it is running; rejects if it exits first. */
+  ready: Promise<unknown>;
+  /** How it ended: the signal's name, or `exit <code>`. */
+  exited: Promise<string>;
+  output(): string;
+}
+
+/** A worker on `databaseUrl` and the fake LLM at `llmUrl`, taking jobs under `prefix`. */
+export function spawnWorker(opts: {
+  databaseUrl: string;
+  llmUrl: string;
+  prefix: string;
+  env?: Record<string, string>;
+}): WorkerProcess {
+  const child = spawn(path.join(root, "node_modules/.bin/tsx"), ["src/worker.ts"], {
+    cwd: root,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NODE_ENV: "test",
+      DATABASE_URL: opts.databaseUrl,
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: opts.prefix,
+      LLM_BASE_URL: opts.llmUrl,
+      LLM_API_KEY: "test-key",
+      LLM_DEFAULT_MODEL: "fake-model",
+      RUN_LEASE_SECONDS: "2",
+      RUN_HEARTBEAT_MS: "200",
+      SWEEP_INTERVAL_MS: "500",
+      WORKER_CONCURRENCY: "4",
+      LOG_LEVEL: "silent",
+      ...opts.env,
+    },
+  });
+  children.add(child);
+  let output = "";
+  child.stdout!.on("data", (d) => (output += d));
+  child.stderr!.on("data", (d) => (output += d));
+  const exited = new Promise<string>((resolve) =>
+    child.once("exit", (code, signal) => resolve(signal ?? `exit ${code}`)),
+  );
+  const ready = Promise.race([
+    waitFor(async () => output.includes("[worker] running"), 30_000),
+    exited.then((how) => {
+      throw new Error(`worker exited (${how}) before it was ready:\n${output}`);
+    }),
+  ]);
+  return { child, ready, exited, output: () => output };
+}
+
+/**
+ * `tsx` runs the worker in a child of its own: signal the whole group, or the worker
+ * outlives it. Only while tsx lives (it exits after its child), so the group is ours.
+ */
+export function killGroup(c: ChildProcess, signal: NodeJS.Signals) {
+  if (c.exitCode !== null || c.signalCode !== null) return;
+  try {
+    process.kill(-c.pid!, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/** Whatever happened, no worker outlives its test file: SIGKILL each process group. */
+export function killAllWorkers() {
+  for (const c of children) killGroup(c, "SIGKILL");
+}
