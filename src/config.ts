@@ -2,6 +2,7 @@
 // printed together and the process exits, so a misconfigured deploy fails loudly.
 import { availableParallelism } from "node:os";
 import { z } from "zod";
+import { DEFAULT_PROMPT_BUDGET, MIN_PROMPT_BUDGET } from "./services/agents/prompt.ts";
 import { DEV_ENCRYPTION_KEYS, parseMasterKeys, usesDevelopmentKey } from "./services/money/secrets.ts";
 
 const schema = z.object({
@@ -80,6 +81,14 @@ const schema = z.object({
   LLM_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
+  // The most prompt tokens an agent's step sends, however long its run (prompt.ts): the
+  // task, pages and the run's notes fill it by priority. Counted conservatively.
+  PROMPT_TOKEN_BUDGET: z.coerce
+    .number()
+    .int()
+    .min(MIN_PROMPT_BUDGET)
+    .max(1_000_000)
+    .default(DEFAULT_PROMPT_BUDGET),
   RUN_LEASE_SECONDS: z.coerce.number().int().min(2).max(600).default(15),
   RUN_HEARTBEAT_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
   // A run whose worker is lost this many times (it died, or could not renew the run's lease)

@@ -91,7 +91,8 @@ describe("secret masking", () => {
     expect(counts(0)).toBeUndefined();
     // The identity prompt is in the system prompt and on /whoami; the task was stored masked.
     expect(counts(1)).toEqual({ "GitHub token": 2 });
-    expect(counts(2)).toEqual({ "GitHub token": 1, "cadre token": 1, "OpenAI key": 1 });
+    // The next call: the system prompt, /whoami again (now the previous page), and the note.
+    expect(counts(2)).toEqual({ "GitHub token": 2, "cadre token": 1, "OpenAI key": 1 });
     expect((await runById(run.id)).finalMessage).toBe(
       `The note says:\n> Deploy with [masked: cadre token] and call the model with [masked: OpenAI key].\n> Commit ${commit} is live.`,
     );
@@ -103,8 +104,8 @@ describe("secret masking", () => {
     for (const body of [markdown, html]) clean("run page", body);
     expect(markdown).toContain("Masked before the model saw this step: 2 secrets (2 GitHub tokens).");
     expect(markdown).toContain(
-      "Masked before the model saw this step: 3 secrets (1 cadre token, 1 GitHub token, 1 OpenAI key).",
+      "Masked before the model saw this step: 4 secrets (2 GitHub tokens, 1 cadre token, 1 OpenAI key).",
     );
-    expect(html).toContain("Masked before the model saw this step: 3 secrets");
+    expect(html).toContain("Masked before the model saw this step: 4 secrets");
   });
 });

@@ -112,8 +112,8 @@ describe("/subagents: create_subagent", () => {
     const more = issues(await A(CS, { name: "n".repeat(81), handle: "actions", max_steps: 1.5 }));
     expect(more).toMatchObject({ name: "at most 80 characters", handle: "this handle is reserved" });
     expect(more).toMatchObject({ max_steps: "a whole number" });
-    const tooMany = issues(await A(CS, { name: "n", handle: "nn", max_steps: 51 }));
-    expect(tooMany).toEqual({ max_steps: "at most 50" });
+    const tooMany = issues(await A(CS, { name: "n", handle: "nn", max_steps: 201 }));
+    expect(tooMany).toEqual({ max_steps: "at most 200" });
     const html = await aliceB.post(CS, { name: "<b>Bot</b>", handle: "b", max_steps: "x" });
     check(html, 400, "<strong>handle</strong>: 2–32 characters", "<strong>max_steps</strong>");
     expect(html.body).toContain('value="&lt;b&gt;Bot&lt;/b&gt;"');
@@ -195,10 +195,10 @@ describe("/subagents/:handle", () => {
     const U = "/subagents/bad-ed/actions/update_subagent";
     const before = await user(a.id);
     const long = "x".repeat(10_001);
-    const body = { identity_prompt: long, model: "a b", max_steps: 51, timeout_seconds: 5, y: 1 };
+    const body = { identity_prompt: long, model: "a b", max_steps: 201, timeout_seconds: 5, y: 1 };
     const bad = issues(await A(U, body));
     expect(Object.keys(bad).sort()).toEqual(Object.keys(body).sort());
-    expect(bad).toMatchObject({ max_steps: "at most 50", timeout_seconds: "at least 10" });
+    expect(bad).toMatchObject({ max_steps: "at most 200", timeout_seconds: "at least 10" });
     expect(issues(await A(U, { name: "" }))).toEqual({ name: "must not be empty" });
     check(await A(U, {}), 400, "- nothing to change");
     const html = await aliceB.post(U, { timeout_seconds: "3601" });
@@ -296,7 +296,7 @@ describe("/subagents/:handle/run: run_task", () => {
     const unknown = "unknown parameter (expected: task, max_steps)";
     const bad = issues(await A(T, { task: " ", max_steps: 0, z: true }));
     expect(bad).toEqual({ z: unknown, task: "must not be empty", max_steps: "at least 1" });
-    expect(issues(await A(T, { max_steps: 51 }))).toEqual({ task: "required", max_steps: "at most 50" });
+    expect(issues(await A(T, { max_steps: 201 }))).toEqual({ task: "required", max_steps: "at most 200" });
     const html = await aliceB.post(T, { task: "t".repeat(10_001) });
     check(html, 400, "<strong>task</strong>: at most 10000 characters");
     expect(await db.subagentTaskRun.count({ where: { agentId: a.id } })).toBe(1);

@@ -28,6 +28,7 @@ export type RuntimeConfig = Pick<
   | "LLM_DEFAULT_MODEL"
   | "LLM_TIMEOUT_MS"
   | "LLM_MAX_RETRIES"
+  | "PROMPT_TOKEN_BUDGET"
   | "WORKER_CONCURRENCY"
   | "RUN_LEASE_SECONDS"
   | "RUN_HEARTBEAT_MS"
@@ -85,7 +86,7 @@ export async function startRuntime(o: RuntimeOptions) {
       "agent-runs",
       agentRunProcessor({
         prisma,
-        navigator: { llm, endpoint, defaultModel: c.LLM_DEFAULT_MODEL },
+        navigator: { llm, endpoint, defaultModel: c.LLM_DEFAULT_MODEL, promptBudget: c.PROMPT_TOKEN_BUDGET },
         heartbeat,
         owner,
         leaseSeconds: c.RUN_LEASE_SECONDS,

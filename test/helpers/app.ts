@@ -7,6 +7,7 @@ import { type Config, parseConfig } from "../../src/config.ts";
 import { createPrisma, type PrismaClient } from "../../src/db/prisma.ts";
 import { newId } from "../../src/lib/ids.ts";
 import { registry } from "../../src/services/catalog.ts";
+import { readPage } from "../../src/services/markdown-api.ts";
 import { hashPassword } from "../../src/services/passwords.ts";
 import type { Actor, Ctx } from "../../src/services/registry/types.ts";
 import { createApiToken } from "../../src/services/tokens.ts";
@@ -102,6 +103,13 @@ export async function makeWorld(prefix = "t"): Promise<World> {
 }
 
 /** Calls the registry in process as `who`, exactly as the internal markdown API does. */
+async function ctxOf(world: World, who: Pick<Person, "id">): Promise<Ctx> {
+  const db = testPrisma();
+  const tenant = await db.tenant.findUniqueOrThrow({ where: { id: world.tenant.id } });
+  const user = await db.user.findUniqueOrThrow({ where: { id: who.id } });
+  return { db, tenant, actor: user as Actor };
+}
+
 export async function act(
   world: World,
   who: Person,
@@ -109,11 +117,12 @@ export async function act(
   action: string,
   params: Record<string, unknown>,
 ) {
-  const db = testPrisma();
-  const tenant = await db.tenant.findUniqueOrThrow({ where: { id: world.tenant.id } });
-  const user = await db.user.findUniqueOrThrow({ where: { id: who.id } });
-  const ctx: Ctx = { db, tenant, actor: user as Actor };
-  return registry.run(ctx, path, action, params, { form: false });
+  return registry.run(await ctxOf(world, who), path, action, params, { form: false });
+}
+
+/** A page as `who` reads it through the markdown API (what an agent's navigate sees). */
+export async function readAs(world: World, who: Pick<Person, "id">, path: string) {
+  return readPage(await ctxOf(world, who), path);
 }
 
 type Method = "GET" | "POST";

@@ -1,31 +1,26 @@
 // The AgentNavigator: starts at /whoami and loops — prompt, LLM, act through the
 // internal markdown API, record — until `finish`, a limit, a stop request or a fatal
 // error. Each step is recorded before the next begins, so a recovered run resumes
-// where it was and never repeats an action.
+// where it was and never repeats an action; the prompt is rebuilt from the recorded
+// steps (memory.ts), so a resumed run remembers what it would have without the break.
 import type { PrismaClient } from "../../db/prisma.ts";
 import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
-import { endpointFor, KeyUnavailableError, markKeyFailed } from "../money/keys.ts";
-import { type Budget, budgetAtStart, pauseAtLimit, recordUsage, type UsageEntry } from "../money/ledger.ts";
-import { priceCall, usd } from "../money/pricing.ts";
-import { DecryptError } from "../money/secrets.ts";
+import { markKeyFailed } from "../money/keys.ts";
+import { type Budget, budgetAtStart, recordUsage, type UsageEntry } from "../money/ledger.ts";
+import { priceCall } from "../money/pricing.ts";
 import { primeWhoami } from "../pages/whoami-read.ts";
 import { type Ctx, toActor } from "../registry/types.ts";
 import type { StopReason } from "./heartbeat.ts";
-import { type Endpoint, type LlmClient, LlmError, type Usage } from "./llm.ts";
+import { type Endpoint, type LlmClient, LlmError, type LlmResponse, type Usage } from "./llm.ts";
+import { lastPath, type Remembered } from "./memory.ts";
+import { limitReached, type Prepared, prepare, timedOut } from "./navigator-setup.ts";
 import { primeAgent } from "./policy.ts";
-import { buildMessages } from "./prompt.ts";
-import { parseDecision } from "./protocol.ts";
+import { buildMessages, capPage, DEFAULT_PROMPT_BUDGET } from "./prompt.ts";
+import { type Decision, parseDecision } from "./protocol.ts";
 import type { RunStart } from "./run-start.ts";
 import type { Finish } from "./runs.ts";
-import { agentConfig, resolveModel, tenantSettings } from "./settings.ts";
-import {
-  LeaseLostError,
-  lastPath,
-  recordResources,
-  recordStep,
-  type StepRecord,
-  summarize,
-} from "./steps.ts";
+import { tenantSettings } from "./settings.ts";
+import { LeaseLostError, recordResources, recordStep, type StepRecord } from "./steps.ts";
 
 export const MAX_INVALID_IN_A_ROW = 3;
 
@@ -35,11 +30,13 @@ export interface NavigatorDeps {
   /** The shared endpoint (operator's proxy); null when none is configured. */
   endpoint: Endpoint | null;
   defaultModel?: string;
+  /** The most prompt tokens a step may send (PROMPT_TOKEN_BUDGET). */
+  promptBudget?: number;
   /** The worker's lease id, required to advance the run. */
   owner: string;
 }
 
-const excerpt = (s: string, n = 2000) => (s.length > n ? `${s.slice(0, n)}…` : s);
+const excerpt = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
 
 export function stopped(reason: unknown): Finish {
   if (reason === "stopped")
@@ -62,387 +59,381 @@ export async function runNavigator(
 ): Promise<Finish> {
   const inFlight: Promise<unknown>[] = [];
   try {
-    return await navigate(deps, start, signal, inFlight, resumable);
+    const prepared = await prepare(deps.prisma, start, deps.endpoint, deps.defaultModel);
+    if ("status" in prepared) return prepared;
+    return await new Navigation(deps, start, prepared, signal, inFlight, resumable).run();
   } finally {
     // A run never ends ahead of a record it started: its end would race the record's lease check.
     await Promise.allSettled(inFlight);
   }
 }
 
-async function navigate(
-  deps: NavigatorDeps,
-  start: RunStart,
-  signal: AbortSignal,
-  inFlight: Promise<unknown>[],
-  resumable: Resumable,
-): Promise<Finish> {
-  const { prisma } = deps;
-  // The claim read the agent, its owner and the tenant; a run that never recorded a step has none to resume from.
-  const { run, agent, tenant } = start;
-  const previous = run.stepsCount
-    ? await prisma.subagentTaskRunStep.findMany({ where: { runId: run.id }, orderBy: { number: "asc" } })
-    : [];
-  const cfg = agentConfig(agent);
-  const model = run.model ?? resolveModel(cfg, tenantSettings(tenant), deps.defaultModel);
-  if (!model)
-    return {
-      status: "failed",
-      stopReason: "no_model",
-      error:
-        "No model is configured: set one on the agent, a tenant default, or LLM_DEFAULT_MODEL on the server.",
-    };
-  let endpoint: Endpoint | null;
-  try {
-    endpoint = await endpointFor(prisma, agent, cfg.api_key_id, deps.endpoint);
-  } catch (err) {
-    if (!(err instanceof KeyUnavailableError || err instanceof DecryptError)) throw err;
-    const error =
-      err instanceof DecryptError
-        ? `This agent's API key (id ${cfg.api_key_id}) cannot be decrypted with the server's keys (APP_ENCRYPTION_KEYS): add it again.`
-        : err.message;
-    return { status: "failed", stopReason: "api_key_unavailable", error };
-  }
-  if (!endpoint)
-    return {
-      status: "failed",
-      stopReason: "no_endpoint",
-      error: "No LLM endpoint is configured (LLM_BASE_URL), and the agent has no API key of its own.",
-    };
-  const prices = tenantSettings(tenant).pricing;
+type Step = Omit<StepRecord, "number">;
 
-  const ctx: Ctx = {
-    db: prisma,
-    tenant,
-    actor: toActor(agent),
-    run: { id: run.id, chainDepth: run.chainDepth },
-  };
-  // Checked before every LLM call, not once per run: the owner may lower the limit or
-  // revoke the key meanwhile. Read with the claim; every recorded call returns it as it leaves it.
-  let budget: Budget = budgetAtStart(agent.agentConfig, start.whoami.spentMicros);
-  // A new context per step, so an owner's change to the agent's capabilities or rules takes
-  // effect at its next step, not its next run. Reading a page lists actions with the
-  // configuration that came back with the last recorded call; executing one reads it afresh,
-  // so a rule the owner added while the model was thinking applies to that very action.
-  const fresh = (executing = false): Ctx => {
-    const c = { ...ctx };
-    if (!executing)
-      primeAgent(c, { id: agent.id, parentId: agent.parentId, agentConfig: budget.agentConfig });
-    return c;
-  };
-  const history = previous.map(summarize);
-  let n = previous.length;
-  // A question and its answer are a conversation with the owner, not work: recorded as
-  // steps, but not counted against the limit, so an answer always reaches the model.
-  const answers = previous.filter((s) => ["answer", "ask_owner", "approval"].includes(s.type)).length;
-  const spentMs = previous.reduce((t, s) => t + s.durationMs, 0);
-  // Time lost to a transient failure and its retries counts too: a resumed attempt keeps the first one's deadline.
-  resumable.deadline ??= Date.now() + run.timeoutSeconds * 1000 - spentMs;
-  const deadline = resumable.deadline;
+/** One LLM call and what it is recorded with. */
+interface Turn {
+  reply: LlmResponse;
+  spent: UsageEntry;
+  t0: number;
+}
 
-  const record = async (s: Omit<StepRecord, "number">) => {
-    await recordStep(prisma, run, deps.owner, { ...s, number: n + 1 });
-    n += 1;
-  };
+// Steps that are a conversation with the owner, not work: recorded, but not counted
+// against the limit, so an answer always reaches the model.
+const CONVERSATION = ["answer", "ask_owner", "approval"];
 
-  let page: MarkdownPage;
+class Navigation {
+  private readonly prisma: PrismaClient;
+  private readonly run0: RunStart["run"];
+  private readonly ctx: Ctx;
+  /** The run's steps, oldest first: recorded ones and those this worker adds. */
+  private readonly memory: Remembered[];
+  private readonly deadline: number;
+  private budget: Budget;
+  private n: number;
+  private answers: number;
+  private page!: MarkdownPage;
   // The first step only records the /whoami read, so the model need not wait for it: it is
   // written while the first call is out, and awaited before that call is charged as step 2.
-  let firstStep: Promise<void> = Promise.resolve();
-  if (n === 0) {
+  private firstStep: Promise<void> = Promise.resolve();
+  private invalid = 0;
+  private feedback: string | undefined;
+  private jsonMode = false;
+  private readonly overtime: AbortSignal;
+  private readonly callSignal: AbortSignal;
+
+  constructor(
+    private readonly deps: NavigatorDeps,
+    private readonly start: RunStart,
+    private readonly p: Prepared,
+    private readonly signal: AbortSignal,
+    private readonly inFlight: Promise<unknown>[],
+    resumable: Resumable,
+  ) {
+    this.prisma = deps.prisma;
+    this.run0 = start.run;
+    const { run, agent, tenant } = start;
+    this.ctx = {
+      db: this.prisma,
+      tenant,
+      actor: toActor(agent),
+      run: { id: run.id, chainDepth: run.chainDepth },
+    };
+    // Checked before every LLM call, not once per run: the owner may lower the limit or
+    // revoke the key meanwhile. Read with the claim; every recorded call returns it as it leaves it.
+    this.budget = budgetAtStart(agent.agentConfig, start.whoami.spentMicros);
+    this.memory = [...p.previous];
+    this.n = p.previous.length;
+    this.answers = p.previous.filter((s) => CONVERSATION.includes(s.type)).length;
+    const spentMs = p.previous.reduce((t, s) => t + s.durationMs, 0);
+    // Time lost to a transient failure and its retries counts too: a resumed attempt keeps the first one's deadline.
+    resumable.deadline ??= Date.now() + run.timeoutSeconds * 1000 - spentMs;
+    this.deadline = resumable.deadline;
+    // Every call is cut short by a stop or the run's deadline. One pair of signals per run, not
+    // per call. A timer may fire a millisecond before Date.now() reaches the deadline: the
+    // timer's own signal, not the clock, says the deadline cut the call short.
+    this.overtime = AbortSignal.timeout(Math.max(1, this.deadline - Date.now()));
+    this.callSignal = AbortSignal.any([signal, this.overtime]);
+  }
+
+  async run(): Promise<Finish> {
+    await this.openFirstPage();
+    for (;;) {
+      if (this.signal.aborted) return stopped(this.signal.reason);
+      const limit = await limitReached(this.prisma, this.start, {
+        counted: this.n - this.answers,
+        deadline: this.deadline,
+        budget: this.budget,
+        endpoint: this.p.endpoint,
+      });
+      if (limit) return limit;
+      const t0 = performance.now();
+      const reply = await this.callModel();
+      if (reply === "again") continue;
+      if ("status" in reply) return reply;
+      const end = await this.act({ reply, spent: this.spent(reply), t0 });
+      if (end) return end;
+    }
+  }
+
+  /** A new context per step, so an owner's change to the agent's capabilities or rules takes
+   * effect at its next step, not its next run. Reading a page lists actions with the
+   * configuration that came back with the last recorded call; executing one reads it afresh,
+   * so a rule the owner added while the model was thinking applies to that very action. */
+  private fresh(executing = false): Ctx {
+    const c = { ...this.ctx };
+    const { agent } = this.start;
+    if (!executing)
+      primeAgent(c, { id: agent.id, parentId: agent.parentId, agentConfig: this.budget.agentConfig });
+    return c;
+  }
+
+  private remember(number: number, s: Step) {
+    this.memory.push({ number, type: s.type, path: s.path ?? null, detail: s.detail });
+  }
+
+  private async openFirstPage() {
+    if (this.n > 0) {
+      this.page = await readPage(this.fresh(), lastPath(this.memory) ?? "/whoami");
+      return;
+    }
     const t0 = performance.now();
-    const first = fresh();
-    primeWhoami(first, start.whoami);
-    page = await readPage(first, "/whoami");
-    firstStep = recordStep(prisma, run, deps.owner, {
-      number: 1,
+    const first = this.fresh();
+    primeWhoami(first, this.start.whoami);
+    this.page = await readPage(first, "/whoami");
+    const step: Step = {
       type: "navigate",
       path: "/whoami",
-      detail: { ok: true, auto: true, resultPath: "/whoami", page: excerpt(page.markdown) },
+      detail: { ok: true, auto: true, resultPath: "/whoami", page: capPage(this.page.markdown) },
       durationMs: performance.now() - t0,
-    });
+    };
+    this.firstStep = recordStep(this.prisma, this.run0, this.deps.owner, { ...step, number: 1 });
     // Awaited in charge(), or settled by runNavigator when the run ends before a charge.
-    firstStep.catch(() => undefined);
-    inFlight.push(firstStep);
-    n = 1;
-    history.push(summarize({ type: "navigate", path: "/whoami", detail: { ok: true } }));
-  } else page = await readPage(fresh(), lastPath(previous) ?? "/whoami");
+    this.firstStep.catch(() => undefined);
+    this.inFlight.push(this.firstStep);
+    this.n = 1;
+    this.remember(1, step);
+  }
 
-  // Every call is cut short by a stop or the run's deadline. One pair of signals per run, not
-  // per call. A timer may fire a millisecond before Date.now() reaches the deadline: the
-  // timer's own signal, not the clock, says the deadline cut the call short.
-  const overtime = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
-  const callSignal = AbortSignal.any([signal, overtime]);
-
-  let invalid = 0;
-  let feedback: string | undefined;
-  let jsonMode = false;
-  for (;;) {
-    if (signal.aborted) return stopped(signal.reason);
-    if (n - answers >= run.maxSteps)
-      return {
-        status: "failed",
-        stopReason: "max_steps",
-        error: `Reached the limit of ${run.maxSteps} steps before finishing.`,
-      };
-    if (Date.now() >= deadline)
-      return {
-        status: "timed_out",
-        stopReason: "timeout",
-        error: `Ran out of time (${run.timeoutSeconds} s).`,
-      };
-
-    // Revoking a key is often urgent (it leaked): a run using it stops at its next call.
-    if (budget.keyGone)
-      return {
-        status: "failed",
-        stopReason: "api_key_unavailable",
-        error: `The API key ${endpoint.label ?? ""} was revoked during the run: pick another key, or the shared endpoint, on the agent's page.`,
-      };
-    if (budget.spentMicros >= budget.limitMicros) {
-      await pauseAtLimit(prisma, agent, budget, run.id);
-      return {
-        status: "cancelled",
-        stopReason: "cost_limit",
-        error: `Stopped at the monthly cost limit: ${usd(budget.spentMicros)} spent of ${usd(budget.limitMicros)}. The agent is paused until you raise its limit or resume it.`,
-      };
-    }
-
-    const t0 = performance.now();
+  /** The model's reply; a Finish when the call ends the run; "again" to retry in JSON mode. */
+  private async callModel(): Promise<LlmResponse | Finish | "again"> {
+    const { run, agent, tenant, whoami } = this.start;
     const messages = buildMessages({
-      agent: { name: agent.name, handle: agent.handle, identityPrompt: cfg.identity_prompt },
-      owner: start.whoami.user.parent ?? { name: "nobody", handle: "nobody" },
+      agent: { name: agent.name, handle: agent.handle, identityPrompt: this.p.cfg.identity_prompt },
+      owner: whoami.user.parent ?? { name: "nobody", handle: "nobody" },
       workspace: tenant.name,
       task: run.task,
-      history,
-      page: { path: page.path, markdown: page.markdown },
-      feedback,
-      stepsLeft: run.maxSteps - (n - answers),
+      steps: this.memory,
+      page: { path: this.page.path, markdown: this.page.markdown },
+      feedback: this.feedback,
+      stepsLeft: run.maxSteps - (this.n - this.answers),
+      budget: this.deps.promptBudget ?? DEFAULT_PROMPT_BUDGET,
+      jsonMode: this.jsonMode,
     });
-    let reply: Awaited<ReturnType<LlmClient>>;
     try {
-      reply = await deps.llm(endpoint, { model, messages, jsonMode, signal: callSignal });
+      return await this.deps.llm(this.p.endpoint, {
+        model: this.p.model,
+        messages,
+        jsonMode: this.jsonMode,
+        signal: this.callSignal,
+      });
     } catch (err) {
       if (!(err instanceof LlmError)) throw err;
-      if (err.kind === "aborted" || err.kind === "timeout") {
-        if (signal.aborted) return stopped(signal.reason);
-        if (overtime.aborted || Date.now() >= deadline)
-          return {
-            status: "timed_out",
-            stopReason: "timeout",
-            error: `Ran out of time (${run.timeoutSeconds} s).`,
-          };
-      }
-      if (err.kind === "no_tools" && !jsonMode) {
-        jsonMode = true;
-        continue;
-      }
-      if (err.kind === "auth" && endpoint.keyId) {
-        await markKeyFailed(prisma, endpoint.keyId, err.message);
-        return {
-          status: "failed",
-          stopReason: "llm_auth",
-          error: `The provider refused the API key ${endpoint.label ?? ""}: ${err.message.replace(/\.+$/, "")}. Replace or re-test the key in your settings.`,
-        };
-      }
+      return this.callFailed(err);
+    }
+  }
+
+  private async callFailed(err: LlmError): Promise<Finish | "again"> {
+    const { endpoint } = this.p;
+    if (err.kind === "aborted" || err.kind === "timeout") {
+      if (this.signal.aborted) return stopped(this.signal.reason);
+      if (this.overtime.aborted || Date.now() >= this.deadline) return timedOut(this.run0.timeoutSeconds);
+    }
+    if (err.kind === "no_tools" && !this.jsonMode) {
+      this.jsonMode = true;
+      return "again";
+    }
+    if (err.kind === "auth" && endpoint.keyId) {
+      await markKeyFailed(this.prisma, endpoint.keyId, err.message);
       return {
         status: "failed",
-        stopReason: err.kind === "auth" ? "llm_auth" : "llm_error",
-        error: err.message,
+        stopReason: "llm_auth",
+        error: `The provider refused the API key ${endpoint.label ?? ""}: ${err.message.replace(/\.+$/, "")}. Replace or re-test the key in your settings.`,
       };
     }
-    const spent: UsageEntry = {
+    return {
+      status: "failed",
+      stopReason: err.kind === "auth" ? "llm_auth" : "llm_error",
+      error: err.message,
+    };
+  }
+
+  private spent(reply: LlmResponse): UsageEntry {
+    const { run, agent, tenant } = this.start;
+    return {
       tenantId: run.tenantId,
       agentId: agent.id,
       ownerId: agent.parentId,
       runId: run.id,
-      stepNumber: n + 1,
-      apiKeyId: endpoint.keyId ?? null,
-      model,
+      stepNumber: this.n + 1,
+      apiKeyId: this.p.endpoint.keyId ?? null,
+      model: this.p.model,
       usage: reply.usage,
       latencyMs: reply.latencyMs,
-      price: priceCall(model, reply.usage, prices),
+      price: priceCall(this.p.model, reply.usage, tenantSettings(tenant).pricing),
     };
-    // Spent is spent: the call's ledger row is written whatever happens to its step —
-    // with the step when the step is only a record (one round trip), before it when the
-    // step runs an action, whose transaction may roll back.
-    const charge = async (step?: Omit<StepRecord, "number">) => {
-      await firstStep;
-      const recorded = await recordUsage(
-        prisma,
-        spent,
-        new Date(),
-        step && { owner: deps.owner, record: { ...step, number: n + 1 } },
-      );
-      budget = recorded.budget;
-      if (!step) return;
-      if (!recorded.stepped) throw new LeaseLostError();
-      n += 1;
-    };
-    const tokens = {
-      inputTokens: reply.usage.input,
-      outputTokens: reply.usage.output,
-      llmMs: reply.latencyMs,
-      masked: reply.masked,
-    };
-    const took = () => performance.now() - t0;
-    const parsed = parseDecision(reply.message);
+  }
 
-    if (!parsed.ok) {
-      invalid += 1;
-      const error = parsed.error;
-      await charge({
-        type: "error",
-        detail: { ok: false, error, reply: excerpt(JSON.stringify(reply.message), 1000) },
-        ...tokens,
-        durationMs: took(),
-      });
-      history.push(`invalid reply — ${error}`);
-      if (invalid >= MAX_INVALID_IN_A_ROW)
-        return {
-          status: "failed",
-          stopReason: "invalid_output",
-          error: `The model replied with invalid output ${invalid} times in a row: ${error}`,
-        };
-      feedback = error;
-      continue;
-    }
-    invalid = 0;
-    feedback = undefined;
+  /**
+   * Spent is spent: the call's ledger row is written whatever happens to its step — with
+   * the step when the step is only a record (one round trip), before it when the step runs
+   * an action, whose transaction may roll back.
+   */
+  private async charge(
+    turn: Turn,
+    step?: Omit<Step, "inputTokens" | "outputTokens" | "llmMs" | "durationMs">,
+  ) {
+    await this.firstStep;
+    const record = step && { ...step, ...this.measured(turn), number: this.n + 1 };
+    const recorded = await recordUsage(
+      this.prisma,
+      turn.spent,
+      new Date(),
+      record && { owner: this.deps.owner, record },
+    );
+    this.budget = recorded.budget;
+    if (!record) return;
+    if (!recorded.stepped) throw new LeaseLostError();
+    this.n += 1;
+    this.remember(this.n, record);
+  }
+
+  private measured(turn: Turn) {
+    const { usage, latencyMs, masked } = turn.reply;
+    return {
+      inputTokens: usage.input,
+      outputTokens: usage.output,
+      llmMs: latencyMs,
+      masked,
+      durationMs: performance.now() - turn.t0,
+    };
+  }
+
+  private async act(turn: Turn): Promise<Finish | undefined> {
+    const parsed = parseDecision(turn.reply.message);
+    if (!parsed.ok) return this.onInvalid(turn, parsed.error);
+    this.invalid = 0;
+    this.feedback = undefined;
     const d = parsed.decision;
+    switch (d.type) {
+      case "finish":
+        return this.onFinish(turn, d);
+      case "ask_owner":
+        return this.onAsk(turn, d);
+      case "navigate":
+        return this.onNavigate(turn, d);
+      case "execute":
+        return this.onExecute(turn, d);
+    }
+  }
 
-    if (d.type === "finish") {
-      await charge({
-        type: "finish",
-        path: page.path,
-        detail: { message: d.message, resultPath: page.path },
-        ...tokens,
-        durationMs: took(),
-      });
-      return { status: "completed", stopReason: "finished", finalMessage: d.message };
-    }
-    if (d.type === "ask_owner") {
-      await charge({
-        type: "ask_owner",
-        path: page.path,
-        detail: { question: d.question, resultPath: page.path },
-        ...tokens,
-        durationMs: took(),
-      });
-      return { status: "waiting", stopReason: "asked_owner", question: d.question };
-    }
-    if (d.type === "navigate") {
-      try {
-        page = await readPage(fresh(), d.path);
-      } catch (err) {
-        await charge();
-        throw err;
-      }
-      const ok = page.status === 200;
-      await charge({
-        type: "navigate",
-        path: d.path,
-        detail: {
-          ok,
-          status: page.status,
-          resultPath: ok ? page.path : undefined,
-          page: excerpt(page.markdown),
-        },
-        ...tokens,
-        durationMs: took(),
-      });
-      history.push(summarize({ type: "navigate", path: d.path, detail: { ok, status: page.status } }));
-      continue;
-    }
+  private async onInvalid(turn: Turn, error: string): Promise<Finish | undefined> {
+    this.invalid += 1;
+    const reply = excerpt(JSON.stringify(turn.reply.message), 1000);
+    await this.charge(turn, { type: "error", detail: { ok: false, error, reply } });
+    if (this.invalid >= MAX_INVALID_IN_A_ROW)
+      return {
+        status: "failed",
+        stopReason: "invalid_output",
+        error: `The model replied with invalid output ${this.invalid} times in a row: ${error}`,
+      };
+    this.feedback = error;
+  }
 
-    // execute
+  private async onFinish(turn: Turn, d: Extract<Decision, { type: "finish" }>): Promise<Finish> {
+    const at = this.page.path;
+    await this.charge(turn, {
+      type: "finish",
+      path: at,
+      detail: { message: d.message, resultPath: at, note: d.note },
+    });
+    return { status: "completed", stopReason: "finished", finalMessage: d.message };
+  }
+
+  private async onAsk(turn: Turn, d: Extract<Decision, { type: "ask_owner" }>): Promise<Finish> {
+    const at = this.page.path;
+    await this.charge(turn, {
+      type: "ask_owner",
+      path: at,
+      detail: { question: d.question, resultPath: at, note: d.note },
+    });
+    return { status: "waiting", stopReason: "asked_owner", question: d.question };
+  }
+
+  private async onNavigate(turn: Turn, d: Extract<Decision, { type: "navigate" }>) {
+    try {
+      this.page = await readPage(this.fresh(), d.path);
+    } catch (err) {
+      await this.charge(turn);
+      throw err;
+    }
+    const ok = this.page.status === 200;
+    await this.charge(turn, {
+      type: "navigate",
+      path: d.path,
+      detail: {
+        ok,
+        status: this.page.status,
+        resultPath: ok ? this.page.path : undefined,
+        page: capPage(this.page.markdown),
+        note: d.note,
+      },
+    });
+    return undefined;
+  }
+
+  private async onExecute(
+    turn: Turn,
+    d: Extract<Decision, { type: "execute" }>,
+  ): Promise<Finish | undefined> {
+    const at = this.page.path;
+    const asked = { action: d.action, params: d.params, note: d.note, reason: d.reason };
     // Not on this page at all: say which are. On the page but refused (a capability, a
     // role): let the registry refuse it, so the model hears the actual reason.
-    if (!page.pageActions.includes(d.action)) {
-      const error = `\`${d.action}\` is not an action on ${page.path}. Actions here: ${page.actions.map((a) => `\`${a}\``).join(", ") || "none"}.`;
-      await charge({
-        type: "execute",
-        path: page.path,
-        detail: { ok: false, action: d.action, params: d.params, error },
-        ...tokens,
-        durationMs: took(),
-      });
-      history.push(
-        summarize({
-          type: "execute",
-          path: page.path,
-          detail: { ok: false, action: d.action, params: d.params, error },
-        }),
-      );
-      feedback = error;
-      continue;
+    if (!this.page.pageActions.includes(d.action)) {
+      const error = `\`${d.action}\` is not an action on ${at}. Actions here: ${this.page.actions.map((a) => `\`${a}\``).join(", ") || "none"}.`;
+      await this.charge(turn, { type: "execute", path: at, detail: { ok: false, ...asked, error } });
+      this.feedback = error;
+      return undefined;
     }
-    const at = page.path;
-    const stepNo = n + 1;
-    await charge();
-    const result = await runAction(fresh(true), at, d.action, d.params, {
+    const stepNo = this.n + 1;
+    await this.charge(turn);
+    let done: Step | undefined;
+    const result = await runAction(this.fresh(true), at, d.action, d.params, {
       reason: d.reason,
       inTx: async (tx, outcome, emitted) => {
         // Same transaction as the action: the step, its resources and the action commit together or not at all.
-        await recordStep(tx, run, deps.owner, {
-          number: stepNo,
+        done = {
           type: "execute",
           path: at,
           detail: {
             ok: true,
-            action: d.action,
-            params: d.params,
+            ...asked,
             notice: outcome.notice,
             location: outcome.location,
             resultPath: outcome.location,
             ...(outcome.pending && { pending: outcome.pending.id }),
           },
-          ...tokens,
-          durationMs: took(),
-        });
+          ...this.measured(turn),
+        };
+        await recordStep(tx, this.run0, this.deps.owner, { ...done, number: stepNo });
         // A queued action is not a resource yet: it becomes one when approved (recorded then).
         const created = emitted.filter((e) => e.subjectType !== "pending_action");
-        await recordResources(tx, run, stepNo, outcome.location, created);
+        await recordResources(tx, this.run0, stepNo, outcome.location, created);
       },
     });
-    if (result.ok) {
-      n = stepNo;
-      page = result.page;
-      if (result.outcome.pending?.waits)
-        return {
-          status: "waiting",
-          stopReason: "awaiting_approval",
-          question: `Waiting for approval of #${result.outcome.pending.id}: ${d.action}`,
-        };
-      history.push(
-        summarize({
-          type: "execute",
-          path: at,
-          detail: { ok: true, action: d.action, params: d.params, notice: result.outcome.notice },
-        }),
-      );
-    } else {
-      await record({
+    if (!result.ok) {
+      const failed: Step = {
         type: "execute",
         path: at,
-        detail: {
-          ok: false,
-          action: d.action,
-          params: d.params,
-          status: result.status,
-          error: result.message,
-        },
-        ...tokens,
-        durationMs: took(),
-      });
-      history.push(
-        summarize({
-          type: "execute",
-          path: at,
-          detail: { ok: false, action: d.action, params: d.params, error: result.message },
-        }),
-      );
-      feedback = result.markdown;
+        detail: { ok: false, ...asked, status: result.status, error: result.message },
+        ...this.measured(turn),
+      };
+      await recordStep(this.prisma, this.run0, this.deps.owner, { ...failed, number: stepNo });
+      this.n = stepNo;
+      this.remember(stepNo, failed);
+      this.feedback = result.markdown;
+      return undefined;
     }
+    this.n = stepNo;
+    this.remember(stepNo, done!);
+    this.page = result.page;
+    if (result.outcome.pending?.waits)
+      return {
+        status: "waiting",
+        stopReason: "awaiting_approval",
+        question: `Waiting for approval of #${result.outcome.pending.id}: ${d.action}`,
+      };
+    return undefined;
   }
 }
 

@@ -1,7 +1,18 @@
 // The fixed protocol any OpenAI-compatible model drives the navigator with: four
 // function tools, and a JSON-mode fallback for endpoints without tool calling.
+//
+// Every tool takes an optional `note`, the model's memory for the run (memory.ts). An
+// argument rather than the text a model may send beside a tool call: many models send no
+// text with tool calls, the schema tells every model the note exists and what it is for,
+// and JSON mode (no tools) carries it the same way.
 import type { ChatCompletionMessage, ChatCompletionTool } from "openai/resources/chat/completions";
 import { z } from "zod";
+import { NOTE_CHARS } from "./memory.ts";
+
+const NOTE = {
+  type: "string",
+  description: `Your memory for this run (at most ${NOTE_CHARS} characters): what you learned that you will need later, and what you plan next`,
+};
 
 export const TOOLS: ChatCompletionTool[] = [
   {
@@ -13,6 +24,7 @@ export const TOOLS: ChatCompletionTool[] = [
         type: "object",
         properties: {
           path: { type: "string", description: "A path such as /studios/general or /search?q=offsite" },
+          note: NOTE,
         },
         required: ["path"],
         additionalProperties: false,
@@ -33,6 +45,7 @@ export const TOOLS: ChatCompletionTool[] = [
             type: "string",
             description: "Why, in a sentence: your owner sees it if the action needs approval",
           },
+          note: NOTE,
         },
         required: ["action", "params"],
         additionalProperties: false,
@@ -46,7 +59,7 @@ export const TOOLS: ChatCompletionTool[] = [
       description: "End the run with a short summary of what you did.",
       parameters: {
         type: "object",
-        properties: { message: { type: "string" } },
+        properties: { message: { type: "string" }, note: NOTE },
         required: ["message"],
         additionalProperties: false,
       },
@@ -59,7 +72,7 @@ export const TOOLS: ChatCompletionTool[] = [
       description: "Ask your owner a question; the run pauses until they answer.",
       parameters: {
         type: "object",
-        properties: { question: { type: "string" } },
+        properties: { question: { type: "string" }, note: NOTE },
         required: ["question"],
         additionalProperties: false,
       },
@@ -68,15 +81,25 @@ export const TOOLS: ChatCompletionTool[] = [
 ];
 
 export const JSON_MODE_INSTRUCTIONS = `Answer with exactly one JSON object and nothing else, one of:
-{"type":"navigate","path":"/some/path"}
-{"type":"execute","action":"action_name","params":{...},"reason":"why"}
+{"type":"navigate","path":"/some/path","note":"your note"}
+{"type":"execute","action":"action_name","params":{...},"reason":"why","note":"your note"}
 {"type":"finish","message":"what you did"}
-{"type":"ask_owner","question":"what you need to know"}`;
+{"type":"ask_owner","question":"what you need to know","note":"your note"}
+"note" is optional: your memory for this run, at most ${NOTE_CHARS} characters.`;
+
+// A long note is cut, not refused: refusing would cost the model a step for being thorough.
+const note = z
+  .string()
+  .trim()
+  .transform((s) => (s.length > NOTE_CHARS ? `${s.slice(0, NOTE_CHARS - 1)}…` : s))
+  .optional()
+  .catch(undefined);
 
 const decisionSchema = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("navigate"),
     path: z.string().trim().startsWith("/", "a path starts with /").max(500),
+    note,
   }),
   z.object({
     type: z.literal("execute"),
@@ -86,9 +109,10 @@ const decisionSchema = z.discriminatedUnion("type", [
       .regex(/^[a-z_]{1,64}$/, "an action name such as add_comment"),
     params: z.record(z.string(), z.unknown()).default({}),
     reason: z.string().max(2000).optional(),
+    note,
   }),
-  z.object({ type: z.literal("finish"), message: z.string().max(5000).default("") }),
-  z.object({ type: z.literal("ask_owner"), question: z.string().trim().min(1).max(2000) }),
+  z.object({ type: z.literal("finish"), message: z.string().max(5000).default(""), note }),
+  z.object({ type: z.literal("ask_owner"), question: z.string().trim().min(1).max(2000), note }),
 ]);
 
 export type Decision = z.infer<typeof decisionSchema>;

@@ -5,7 +5,8 @@ import { z } from "zod";
 import type { Tenant, User } from "../../generated/prisma/client.ts";
 import { tenantPricesSchema } from "../money/pricing.ts";
 
-export const MAX_STEPS_LIMIT = 50;
+// Long runs are bounded by their prompt budget, time and cost limits, not by forgetting (prompt.ts).
+export const MAX_STEPS_LIMIT = 200;
 export const DEFAULT_COST_LIMIT_USD = 100;
 export const MAX_COST_LIMIT_USD = 100_000;
 export const DEFAULT_ALERT_THRESHOLDS_USD = [1, 5, 10, 50] as const;

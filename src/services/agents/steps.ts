@@ -4,7 +4,7 @@
 // cost totals move with the usage ledger (money/ledger.ts), which counts every call.
 import { grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery } from "../../db/prisma.ts";
-import { Prisma, type SubagentTaskRunStep } from "../../generated/prisma/client.ts";
+import { Prisma } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import { storable, storableJson } from "../../lib/text.ts";
 import type { Emitted } from "../registry/types.ts";
@@ -151,37 +151,4 @@ export async function recordResources(
       path,
     })),
   });
-}
-
-const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
-
-/** One line per step for the prompt's history: enough to remember, short enough to stay flat. */
-export function summarize(step: { type: string; path?: string | null; detail: unknown }): string {
-  const d = (step.detail ?? {}) as Record<string, unknown>;
-  const outcome = d.ok === false ? `failed: ${clip(String(d.error ?? ""), 160)}` : "ok";
-  switch (step.type) {
-    case "navigate":
-      return `navigate ${step.path} — ${d.ok === false ? `error ${d.status}` : "ok"}`;
-    case "execute":
-      return `execute ${d.action}(${clip(JSON.stringify(d.params ?? {}), 160)}) on ${step.path} — ${d.ok === false ? outcome : `ok: ${clip(String(d.notice ?? ""), 120)}`}`;
-    case "error":
-      return `invalid reply — ${clip(String(d.error ?? ""), 160)}`;
-    case "ask_owner":
-      return `asked your owner: "${clip(String(d.question ?? ""), 200)}"`;
-    case "approval":
-      return `your owner's review of #${d.pending} (${d.action}): ${d.status}${d.notice ? ` — ${clip(String(d.notice), 160)}` : d.message ? ` — ${clip(String(d.message), 300)}` : ""}`;
-    case "answer":
-      return `your owner answered: "${clip(String(d.answer ?? ""), 500)}"`;
-    default:
-      return `${step.type}`;
-  }
-}
-
-/** Where the agent was after its last step (a resumed run continues from there). */
-export function lastPath(steps: Pick<SubagentTaskRunStep, "detail">[]): string | null {
-  for (let i = steps.length - 1; i >= 0; i--) {
-    const p = (steps[i]!.detail as Record<string, unknown> | null)?.resultPath;
-    if (typeof p === "string") return p;
-  }
-  return null;
 }

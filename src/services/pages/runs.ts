@@ -79,6 +79,10 @@ function stepBlock(s: {
   const lines = [head, ""];
   if (d.masked && typeof d.masked === "object")
     lines.push(`Masked before the model saw this step: ${describeMasked(d.masked as MaskCounts)}.`, "");
+  // Why it acted, and what it kept in mind for later: the model's own words (protocol.ts).
+  if (typeof d.reason === "string" && d.reason) lines.push(`Why: ${mdEscape(d.reason)}`, "");
+  if (typeof d.note === "string" && d.note)
+    lines.push("Its note (its memory for this run):", "", quote(d.note), "");
   if (s.type === "execute")
     lines.push(
       `Action \`${String(d.action)}\` with:`,

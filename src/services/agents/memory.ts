@@ -1,0 +1,126 @@
+// A run's working memory, rebuilt every step from its step records (the rows, or the records
+// this worker just wrote, which are the same): so a run resumed after a crash, an approval
+// or an answer remembers exactly what it would have remembered without the interruption.
+// What it remembers: one line per step with the note the model left with it, and the pages
+// it read (the last ones in full, older ones as excerpts). prompt.ts decides how much fits.
+import { estimateTokens } from "./token-estimate.ts";
+
+/** A step as memory reads it: a step row, or the record just written for one. */
+export interface Remembered {
+  number: number;
+  type: string;
+  path?: string | null;
+  detail: unknown;
+}
+
+/** The most a note keeps: longer notes are cut, not refused (the model's step still counts). */
+export const NOTE_CHARS = 400;
+/** The newest steps always get their line (when it fits), note or not; older ones only with a note. */
+export const RECENT_STEPS = 8;
+const EXCERPT_CHARS = 300;
+
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+const detailOf = (s: Pick<Remembered, "detail">) => (s.detail ?? {}) as Record<string, unknown>;
+
+export function noteOf(s: Pick<Remembered, "detail">): string | undefined {
+  const note = detailOf(s).note;
+  return typeof note === "string" && note ? note : undefined;
+}
+
+/** What a step did, in one line: enough to remember, short enough to keep many. */
+export function summarize(step: Omit<Remembered, "number">): string {
+  const d = detailOf(step);
+  const outcome = d.ok === false ? `failed: ${clip(String(d.error ?? ""), 160)}` : "ok";
+  switch (step.type) {
+    case "navigate":
+      return `navigate ${step.path} — ${d.ok === false ? `error ${d.status}` : "ok"}`;
+    case "execute":
+      return `execute ${d.action}(${clip(JSON.stringify(d.params ?? {}), 160)}) on ${step.path} — ${d.ok === false ? outcome : `ok: ${clip(String(d.notice ?? ""), 120)}`}`;
+    case "error":
+      return `invalid reply — ${clip(String(d.error ?? ""), 160)}`;
+    case "ask_owner":
+      return `asked your owner: "${clip(String(d.question ?? ""), 200)}"`;
+    case "approval":
+      return `your owner's review of #${d.pending} (${d.action}): ${d.status}${d.notice ? ` — ${clip(String(d.notice), 160)}` : d.message ? ` — ${clip(String(d.message), 300)}` : ""}`;
+    case "answer":
+      return `your owner answered: "${clip(String(d.answer ?? ""), 500)}"`;
+    default:
+      return `${step.type}`;
+  }
+}
+
+const line = (s: Remembered) => {
+  const note = noteOf(s);
+  return `${s.number}. ${summarize(s)}${note ? `\n   your note: ${note}` : ""}`;
+};
+
+/**
+ * The steps' lines within `tokens`, oldest first. Filled newest first: the last few steps,
+ * and every older step that carries a note, until the allowance is spent; so the oldest
+ * notes go first, and a step without a note goes before a note.
+ */
+export function stepLines(steps: Remembered[], tokens: number): string {
+  if (!steps.length) return "(none yet)";
+  const kept: Remembered[] = [];
+  let left = tokens - 20; // the "not shown" lines
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const s = steps[i]!;
+    if (steps.length - i > RECENT_STEPS && !noteOf(s)) continue;
+    const cost = estimateTokens(line(s)) + 1;
+    if (cost > left) break;
+    left -= cost;
+    kept.unshift(s);
+  }
+  const out: string[] = [];
+  let next = 1;
+  for (const s of kept) {
+    const skipped = s.number - next;
+    if (skipped > 0)
+      out.push(
+        next === 1 ? `(${skipped} earlier steps not shown)` : `(${skipped} steps without a note not shown)`,
+      );
+    out.push(line(s));
+    next = s.number + 1;
+  }
+  return out.length ? out.join("\n") : `(${steps.length} earlier steps not shown)`;
+}
+
+export interface SeenPage {
+  path: string;
+  markdown: string;
+  step: number;
+}
+
+/** Pages the run read (or landed on after an action), newest first, one per path, except `current`. */
+export function pagesSeen(steps: Remembered[], current: string): SeenPage[] {
+  const seen = new Set([current]);
+  const pages: SeenPage[] = [];
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const d = detailOf(steps[i]!);
+    if (typeof d.resultPath !== "string" || typeof d.page !== "string" || seen.has(d.resultPath)) continue;
+    seen.add(d.resultPath);
+    pages.push({ path: d.resultPath, markdown: d.page, step: steps[i]!.number });
+  }
+  return pages;
+}
+
+/** A page in a line: its path, title and the start of its text, without its actions. */
+export function excerptLine(p: SeenPage): string {
+  const body = p.markdown.split("\n## Actions")[0]!;
+  const title = /^# (.+)$/m.exec(body)?.[1]?.trim() ?? "";
+  const text = body
+    .replace(/^# .+$/m, "")
+    .replace(/^\[Home\]\(\/\) › .*$/m, "") // the breadcrumb: the path says where it was
+    .replace(/\s+/g, " ")
+    .trim();
+  return `- ${p.path} (step ${p.step})${title ? ` — ${clip(title, 120)}` : ""}: ${clip(text, EXCERPT_CHARS)}`;
+}
+
+/** Where the agent was after its last step (a resumed run continues from there). */
+export function lastPath(steps: Pick<Remembered, "detail">[]): string | null {
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const p = detailOf(steps[i]!).resultPath;
+    if (typeof p === "string") return p;
+  }
+  return null;
+}
