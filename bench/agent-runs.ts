@@ -4,12 +4,15 @@
 //
 // Reports: trigger → first LLM call latency; orchestration overhead per step excluding
 // LLM time; steps/s and peak RSS with 200 concurrent runs at 500 ms LLM latency; prompt
-// tokens at LLM steps 1, 10 and 30 of one long run.
+// tokens at LLM steps 1, 10, 30 and 120 of one long run whose model notes every step.
 import type { ChildProcess } from "node:child_process";
+import { encode as o200k } from "gpt-tokenizer/encoding/o200k_base";
 import { parseConfig } from "../src/config.ts";
 import { createPrisma, type PrismaClient } from "../src/db/prisma.ts";
 import { type ChatRequest, type FakeReply, startFakeLlm } from "../src/dev/fake-llm.ts";
 import { newId } from "../src/lib/ids.ts";
+import { DEFAULT_PROMPT_BUDGET } from "../src/services/agents/prompt.ts";
+import { TOOLS } from "../src/services/agents/protocol.ts";
 import { queueRun } from "../src/services/agents/runs.ts";
 import { registry } from "../src/services/catalog.ts";
 import type { Actor, Ctx } from "../src/services/registry/types.ts";
@@ -28,7 +31,7 @@ import {
 
 const env = parseConfig(process.env);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 200);
-const LONG_STEPS = 31;
+const LONG_STEPS = 121;
 
 interface World {
   ctx: Ctx;
@@ -68,18 +71,30 @@ function script(
   stepsPerRun: (handle: string) => number,
   firstCall: Map<string, number>,
   calls: Map<string, number>,
+  /** Agents whose model leaves a note with every step, and whose requests are kept. */
+  noting: Map<string, ChatRequest[]>,
 ) {
   return (req: ChatRequest): FakeReply => {
     const handle = /\(@([\w-]+)\), an AI agent/.exec(String(req.messages[0]?.content ?? ""))?.[1] ?? "?";
     const n = (calls.get(handle) ?? 0) + 1;
     calls.set(handle, n);
     if (n === 1) firstCall.set(handle, Date.now());
+    noting.get(handle)?.push(req);
     if (n >= stepsPerRun(handle)) return { tool: { name: "finish", args: { message: "done" } } };
-    return {
-      tool: { name: "navigate", args: { path: n % 2 ? "/studios/general" : "/studios/general/notes" } },
-    };
+    const path = n % 2 ? "/studios/general" : "/studios/general/notes";
+    const note = noting.has(handle)
+      ? `Step ${n}: looked at ${path} again; still nothing about the offsite budget, next the other list.`
+      : undefined;
+    return { tool: { name: "navigate", args: { path, note } } };
   };
 }
+
+/** What a request sends, messages and tools, as o200k counts it. */
+const promptTokens = (req: ChatRequest | undefined) =>
+  req
+    ? o200k(req.messages.map((m) => String(m.content ?? "")).join("\n")).length +
+      o200k(JSON.stringify(TOOLS)).length
+    : Number.NaN;
 
 function startWorker(databaseUrl: string, llmUrl: string, prefix: string): ChildProcess {
   const profile = process.env.BENCH_PROFILE
@@ -121,7 +136,7 @@ async function waitDone(db: PrismaClient, tenantId: string, count: number, timeo
   }
 }
 
-async function manualRuns(w: World, agents: { id: string }[]) {
+async function manualRuns(w: World, agents: { id: string }[], maxSteps = 50) {
   await w.ctx.db.$transaction(async (tx) => {
     for (const a of agents)
       await queueRun(tx, {
@@ -132,7 +147,7 @@ async function manualRuns(w: World, agents: { id: string }[]) {
         chainDepth: 0,
         task: "Look around the studio.",
         model: null,
-        maxSteps: 50,
+        maxSteps,
         timeoutSeconds: 3600,
       });
   });
@@ -144,7 +159,8 @@ async function main() {
   const firstCall = new Map<string, number>();
   const calls = new Map<string, number>();
   let perRun = 1;
-  const llm = await startFakeLlm({ script: script(() => perRun, firstCall, calls) });
+  const noting = new Map<string, ChatRequest[]>();
+  const llm = await startFakeLlm({ script: script(() => perRun, firstCall, calls, noting) });
   const prefix = `cadre-bench-${newId(6)}`;
   const worker = startWorker(database.url, llm.url, prefix);
   try {
@@ -190,17 +206,16 @@ async function main() {
       overhead.push(cur.createdAt.getTime() - prev.createdAt.getTime() - cur.llmMs);
     }
 
-    // 3. Prompt tokens at LLM steps 1, 10 and 30 of one long run.
+    // 3. Prompt tokens at LLM steps 1, 10, 30 and 120 of one long run, its model noting every step.
     perRun = LONG_STEPS;
     calls.clear();
     const long = w.agents[50]!;
-    await manualRuns(w, [long]);
-    await waitDone(db, w.ctx.tenant.id, before + sample.length + 1, 60_000);
-    const longSteps = await db.subagentTaskRunStep.findMany({
-      where: { run: { agentId: long.id }, inputTokens: { gt: 0 } },
-      orderBy: { number: "asc" },
-    });
-    const tokensAt = (k: number) => longSteps[k - 1]?.inputTokens ?? Number.NaN;
+    const longRequests: ChatRequest[] = [];
+    noting.set(long.handle, longRequests);
+    await manualRuns(w, [long], LONG_STEPS + 5);
+    await waitDone(db, w.ctx.tenant.id, before + sample.length + 1, 120_000);
+    noting.delete(long.handle);
+    const tokensAt = (k: number) => promptTokens(longRequests[k - 1]);
 
     // 4. 200 concurrent runs at 500 ms LLM latency: steps/s against the LLM-bound ideal.
     llm.setLatency(500);
@@ -289,8 +304,8 @@ async function main() {
       ],
       ["worker peak RSS (MB)", fmt(peakRssMb(worker.pid!))],
       [
-        "prompt tokens at LLM step 1 / 10 / 30",
-        `${tokensAt(1)} / ${tokensAt(10)} / ${tokensAt(30)} (step 30 = ${fmt(tokensAt(30) / tokensAt(1), 2)}× step 1)`,
+        `prompt tokens (o200k) at LLM step 1 / 10 / 30 / 120, budget ${DEFAULT_PROMPT_BUDGET}`,
+        `${tokensAt(1)} / ${tokensAt(10)} / ${tokensAt(30)} / ${tokensAt(120)} (largest of ${longRequests.length}: ${Math.max(...longRequests.map(promptTokens))})`,
       ],
     ];
     console.log("\nAgent runs benchmark");
