@@ -1,13 +1,15 @@
 // Turns content events into agent runs: @mentions of subagents in the studio, replies
 // to what a subagent wrote, and new comments in a thread a subagent took part in.
 // Guards: no self-trigger, archived agents ignored, agent-to-agent chain depth, and a
-// per-agent rate limit that holds under concurrency (an advisory lock per agent).
+// per-agent rate limit that holds under concurrency (an advisory lock per agent). Every
+// other trigger (subscriptions, schedules, webhooks) queues its runs through the same
+// guards: `queueTriggered`.
 import type { PrismaClient } from "../../db/prisma.ts";
 import type { Event, User } from "../../generated/prisma/client.ts";
 import { parseMentions } from "../mentions.ts";
 import type { Subject } from "../subjects.ts";
 import { type NewRun, queueRun, recordSkipped } from "./runs.ts";
-import { agentConfig, resolveModel, tenantSettings } from "./settings.ts";
+import { agentConfig, resolveModel, type TenantSettings, tenantSettings } from "./settings.ts";
 
 type Kind = "mention" | "reply" | "thread";
 
@@ -94,7 +96,7 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
   for (const agent of agents) {
     const kind = found.get(agent.id)!;
     const cfg = agentConfig(agent);
-    const run: NewRun = {
+    const id = await queueTriggered(db, agent, settings, {
       tenantId: e.tenantId,
       agentId: agent.id,
       initiatedById: e.actorId,
@@ -105,28 +107,48 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
       model: resolveModel(cfg, settings, undefined),
       maxSteps: cfg.max_steps,
       timeoutSeconds: cfg.timeout_seconds,
-    };
-    const id = await db.$transaction(async (tx) => {
-      // Serializes this agent's trigger decisions, so the rate limit holds however many events arrive at once.
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger:${agent.id}`}))`;
-      if (agent.pausedAt) {
-        await recordSkipped(
-          tx,
-          run,
-          "paused",
-          `The agent is paused${agent.pausedReason ? `: ${agent.pausedReason}` : ""}.`,
-        );
-        return null;
-      }
-      if (depth >= settings.chain_depth_limit) {
-        await recordSkipped(
-          tx,
-          run,
-          "chain_depth",
-          `Agent-to-agent chain reached the depth limit (${settings.chain_depth_limit}).`,
-        );
-        return null;
-      }
+    });
+    if (id) created.push(id);
+  }
+  return created;
+}
+
+/**
+ * Queues a run that something other than a person's run form asked for, through the guards
+ * every trigger shares: a paused agent, the agent-to-agent chain depth, and (unless the
+ * trigger has a limit of its own) the agent's trigger rate. A refused trigger is recorded
+ * as a skipped run, so the owner sees why. Returns the run's id, or null when skipped or
+ * when this (agent, trigger) already has a run.
+ */
+export async function queueTriggered(
+  db: PrismaClient,
+  agent: Pick<User, "id" | "pausedAt" | "pausedReason">,
+  settings: TenantSettings,
+  run: NewRun,
+  opts: { rateLimited?: boolean } = {},
+): Promise<string | null> {
+  return db.$transaction(async (tx) => {
+    // Serializes this agent's trigger decisions, so the rate limit holds however many events arrive at once.
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger:${agent.id}`}))`;
+    if (agent.pausedAt) {
+      await recordSkipped(
+        tx,
+        run,
+        "paused",
+        `The agent is paused${agent.pausedReason ? `: ${agent.pausedReason}` : ""}.`,
+      );
+      return null;
+    }
+    if (run.chainDepth >= settings.chain_depth_limit) {
+      await recordSkipped(
+        tx,
+        run,
+        "chain_depth",
+        `Agent-to-agent chain reached the depth limit (${settings.chain_depth_limit}).`,
+      );
+      return null;
+    }
+    if (opts.rateLimited !== false) {
       const recent = await tx.subagentTaskRun.count({
         where: {
           agentId: agent.id,
@@ -144,9 +166,7 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
         );
         return null;
       }
-      return (await queueRun(tx, run))?.id ?? null;
-    });
-    if (id) created.push(id);
-  }
-  return created;
+    }
+    return (await queueRun(tx, run))?.id ?? null;
+  });
 }

@@ -20,6 +20,8 @@ export interface NewRun {
   initiatedById: string | null;
   triggerEventId?: string;
   triggerKind: string;
+  /** The subscription, schedule or webhook that woke the run. */
+  triggerRef?: string;
   chainDepth: number;
   task: string;
   model: string | null;

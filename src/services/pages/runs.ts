@@ -9,8 +9,23 @@ import { agentCrumbs } from "./subagents.ts";
 
 const ACTIVE = new Set(["queued", "running", "waiting"]);
 
+// A trigger of its own (not an event in a thread) links to the agent's list of them.
+const TRIGGER_PAGES: Record<string, string> = {
+  subscription: "subscriptions",
+  schedule: "schedules",
+  webhook: "webhooks",
+};
+
+/** What woke a run: its kind, linked to the subscription, schedule or webhook when there is one. */
+export function triggerText(handle: string, r: Pick<SubagentTaskRun, "triggerKind" | "triggerRef">): string {
+  const page = TRIGGER_PAGES[r.triggerKind];
+  return page && r.triggerRef
+    ? link(r.triggerKind, `/subagents/${handle}/${page}#${r.triggerRef}`)
+    : r.triggerKind;
+}
+
 export function runLine(handle: string, r: SubagentTaskRun): string {
-  return `- ${link(`Run ${r.id}`, `/subagents/${handle}/runs/${r.id}`)} · **${r.status}**${r.stopReason && r.status !== "completed" ? ` (${r.stopReason})` : ""} · ${r.triggerKind} · ${when(r.createdAt)} · ${r.stepsCount} steps — ${mdEscape(excerpt(r.task, 90))}`;
+  return `- ${link(`Run ${r.id}`, `/subagents/${handle}/runs/${r.id}`)} · **${r.status}**${r.stopReason && r.status !== "completed" ? ` (${r.stopReason})` : ""} · ${triggerText(handle, r)} · ${when(r.createdAt)} · ${r.stepsCount} steps — ${mdEscape(excerpt(r.task, 90))}`;
 }
 
 function duration(r: SubagentTaskRun): string {
@@ -131,7 +146,7 @@ export const runPage: PageDef = {
     ]);
     const facts = [
       `Status: **${r.status}**${r.stopReason ? ` (${r.stopReason})` : ""}`,
-      `trigger: ${r.triggerKind}${initiator ? ` by [@${initiator.handle}](/u/${initiator.handle})` : ""}`,
+      `trigger: ${triggerText(a.handle, r)}${initiator ? ` by [@${initiator.handle}](/u/${initiator.handle})` : ""}`,
       `model: ${r.model ? `\`${mdEscape(r.model)}\`` : "default"}`,
       `steps: ${r.stepsCount} of ${r.maxSteps}`,
       `tokens: ${r.inputTokens} in${r.cachedTokens ? ` (${r.cachedTokens} cached)` : ""} / ${r.outputTokens} out`,
