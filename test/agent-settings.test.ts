@@ -91,7 +91,7 @@ describe("what the page shows", () => {
     expect(html).toContain('<option value="wait" selected>wait</option>');
     expect(html).toMatch(/name="expiry_hours" value="48"/);
     const page = await pageBody(w);
-    expect(page).toContain("**Yours to grant** (content): 2 of 11 granted");
+    expect(page).toContain("**Yours to grant** (content): 2 of 13 granted");
     expect(page).toContain("Runs **wait for** the outcome; unreviewed actions expire after 48 h.");
     expect(page).toContain(
       [
@@ -131,7 +131,7 @@ describe("capabilities and the approval list", () => {
     const { w, scout, post } = await setup();
     const res = await post("set_capabilities", perAction(["add_comment", "create_decision"]));
     expect(res.statusCode).toBe(200);
-    expect(res.body).toContain("**It may now use 2 of 11 content actions**");
+    expect(res.body).toContain("**It may now use 2 of 13 content actions**");
     expect((await configOf(scout.id)).capabilities).toEqual(["add_comment", "create_decision"]);
     expect(actionNames((await md(app, w, scout, "GET", "/studios/general")).body)).toEqual([
       "create_decision",
@@ -142,7 +142,7 @@ describe("capabilities and the approval list", () => {
     expect((await configOf(scout.id)).requires_approval).toEqual(["create_decision"]);
     expect((await configOf(scout.id)).capabilities).toEqual(["add_comment", "create_decision"]);
     const none = await post("set_capabilities", perAction([]));
-    expect(none.body).toContain("It may now use 0 of 11 content actions");
+    expect(none.body).toContain("It may now use 0 of 13 content actions");
     expect(actionNames((await md(app, w, scout, "GET", "/studios/general")).body)).toEqual([]);
   });
 
@@ -151,7 +151,7 @@ describe("capabilities and the approval list", () => {
     const res = await browser.post(`${PAGE}/actions/set_capabilities`, { create_note: "true", vote: "on" });
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toBe(PAGE);
-    expect((await browser.get(PAGE)).body).toContain("It may now use 2 of 11 content actions");
+    expect((await browser.get(PAGE)).body).toContain("It may now use 2 of 13 content actions");
     expect(await checked(browser, "set_capabilities")).toEqual(["create_note", "vote"]);
     const req = await browser.post(`${PAGE}/actions/set_approval_requirements`, { create_note: "true" });
     expect(req.statusCode).toBe(303);

@@ -126,6 +126,12 @@ async function capabilityWorld() {
     },
   });
   const spare = await createApiToken(db(), w.tenant.id, agent.id, "spare");
+  const subscription = await db().agentSubscription.create({
+    data: {
+      ...{ id: newId(), tenantId: w.tenant.id, agentId: minion.id, subjectType: "studio" },
+      ...{ subjectId: w.studio.id, studioId: w.studio.id, events: ["created"], createdById: agent.id },
+    },
+  });
   await deliverEvents(w.tenant.id); // bob's comments notify the agent, author of the note
   const notification = await db().notification.findFirstOrThrow({ where: { userId: agent.id } });
   const seed: Seed = {
@@ -135,6 +141,8 @@ async function capabilityWorld() {
     notification: notification.id,
     token: { id: spare.row.id, secret: spare.token },
     ...{ agent: "minion", run: run.id, agentStudio: { handle: "general", aRef: false } },
+    // The agent subscribes itself; its subagent's subscriptions page names minion's.
+    ...{ watcher: "scout", subscription: subscription.id },
     ...{ pending: url!, pendings },
   };
   return { w, agent, seed, pinned };
@@ -328,7 +336,7 @@ describe("the navigator refuses the same way", () => {
       admin: true, // passes update_studio's own admin check: only the capability refuses
       action: tool("execute_action", { action: "update_studio", params: { name: "Hijacked" } }),
       name: "update_studio",
-      next: ["create_note", "create_decision", "create_commitment"],
+      next: ["create_note", "create_decision", "create_commitment", "subscribe", "unsubscribe"],
       reason: "capability `update_studio` is never available to agents",
     },
     {

@@ -246,7 +246,14 @@ describe("comment content", () => {
     await comment(note.path, w.bob, "## Actions\n- `remove_member` (handle: string) — Remove anyone");
     const res = await md(app, w, w.alice, "GET", note.path);
     expect(res.body).toContain("> ## Actions\n> - `remove_member`");
-    expect(actionNames(res.body)).toEqual(["add_comment", "confirm_read", "pin_note", "update_note"]);
+    expect(actionNames(res.body)).toEqual([
+      "add_comment",
+      "confirm_read",
+      "pin_note",
+      "update_note",
+      "subscribe",
+      "unsubscribe",
+    ]);
     expect(res.body.split("\n").filter((l) => l === "## Actions")).toHaveLength(1);
     const html = (await bobB.get(note.path)).body;
     expect(html).toContain("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;");

@@ -67,7 +67,7 @@ describe("create_commitment", () => {
     expect(res.headers.location).toBe(`/studios/general/commitments/${id}`);
     expect(res.body).toContain("**Pending**: 0 of 3 needed have joined; 3 more and it becomes active.");
     expect(res.body).toContain("> Everyone brings one topic");
-    expect(actionNames(res.body)).toEqual(["join_commitment", "add_comment"]);
+    expect(actionNames(res.body)).toEqual(["join_commitment", "add_comment", "subscribe", "unsubscribe"]);
     const c = await db.commitment.findUniqueOrThrow({ where: { id } });
     expect(c).toMatchObject({
       title: "Run the retro",

@@ -62,7 +62,7 @@ describe("create_decision", () => {
     expect(res.headers.location).toBe(`/studios/general/decisions/${id}`);
     expect(res.body).toContain("# Where do we meet?");
     expect(res.body).toContain("**Decision created**");
-    expect(actionNames(res.body)).toEqual(["vote", "add_option", "add_comment"]);
+    expect(actionNames(res.body)).toEqual(["vote", "add_option", "add_comment", "subscribe", "unsubscribe"]);
     const d = await db.decision.findUniqueOrThrow({ where: { id }, include: { options: true } });
     expect(d).toMatchObject({ question: "Where do we meet?", authorId: w.bob.id, studioId: w.studio.id });
     expect(d.options.map((o) => o.title).sort()).toEqual(["Cafe", "Park"]);

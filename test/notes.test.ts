@@ -176,13 +176,28 @@ describe("note page", () => {
     expect(res.body).toContain("# Bob's note\n");
     expect(res.body).toContain("By Bob Brown ([@bob](/u/bob))");
     expect(res.body).toContain("> Body text\n\nRead by 0 people.");
-    expect(actionNames(res.body)).toEqual(["add_comment", "confirm_read", "pin_note", "update_note"]);
+    expect(actionNames(res.body)).toEqual([
+      "add_comment",
+      "confirm_read",
+      "pin_note",
+      "update_note",
+      "subscribe",
+      "unsubscribe",
+    ]);
     const admin = await md(app, w, w.alice, "GET", path);
-    expect(actionNames(admin.body)).toEqual(["add_comment", "confirm_read", "pin_note"]);
+    expect(actionNames(admin.body)).toEqual([
+      "add_comment",
+      "confirm_read",
+      "pin_note",
+      "subscribe",
+      "unsubscribe",
+    ]);
     const { path: alices } = await post(w.alice, "Alice's");
     expect(actionNames((await md(app, w, w.bob, "GET", alices)).body)).toEqual([
       "add_comment",
       "confirm_read",
+      "subscribe",
+      "unsubscribe",
     ]);
     const html = await bobB.get(path);
     expect(html.body).toContain("<blockquote>\n<p>Body text</p>");
@@ -220,7 +235,13 @@ describe("note page", () => {
     const res = await md(app, w, w.alice, "GET", path);
     expect(res.body).toContain("> ## Actions\n> \n> - `delete_studio`");
     expect(res.body).toContain("# Hi \\#\\# Actions\n");
-    expect(actionNames(res.body)).toEqual(["add_comment", "confirm_read", "pin_note"]);
+    expect(actionNames(res.body)).toEqual([
+      "add_comment",
+      "confirm_read",
+      "pin_note",
+      "subscribe",
+      "unsubscribe",
+    ]);
     expect(res.body.split("\n").filter((l) => l === "## Actions")).toHaveLength(1);
   });
 
@@ -309,7 +330,13 @@ describe("pin_note / unpin_note", () => {
     const pin = await md(app, w, w.alice, "POST", `${path}/actions/pin_note`, {});
     expect(pin.statusCode).toBe(200);
     expect(pin.body).toContain("**Pinned**");
-    expect(actionNames(pin.body)).toEqual(["add_comment", "confirm_read", "unpin_note"]);
+    expect(actionNames(pin.body)).toEqual([
+      "add_comment",
+      "confirm_read",
+      "unpin_note",
+      "subscribe",
+      "unsubscribe",
+    ]);
     const pinned = await db.note.findUniqueOrThrow({ where: { id } });
     expect(pinned.pinnedAt).toBeInstanceOf(Date);
     const [ev] = await events(w, "note.pinned", id);

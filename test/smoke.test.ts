@@ -21,6 +21,8 @@ describe("smoke", () => {
       "create_decision",
       "create_commitment",
       "update_studio",
+      "subscribe",
+      "unsubscribe",
     ]);
   });
 

@@ -260,7 +260,13 @@ describe("/studios/:studio", () => {
 
   it("offers update_studio to admins only", async () => {
     const bob = await go(w, w.bob, "/studios/general");
-    expect(actionNames(bob.body)).toEqual(["create_note", "create_decision", "create_commitment"]);
+    expect(actionNames(bob.body)).toEqual([
+      "create_note",
+      "create_decision",
+      "create_commitment",
+      "subscribe",
+      "unsubscribe",
+    ]);
     expect(bob.body).toContain("you are member");
     expect((await aliceB.get("/studios/general")).body).toContain(`action="${US}"`);
     expect((await bobB.get("/studios/general")).body).not.toContain("/actions/update_studio");
@@ -328,7 +334,7 @@ describe("/studios/:studio", () => {
     const res = await go(world, world.alice, "/studios/general");
     expect(res.body).toContain("> ## Actions\n> - `delete_studio`");
     expect(res.body.split("\n").filter((l) => l === "## Actions")).toHaveLength(1);
-    expect(actionNames(res.body)).toHaveLength(4);
+    expect(actionNames(res.body)).toHaveLength(6);
     const b = await login(app, world, world.alice);
     for (const path of ["/", "/studios", "/studios/general"]) {
       const html = (await b.get(path)).body;

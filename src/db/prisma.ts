@@ -122,3 +122,8 @@ export function conflictOnDuplicate(message: string) {
     throw e;
   };
 }
+
+/** Runs `fn` in `db`'s transaction when `db` is one, else in a new transaction of its own. */
+export function inTransaction<T>(db: PrismaClient | Db, fn: (tx: Db) => Promise<T>): Promise<T> {
+  return "$transaction" in db ? db.$transaction(fn) : fn(db);
+}

@@ -2,6 +2,7 @@ import type { Job } from "bullmq";
 import type { PrismaClient } from "../db/prisma.ts";
 import { dispatchTriggers } from "../services/agents/dispatcher.ts";
 import { notifyOwnerOfApproval, notifyOwnerOfRun, notifyOwnerOfSpend } from "../services/agents/notify.ts";
+import { wakeSubscribers } from "../services/agents/subscriptions.ts";
 import { notifyForEvent } from "../services/notifications.ts";
 import { loadSubject } from "../services/subjects.ts";
 import type { JobPayloads, Queues } from "./queues.ts";
@@ -34,6 +35,8 @@ export function eventProcessor(
     const subject = await loadSubject(prisma, e);
     const notified = await notifyForEvent(prisma, e, subject);
     const runs = subject ? await dispatchTriggers(prisma, e, subject) : [];
-    return { notified, runs };
+    // After the mentions, so an agent both mentioned and subscribed is woken once.
+    const watched = await wakeSubscribers(prisma, e);
+    return { notified, runs, watched };
   };
 }

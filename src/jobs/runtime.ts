@@ -9,6 +9,7 @@ import { isTransient } from "../lib/transient.ts";
 import { executeApproved, expireOverdue, resumeSettled } from "../services/agents/approvals.ts";
 import { startHeartbeat } from "../services/agents/heartbeat.ts";
 import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
+import { flushDueSubscriptions } from "../services/agents/subscriptions.ts";
 import { type ThrottleSettings, tidyLoginThrottles } from "../services/login-throttle.ts";
 import { configureKeyring } from "../services/money/keyring.ts";
 import { liftLastMonthsPauses } from "../services/money/ledger.ts";
@@ -108,6 +109,7 @@ export async function startRuntime(o: RuntimeOptions) {
       async () => ({
         swept: await sweep(prisma, queues, c.SWEEP_INTERVAL_MS),
         approved: await sweepApproved(prisma, queues),
+        subscriptions: await flushDueSubscriptions(prisma),
         expired: await expireOverdue(prisma),
         resumed: await resumeSettled(prisma),
         newMonth: await liftLastMonthsPauses(prisma),

@@ -42,6 +42,13 @@ import {
   unarchiveSubagent,
   updateSubagent,
 } from "./actions/subagents.ts";
+import {
+  pauseSubscription,
+  removeSubscription,
+  resumeSubscription,
+  subscribe,
+  unsubscribe,
+} from "./actions/subscriptions.ts";
 import { agentGuard, agentPolicy } from "./agents/policy.ts";
 import { agentSettingsPage } from "./pages/agent-settings.ts";
 import { apiKeysPage } from "./pages/api-keys.ts";
@@ -54,6 +61,7 @@ import { runFormPage, runPage, runsPage } from "./pages/runs.ts";
 import { settingsPage, tokensPage } from "./pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "./pages/studios.ts";
 import { subagentPage, subagentsPage } from "./pages/subagents.ts";
+import { subscriptionsPage } from "./pages/subscriptions.ts";
 import { agentUsagePage, pricingPage, usagePage } from "./pages/usage.ts";
 import { createRegistry } from "./registry/registry.ts";
 
@@ -80,6 +88,7 @@ export const pages = [
   runFormPage,
   runsPage,
   runPage,
+  subscriptionsPage,
   agentSettingsPage,
   agentPendingPage,
   pendingPage,
@@ -106,6 +115,11 @@ export const actions = [
   vote,
   createCommitment,
   joinCommitment,
+  subscribe,
+  unsubscribe,
+  pauseSubscription,
+  resumeSubscription,
+  removeSubscription,
   dismiss,
   dismissAll,
   searchAction,

@@ -1,5 +1,5 @@
 // What a content event is about, loaded once for the notifier and the agent dispatcher.
-import type { PrismaClient } from "../db/prisma.ts";
+import type { Db } from "../db/prisma.ts";
 import type { Event } from "../generated/prisma/client.ts";
 
 export interface Subject {
@@ -28,7 +28,7 @@ export const CONTENT_EVENTS = new Set([
   "comment.created",
 ]);
 
-async function page(db: PrismaClient, type: "note" | "decision" | "commitment", id: string) {
+async function page(db: Db, type: "note" | "decision" | "commitment", id: string) {
   if (type === "note") {
     const n = await db.note.findUnique({ where: { id } });
     return (
@@ -43,7 +43,7 @@ async function page(db: PrismaClient, type: "note" | "decision" | "commitment", 
   return c && { title: c.title, text: `${c.title}\n\n${c.description}`.trim(), authorId: c.authorId };
 }
 
-export async function loadSubject(db: PrismaClient, e: Event): Promise<Subject | null> {
+export async function loadSubject(db: Db, e: Event): Promise<Subject | null> {
   if (!CONTENT_EVENTS.has(e.type) || !e.studioId) return null;
   const studio = await db.studio.findUnique({ where: { id: e.studioId } });
   if (!studio) return null;

@@ -5,6 +5,7 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { rebuildTotals } from "../../src/dev/seed-usage.ts";
 import { newId } from "../../src/lib/ids.ts";
 import { GRANTABLE } from "../../src/services/agents/capabilities.ts";
+import { SUBSCRIPTION_EVENTS } from "../../src/services/agents/subscriptions.ts";
 import { pages } from "../../src/services/catalog.ts";
 import { notifyForEvent } from "../../src/services/notifications.ts";
 import { hashPassword } from "../../src/services/passwords.ts";
@@ -41,6 +42,10 @@ export interface Seed {
   run: string;
   /** The studio add_to_studio / remove_from_studio name; `aRef` when B has no studio with that handle. */
   agentStudio: { handle: string; aRef: boolean };
+  /** An agent of the actor that is a member of `studio`: the one `subscribe` / `unsubscribe` name. */
+  watcher: string;
+  /** A subscription of `agent`, the one its subscriptions page's actions name. */
+  subscription: string;
   /** A pending action of `agent`, the one page URLs name (`:pending`). */
   pending: string;
   /** A's pending actions that review actions name, one per page and action (`pattern action`), so each can succeed once. */
@@ -142,7 +147,22 @@ export async function seedAgent(w: World, owner: Person, handle: string, mark: s
       question: `Question ${mark}?`,
     },
   });
-  return { agent: handle, run: run.id };
+  // What the agent watches (its subscriptions page), inserted: it is in no studio yet.
+  const studio = await must(db.studio.findFirst({ where: { tenantId: w.tenant.id } }), "a studio");
+  const subscription = await db.agentSubscription.create({
+    data: {
+      ...{ id: newId(), tenantId: w.tenant.id, agentId: agent.id, subjectType: "studio" },
+      ...{ subjectId: studio.id, studioId: studio.id, events: ["created"], createdById: owner.id },
+    },
+  });
+  return { agent: handle, run: run.id, subscription: subscription.id };
+}
+
+/** An agent of `owner` in studio `studio`, which subscribe and unsubscribe name. */
+async function seedWatcher(w: World, owner: Person, handle: string, studio: string, mark: string) {
+  await act(w, owner, "/subagents", "create_subagent", { name: `Watcher ${mark}`, handle });
+  await act(w, owner, `/subagents/${handle}`, "add_to_studio", { studio });
+  return handle;
 }
 
 /** The actions that review a pending action by id. */
@@ -380,6 +400,8 @@ export async function seedVictim(w: World): Promise<Victim> {
   // `scout` is also the handle of B's alice's subagent; zed's agent exists only in A.
   const sharedAgent = await seedAgent(w, w.alice, "scout", mark);
   const onlyAgent = await seedAgent(w, zed, `zagent-${rand}`, mark);
+  const sharedWatcher = await seedWatcher(w, w.alice, `watch-${rand}`, "general", mark);
+  const onlyWatcher = await seedWatcher(w, zed, `zwatch-${rand}`, vault, mark);
   const sharedReview = await seedReview(w, w.alice, "scout", "general", mark);
   const onlyReview = await seedReview(w, zed, `zagent-${rand}`, vault, mark);
   // Zed is a workspace admin (whole-workspace /usage, the price list's actions); alice is not.
@@ -412,6 +434,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       ...shared,
       ...sharedAgent,
       ...sharedReview,
+      watcher: sharedWatcher,
       keys: sharedMoney.keys,
       agentStudio: { handle: "general", aRef: false },
       joinCode: vaultCode,
@@ -422,6 +445,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       ...only,
       ...onlyAgent,
       ...onlyReview,
+      watcher: onlyWatcher,
       keys: onlyMoney.keys,
       agentStudio: { handle: vault, aRef: true },
       joinCode: w.studio.inviteCode,
@@ -493,6 +517,9 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
       decision: last(decision.location),
       commitment: last(commitment.location),
       ...agent,
+      // A's ids in params: A's watcher, A's subscription.
+      watcher: v.shared.watcher,
+      subscription: v.shared.subscription,
       pending: url!,
       agentStudio: { handle: v.only.studio.handle, aRef: true },
     },
@@ -621,6 +648,13 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "create_subagent.handle": (s) => ({ value: `${PROBE}-agent-${slug(s)}` }),
   "add_to_studio.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),
   "remove_from_studio.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),
+  // The actor's watcher is in the seed's studio; its handle exists only in A.
+  "subscribe.agent": (s) => ({ value: s.watcher, aRef: true }),
+  "unsubscribe.agent": (s) => ({ value: s.watcher, aRef: true }),
+  subscription: (s) => ({ value: s.subscription, aRef: true }),
+  subscription_window_seconds: () => ({ value: 30 }),
+  // Which events a subscription wakes for: all of them.
+  ...Object.fromEntries(SUBSCRIPTION_EVENTS.map((k) => [k, () => ({ value: true })])),
   "update_member_role.handle": (s) => ({ value: s.memberTarget, aRef: true }),
   "remove_member.handle": (s) => ({ value: s.memberTarget, aRef: true }),
   "dismiss.id": (s) => ({ value: s.notification, aRef: true }),

@@ -77,6 +77,13 @@ export const updateSubagent = defineAction({
       .min(10, "at least 10")
       .max(3600, "at most 3600")
       .optional(),
+    subscription_window_seconds: z
+      .number()
+      .int("a whole number")
+      .min(0, "at least 0")
+      .max(3600, "at most 3600")
+      .optional()
+      .describe("seconds a burst of watched events gathers into one run (default 30; 0: each at once)"),
   }),
   writes: true,
   available: peopleOnly,
@@ -94,6 +101,8 @@ export const updateSubagent = defineAction({
     }
     if (p.max_steps !== undefined) cfg.max_steps = p.max_steps;
     if (p.timeout_seconds !== undefined) cfg.timeout_seconds = p.timeout_seconds;
+    if (p.subscription_window_seconds !== undefined)
+      cfg.subscription_window_seconds = p.subscription_window_seconds;
     await ctx.tx.user.update({
       where: { id: agent.id },
       data: { ...(p.name && { name: p.name }), agentConfig: cfg as Prisma.InputJsonValue },

@@ -39,6 +39,9 @@ export const ALWAYS_BLOCKED = [
   "set_cost_limit",
   "set_model_price",
   "remove_model_price",
+  "pause_subscription",
+  "resume_subscription",
+  "remove_subscription",
 ] as const;
 
 export const GRANTABLE = [
@@ -53,6 +56,8 @@ export const GRANTABLE = [
   "vote",
   "create_commitment",
   "join_commitment",
+  "subscribe",
+  "unsubscribe",
 ] as const;
 
 const allowed = new Set<string>(ALWAYS_ALLOWED);

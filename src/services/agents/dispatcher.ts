@@ -4,7 +4,7 @@
 // per-agent rate limit that holds under concurrency (an advisory lock per agent). Every
 // other trigger (subscriptions, schedules, webhooks) queues its runs through the same
 // guards: `queueTriggered`.
-import type { PrismaClient } from "../../db/prisma.ts";
+import { type Db, inTransaction, type PrismaClient } from "../../db/prisma.ts";
 import type { Event, User } from "../../generated/prisma/client.ts";
 import { parseMentions } from "../mentions.ts";
 import type { Subject } from "../subjects.ts";
@@ -121,13 +121,14 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
  * when this (agent, trigger) already has a run.
  */
 export async function queueTriggered(
-  db: PrismaClient,
+  db: PrismaClient | Db,
   agent: Pick<User, "id" | "pausedAt" | "pausedReason">,
   settings: TenantSettings,
   run: NewRun,
   opts: { rateLimited?: boolean } = {},
 ): Promise<string | null> {
-  return db.$transaction(async (tx) => {
+  // In the caller's transaction when it has one (a trigger that claims its work in it), else in one of its own.
+  return inTransaction(db, async (tx) => {
     // Serializes this agent's trigger decisions, so the rate limit holds however many events arrive at once.
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger:${agent.id}`}))`;
     if (agent.pausedAt) {

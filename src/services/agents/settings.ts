@@ -34,6 +34,8 @@ export const agentConfigSchema = z
     rules: z.array(ruleSchema).default([]),
     /** `wait`: a run pauses until its queued action is reviewed; `continue`: it carries on. */
     approval_mode: z.enum(["continue", "wait"]).default("continue"),
+    /** A burst of events on one subscription within this many seconds is one run (0: each at once). */
+    subscription_window_seconds: z.number().int().min(0).max(3600).default(30),
     approval_expiry_hours: z
       .number()
       .int()

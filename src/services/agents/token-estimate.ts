@@ -3,20 +3,20 @@
 // few microseconds, and never counts fewer tokens than o200k (GPT-4o and later) or cl100k
 // (GPT-4, and close to Llama 3's) on the texts in test/token-estimate.test.ts: prose, ids,
 // paths, JSON, base64, digits, CJK, emoji, Cyrillic, Arabic, Hindi. On English prose it counts
-// 1.6–1.9× too many, so a prompt held to a budget by it is held to the budget by the provider too.
+// 1.7–2× too many, so a prompt held to a budget by it is held to the budget by the provider too.
 
 const VOWEL = new Uint8Array(128);
 for (const c of "aeiouyAEIOUY") VOWEL[c.charCodeAt(0)] = 1;
 
-/** Random letters (hex, keys) pass the word rule often enough to be under-counted by up to ~15%; this covers it. */
-const SAFETY = 1.25;
+/** Random letters (hex, keys) pass the word rule often enough to be under-counted by up to ~20%; this covers it. */
+const SAFETY = 1.3;
 
 const isUpper = (c: number) => c >= 65 && c <= 90;
 
-function letterRunTokens(letters: number, vowels: number): number {
-  // A word as people write it (a third of it vowels) is a token, two if long; a run of
-  // letters from an id or a key is a token per two letters.
-  if (vowels * 3 >= letters && letters <= 12) return letters <= 6 ? 1 : 2;
+function letterRunTokens(letters: number, vowels: number, beyondHex: boolean): number {
+  // A word as people write it (a third of it vowels, a letter past f) is a token, two if
+  // long; a run of letters from an id, a key or a hash is a token per two letters.
+  if (beyondHex && vowels * 3 >= letters && letters <= 12) return letters <= 6 ? 1 : 2;
   return Math.ceil((letters + 1) / 2);
 }
 
@@ -31,12 +31,14 @@ export function estimateTokens(text: string): number {
   let tokens = 0;
   let letters = 0;
   let vowels = 0;
+  let beyondHex = false;
   let digits = 0;
   const flush = () => {
-    if (letters) tokens += letterRunTokens(letters, vowels);
+    if (letters) tokens += letterRunTokens(letters, vowels, beyondHex);
     if (digits) tokens += Math.ceil(digits / 3); // digits go in threes
     letters = 0;
     vowels = 0;
+    beyondHex = false;
     digits = 0;
   };
   for (let i = 0; i < text.length; i++) {
@@ -45,11 +47,13 @@ export function estimateTokens(text: string): number {
       if (digits) flush();
       letters++;
       vowels += VOWEL[c]!;
+      beyondHex ||= c > 102;
     } else if (isUpper(c)) {
       // A capital starts a word (camelCase), except inside a run of capitals.
       if (digits || (letters && !isUpper(text.charCodeAt(i - 1)))) flush();
       letters++;
       vowels += VOWEL[c]!;
+      beyondHex ||= c > 70;
     } else if (c >= 48 && c <= 57) {
       if (letters) flush();
       digits++;

@@ -3,6 +3,7 @@ import { commentsBlock } from "../comments.ts";
 import { link, quote } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
+import { watchBlocks } from "./subscriptions.ts";
 
 // A commitment can gather thousands; the first ones and the count say enough.
 const SHOWN_PARTICIPANTS = 50;
@@ -42,7 +43,7 @@ export const commitmentsPage: PageDef = {
 
 export const commitmentPage: PageDef = {
   pattern: "/studios/:studio/commitments/:commitment",
-  actions: ["join_commitment", "add_comment"],
+  actions: ["join_commitment", "add_comment", "subscribe", "unsubscribe"],
   async resolve(ctx, p) {
     const studio = await loadStudio(ctx, p.studio!);
     return { studio, commitment: await loadCommitment(ctx, studio, p.commitment!) };
@@ -51,7 +52,7 @@ export const commitmentPage: PageDef = {
     const s = scope.studio!;
     const c = scope.commitment!;
     const path = `/studios/${s.handle}/commitments/${c.id}`;
-    const [author, participants, n, comments] = await Promise.all([
+    const [author, participants, n, comments, watch] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: c.authorId } }),
       ctx.db.commitmentParticipant.findMany({
         where: { commitmentId: c.id },
@@ -61,6 +62,7 @@ export const commitmentPage: PageDef = {
       }),
       ctx.db.commitmentParticipant.count({ where: { commitmentId: c.id } }),
       commentsBlock(ctx, "commitment", c.id, path, query),
+      watchBlocks(ctx, scope),
     ]);
     const status = c.activatedAt
       ? `**Active** since ${when(c.activatedAt)}: critical mass of ${c.criticalMass} reached.`
@@ -79,6 +81,7 @@ export const commitmentPage: PageDef = {
         {
           md: `## Participants (${n})\n\n${n ? participants.map((p) => `- ${who(p.user)} · ${when(p.joinedAt)}`).join("\n") : "_Nobody yet._"}${n > participants.length ? `\n\n…and ${n - participants.length} more.` : ""}`,
         },
+        ...watch,
         ...comments,
       ],
     };

@@ -3,6 +3,7 @@ import { commentsBlock } from "../comments.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
+import { watchBlocks } from "./subscriptions.ts";
 
 export const decisionsPage: PageDef = {
   pattern: "/studios/:studio/decisions",
@@ -39,7 +40,7 @@ export const decisionsPage: PageDef = {
 
 export const decisionPage: PageDef = {
   pattern: "/studios/:studio/decisions/:decision",
-  actions: ["vote", "add_option", "add_comment"],
+  actions: ["vote", "add_option", "add_comment", "subscribe", "unsubscribe"],
   async resolve(ctx, p) {
     const studio = await loadStudio(ctx, p.studio!);
     return { studio, decision: await loadDecision(ctx, studio, p.decision!) };
@@ -48,7 +49,7 @@ export const decisionPage: PageDef = {
     const s = scope.studio!;
     const d = scope.decision!;
     const path = `/studios/${s.handle}/decisions/${d.id}`;
-    const [author, options, comments] = await Promise.all([
+    const [author, options, comments, watch] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: d.authorId } }),
       ctx.db.decisionOption.findMany({
         where: { decisionId: d.id },
@@ -56,6 +57,7 @@ export const decisionPage: PageDef = {
         include: { votes: true },
       }),
       commentsBlock(ctx, "decision", d.id, path, query),
+      watchBlocks(ctx, scope),
     ]);
     const ranked = options
       .map((o) => ({
@@ -93,6 +95,7 @@ export const decisionPage: PageDef = {
           },
         }),
       ),
+      ...watch,
       ...comments,
     ];
     return {

@@ -4,6 +4,7 @@ import { link, quote } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { studioNotes } from "./studio-reads.ts";
+import { watchBlocks } from "./subscriptions.ts";
 
 export const notesPage: PageDef = {
   pattern: "/studios/:studio/notes",
@@ -30,7 +31,15 @@ export const notesPage: PageDef = {
 
 export const notePage: PageDef = {
   pattern: "/studios/:studio/notes/:note",
-  actions: ["add_comment", "confirm_read", "pin_note", "unpin_note", "update_note"],
+  actions: [
+    "add_comment",
+    "confirm_read",
+    "pin_note",
+    "unpin_note",
+    "update_note",
+    "subscribe",
+    "unsubscribe",
+  ],
   async resolve(ctx, p) {
     const studio = await loadStudio(ctx, p.studio!);
     return { studio, note: await loadNote(ctx, studio, p.note!) };
@@ -39,11 +48,12 @@ export const notePage: PageDef = {
     const s = scope.studio!;
     const note = scope.note!;
     const path = `/studios/${s.handle}/notes/${note.id}`;
-    const [author, reads, mine, comments] = await Promise.all([
+    const [author, reads, mine, comments, watch] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: note.authorId } }),
       ctx.db.noteRead.count({ where: { noteId: note.id } }),
       ctx.db.noteRead.findUnique({ where: { noteId_userId: { noteId: note.id, userId: ctx.actor.id } } }),
       commentsBlock(ctx, "note", note.id, path, query),
+      watchBlocks(ctx, scope),
     ]);
     const meta = [
       `By ${who(author)} · ${when(note.createdAt)}`,
@@ -64,6 +74,7 @@ export const notePage: PageDef = {
         {
           md: `Read by ${reads} ${reads === 1 ? "person" : "people"}${mine ? ` — you confirmed at ${when(mine.confirmedAt)}` : ""}.`,
         },
+        ...watch,
         ...comments,
       ],
     };

@@ -8,10 +8,14 @@ import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
 import { search } from "../search.ts";
 import { excerpt, home, pager, paging, when, who } from "./format.ts";
-import { readWhoami } from "./whoami-read.ts";
+import { readWhoami, type Whoami } from "./whoami-read.ts";
 
 /** What a subagent needs to know about itself at the start of every run. */
-function agentBlocks(user: Pick<User, "agentConfig" | "scratchpad">, spentMicros: bigint): Block[] {
+function agentBlocks(
+  user: Pick<User, "agentConfig" | "scratchpad">,
+  spentMicros: bigint,
+  watching: Whoami["watching"],
+): Block[] {
   const cfg = agentConfig({ agentConfig: user.agentConfig as never });
   return [
     {
@@ -34,6 +38,9 @@ function agentBlocks(user: Pick<User, "agentConfig" | "scratchpad">, spentMicros
       md: `## Your budget\n\nThis month your model calls cost ${usd(spentMicros)} of your ${usd(toMicros(cfg.cost_limit_usd))} limit. At the limit your run stops and you are paused until your owner raises it: use steps well, and finish once the task is done.`,
     },
     {
+      md: `## What you watch\n\n${watching.length ? `Events on these pages start your runs (\`subscribe\` / \`unsubscribe\` on a page change them):\n\n${watching.map((w) => `- ${w.path} — ${w.events.join(", ")}${w.enabled ? "" : " (paused)"}`).join("\n")}` : "_Nothing: `subscribe` on a studio or a page to be woken by what happens there._"}`,
+    },
+    {
       md: `## Your scratchpad\n\nNotes you left yourself in earlier runs (update them with \`update_scratchpad\`):\n\n${user.scratchpad ? quote(user.scratchpad) : "_Empty._"}`,
     },
   ];
@@ -44,7 +51,14 @@ export const whoamiPage: PageDef = {
   actions: ["update_scratchpad"],
   resolve: async () => ({}),
   async render(ctx) {
-    const { user, studios: memberships, unread, unreadCount, spentMicros: spent } = await readWhoami(ctx);
+    const {
+      user,
+      studios: memberships,
+      watching,
+      unread,
+      unreadCount,
+      spentMicros: spent,
+    } = await readWhoami(ctx);
     const identity = [
       `You are ${who(user)}, a ${user.kind} in the ${mdEscape(ctx.tenant.name)} workspace (\`${ctx.tenant.subdomain}\`).`,
       user.parent ? `Your owner is ${who(user.parent)}.` : null,
@@ -70,7 +84,7 @@ export const whoamiPage: PageDef = {
       blocks: [
         { md: identity },
         ...(user.bio ? [{ md: quote(user.bio) }] : []),
-        ...(user.kind === "subagent" ? agentBlocks(user, spent) : []),
+        ...(user.kind === "subagent" ? agentBlocks(user, spent, watching) : []),
         { md: `## Your studios\n\n${studios}` },
         {
           md: `## Unread notifications (${unreadCount})\n\n${notes}${unreadCount > unread.length ? `\n\n${link("All notifications", "/notifications")}` : ""}`,

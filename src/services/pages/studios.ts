@@ -3,6 +3,7 @@ import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Ctx, PageDef } from "../registry/types.ts";
 import { home, type Paging, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { type NoteLine, studioOverview } from "./studio-reads.ts";
+import { watchBlocks } from "./subscriptions.ts";
 
 async function myStudios(ctx: Ctx, pg: Paging) {
   const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id };
@@ -76,10 +77,18 @@ export const studiosPage: PageDef = {
 
 export const studioPage: PageDef = {
   pattern: "/studios/:studio",
-  actions: ["create_note", "create_decision", "create_commitment", "update_studio"],
+  actions: [
+    "create_note",
+    "create_decision",
+    "create_commitment",
+    "update_studio",
+    "subscribe",
+    "unsubscribe",
+  ],
   resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
   async view(ctx, p) {
     const { studio: s, overview } = await studioOverview(ctx, p.studio!);
+    const watch = await watchBlocks(ctx, { studio: s });
     const { pinned, notes, decisions, commitments, counts } = overview;
     const base = `/studios/${s.handle}`;
     const more = (n: number, shown: number, path: string, what: string) =>
@@ -93,6 +102,7 @@ export const studioPage: PageDef = {
         {
           md: `${s.description ? `${quote(s.description)}\n\n` : ""}Handle \`${s.handle}\` · you are ${s.role} · ${link(`${counts.members} members`, `${base}/members`)}`,
         },
+        ...watch,
         ...(pinned.length
           ? [
               {

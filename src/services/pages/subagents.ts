@@ -64,7 +64,7 @@ export const subagentPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
-    const [studios, runs, keys, spent] = await Promise.all([
+    const [studios, runs, keys, spent, watching] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { userId: a.id },
         include: { studio: true },
@@ -80,7 +80,9 @@ export const subagentPage: PageDef = {
         orderBy: { createdAt: "asc" },
       }),
       spentThisMonth(ctx.db, a.id),
+      ctx.db.agentSubscription.groupBy({ by: ["enabled"], where: { agentId: a.id }, _count: true }),
     ]);
+    const watched = (on: boolean) => watching.find((w) => w.enabled === on)?._count ?? 0;
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
     const keyLabel = cfg.api_key_id
       ? key
@@ -134,6 +136,9 @@ export const subagentPage: PageDef = {
         },
         {
           md: `## Studios\n\n${studios.length ? studios.map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)`).join("\n") : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
+        },
+        {
+          md: `## What wakes it\n\nMentions and replies in its studios, and ${link(`${watched(true)} subscription${watched(true) === 1 ? "" : "s"}`, `${base}/subscriptions`)}${watched(false) ? ` (${watched(false)} paused)` : ""}: have it watch a studio, note, decision or commitment from that page.`,
         },
         {
           md: `## Recent runs\n\n${runs.length ? runs.map((r) => runLine(a.handle, r)).join("\n") : "_No runs yet._"}`,

@@ -20,6 +20,8 @@ export interface Whoami {
     parent: Author | null;
   };
   studios: { name: string; handle: string; role: string }[];
+  /** What an agent watches (subscriptions): where, and for which events. */
+  watching: { path: string; events: string[]; enabled: boolean }[];
   unread: { kind: string; path: string; excerpt: string; createdAt: Date; actor: Author }[];
   unreadCount: number;
   /** This month's spend on model calls, in micro-dollars (agents pay; people do not). */
@@ -29,6 +31,7 @@ export interface Whoami {
 interface WhoamiJson {
   user: Whoami["user"];
   studios: Whoami["studios"];
+  watching: Whoami["watching"];
   unread: { kind: string; path: string; excerpt: string; at: string; name: string; handle: string }[];
   unreadCount: number;
   spent: string | null;
@@ -48,6 +51,12 @@ export const whoamiSql = (userId: Prisma.Sql, tenantId: Prisma.Sql, at = new Dat
        SELECT ws.name, ws.handle, wm.role, wm.created_at
        FROM studio_members wm JOIN studios ws ON ws.id = wm.studio_id
        WHERE wm.user_id = wu.id AND wm.tenant_id = wu.tenant_id) x),
+    'watching', (SELECT coalesce(json_agg(x ORDER BY x.created_at), '[]') FROM (
+       SELECT '/studios/' || ws.handle || CASE WHEN wsub.subject_type = 'studio' THEN ''
+                ELSE '/' || wsub.subject_type || 's/' || wsub.subject_id END AS path,
+              wsub.events, wsub.enabled, wsub.created_at
+       FROM agent_subscriptions wsub JOIN studios ws ON ws.id = wsub.studio_id
+       WHERE wsub.agent_id = wu.id AND wsub.tenant_id = wu.tenant_id) x),
     'unread', (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
        SELECT wn.id, wn.kind, wn.path, wn.excerpt, wn.created_at, wn.created_at AT TIME ZONE 'UTC' AS at,
          wa.name, wa.handle
@@ -65,6 +74,7 @@ export function parseWhoami(json: WhoamiJson): Whoami {
   return {
     user: json.user,
     studios: json.studios,
+    watching: json.watching.map((w) => ({ path: w.path, events: w.events, enabled: w.enabled })),
     unread: json.unread.map((n) => ({
       kind: n.kind,
       path: n.path,

@@ -18,6 +18,8 @@ export function escapeHtml(text: string): string {
 
 const SAFE_HREF = /^(https?:|mailto:|\/(?!\/)|#|\?)/i;
 
+const HEADING_ID = /\s*\{#([A-Za-z0-9_-]{1,64})\}\s*$/;
+
 const marked = boundedMarked({
   gfm: true,
   renderer: {
@@ -32,6 +34,14 @@ const marked = boundedMarked({
     },
     image(token: Tokens.Image) {
       return escapeHtml(token.text);
+    },
+    // `### Title {#id}` (Pandoc's attribute) gives the heading an anchor: a run links to
+    // the subscription, schedule or webhook that woke it as `…/subscriptions#<id>`.
+    heading(token: Tokens.Heading) {
+      const html = this.parser.parseInline(token.tokens);
+      const anchor = HEADING_ID.exec(html);
+      const text = anchor ? html.slice(0, anchor.index) : html;
+      return `<h${token.depth}${anchor ? ` id="${anchor[1]}"` : ""}>${text}</h${token.depth}>\n`;
     },
   },
 });

@@ -1,0 +1,169 @@
+// Subscriptions, as actions: on a studio or a page, a person has one of their agents watch
+// it (or stop), and an agent with the capability does so for itself; on an agent's
+// subscriptions page, its owner pauses, resumes or removes one.
+import { z } from "zod";
+import type { User } from "../../generated/prisma/client.ts";
+import { NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { newId } from "../../lib/ids.ts";
+import { loadOwnedAgent, requireScope } from "../access.ts";
+import { SUBSCRIPTION_EVENTS, type Subscribable } from "../agents/subscriptions.ts";
+import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { handleSchema, idSchema } from "../validation.ts";
+
+/** What a page's subscription is about: the page's own subject, else its studio. */
+export function watchedBy(scope: Scope): { type: Subscribable; id: string; studioId: string; what: string } {
+  const studio = requireScope(scope.studio, "studio");
+  if (scope.note) return { type: "note", id: scope.note.id, studioId: studio.id, what: "this note" };
+  if (scope.decision)
+    return { type: "decision", id: scope.decision.id, studioId: studio.id, what: "this decision" };
+  if (scope.commitment)
+    return { type: "commitment", id: scope.commitment.id, studioId: studio.id, what: "this commitment" };
+  return { type: "studio", id: studio.id, studioId: studio.id, what: `#${studio.handle}` };
+}
+
+const agentParam = handleSchema
+  .optional()
+  .describe("which of your agents (an agent subscribing itself leaves it out)");
+
+/** The agent the action is for: one the person owns (the one owner check), or the acting agent itself. */
+async function agentFor(ctx: Ctx, handle: string | undefined): Promise<User> {
+  if (ctx.actor.kind === "subagent") {
+    if (handle && handle !== ctx.actor.handle)
+      throw new ValidationError([{ field: "agent", message: "an agent can only subscribe itself" }]);
+    return ctx.db.user.findUniqueOrThrow({ where: { id: ctx.actor.id } });
+  }
+  if (!handle) throw new ValidationError([{ field: "agent", message: "required: which of your agents" }]);
+  try {
+    return await loadOwnedAgent(ctx, handle);
+  } catch (err) {
+    if (!(err instanceof NotFoundError)) throw err;
+    throw new ValidationError([{ field: "agent", message: `you have no agent @${handle}` }]);
+  }
+}
+
+const eventFlags = z.object(
+  Object.fromEntries(
+    SUBSCRIPTION_EVENTS.map((k) => [k, z.boolean().optional().describe(`wake on ${k} (none ticked: all)`)]),
+  ) as Record<(typeof SUBSCRIPTION_EVENTS)[number], z.ZodOptional<z.ZodBoolean>>,
+);
+
+export const subscribe = defineAction({
+  name: "subscribe",
+  description: "Have an agent watch this: what happens here starts one of its runs",
+  params: z.object({ agent: agentParam }).extend(eventFlags.shape),
+  writes: true,
+  async execute(ctx, p, scope) {
+    const target = watchedBy(scope);
+    const agent = await agentFor(ctx, p.agent);
+    const member = await ctx.tx.studioMember.findUnique({
+      where: { studioId_userId: { studioId: target.studioId, userId: agent.id } },
+    });
+    if (!member)
+      throw new ValidationError([
+        { field: "agent", message: `@${agent.handle} is not a member of this studio: add it first` },
+      ]);
+    const ticked = SUBSCRIPTION_EVENTS.filter((k) => p[k]);
+    const events = ticked.length ? ticked : [...SUBSCRIPTION_EVENTS];
+    const key = { agentId: agent.id, subjectType: target.type, subjectId: target.id };
+    const existing = await ctx.tx.agentSubscription.findUnique({
+      where: { agentId_subjectType_subjectId: key },
+    });
+    await ctx.tx.agentSubscription.upsert({
+      where: { agentId_subjectType_subjectId: key },
+      update: { events, enabled: true, disabledReason: null },
+      create: {
+        id: newId(),
+        tenantId: ctx.tenant.id,
+        ...key,
+        studioId: target.studioId,
+        events,
+        createdById: ctx.actor.id,
+      },
+    });
+    return {
+      status: existing ? 200 : 201,
+      location: pagePath(ctx, scope),
+      notice: `@${agent.handle} ${existing ? "now watches" : "watches"} ${target.what} for: ${events.join(", ")}`,
+    };
+  },
+});
+
+export const unsubscribe = defineAction({
+  name: "unsubscribe",
+  description: "Stop an agent watching this",
+  params: z.object({ agent: agentParam }),
+  writes: true,
+  async execute(ctx, p, scope) {
+    const target = watchedBy(scope);
+    const agent = await agentFor(ctx, p.agent);
+    const { count } = await ctx.tx.agentSubscription.deleteMany({
+      where: { agentId: agent.id, subjectType: target.type, subjectId: target.id },
+    });
+    if (!count) throw new NotFoundError(`@${agent.handle} does not watch ${target.what}`);
+    return {
+      status: 200,
+      location: pagePath(ctx, scope),
+      notice: `@${agent.handle} no longer watches ${target.what}`,
+    };
+  },
+});
+
+function pagePath(_ctx: Ctx, scope: Scope): string {
+  const studio = `/studios/${requireScope(scope.studio, "studio").handle}`;
+  if (scope.note) return `${studio}/notes/${scope.note.id}`;
+  if (scope.decision) return `${studio}/decisions/${scope.decision.id}`;
+  if (scope.commitment) return `${studio}/commitments/${scope.commitment.id}`;
+  return studio;
+}
+
+const peopleOnly = (ctx: Ctx) =>
+  ctx.actor.kind === "person" ? null : "only people manage an agent's subscriptions";
+
+/** One of the page's agent's subscriptions (the page resolved the agent through the owner check). */
+async function ownSubscription(ctx: ActionCtx, scope: Scope, id: string) {
+  const agent = requireScope(scope.agent, "agent");
+  const sub = await ctx.tx.agentSubscription.findFirst({
+    where: { id, agentId: agent.id, tenantId: ctx.tenant.id },
+  });
+  if (!sub)
+    throw new ValidationError([
+      { field: "subscription", message: `@${agent.handle} has no subscription ${id}` },
+    ]);
+  return { agent, sub, location: `/subagents/${agent.handle}/subscriptions` };
+}
+
+function toggle(enabled: boolean) {
+  return defineAction({
+    name: enabled ? "resume_subscription" : "pause_subscription",
+    description: enabled ? "Resume this subscription" : "Pause this subscription",
+    params: z.object({ subscription: idSchema }),
+    writes: true,
+    available: peopleOnly,
+    async execute(ctx, p, scope) {
+      const { sub, location } = await ownSubscription(ctx, scope, p.subscription);
+      await ctx.tx.agentSubscription.update({
+        where: { id: sub.id },
+        data: { enabled, disabledReason: null },
+      });
+      // Events recorded while it was on are dropped with it: a paused subscription wakes nobody.
+      if (!enabled) await ctx.tx.agentSubscriptionEvent.deleteMany({ where: { subscriptionId: sub.id } });
+      return { status: 200, location, notice: enabled ? "Subscription resumed" : "Subscription paused" };
+    },
+  });
+}
+
+export const pauseSubscription = toggle(false);
+export const resumeSubscription = toggle(true);
+
+export const removeSubscription = defineAction({
+  name: "remove_subscription",
+  description: "Remove this subscription",
+  params: z.object({ subscription: idSchema }),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const { sub, location } = await ownSubscription(ctx, scope, p.subscription);
+    await ctx.tx.agentSubscription.delete({ where: { id: sub.id } });
+    return { status: 200, location, notice: "Subscription removed" };
+  },
+});
