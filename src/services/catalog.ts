@@ -42,6 +42,13 @@ import {
   unarchiveSubagent,
   updateSubagent,
 } from "./actions/subagents.ts";
+import {
+  createWebhook,
+  deleteWebhook,
+  disableWebhook,
+  enableWebhook,
+  rotateWebhookSecret,
+} from "./actions/webhooks.ts";
 import { agentGuard, agentPolicy } from "./agents/policy.ts";
 import { agentSettingsPage } from "./pages/agent-settings.ts";
 import { apiKeysPage } from "./pages/api-keys.ts";
@@ -55,6 +62,7 @@ import { settingsPage, tokensPage } from "./pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "./pages/studios.ts";
 import { subagentPage, subagentsPage } from "./pages/subagents.ts";
 import { agentUsagePage, pricingPage, usagePage } from "./pages/usage.ts";
+import { webhooksPage } from "./pages/webhooks.ts";
 import { createRegistry } from "./registry/registry.ts";
 
 export const pages = [
@@ -87,6 +95,7 @@ export const pages = [
   agentUsagePage,
   usagePage,
   pricingPage,
+  webhooksPage,
 ];
 
 export const actions = [
@@ -138,6 +147,11 @@ export const actions = [
   setCostLimit,
   setModelPrice,
   removeModelPrice,
+  createWebhook,
+  rotateWebhookSecret,
+  disableWebhook,
+  enableWebhook,
+  deleteWebhook,
 ];
 
 export const registry = createRegistry(pages, actions, { guard: agentGuard, policy: agentPolicy });

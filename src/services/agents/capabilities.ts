@@ -39,6 +39,12 @@ export const ALWAYS_BLOCKED = [
   "set_cost_limit",
   "set_model_price",
   "remove_model_price",
+  // An agent must not mint itself a way in from outside, nor see a signing secret.
+  "create_webhook",
+  "rotate_webhook_secret",
+  "disable_webhook",
+  "enable_webhook",
+  "delete_webhook",
 ] as const;
 
 export const GRANTABLE = [

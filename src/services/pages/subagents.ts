@@ -64,7 +64,7 @@ export const subagentPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
-    const [studios, runs, keys, spent] = await Promise.all([
+    const [studios, runs, keys, spent, webhooks] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { userId: a.id },
         include: { studio: true },
@@ -80,6 +80,10 @@ export const subagentPage: PageDef = {
         orderBy: { createdAt: "asc" },
       }),
       spentThisMonth(ctx.db, a.id),
+      ctx.db.agentWebhook.findMany({
+        where: { tenantId: ctx.tenant.id, agentId: a.id },
+        select: { enabled: true },
+      }),
     ]);
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
     const keyLabel = cfg.api_key_id
@@ -134,6 +138,9 @@ export const subagentPage: PageDef = {
         },
         {
           md: `## Studios\n\n${studios.length ? studios.map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)`).join("\n") : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
+        },
+        {
+          md: `## Webhooks\n\n${webhooks.length ? `${webhooks.length} webhook${webhooks.length === 1 ? "" : "s"} (${webhooks.filter((h) => h.enabled).length} enabled): other systems start its runs with signed deliveries.` : "None: other systems can start its runs with signed deliveries once you create one."} ${link("Manage its webhooks", `${base}/webhooks`)}.`,
         },
         {
           md: `## Recent runs\n\n${runs.length ? runs.map((r) => runLine(a.handle, r)).join("\n") : "_No runs yet._"}`,
