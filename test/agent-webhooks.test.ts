@@ -1,9 +1,19 @@
 // Inbound webhooks: the signed endpoint (POST /hooks/:id) and the owner's page and actions.
 // Real Postgres; no worker runs in this file, so the runs a delivery queues stay queued
 // where the assertions can read them (the end-to-end run is test/agent-webhooks-run.test.ts).
+import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TASK_PAYLOAD_CHARS } from "../src/services/agents/webhooks.ts";
+import { newId } from "../src/lib/ids.ts";
+import { newSecret, TASK_PAYLOAD_CHARS } from "../src/services/agents/webhooks.ts";
+import { reencryptWebhookSecrets } from "../src/services/money/rotation.ts";
+import {
+  DecryptError,
+  open,
+  parseMasterKeys,
+  seal,
+  webhookSecretAad,
+} from "../src/services/money/secrets.ts";
 import { makeAgent, runsOf } from "./helpers/agents.ts";
 import { buildTestApp, login, makeWorld, md, testPrisma, type World } from "./helpers/app.ts";
 import { issuesOf } from "./helpers/bad-input.ts";
@@ -313,5 +323,38 @@ describe("the webhooks page and its actions", () => {
     });
     expect(cross.statusCode).toBe(404);
     expect(await db().agentWebhook.count({ where: { id: theirs.id } })).toBe(1);
+  });
+});
+
+// Versions 0 → 1, as in test/money-keys.test.ts: the other tests' rows are sealed with the
+// development key (version 1), which rotation to version 1 never touches.
+describe("master key rotation", () => {
+  it("re-encrypts webhook secrets to the newest version, bound to their rows", async () => {
+    const { w, agentId } = await setup();
+    const [a, b] = [randomBytes(32).toString("base64"), randomBytes(32).toString("base64")];
+    const old = parseMasterKeys(`0:${a}`);
+    const both = parseMasterKeys(`0:${a},1:${b}`);
+    const newOnly = parseMasterKeys(`1:${b}`);
+    const id = newId();
+    const secret = newSecret();
+    const aad = webhookSecretAad(w.tenant.id, id);
+    const sealed = seal(old, secret, aad);
+    await db().agentWebhook.create({
+      data: {
+        id,
+        tenantId: w.tenant.id,
+        agentId,
+        name: "old",
+        encryptedSecret: new Uint8Array(sealed.ciphertext),
+        keyVersion: 0,
+        createdById: w.alice.id,
+      },
+    });
+    expect(await reencryptWebhookSecrets(db(), both, 1)).toEqual({ reencrypted: 1, failed: [] });
+    const row = await db().agentWebhook.findUniqueOrThrow({ where: { id } });
+    const now = { ciphertext: Buffer.from(row.encryptedSecret), keyVersion: row.keyVersion };
+    expect([row.keyVersion, open(newOnly, now, aad)]).toEqual([1, secret]);
+    expect(() => open(old, now, aad)).toThrow(DecryptError);
+    expect(await reencryptWebhookSecrets(db(), both)).toEqual({ reencrypted: 0, failed: [] });
   });
 });
