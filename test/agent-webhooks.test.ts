@@ -1,7 +1,9 @@
 // Inbound webhooks: the signed endpoint (POST /hooks/:id) and the owner's page and actions.
 // Real Postgres; no worker runs in this file, so the runs a delivery queues stay queued
 // where the assertions can read them (the end-to-end run is test/agent-webhooks-run.test.ts).
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { promisify } from "node:util";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
@@ -173,6 +175,23 @@ describe("POST /hooks/:id", () => {
     expect([deleted.statusCode, deleted.body]).toEqual([404, unknown.body]);
   });
 
+  it("an archived agent's webhook, or any webhook while agents are off in the workspace, is not found", async () => {
+    const { w, agentId, hook } = await setup();
+    const unknown = await send(app, w, "nosuchhook01", "{}", { secret: hook.secret });
+    await db().tenant.update({ where: { id: w.tenant.id }, data: { settings: { agents_enabled: false } } });
+    const off = await send(app, w, hook.id, "{}", { secret: hook.secret });
+    await db().tenant.update({ where: { id: w.tenant.id }, data: { settings: {} } });
+    await md(app, w, w.alice, "POST", "/subagents/scout/actions/archive_subagent", {});
+    const archived = await send(app, w, hook.id, "{}", { secret: hook.secret });
+    expect([off.statusCode, off.body, archived.statusCode, archived.body]).toEqual([
+      404,
+      unknown.body,
+      404,
+      unknown.body,
+    ]);
+    expect(await runsOf(agentId)).toEqual([]);
+  });
+
   it("another tenant's host cannot use the hook", async () => {
     const { w, agentId, hook } = await setup();
     const b = await makeWorld("whb");
@@ -230,6 +249,35 @@ describe("POST /hooks/:id", () => {
 });
 
 describe("the webhooks page and its actions", () => {
+  it("the signing example shown with the secret works as pasted: bash, openssl and curl over real HTTP", async () => {
+    const w = await makeWorld("wh");
+    const scout = await makeAgent(w, w.alice, "scout");
+    const port = new URL(await app.listen({ port: 0, host: "127.0.0.1" })).port;
+    // Over the markdown API as a script would call it, at the address a browser would show.
+    const res = await app.inject({
+      method: "POST",
+      url: "/subagents/scout/webhooks/actions/create_webhook",
+      headers: {
+        host: `${w.host}:${port}`,
+        accept: "text/markdown",
+        authorization: `Bearer ${w.alice.token}`,
+      },
+      payload: { name: "Shell" },
+    });
+    expect(res.statusCode).toBe(201);
+    const script = /~~~~sh\n([\s\S]*?)\n~~~~/.exec(res.body)?.[1];
+    expect(script).toContain(`'http://${w.host}:${port}/hooks/`);
+    // curl resolves *.localhost to the loopback address itself.
+    const { stdout } = await promisify(execFile)("bash", ["-c", script!], { timeout: 10_000 });
+    const [run] = await runsOf(scout.id);
+    expect(JSON.parse(stdout)).toEqual({
+      run: run!.id,
+      url: `http://${w.host}:${port}/subagents/scout/runs/${run!.id}`,
+      status: "queued",
+    });
+    expect(run!.task).toContain('{"hello":"world"}');
+  });
+
   it("shows the secret once, with a signing example; never again, in either format", async () => {
     const { w, hook } = await setup("Summarise it");
     expect(hook.res.body).toContain("Its signing secret:");

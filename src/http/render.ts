@@ -28,16 +28,13 @@ export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: Page
   reply.code(r.status).header("Vary", "Accept");
   if (r.location) reply.header("Location", r.location);
   if (r.format === "markdown") {
-    const notice = [
-      r.notice,
-      r.secret ? `${r.secretLabel ?? "Your new token"}: \`${r.secret}\`` : undefined,
-      r.secret ? r.secretHelp : undefined,
-    ]
+    const notice = [r.notice, r.secret ? `${r.secretLabel ?? "Your new token"}: \`${r.secret}\`` : undefined]
       .filter(Boolean)
       .join("\n\n");
+    const help = r.secret ? r.secretHelp : undefined;
     return reply
       .type("text/markdown; charset=utf-8")
-      .send(renderPageMarkdown(r.view, r.actions, r.path, notice || undefined));
+      .send(renderPageMarkdown(r.view, r.actions, r.path, notice || undefined, help));
   }
   const { content, actions } = renderPageHtml(r.view, r.actions, {
     path: r.path,

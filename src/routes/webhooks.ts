@@ -8,6 +8,7 @@ import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import { AppError, NotFoundError, TooManyRequestsError } from "../lib/errors.ts";
 import { textProblem } from "../lib/text.ts";
 import { isTransient } from "../lib/transient.ts";
+import { tenantSettings } from "../services/agents/settings.ts";
 import {
   type Delivery,
   deliver,
@@ -20,7 +21,7 @@ import {
 export const WEBHOOK_BODY_LIMIT = 64 * 1024;
 const TYPES = { "application/json": "json", "text/plain": "text" } as const;
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
-// Unknown, disabled, archived or another tenant's: one answer, so it tells nothing.
+// Unknown, disabled, archived, agents off, or another tenant's: one answer, so it tells nothing.
 const NO_SUCH = "No such webhook.";
 
 declare module "fastify" {
@@ -91,7 +92,8 @@ export default async function webhookRoutes(app: FastifyInstance, opts: { scheme
       req.tenant && id && /^[a-z0-9]{6,32}$/.test(id)
         ? await findWebhook(app.prisma, req.tenant.id, id)
         : null;
-    if (!hook) throw new NotFoundError(NO_SUCH);
+    // Agents switched off for the workspace: nothing would run, and that is no business of the sender's.
+    if (!hook || !tenantSettings(hook.tenant).agents_enabled) throw new NotFoundError(NO_SUCH);
     req.webhook = hook;
   });
 
