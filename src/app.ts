@@ -17,6 +17,7 @@ import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
 import pageRoutes from "./routes/pages.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
+import webhookRoutes from "./routes/webhooks.ts";
 import { configureKeyring } from "./services/money/keyring.ts";
 
 export interface AppOptions {
@@ -83,6 +84,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(healthRoutes);
   await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, throttle: config });
   await app.register(usageCsvRoutes);
+  await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(pageRoutes);
   return app;
 }

@@ -13,7 +13,6 @@ import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.ts";
 import { parseConfig } from "../src/config.ts";
-import { createRedis } from "../src/db/redis.ts";
 import { type FakeLlm, type Script, startFakeLlm } from "../src/dev/fake-llm.ts";
 import { newId } from "../src/lib/ids.ts";
 import { configureKeyring } from "../src/services/money/keyring.ts";
@@ -42,6 +41,7 @@ import {
   type World,
   waitFor,
 } from "./helpers/app.ts";
+import { databaseDump, redisDump } from "./helpers/dumps.ts";
 
 const db = testPrisma;
 const KEYS_PAGE = "/u/alice/settings/api-keys";
@@ -162,55 +162,6 @@ function reencryptCli(keys: string): Promise<{ code: number; stdout: string; std
         resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
-}
-
-/** Every key and value under a Redis prefix, as text: strings, hashes, lists, sets, sorted sets, streams. */
-async function redisDump(prefix: string): Promise<string[]> {
-  const r = createRedis(env.config.REDIS_URL, "worker");
-  const out: string[] = [];
-  try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await r.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 1000);
-      cursor = next;
-      for (const k of keys) {
-        const type = await r.type(k);
-        const value =
-          type === "string"
-            ? await r.get(k)
-            : type === "hash"
-              ? await r.hgetall(k)
-              : type === "list"
-                ? await r.lrange(k, 0, -1)
-                : type === "set"
-                  ? await r.smembers(k)
-                  : type === "zset"
-                    ? await r.zrange(k, 0, -1, "WITHSCORES")
-                    : type === "stream"
-                      ? await r.xrange(k, "-", "+")
-                      : `(${type})`;
-        out.push(`${k} ${JSON.stringify(value)}`);
-      }
-    } while (cursor !== "0");
-  } finally {
-    r.disconnect();
-  }
-  return out;
-}
-
-/** Every row of every table in the public schema, as JSON text. */
-async function databaseDump(): Promise<{ table: string; row: string }[]> {
-  const tables = await db().$queryRaw<{ name: string }[]>`
-    SELECT table_name AS name FROM information_schema.tables
-    WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`;
-  const out: { table: string; row: string }[] = [];
-  for (const { name } of tables) {
-    const rows = await db().$queryRawUnsafe<{ j: string }[]>(
-      `SELECT row_to_json(t)::text AS j FROM "${name}" t`,
-    );
-    for (const r of rows) out.push({ table: name, row: r.j });
-  }
-  return out;
 }
 
 describe("the envelope: AES-256-GCM bound to its row", () => {
@@ -1126,7 +1077,7 @@ describe("the leak test", () => {
     clean("worker log", workerLog);
 
     // 3. Redis: everything under the test's queue prefix (job data holds run and event ids).
-    const redis = await redisDump(env.config.QUEUE_PREFIX);
+    const redis = await redisDump(env.config.REDIS_URL, env.config.QUEUE_PREFIX);
     expect(redis.some((e) => e.includes(ok.id))).toBe(true);
     clean("Redis", redis);
 

@@ -30,6 +30,9 @@ const SECRETS: [kind: string, secret: string][] = [
   ["Google API key", `AIzaSy${b62(33)}`],
   ["Stripe key", `sk_live_51${b62(40)}`],
   ["Stripe key", `rk_live_51${b62(40)}`],
+  ["Stripe key", `whsec_${b62(32)}`],
+  ["cadre webhook secret", `whsec_${b62(20)}_-${b62(21)}`],
+  ["cadre webhook secret", `whsec_${b62(43)}`],
   ["JWT", `eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.${randomBytes(32).toString("base64url")}`],
 ];
 

@@ -36,6 +36,7 @@ import {
   type Victim,
   victimNeedles,
 } from "./helpers/isolation.ts";
+import { send } from "./helpers/webhooks.ts";
 
 const PAGE_FORMATS: Format[] = ["md", "md-suffix", "html"];
 const ACTION_FORMATS = ["md", "html"] as const;
@@ -514,6 +515,26 @@ describe("tenant B against tenant A", () => {
       for (const mode of MODES) it(mode, () => sweep(page, mode));
     });
 
+  // POST /hooks/:id authenticates by signature and is no registry page: the sweep does not reach it.
+  it("A's webhooks: 404 on B's host even signed with A's secret, 401 on A's host unsigned", async () => {
+    const failures: string[] = [];
+    for (const hook of A.hooks) {
+      const cases = [
+        ["B host, A's secret", await send(app, B, hook.id, "{}", { secret: hook.secret }), 404],
+        ["B host, B's token", await send(app, B, hook.id, "{}", { secret: B.alice.token }), 404],
+        ["A host, unsigned", await send(app, A.world, hook.id, "{}", { signature: "" }), 401],
+      ] as const;
+      for (const [what, res, want] of cases) {
+        count(`webhook delivery (${what}) → ${res.statusCode}`);
+        if (res.statusCode !== want)
+          failures.push(`${what} /hooks/${hook.id}: expected ${want}, ${excerpt(res)}`);
+        const leaked = leaks(res, needles.onB, `/hooks/${hook.id}`);
+        if (leaked.length) failures.push(`${what} /hooks/${hook.id}: leaks ${leaked.join(", ")}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
   it("wrote nothing of A's, and no row of any other tenant mentions A", async () => {
     expect(await snapshot(A.world.tenant.id)).toEqual(before);
     expect(await foreignRowsMentioning(A.world.tenant.id, needles.onA)).toEqual({});
@@ -546,6 +567,31 @@ describe("positive control: the same actions, with the same params, succeed for 
         }
       });
     });
+
+  it("A's webhook, signed with its secret on A's host, starts a run of A's agent", async () => {
+    // The shared seed's webhook was rotated (and deleted) above; the other seed's only
+    // agent page is zed's: create a fresh one to deliver to.
+    const made = await post(
+      app,
+      asA.get("shared")!.token,
+      "/subagents/scout/webhooks/actions/create_webhook",
+      "md",
+      {
+        json: { name: "control" },
+        form: {},
+        aRef: false,
+      },
+    );
+    expect(made.statusCode).toBe(201);
+    const id = /\/hooks\/([a-z0-9]+)/.exec(made.body)![1]!;
+    const secret = /`(whsec_[\w-]+)`/.exec(made.body)![1]!;
+    const res = await send(app, A.world, id, "{}", { secret });
+    expect(res.statusCode).toBe(202);
+    const run = await testPrisma().subagentTaskRun.findUniqueOrThrow({
+      where: { id: JSON.parse(res.body).run },
+    });
+    expect([run.tenantId, run.triggerRef]).toEqual([A.world.tenant.id, id]);
+  });
 
   it("every action on a page succeeded for A at least once", () => {
     const listed = [...new Set(pages.flatMap((p) => p.actions))];

@@ -16,6 +16,8 @@ export interface PageReply {
   /** The notice reports something that did not work (a key test that failed). */
   warning?: boolean;
   secret?: string;
+  secretLabel?: string;
+  secretHelp?: string;
   state?: FormState;
   location?: string;
   /** An error that is not about one field (403, 409), shown above the page. */
@@ -26,12 +28,13 @@ export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: Page
   reply.code(r.status).header("Vary", "Accept");
   if (r.location) reply.header("Location", r.location);
   if (r.format === "markdown") {
-    const notice = [r.notice, r.secret ? `Your new token: \`${r.secret}\`` : undefined]
+    const notice = [r.notice, r.secret ? `${r.secretLabel ?? "Your new token"}: \`${r.secret}\`` : undefined]
       .filter(Boolean)
       .join("\n\n");
+    const help = r.secret ? r.secretHelp : undefined;
     return reply
       .type("text/markdown; charset=utf-8")
-      .send(renderPageMarkdown(r.view, r.actions, r.path, notice || undefined));
+      .send(renderPageMarkdown(r.view, r.actions, r.path, notice || undefined, help));
   }
   const { content, actions } = renderPageHtml(r.view, r.actions, {
     path: r.path,
@@ -46,6 +49,7 @@ export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: Page
     notice: r.notice,
     warning: r.warning,
     secret: r.secret,
+    secretHelpHtml: r.secret && r.secretHelp ? markdownToHtml(r.secretHelp) : undefined,
     refreshSeconds: r.view.refreshSeconds,
     alert: r.alert,
   });
@@ -59,6 +63,8 @@ export interface LayoutData {
   notice?: string;
   warning?: boolean;
   secret?: string;
+  /** Trusted, rendered from the action's own markdown. */
+  secretHelpHtml?: string;
   error?: boolean;
   refreshSeconds?: number;
   alert?: string;

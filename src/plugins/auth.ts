@@ -22,6 +22,10 @@ declare module "fastify" {
     sessionId?: string;
     csrfToken: string;
   }
+  interface FastifyContextConfig {
+    /** The route authenticates each request by its own signature (webhooks): no session, token or CSRF. */
+    signed?: boolean;
+  }
 }
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
@@ -37,7 +41,8 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
     app.decorateRequest("csrfToken", "");
 
     app.addHook("onRequest", async (req, reply) => {
-      if (PUBLIC_PREFIXES.some((p) => req.url.startsWith(p)) || !req.tenant) return;
+      if (PUBLIC_PREFIXES.some((p) => req.url.startsWith(p)) || !req.tenant || req.routeOptions.config.signed)
+        return;
       const auth = req.headers.authorization;
       if (auth) {
         const m = /^Bearer\s+(\S+)$/i.exec(auth);
@@ -69,6 +74,7 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
 
     app.addHook("preHandler", async (req) => {
       if (SAFE_METHODS.has(req.method) || req.authVia === "token" || !req.tenant) return;
+      if (req.routeOptions.config.signed) return;
       const body = req.body as Record<string, unknown> | undefined;
       const sent = (typeof body?._csrf === "string" ? body._csrf : undefined) ?? req.headers["x-csrf-token"];
       if (typeof sent !== "string" || !sameToken(sent, req.csrfToken))

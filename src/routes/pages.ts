@@ -26,7 +26,12 @@ function splitAction(path: string): { page: string; action: string } | null {
 /** The request as a page/action context; also used by the CSV export. */
 export function ctxOf(req: FastifyRequest): Ctx {
   if (!req.actor || !req.tenant) throw new UnauthorizedError();
-  return { db: req.server.prisma, tenant: req.tenant, actor: req.actor };
+  return {
+    db: req.server.prisma,
+    tenant: req.tenant,
+    actor: req.actor,
+    origin: `${req.protocol}://${req.headers.host}`,
+  };
 }
 
 function parseUrl(url: string): { path: string; query: Query } {
@@ -63,6 +68,8 @@ async function showPage(
     notice?: string;
     warning?: boolean;
     secret?: string;
+    secretLabel?: string;
+    secretHelp?: string;
     state?: FormState;
     location?: string;
     alert?: string;
@@ -148,6 +155,8 @@ export default async function pageRoutes(app: FastifyInstance) {
         notice: outcome.notice || undefined,
         warning: outcome.warning,
         secret: outcome.secret,
+        secretLabel: outcome.secretLabel,
+        secretHelp: outcome.secretHelp,
         location: outcome.status === 201 ? outcome.location : undefined,
       });
     } catch (err) {

@@ -49,6 +49,13 @@ import {
   subscribe,
   unsubscribe,
 } from "./actions/subscriptions.ts";
+import {
+  createWebhook,
+  deleteWebhook,
+  disableWebhook,
+  enableWebhook,
+  rotateWebhookSecret,
+} from "./actions/webhooks.ts";
 import { agentGuard, agentPolicy } from "./agents/policy.ts";
 import { agentSettingsPage } from "./pages/agent-settings.ts";
 import { apiKeysPage } from "./pages/api-keys.ts";
@@ -63,6 +70,7 @@ import { homePage, membersPage, studioPage, studiosPage } from "./pages/studios.
 import { subagentPage, subagentsPage } from "./pages/subagents.ts";
 import { subscriptionsPage } from "./pages/subscriptions.ts";
 import { agentUsagePage, pricingPage, usagePage } from "./pages/usage.ts";
+import { webhooksPage } from "./pages/webhooks.ts";
 import { createRegistry } from "./registry/registry.ts";
 
 export const pages = [
@@ -96,6 +104,7 @@ export const pages = [
   agentUsagePage,
   usagePage,
   pricingPage,
+  webhooksPage,
 ];
 
 export const actions = [
@@ -152,6 +161,11 @@ export const actions = [
   setCostLimit,
   setModelPrice,
   removeModelPrice,
+  createWebhook,
+  rotateWebhookSecret,
+  disableWebhook,
+  enableWebhook,
+  deleteWebhook,
 ];
 
 export const registry = createRegistry(pages, actions, { guard: agentGuard, policy: agentPolicy });

@@ -57,6 +57,8 @@ export interface Seed {
    * without keys (test/capabilities.test.ts): its key actions then name a key nobody has.
    */
   keys?: { use: string; revoke: string };
+  /** A webhook of `agent`: its actions name it (rotate, disable, enable, then delete). Absent: they name one nobody has. */
+  webhook?: string;
 }
 
 export interface Victim {
@@ -68,8 +70,10 @@ export interface Victim {
   yan: Person;
   /** studio `general` / user `alice`: paths that B has too. */
   shared: Seed;
-  /** The plaintext of every provider key A added: never to be seen again, anywhere. */
+  /** The plaintext of every provider key and webhook secret A made: never to be seen again, anywhere. */
   secrets: string[];
+  /** A's webhooks with their secrets, for signed deliveries (POST /hooks/:id is no registry page). */
+  hooks: { id: string; secret: string }[];
   /** A model only A's workspace prices (/usage/pricing) and A's agents used (the ledger). */
   model: string;
   /** A studio and a user whose handles exist only in A. */
@@ -275,6 +279,17 @@ async function seedMoney(w: World, owner: Person, handle: string, run: string, m
   return { keys: { use: use.id, revoke: revoke.id }, secrets: [use.secret, revoke.secret] };
 }
 
+/** A webhook of `owner`'s agent `handle`, made through the registry; its secret is what the one answer showed. */
+async function seedWebhook(w: World, owner: Person, handle: string, mark: string) {
+  const made = await act(w, owner, `/subagents/${handle}/webhooks`, "create_webhook", {
+    name: `Hook ${mark}`,
+    instruction: `Instruction ${mark}`,
+  });
+  const id = /\/hooks\/([a-z0-9]+)/.exec(made.notice)?.[1];
+  if (!id || !made.secret) throw new Error("seed: webhook not created");
+  return { id, secret: made.secret };
+}
+
 async function seedStudio(
   w: World,
   label: string,
@@ -410,6 +425,8 @@ export async function seedVictim(w: World): Promise<Victim> {
   await act(w, zed, "/usage/pricing", "set_model_price", { model, input: 1, cached_input: 0.5, output: 2 });
   const sharedMoney = await seedMoney(w, w.alice, "scout", sharedAgent.run, mark, model);
   const onlyMoney = await seedMoney(w, zed, `zagent-${rand}`, onlyAgent.run, mark, model);
+  const sharedHook = await seedWebhook(w, w.alice, "scout", mark);
+  const onlyHook = await seedWebhook(w, zed, `zagent-${rand}`, mark);
   await rebuildTotals(db, w.tenant.id);
   await deliverEvents(w.tenant.id);
   const notification = async (p: Person) =>
@@ -428,7 +445,8 @@ export async function seedVictim(w: World): Promise<Victim> {
     findme,
     zed,
     yan,
-    secrets: [...sharedMoney.secrets, ...onlyMoney.secrets],
+    secrets: [...sharedMoney.secrets, ...onlyMoney.secrets, sharedHook.secret, onlyHook.secret],
+    hooks: [sharedHook, onlyHook],
     model,
     shared: {
       ...shared,
@@ -436,6 +454,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       ...sharedReview,
       watcher: sharedWatcher,
       keys: sharedMoney.keys,
+      webhook: sharedHook.id,
       agentStudio: { handle: "general", aRef: false },
       joinCode: vaultCode,
       memberTarget: yan.handle,
@@ -447,6 +466,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       ...onlyReview,
       watcher: onlyWatcher,
       keys: onlyMoney.keys,
+      webhook: onlyHook.id,
       agentStudio: { handle: vault, aRef: true },
       joinCode: w.studio.inviteCode,
       memberTarget: yan.handle,
@@ -603,6 +623,7 @@ interface Probe {
 const PROBE = `probe${newId(6)}`;
 /** A well-formed key id no key has. */
 const NO_KEY = `nokey${newId(7)}`;
+const NO_HOOK = `nohook${newId(7)}`;
 const slug = (s: Seed) =>
   s.label
     .toLowerCase()
@@ -688,6 +709,9 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "test_api_key.key_id": (s) => ({ value: s.keys?.use ?? NO_KEY, aRef: true }),
   "revoke_api_key.key_id": (s) => ({ value: s.keys?.revoke ?? NO_KEY, aRef: true }),
   "set_agent_api_key.api_key": (s) => ({ value: s.keys?.use ?? NO_KEY, aRef: true }),
+  // Webhooks: the seed's own, through rotate, disable, enable and (last on the page) delete.
+  instruction: () => ({ value: `${PROBE} instruction` }),
+  webhook_id: (s) => ({ value: s.webhook ?? NO_HOOK, aRef: true }),
   "set_cost_limit.monthly_limit_usd": () => ({ value: 50 }),
   "set_cost_limit.alert_thresholds_usd": () => ({ value: "1, 5" }),
   // set_model_price then remove_model_price on the same page: the price the probe sets is the one it removes.

@@ -42,6 +42,12 @@ export const ALWAYS_BLOCKED = [
   "pause_subscription",
   "resume_subscription",
   "remove_subscription",
+  // An agent must not mint itself a way in from outside, nor see a signing secret.
+  "create_webhook",
+  "rotate_webhook_secret",
+  "disable_webhook",
+  "enable_webhook",
+  "delete_webhook",
 ] as const;
 
 export const GRANTABLE = [

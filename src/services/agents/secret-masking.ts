@@ -38,6 +38,9 @@ const RULES: Rule[] = [
   },
   { kind: "URL password", re: /(:\/\/[^\s:/?#@[\]]+:)([^\s/?#@[\]]+)@/g, group: 2 },
   { kind: "cadre token", re: /\bcadre\\?_[a-z0-9]{8}\\?_[A-Za-z0-9_\\-]{20,}/g },
+  // Ours (src/services/agents/webhooks.ts): 32 random bytes in base64url. Before Stripe's
+  // `whsec_` (32 letters and digits), which would stop at the first - or _ and leave a tail.
+  { kind: "cadre webhook secret", re: /\bwhsec\\?_(?:\\?[A-Za-z0-9_-]){43}(?![A-Za-z0-9_-])/g },
   { kind: "Anthropic key", re: /\bsk-ant-[A-Za-z0-9_\\-]{20,}/g },
   { kind: "Stripe key", re: /\b(?:sk|rk)\\?_(?:live|test)\\?_[A-Za-z0-9]{16,}|\bwhsec\\?_[A-Za-z0-9]{24,}/g },
   { kind: "OpenAI key", re: /\bsk-[A-Za-z0-9_\\-]{20,}/g, check: random },

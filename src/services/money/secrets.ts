@@ -87,3 +87,6 @@ export function open(master: MasterKeys, sealed: Sealed, aad: string): string {
 
 /** What binds an API key's ciphertext to its row. */
 export const apiKeyAad = (tenantId: string, id: string) => `cadre:agent_api_key:${tenantId}:${id}`;
+
+/** What binds a webhook secret's ciphertext to its row. */
+export const webhookSecretAad = (tenantId: string, id: string) => `cadre:agent_webhook:${tenantId}:${id}`;

@@ -64,7 +64,7 @@ export const subagentPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
-    const [studios, runs, keys, spent, watching] = await Promise.all([
+    const [studios, runs, keys, spent, watching, webhooks] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { userId: a.id },
         include: { studio: true },
@@ -81,6 +81,10 @@ export const subagentPage: PageDef = {
       }),
       spentThisMonth(ctx.db, a.id),
       ctx.db.agentSubscription.groupBy({ by: ["enabled"], where: { agentId: a.id }, _count: true }),
+      ctx.db.agentWebhook.findMany({
+        where: { tenantId: ctx.tenant.id, agentId: a.id },
+        select: { enabled: true },
+      }),
     ]);
     const watched = (on: boolean) => watching.find((w) => w.enabled === on)?._count ?? 0;
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
@@ -139,6 +143,9 @@ export const subagentPage: PageDef = {
         },
         {
           md: `## What wakes it\n\nMentions and replies in its studios, and ${link(`${watched(true)} subscription${watched(true) === 1 ? "" : "s"}`, `${base}/subscriptions`)}${watched(false) ? ` (${watched(false)} paused)` : ""}: have it watch a studio, note, decision or commitment from that page.`,
+        },
+        {
+          md: `## Webhooks\n\n${webhooks.length ? `${webhooks.length} webhook${webhooks.length === 1 ? "" : "s"} (${webhooks.filter((h) => h.enabled).length} enabled): other systems start its runs with signed deliveries.` : "None: other systems can start its runs with signed deliveries once you create one."} ${link("Manage its webhooks", `${base}/webhooks`)}.`,
         },
         {
           md: `## Recent runs\n\n${runs.length ? runs.map((r) => runLine(a.handle, r)).join("\n") : "_No runs yet._"}`,

@@ -54,9 +54,12 @@ export function renderPageMarkdown(
   actions: ActionDef[],
   path: string,
   notice?: string,
+  /** Markdown of its own under the notice (how to use a secret just shown), not in bold. */
+  help?: string,
 ): string {
   const parts = [`# ${mdEscape(view.title)}`, breadcrumbLine(view.breadcrumb)];
   if (notice) parts.push(`**${notice}**`);
+  if (help) parts.push(help);
   for (const b of view.blocks) if ("md" in b && b.md.trim()) parts.push(b.md.trim());
   parts.push("## Actions");
   if (actions.length) {

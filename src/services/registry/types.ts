@@ -44,6 +44,8 @@ export interface Ctx {
   actor: Actor;
   /** Set when a subagent acts inside a run: events and resources are attributed to it. */
   run?: { id: string; chainDepth: number };
+  /** `https://<tenant host>` as the request reached us, for addresses other systems call (webhooks); absent in process. */
+  origin?: string;
 }
 
 /** What an action's transaction wrote, for the run's resource record. */
@@ -144,6 +146,10 @@ export interface ActionOutcome {
   warning?: boolean;
   /** Shown exactly once (a new API token); never stored in a cookie or a log. */
   secret?: string;
+  /** What the secret is ("Your new token" unless said). */
+  secretLabel?: string;
+  /** Markdown shown with the secret, that one time only (how to use it: it may quote the secret). */
+  secretHelp?: string;
   /** Set when the action was queued for approval instead of executed. */
   pending?: { id: string; waits: boolean };
 }
