@@ -145,6 +145,7 @@ export async function watchBlocks(ctx: Ctx, scope: Scope): Promise<Block[]> {
         fixed: {},
         label: "Have one of your agents watch this",
         style: "folded",
+        fields: ["agent", ...SUBSCRIPTION_EVENTS],
         values: { agent: mine[0]!.handle },
         choices: { agent: mine.map((m) => ({ value: m.handle, label: `@${m.handle} (${m.name})` })) },
       },

@@ -175,7 +175,10 @@ export function renderPageHtml(
     const required = fields(a.params)
       .filter((f) => f.required)
       .map((f) => f.name);
-    if (b.form.style === "block" || Object.keys(b.form.fixed).some((k) => required.includes(k)))
+    // A form in the page that offers every param (a full block, or a folded one listing them all) stands in for the panel's.
+    const offered = new Set([...(b.form.fields ?? []), ...Object.keys(b.form.fixed)]);
+    const complete = fields(a.params).every((f) => offered.has(f.name));
+    if (b.form.style === "block" || complete || Object.keys(b.form.fixed).some((k) => required.includes(k)))
       covered.add(a.name);
     for (const k of Object.keys(b.form.fixed)) hidden.set(a.name, (hidden.get(a.name) ?? new Set()).add(k));
   }
