@@ -4,7 +4,7 @@
 // per-agent rate limit that holds under concurrency (an advisory lock per agent). Every
 // other trigger (subscriptions, schedules, webhooks) queues its runs through the same
 // guards: `queueTriggered`.
-import type { PrismaClient } from "../../db/prisma.ts";
+import type { Db, PrismaClient } from "../../db/prisma.ts";
 import type { Event, User } from "../../generated/prisma/client.ts";
 import { parseMentions } from "../mentions.ts";
 import type { Subject } from "../subjects.ts";
@@ -127,46 +127,58 @@ export async function queueTriggered(
   run: NewRun,
   opts: { rateLimited?: boolean } = {},
 ): Promise<string | null> {
-  return db.$transaction(async (tx) => {
-    // Serializes this agent's trigger decisions, so the rate limit holds however many events arrive at once.
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger:${agent.id}`}))`;
-    if (agent.pausedAt) {
+  return db.$transaction((tx) => queueTriggeredIn(tx, agent, settings, run, opts));
+}
+
+/**
+ * queueTriggered inside the caller's transaction, for a trigger whose own write must
+ * commit or roll back with the run (a schedule advancing its next fire time).
+ */
+export async function queueTriggeredIn(
+  tx: Db,
+  agent: Pick<User, "id" | "pausedAt" | "pausedReason">,
+  settings: TenantSettings,
+  run: NewRun,
+  opts: { rateLimited?: boolean } = {},
+): Promise<string | null> {
+  // Serializes this agent's trigger decisions, so the rate limit holds however many events arrive at once.
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger:${agent.id}`}))`;
+  if (agent.pausedAt) {
+    await recordSkipped(
+      tx,
+      run,
+      "paused",
+      `The agent is paused${agent.pausedReason ? `: ${agent.pausedReason}` : ""}.`,
+    );
+    return null;
+  }
+  if (run.chainDepth >= settings.chain_depth_limit) {
+    await recordSkipped(
+      tx,
+      run,
+      "chain_depth",
+      `Agent-to-agent chain reached the depth limit (${settings.chain_depth_limit}).`,
+    );
+    return null;
+  }
+  if (opts.rateLimited !== false) {
+    const recent = await tx.subagentTaskRun.count({
+      where: {
+        agentId: agent.id,
+        triggerKind: { not: "manual" },
+        status: { not: "skipped" },
+        createdAt: { gt: new Date(Date.now() - 60_000) },
+      },
+    });
+    if (recent >= settings.trigger_rate_per_minute) {
       await recordSkipped(
         tx,
         run,
-        "paused",
-        `The agent is paused${agent.pausedReason ? `: ${agent.pausedReason}` : ""}.`,
+        "rate_limited",
+        `More than ${settings.trigger_rate_per_minute} triggers in a minute.`,
       );
       return null;
     }
-    if (run.chainDepth >= settings.chain_depth_limit) {
-      await recordSkipped(
-        tx,
-        run,
-        "chain_depth",
-        `Agent-to-agent chain reached the depth limit (${settings.chain_depth_limit}).`,
-      );
-      return null;
-    }
-    if (opts.rateLimited !== false) {
-      const recent = await tx.subagentTaskRun.count({
-        where: {
-          agentId: agent.id,
-          triggerKind: { not: "manual" },
-          status: { not: "skipped" },
-          createdAt: { gt: new Date(Date.now() - 60_000) },
-        },
-      });
-      if (recent >= settings.trigger_rate_per_minute) {
-        await recordSkipped(
-          tx,
-          run,
-          "rate_limited",
-          `More than ${settings.trigger_rate_per_minute} triggers in a minute.`,
-        );
-        return null;
-      }
-    }
-    return (await queueRun(tx, run))?.id ?? null;
-  });
+  }
+  return (await queueRun(tx, run))?.id ?? null;
 }
