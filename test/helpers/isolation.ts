@@ -39,6 +39,8 @@ export interface Seed {
   /** A subagent the actor owns, in no studio yet, and one of its runs, waiting for the owner's answer. */
   agent: string;
   run: string;
+  /** A schedule of `agent` (absent in a seed without one: its schedule actions then name one nobody has). */
+  schedule?: string;
   /** The studio add_to_studio / remove_from_studio name; `aRef` when B has no studio with that handle. */
   agentStudio: { handle: string; aRef: boolean };
   /** A pending action of `agent`, the one page URLs name (`:pending`). */
@@ -142,7 +144,17 @@ export async function seedAgent(w: World, owner: Person, handle: string, mark: s
       question: `Question ${mark}?`,
     },
   });
-  return { agent: handle, run: run.id };
+  return { agent: handle, run: run.id, schedule: await seedSchedule(w, owner, handle, mark) };
+}
+
+/** A schedule of the agent `handle`, through the registry; its next fire time is hours away, so nothing fires it. */
+export async function seedSchedule(w: World, owner: Person, handle: string, mark: string): Promise<string> {
+  const made = await act(w, owner, `/subagents/${handle}/schedules`, "add_schedule", {
+    cron: "0 9 * * *",
+    time_zone: "Europe/Paris",
+    task: `Scheduled ${mark}`,
+  });
+  return made.location.split("#")[1]!;
 }
 
 /** The actions that review a pending action by id. */
@@ -492,7 +504,10 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
       note: last(note.location),
       decision: last(decision.location),
       commitment: last(commitment.location),
-      ...agent,
+      agent: agent.agent,
+      run: agent.run,
+      // B's scout has a schedule of its own (so its schedule actions are offered); the id sent is A's.
+      schedule: v.shared.schedule,
       pending: url!,
       agentStudio: { handle: v.only.studio.handle, aRef: true },
     },
@@ -638,6 +653,10 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "add_rule.param_patterns": () => ({ value: `query=^${PROBE}` }),
   "add_rule.position": () => ({ value: 1 }),
   "remove_rule.name": () => ({ value: `${PROBE} rule` }),
+  // add_schedule adds one of its own; the others act on the seeded schedule, remove_schedule last.
+  cron: () => ({ value: "0 9 * * *" }),
+  time_zone: () => ({ value: "Europe/Paris" }),
+  schedule: (s) => ({ value: s.schedule ?? NO_KEY, aRef: true }),
   // One boolean per grantable action: grant them all, ask approval for none.
   ...Object.fromEntries(
     GRANTABLE.flatMap((g) => [

@@ -6,6 +6,7 @@ import { code, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Crumb, PageDef } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 import { runLine } from "./runs.ts";
+import { listSchedules, scheduleLine } from "./schedules.ts";
 
 export const subagentsCrumb: Crumb = { label: "Subagents", path: "/subagents" };
 
@@ -64,7 +65,7 @@ export const subagentPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
-    const [studios, runs, keys, spent] = await Promise.all([
+    const [studios, runs, keys, spent, schedules] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { userId: a.id },
         include: { studio: true },
@@ -80,6 +81,7 @@ export const subagentPage: PageDef = {
         orderBy: { createdAt: "asc" },
       }),
       spentThisMonth(ctx.db, a.id),
+      listSchedules(ctx.db, ctx.tenant.id, a.id),
     ]);
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
     const keyLabel = cfg.api_key_id
@@ -96,7 +98,7 @@ export const subagentPage: PageDef = {
           md: `\`@${a.handle}\` · created ${when(a.createdAt)}${a.archivedAt ? ` · **archived** ${when(a.archivedAt)}: it is not triggered and cannot run` : ""}${a.pausedAt ? ` · **paused** ${when(a.pausedAt)}${a.pausedReason ? ` (${mdEscape(a.pausedReason)})` : ""}: triggers are recorded as skipped` : ""}`,
         },
         {
-          md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)} · ${link("Capabilities, approvals and rules", `${base}/settings`)} · ${link("Actions to review", `${base}/pending`)} · ${link("Usage and cost", `${base}/usage`)}`,
+          md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)} · ${link("Capabilities, approvals and rules", `${base}/settings`)} · ${link("Schedules", `${base}/schedules`)} · ${link("Actions to review", `${base}/pending`)} · ${link("Usage and cost", `${base}/usage`)}`,
         },
         {
           md: [
@@ -134,6 +136,9 @@ export const subagentPage: PageDef = {
         },
         {
           md: `## Studios\n\n${studios.length ? studios.map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)`).join("\n") : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
+        },
+        {
+          md: `## Schedules\n\n${schedules.length ? schedules.map((s) => scheduleLine(a.handle, s)).join("\n") : "_None: it wakes only when triggered or given a task._"}\n\n${link("Manage schedules", `${base}/schedules`)}`,
         },
         {
           md: `## Recent runs\n\n${runs.length ? runs.map((r) => runLine(a.handle, r)).join("\n") : "_No runs yet._"}`,
