@@ -6,11 +6,14 @@
 // called directly (test/schedule-workers.test.ts runs real worker processes).
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Db } from "../src/db/prisma.ts";
+import { isTransient } from "../src/lib/transient.ts";
 import { fireDueSchedules } from "../src/services/agents/schedule-firing.ts";
 import { checkSchedule, nextSlot } from "../src/services/agents/schedules.ts";
 import { makeAgent, runsOf } from "./helpers/agents.ts";
-import { actionNames, buildTestApp, login, makeWorld, md, testPrisma } from "./helpers/app.ts";
+import { actionNames, buildTestApp, login, makeWorld, md, testPrisma, waitFor } from "./helpers/app.ts";
 import { issuesOf } from "./helpers/bad-input.ts";
+import { namedPrisma, terminateBackends } from "./helpers/faults.ts";
 import { addSchedule, makeDue, schedulesPath, scheduleWorld } from "./helpers/schedules.ts";
 
 let app: FastifyInstance;
@@ -310,4 +313,71 @@ describe("firing (sweeps called directly)", () => {
     const after = await db().agentSchedule.findUniqueOrThrow({ where: { id: on.id } });
     expect(after.nextFireAt!.getTime()).toBeGreaterThan(Date.now());
   });
+
+  it("a schedule another worker holds is skipped, not waited for, and fires once when it is free", async () => {
+    const { w, agent } = await scheduleWorld(app);
+    const s = await addSchedule(app, w, "scout", { cron: "0 9 * * *", task: "Digest" });
+    await makeDue(s.id, 1000);
+    const { held, release } = await holdInTransaction(
+      (tx) => tx.$queryRaw`SELECT id FROM agent_schedules WHERE id = ${s.id} FOR UPDATE`,
+    );
+    expect((await fireDueSchedules(db())).fired).toBe(0);
+    release();
+    await held;
+    expect((await fireDueSchedules(db())).fired).toBe(1);
+    expect(await runsOf(agent.id)).toHaveLength(1);
+  });
+
+  it("a connection dropped mid-fire writes nothing: the schedule stays due and the next sweep fires it once", async () => {
+    const { w, agent } = await scheduleWorld(app);
+    const s = await addSchedule(app, w, "scout", { cron: "0 9 * * *", task: "Digest" });
+    await makeDue(s.id, 1000);
+    const due = (await db().agentSchedule.findUniqueOrThrow({ where: { id: s.id } })).nextFireAt;
+    // The agent's trigger lock held elsewhere: the sweep claims the schedule, then waits inside its transaction.
+    const lock = `trigger:${agent.id}`;
+    const { held, release } = await holdInTransaction(
+      (tx) => tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${lock}))`,
+    );
+    const faulty = namedPrisma("sched-fault", 2);
+    const sweep = fireDueSchedules(faulty).catch((err: unknown) => err);
+    await waitFor(
+      async () =>
+        (
+          await db().$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'sched-fault' AND wait_event_type = 'Lock'`
+        )[0]!.n > 0,
+    );
+    await terminateBackends("sched-fault");
+    const err = await sweep;
+    expect(isTransient(err)).toBe(true);
+    release();
+    await held;
+    await faulty.$disconnect();
+    expect(await runsOf(agent.id)).toHaveLength(0);
+    expect((await db().agentSchedule.findUniqueOrThrow({ where: { id: s.id } })).nextFireAt).toEqual(due);
+    expect((await fireDueSchedules(db())).fired).toBe(1);
+    expect(await runsOf(agent.id)).toHaveLength(1);
+  });
 });
+
+/** Runs `lock` in a transaction of its own and keeps it open until released. */
+async function holdInTransaction(lock: (tx: Db) => Promise<unknown>) {
+  let release!: () => void;
+  const until = new Promise<void>((r) => {
+    release = r;
+  });
+  let locked!: () => void;
+  const isLocked = new Promise<void>((r) => {
+    locked = r;
+  });
+  const held = db().$transaction(
+    async (tx) => {
+      await lock(tx);
+      locked();
+      await until;
+    },
+    { timeout: 20_000 },
+  );
+  await isLocked;
+  return { held, release };
+}
