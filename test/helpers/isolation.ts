@@ -392,6 +392,10 @@ export async function seedVictim(w: World): Promise<Victim> {
   // `scout` is also the handle of B's alice's subagent; zed's agent exists only in A.
   const sharedAgent = await seedAgent(w, w.alice, "scout", mark);
   const onlyAgent = await seedAgent(w, zed, `zagent-${rand}`, mark);
+  // One paused schedule, so some seed can use each schedule action (resume_schedule needs one).
+  await act(w, zed, `/subagents/zagent-${rand}/schedules`, "pause_schedule", {
+    schedule: onlyAgent.schedule,
+  });
   const sharedReview = await seedReview(w, w.alice, "scout", "general", mark);
   const onlyReview = await seedReview(w, zed, `zagent-${rand}`, vault, mark);
   // Zed is a workspace admin (whole-workspace /usage, the price list's actions); alice is not.

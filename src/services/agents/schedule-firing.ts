@@ -5,7 +5,8 @@
 // connection) leaves the schedule due for the next sweep, and after downtime a schedule
 // fires once for the latest missed slot, not once per slot. The run's trigger key
 // (`schedule:<id>:<slot>`) is unique per agent: a second guarantee of one run per slot.
-import type { Db, PrismaClient } from "../../db/prisma.ts";
+import { type Db, hotQuery, type PrismaClient } from "../../db/prisma.ts";
+import { Prisma } from "../../generated/prisma/client.ts";
 import { isTransient } from "../../lib/transient.ts";
 import { queueTriggeredIn } from "./dispatcher.ts";
 import { nextSlot, scheduledTask } from "./schedules.ts";
@@ -23,6 +24,13 @@ export interface FireResult {
 export async function fireDueSchedules(db: PrismaClient, batch = BATCH): Promise<FireResult> {
   const failed: string[] = [];
   let fired = 0;
+  // Most sweeps find nothing due: one read on the pool (the partial index), not a transaction;
+  // on pg's own query path, where a connection dropped under it is an error, not a crash.
+  const [due] = await hotQuery<{ any: boolean }>(
+    db,
+    Prisma.sql`SELECT EXISTS (SELECT 1 FROM agent_schedules WHERE enabled AND next_fire_at <= now()) AS any`,
+  );
+  if (!due?.any) return { fired, failed: 0 };
   while (fired + failed.length < batch) {
     let current: string | null = null;
     try {
