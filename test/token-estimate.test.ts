@@ -177,11 +177,30 @@ describe("a prompt built within a budget", () => {
   });
 
   it("grows with the run until the budget, then stays there", () => {
+    const prose = SAMPLES["English prose"]!.slice(0, 1200);
+    const run: Remembered[] = steps.map((s, i) => ({
+      ...s,
+      detail: {
+        ...(s.detail as object),
+        page: bigPage(`Note ${i}`, prose),
+        note: `Note ${i} says ${prose.slice(0, 150)}`,
+      },
+    }));
     const sizes = [1, 10, 30, 120, 150].map((n) => {
-      const m = buildMessages({ ...worst(6_000, false), steps: steps.slice(0, n) });
+      const m = buildMessages({
+        ...worst(6_000, false),
+        agent: { name: "Scout", handle: "scout", identityPrompt: "You help the team." },
+        task: "Summarise the notes.",
+        feedback: undefined,
+        steps: run.slice(0, n),
+        page: { path: "/studios/general", markdown: bigPage("General", prose) },
+      });
       return requestTokens(m, false);
     });
     for (const s of sizes) expect(s).toBeLessThanOrEqual(6_000);
     expect(sizes[1]!).toBeGreaterThan(sizes[0]!);
+    expect(sizes[2]!).toBeGreaterThan(sizes[1]!);
+    // Once the notes fill their share, each new one pushes the oldest out: no more growth.
+    expect(Math.abs(sizes[4]! - sizes[3]!)).toBeLessThan(0.05 * sizes[3]!);
   });
 });

@@ -1,6 +1,6 @@
 // Starts everything a worker process runs — the outbox relay, the event, agent-run and
-// maintenance workers (the last also tidies spent login-throttle rows), and the lease
-// heartbeat. worker.ts, the tests and the benchmark all start it the same way.
+// maintenance workers (the last also tidies spent login-throttle rows and fires due agent
+// schedules), and the lease heartbeat. worker.ts, the tests and the benchmark all start it the same way.
 import { type Job, UnrecoverableError, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.ts";
@@ -9,6 +9,7 @@ import { isTransient } from "../lib/transient.ts";
 import { executeApproved, expireOverdue, resumeSettled } from "../services/agents/approvals.ts";
 import { startHeartbeat } from "../services/agents/heartbeat.ts";
 import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
+import { fireDueSchedules } from "../services/agents/schedule-firing.ts";
 import { flushDueSubscriptions } from "../services/agents/subscriptions.ts";
 import { type ThrottleSettings, tidyLoginThrottles } from "../services/login-throttle.ts";
 import { configureKeyring } from "../services/money/keyring.ts";
@@ -114,6 +115,8 @@ export async function startRuntime(o: RuntimeOptions) {
         resumed: await resumeSettled(prisma),
         newMonth: await liftLastMonthsPauses(prisma),
         loginThrottlesTidied: await tidyLoginThrottles(prisma, c),
+        // Last: a passing fault here fails the job, and the housekeeping above is done by then.
+        schedules: await fireDueSchedules(prisma),
       }),
       {
         connection,

@@ -31,6 +31,13 @@ import {
   updateScratchpad,
 } from "./actions/people.ts";
 import { answerQuestion, runTask, stopRun } from "./actions/runs.ts";
+import {
+  addSchedule,
+  pauseSchedule,
+  removeSchedule,
+  resumeSchedule,
+  updateSchedule,
+} from "./actions/schedules.ts";
 import { createStudio, joinStudio, removeMember, updateMemberRole, updateStudio } from "./actions/studios.ts";
 import {
   addToStudio,
@@ -65,6 +72,7 @@ import { decisionPage, decisionsPage } from "./pages/decisions.ts";
 import { notePage, notesPage } from "./pages/notes.ts";
 import { notificationsPage, profilePage, searchPage, whoamiPage } from "./pages/people.ts";
 import { runFormPage, runPage, runsPage } from "./pages/runs.ts";
+import { schedulesPage } from "./pages/schedules.ts";
 import { settingsPage, tokensPage } from "./pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "./pages/studios.ts";
 import { subagentPage, subagentsPage } from "./pages/subagents.ts";
@@ -98,6 +106,7 @@ export const pages = [
   runPage,
   subscriptionsPage,
   agentSettingsPage,
+  schedulesPage,
   agentPendingPage,
   pendingPage,
   approvalsPage,
@@ -152,6 +161,11 @@ export const actions = [
   setApprovalMode,
   addRule,
   removeRule,
+  addSchedule,
+  updateSchedule,
+  pauseSchedule,
+  resumeSchedule,
+  removeSchedule,
   approveAction,
   rejectAction,
   addApiKey,

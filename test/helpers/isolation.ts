@@ -40,6 +40,8 @@ export interface Seed {
   /** A subagent the actor owns, in no studio yet, and one of its runs, waiting for the owner's answer. */
   agent: string;
   run: string;
+  /** A schedule of `agent` (absent in a seed without one: its schedule actions then name one nobody has). */
+  schedule?: string;
   /** The studio add_to_studio / remove_from_studio name; `aRef` when B has no studio with that handle. */
   agentStudio: { handle: string; aRef: boolean };
   /** An agent of the actor that is a member of `studio`: the one `subscribe` / `unsubscribe` name. */
@@ -159,7 +161,12 @@ export async function seedAgent(w: World, owner: Person, handle: string, mark: s
       ...{ subjectId: studio.id, studioId: studio.id, events: ["created"], createdById: owner.id },
     },
   });
-  return { agent: handle, run: run.id, subscription: subscription.id };
+  return {
+    agent: handle,
+    run: run.id,
+    subscription: subscription.id,
+    schedule: await seedSchedule(w, owner, handle, mark),
+  };
 }
 
 /** An agent of `owner` in studio `studio`, which subscribe and unsubscribe name. */
@@ -167,6 +174,16 @@ async function seedWatcher(w: World, owner: Person, handle: string, studio: stri
   await act(w, owner, "/subagents", "create_subagent", { name: `Watcher ${mark}`, handle });
   await act(w, owner, `/subagents/${handle}`, "add_to_studio", { studio });
   return handle;
+}
+
+/** A schedule of the agent `handle`, through the registry; its next fire time is hours away, so nothing fires it. */
+export async function seedSchedule(w: World, owner: Person, handle: string, mark: string): Promise<string> {
+  const made = await act(w, owner, `/subagents/${handle}/schedules`, "add_schedule", {
+    cron: "0 9 * * *",
+    time_zone: "Europe/Paris",
+    task: `Scheduled ${mark}`,
+  });
+  return made.location.split("#")[1]!;
 }
 
 /** The actions that review a pending action by id. */
@@ -417,6 +434,10 @@ export async function seedVictim(w: World): Promise<Victim> {
   const onlyAgent = await seedAgent(w, zed, `zagent-${rand}`, mark);
   const sharedWatcher = await seedWatcher(w, w.alice, `watch-${rand}`, "general", mark);
   const onlyWatcher = await seedWatcher(w, zed, `zwatch-${rand}`, vault, mark);
+  // One paused schedule, so some seed can use each schedule action (resume_schedule needs one).
+  await act(w, zed, `/subagents/zagent-${rand}/schedules`, "pause_schedule", {
+    schedule: onlyAgent.schedule,
+  });
   const sharedReview = await seedReview(w, w.alice, "scout", "general", mark);
   const onlyReview = await seedReview(w, zed, `zagent-${rand}`, vault, mark);
   // Zed is a workspace admin (whole-workspace /usage, the price list's actions); alice is not.
@@ -536,10 +557,12 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
       note: last(note.location),
       decision: last(decision.location),
       commitment: last(commitment.location),
-      ...agent,
-      // A's ids in params: A's watcher, A's subscription.
+      agent: agent.agent,
+      run: agent.run,
+      // A's ids in params: A's watcher, subscription and schedule (B's scout has its own, so the actions are offered).
       watcher: v.shared.watcher,
       subscription: v.shared.subscription,
+      schedule: v.shared.schedule,
       pending: url!,
       agentStudio: { handle: v.only.studio.handle, aRef: true },
     },
@@ -693,6 +716,10 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "add_rule.param_patterns": () => ({ value: `query=^${PROBE}` }),
   "add_rule.position": () => ({ value: 1 }),
   "remove_rule.name": () => ({ value: `${PROBE} rule` }),
+  // add_schedule adds one of its own; the others act on the seeded schedule, remove_schedule last.
+  cron: () => ({ value: "0 9 * * *" }),
+  time_zone: () => ({ value: "Europe/Paris" }),
+  schedule: (s) => ({ value: s.schedule ?? NO_KEY, aRef: true }),
   // One boolean per grantable action: grant them all, ask approval for none.
   ...Object.fromEntries(
     GRANTABLE.flatMap((g) => [

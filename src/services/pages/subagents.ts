@@ -6,6 +6,7 @@ import { code, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Crumb, PageDef } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 import { runLine } from "./runs.ts";
+import { listSchedules, scheduleLine } from "./schedules.ts";
 
 export const subagentsCrumb: Crumb = { label: "Subagents", path: "/subagents" };
 
@@ -64,7 +65,7 @@ export const subagentPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
-    const [studios, runs, keys, spent, watching, webhooks] = await Promise.all([
+    const [studios, runs, keys, spent, watching, webhooks, schedules] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { userId: a.id },
         include: { studio: true },
@@ -85,6 +86,7 @@ export const subagentPage: PageDef = {
         where: { tenantId: ctx.tenant.id, agentId: a.id },
         select: { enabled: true },
       }),
+      listSchedules(ctx.db, ctx.tenant.id, a.id),
     ]);
     const watched = (on: boolean) => watching.find((w) => w.enabled === on)?._count ?? 0;
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
@@ -102,7 +104,7 @@ export const subagentPage: PageDef = {
           md: `\`@${a.handle}\` · created ${when(a.createdAt)}${a.archivedAt ? ` · **archived** ${when(a.archivedAt)}: it is not triggered and cannot run` : ""}${a.pausedAt ? ` · **paused** ${when(a.pausedAt)}${a.pausedReason ? ` (${mdEscape(a.pausedReason)})` : ""}: triggers are recorded as skipped` : ""}`,
         },
         {
-          md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)} · ${link("Capabilities, approvals and rules", `${base}/settings`)} · ${link("Actions to review", `${base}/pending`)} · ${link("Usage and cost", `${base}/usage`)}`,
+          md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)} · ${link("Capabilities, approvals and rules", `${base}/settings`)} · ${link("Schedules", `${base}/schedules`)} · ${link("Actions to review", `${base}/pending`)} · ${link("Usage and cost", `${base}/usage`)}`,
         },
         {
           md: [
@@ -146,6 +148,9 @@ export const subagentPage: PageDef = {
         },
         {
           md: `## Webhooks\n\n${webhooks.length ? `${webhooks.length} webhook${webhooks.length === 1 ? "" : "s"} (${webhooks.filter((h) => h.enabled).length} enabled): other systems start its runs with signed deliveries.` : "None: other systems can start its runs with signed deliveries once you create one."} ${link("Manage its webhooks", `${base}/webhooks`)}.`,
+        },
+        {
+          md: `## Schedules\n\n${schedules.length ? schedules.map((s) => scheduleLine(a.handle, s)).join("\n") : "_None: it wakes only when triggered or given a task._"}\n\n${link("Manage schedules", `${base}/schedules`)}`,
         },
         {
           md: `## Recent runs\n\n${runs.length ? runs.map((r) => runLine(a.handle, r)).join("\n") : "_No runs yet._"}`,

@@ -1,0 +1,141 @@
+// The owner's schedules for an agent: cron + time zone + task. The page that lists them
+// (pages/schedules.ts) resolves the agent through the owner check, so every action here
+// acts on an agent the actor owns; a schedule id is looked up under that agent only.
+import { z } from "zod";
+import { NotFoundError } from "../../lib/errors.ts";
+import { newId } from "../../lib/ids.ts";
+import { requireScope } from "../access.ts";
+import { checkSchedule } from "../agents/schedules.ts";
+import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { idSchema, longText } from "../validation.ts";
+
+const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");
+
+/** Offered only when some schedule of the page's agent is in the state the action acts on. */
+const onSome =
+  (pred: (s: { enabled: boolean }) => boolean, none: string) =>
+  (ctx: Ctx, scope: Scope): string | null =>
+    peopleOnly(ctx) ?? (scope.schedules?.some(pred) ? null : none);
+const anySchedule = onSome(() => true, "it has no schedules");
+
+const cron = z
+  .string()
+  .trim()
+  .min(1, "must not be empty")
+  .max(100, "at most 100 characters")
+  .meta({ label: "Cron expression", description: "minute hour day month weekday, e.g. 0 9 * * 1-5" });
+const timeZone = z
+  .string()
+  .trim()
+  .min(1, "must not be empty")
+  .max(64, "at most 64 characters")
+  .meta({ label: "Time zone", description: "IANA name, e.g. Europe/Paris" });
+const task = longText(4000, "what the agent should do each time");
+const schedule = idSchema.meta({ label: "Schedule" });
+
+const pagePath = (scope: Scope) => `/subagents/${requireScope(scope.agent, "agent").handle}/schedules`;
+
+/** The schedule, if it is one of this page's agent's; locked, so two edits of it apply one after the other. */
+async function loadSchedule(ctx: ActionCtx, scope: Scope, id: string) {
+  const agent = requireScope(scope.agent, "agent");
+  const rows = await ctx.tx.$queryRaw<{ id: string }[]>`
+    SELECT id FROM agent_schedules WHERE id = ${id} AND agent_id = ${agent.id} AND tenant_id = ${ctx.tenant.id}
+    FOR UPDATE`;
+  if (!rows.length) throw new NotFoundError(`No schedule ${id} of @${agent.handle}`);
+  return ctx.tx.agentSchedule.findUniqueOrThrow({ where: { id } });
+}
+
+export const addSchedule = defineAction({
+  name: "add_schedule",
+  description: "Add a schedule: a cron expression in a time zone, and a task",
+  params: z.object({ cron, time_zone: timeZone.default("UTC"), task }),
+  writes: true,
+  available: peopleOnly,
+  async execute(ctx, p, scope) {
+    const agent = requireScope(scope.agent, "agent");
+    const checked = checkSchedule(p.cron, p.time_zone);
+    const id = newId();
+    await ctx.tx.agentSchedule.create({
+      data: {
+        id,
+        tenantId: ctx.tenant.id,
+        agentId: agent.id,
+        createdById: ctx.actor.id,
+        cron: checked.cron,
+        timeZone: checked.timeZone,
+        task: p.task,
+        nextFireAt: checked.nextFireAt,
+      },
+    });
+    return { status: 201, location: `${pagePath(scope)}#${id}`, notice: "Schedule added" };
+  },
+});
+
+export const updateSchedule = defineAction({
+  name: "update_schedule",
+  description: "Change a schedule's cron expression, time zone or task",
+  params: z.object({
+    schedule,
+    cron: cron.optional(),
+    time_zone: timeZone.optional(),
+    task: task.optional(),
+  }),
+  writes: true,
+  available: anySchedule,
+  async execute(ctx, p, scope) {
+    const s = await loadSchedule(ctx, scope, p.schedule);
+    const checked = checkSchedule(p.cron ?? s.cron, p.time_zone ?? s.timeZone);
+    await ctx.tx.agentSchedule.update({
+      where: { id: s.id },
+      data: {
+        cron: checked.cron,
+        timeZone: checked.timeZone,
+        task: p.task ?? s.task,
+        // A new rhythm starts from now; a paused schedule gets its slot when resumed.
+        nextFireAt: s.enabled ? checked.nextFireAt : null,
+      },
+    });
+    return { status: 200, location: `${pagePath(scope)}#${s.id}`, notice: "Schedule saved" };
+  },
+});
+
+export const pauseSchedule = defineAction({
+  name: "pause_schedule",
+  description: "Pause a schedule: it fires nothing until resumed",
+  params: z.object({ schedule }),
+  writes: true,
+  available: onSome((s) => s.enabled, "no schedule is running"),
+  async execute(ctx, p, scope) {
+    const s = await loadSchedule(ctx, scope, p.schedule);
+    await ctx.tx.agentSchedule.update({ where: { id: s.id }, data: { enabled: false, nextFireAt: null } });
+    return { status: 200, location: `${pagePath(scope)}#${s.id}`, notice: "Schedule paused" };
+  },
+});
+
+export const resumeSchedule = defineAction({
+  name: "resume_schedule",
+  description: "Resume a paused schedule from its next slot",
+  params: z.object({ schedule }),
+  writes: true,
+  available: onSome((s) => !s.enabled, "no schedule is paused"),
+  async execute(ctx, p, scope) {
+    const s = await loadSchedule(ctx, scope, p.schedule);
+    // From now on: the slots it missed while paused are not made up.
+    const { nextFireAt } = checkSchedule(s.cron, s.timeZone);
+    await ctx.tx.agentSchedule.update({ where: { id: s.id }, data: { enabled: true, nextFireAt } });
+    return { status: 200, location: `${pagePath(scope)}#${s.id}`, notice: "Schedule resumed" };
+  },
+});
+
+export const removeSchedule = defineAction({
+  name: "remove_schedule",
+  description: "Remove a schedule (its past runs stay)",
+  params: z.object({ schedule }),
+  writes: true,
+  available: anySchedule,
+  async execute(ctx, p, scope) {
+    const s = await loadSchedule(ctx, scope, p.schedule);
+    await ctx.tx.agentSchedule.delete({ where: { id: s.id } });
+    return { status: 200, location: pagePath(scope), notice: "Schedule removed" };
+  },
+});
