@@ -138,6 +138,29 @@ export async function seedDemo(db: PrismaClient) {
       { studio: studio.handle },
       { form: false },
     );
+    // Something it watches, and something it does on its own, so a newcomer sees both at work.
+    const venue = await db.note.findFirst({
+      where: { tenantId: tenant.id, title: "Offsite venue shortlist" },
+    });
+    if (venue)
+      await registry.run(
+        asActor(alice),
+        `/studios/${studio.handle}/notes/${venue.id}`,
+        "subscribe",
+        { agent: "scout", commented: true },
+        { form: false },
+      );
+    await registry.run(
+      asActor(alice),
+      "/subagents/scout/schedules",
+      "add_schedule",
+      {
+        cron: "0 9 * * 1-5",
+        time_zone: "Europe/Paris",
+        task: "Read yesterday's notes in #general and post a short summary as a comment on the “Welcome to Cadre” note. If there were none, finish.",
+      },
+      { form: false },
+    );
   }
 
   await db.apiToken.updateMany({
