@@ -3,19 +3,16 @@
 // writes, facts it read pages ago: through its own notes and the previous page in full,
 // since older pages reach it only as excerpts that end before the facts.
 
-import { Queue } from "bullmq";
 import { encode as cl100k } from "gpt-tokenizer/encoding/cl100k_base";
 import { encode as o200k } from "gpt-tokenizer/encoding/o200k_base";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createRedis } from "../src/db/redis.ts";
 import type { ChatRequest, FakeReply } from "../src/dev/fake-llm.ts";
 import { startFakeLlm } from "../src/dev/fake-llm.ts";
-import { QUEUE_NAMES } from "../src/jobs/queues.ts";
 import { TOOLS } from "../src/services/agents/protocol.ts";
 import { requestsFor, runById, stepsOf, userPrompt } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, tool, waitForRun } from "./helpers/agents.ts";
 import { act, fileDatabaseUrl, makeWorld, readAs, testPrisma, type World, waitFor } from "./helpers/app.ts";
-import { killAllWorkers, killGroup, spawnWorker } from "./helpers/workers.ts";
+import { endWorkers, killGroup, spawnWorker } from "./helpers/workers.ts";
 
 const CODE = /\b((?:ALPHA|BETA)-\d+)\b/g;
 // Past any excerpt (300 characters): an older page's fact reaches the model only if it noted it.
@@ -176,14 +173,7 @@ describe("a run resumed after its worker was killed", () => {
   const llm = startFakeLlm();
   const prefix = `${inject("queuePrefix")}-memory-kill`;
   afterAll(async () => {
-    killAllWorkers();
-    const redis = createRedis(inject("redisUrl"), "worker");
-    for (const name of QUEUE_NAMES) {
-      const q = new Queue(name, { connection: redis, prefix });
-      await q.obliterate({ force: true });
-      await q.close();
-    }
-    redis.disconnect();
+    await endWorkers(prefix);
     await (await llm).close();
   });
 

@@ -1,19 +1,12 @@
-// Schedules fired by real worker processes: two workers sweep one database (their
-// maintenance jobs and sweeps overlap), a schedule whose slots were missed for most of
-// an hour fires once, the run goes end to end with a scripted fake model, and the run's
-// page links back to the schedule that woke it.
-import { Queue } from "bullmq";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createRedis } from "../src/db/redis.ts";
 import { type FakeLlm, startFakeLlm } from "../src/dev/fake-llm.ts";
-import { QUEUE_NAMES } from "../src/jobs/queues.ts";
 import { fireDueSchedules } from "../src/services/agents/schedule-firing.ts";
 import { sleep, userPrompt } from "./helpers/agent-scripts.ts";
 import { runsOf, tool } from "./helpers/agents.ts";
 import { buildTestApp, fileDatabaseUrl, md, testPrisma, waitFor } from "./helpers/app.ts";
 import { addSchedule, makeDue, scheduleWorld } from "./helpers/schedules.ts";
-import { killAllWorkers, spawnWorker } from "./helpers/workers.ts";
+import { endWorkers, spawnWorker } from "./helpers/workers.ts";
 
 const prefix = `${inject("queuePrefix")}-sched`;
 let app: FastifyInstance;
@@ -25,14 +18,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  killAllWorkers();
-  const redis = createRedis(inject("redisUrl"), "worker");
-  for (const name of QUEUE_NAMES) {
-    const q = new Queue(name, { connection: redis, prefix });
-    await q.obliterate({ force: true });
-    await q.close();
-  }
-  redis.disconnect();
+  await endWorkers(prefix);
   await llm?.close();
   await app?.close();
 });

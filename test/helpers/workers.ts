@@ -3,7 +3,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { Queue } from "bullmq";
 import { inject } from "vitest";
+import { createRedis } from "../../src/db/redis.ts";
+import { QUEUE_NAMES } from "../../src/jobs/queues.ts";
 import { waitFor } from "./app.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -79,4 +82,16 @@ export function killGroup(c: ChildProcess, signal: NodeJS.Signals) {
 /** Whatever happened, no worker outlives its test file: SIGKILL each process group. */
 export function killAllWorkers() {
   for (const c of children) killGroup(c, "SIGKILL");
+}
+
+/** After a file's worker processes: none outlives it, and the queues under `prefix` are gone. */
+export async function endWorkers(prefix: string) {
+  killAllWorkers();
+  const redis = createRedis(inject("redisUrl"), "worker");
+  for (const name of QUEUE_NAMES) {
+    const q = new Queue(name, { connection: redis, prefix });
+    await q.obliterate({ force: true });
+    await q.close();
+  }
+  redis.disconnect();
 }
