@@ -84,6 +84,9 @@ describe("subscribing", () => {
     );
     const html = (await (await login(app, w, w.alice)).get("/subagents/scout/subscriptions")).body;
     expect(html).toContain(`id="${sub!.id}"`);
+    // Pause and Remove are buttons beside each subscription: no side-panel form asks for an id.
+    expect(html).toContain(`name="subscription" value="${sub!.id}"`);
+    expect(html).not.toContain('id="action-remove_subscription"');
   });
 
   it("refuses what it should, naming the field: no such agent, someone else's, not in the studio, an agent for another", async () => {

@@ -31,7 +31,7 @@ const timeZone = z
   .max(64, "at most 64 characters")
   .meta({ label: "Time zone", description: "IANA name, e.g. Europe/Paris" });
 const task = longText(4000, "what the agent should do each time");
-const schedule = idSchema.meta({ label: "Schedule" });
+const schedule = idSchema.meta({ label: "Schedule", pickedBeside: true });
 
 const pagePath = (scope: Scope) => `/subagents/${requireScope(scope.agent, "agent").handle}/schedules`;
 

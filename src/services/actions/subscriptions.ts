@@ -116,6 +116,11 @@ function pagePath(_ctx: Ctx, scope: Scope): string {
   return studio;
 }
 
+const pickedSubscription = idSchema.meta({
+  description: "which subscription (the buttons beside each pick it)",
+  pickedBeside: true,
+});
+
 const peopleOnly = (ctx: Ctx) =>
   ctx.actor.kind === "person" ? null : "only people manage an agent's subscriptions";
 
@@ -136,7 +141,7 @@ function toggle(enabled: boolean) {
   return defineAction({
     name: enabled ? "resume_subscription" : "pause_subscription",
     description: enabled ? "Resume this subscription" : "Pause this subscription",
-    params: z.object({ subscription: idSchema }),
+    params: z.object({ subscription: pickedSubscription }),
     writes: true,
     available: peopleOnly,
     async execute(ctx, p, scope) {
@@ -158,7 +163,7 @@ export const resumeSubscription = toggle(true);
 export const removeSubscription = defineAction({
   name: "remove_subscription",
   description: "Remove this subscription",
-  params: z.object({ subscription: idSchema }),
+  params: z.object({ subscription: pickedSubscription }),
   writes: true,
   available: peopleOnly,
   async execute(ctx, p, scope) {

@@ -15,6 +15,7 @@ const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only peo
 const webhookId = idSchema.meta({
   label: "Webhook",
   description: "which webhook (the buttons beside each pick it)",
+  pickedBeside: true,
 });
 
 /** A copy-paste signed delivery: the secret goes in it the one time it is shown. */

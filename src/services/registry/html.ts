@@ -182,7 +182,11 @@ export function renderPageHtml(
       covered.add(a.name);
     for (const k of Object.keys(b.form.fixed)) hidden.set(a.name, (hidden.get(a.name) ?? new Set()).add(k));
   }
-  const shown = actions.filter((a) => !covered.has(a.name) || opts.state?.action === a.name);
+  // An action on one item of a list (its id picked by the buttons beside each) has no form of its own.
+  const besideOnly = (a: ActionDef) => fields(a.params).some((f) => f.required && f.pickedBeside);
+  const shown = actions.filter(
+    (a) => (!covered.has(a.name) && !besideOnly(a)) || opts.state?.action === a.name,
+  );
   const panel = shown
     .map((a, i) => {
       // The first action (and the one that just failed) is open; the rest fold away so the panel stays short.

@@ -21,6 +21,8 @@ export interface Field {
   /** Display text for enum values in a form's select. */
   optionLabels?: Record<string, string>;
   defaultValue?: unknown;
+  /** Chosen by a button beside each item on the page (a webhook, a subscription), never typed into a form. */
+  pickedBeside: boolean;
 }
 
 type AnyZod = z.ZodType & { _zod: { def: Record<string, unknown> & { type: string } } };
@@ -36,6 +38,7 @@ export function fields(schema: z.ZodObject): Field[] {
       description?: string;
       label?: string;
       optionLabels?: Record<string, string>;
+      pickedBeside?: boolean;
     };
     const meta = (z.globalRegistry.get(t) ?? {}) as Meta;
     while (t._zod.def.type === "optional" || t._zod.def.type === "default") {
@@ -59,6 +62,7 @@ export function fields(schema: z.ZodObject): Field[] {
       label: meta.label ?? inner.label,
       optionLabels: meta.optionLabels ?? inner.optionLabels,
       defaultValue,
+      pickedBeside: Boolean(meta.pickedBeside ?? inner.pickedBeside),
     };
   });
 }
