@@ -89,6 +89,23 @@ describe("subscribing", () => {
     expect(html).not.toContain('id="action-remove_subscription"');
   });
 
+  it("in a browser: the watch form for a person with agents here, none for one without; comment forms stay", async () => {
+    const { w } = await world();
+    const note = await act(w, w.alice, "/studios/general", "create_note", { title: "Plan", text: "Draft" });
+    await act(w, w.bob, note.location, "add_comment", { text: "First!" });
+    const alice = (await (await login(app, w, w.alice)).get(note.location)).body;
+    expect(alice).toContain("Have one of your agents watch this");
+    expect(alice).toContain('<option value="scout"');
+    const bob = (await (await login(app, w, w.bob)).get(note.location)).body;
+    for (const html of [alice, bob]) {
+      // The side panel keeps "comment here" beside the inline reply forms, and never asks for an agent's handle.
+      expect(html).toContain('id="action-add_comment"');
+      expect(html).not.toContain('id="action-subscribe"');
+      expect(html).not.toContain('id="action-unsubscribe"');
+    }
+    expect(bob).not.toContain("Have one of your agents watch this");
+  });
+
   it("refuses what it should, naming the field: no such agent, someone else's, not in the studio, an agent for another", async () => {
     const { w, scout } = await world();
     const bad = async (who: World["alice"] | Agent, params: Record<string, unknown>) => {

@@ -22,8 +22,11 @@ export function watchedBy(scope: Scope): { type: Subscribable; id: string; studi
 }
 
 const agentParam = handleSchema
-  .optional()
-  .describe("which of your agents (an agent subscribing itself leaves it out)");
+  .meta({
+    description: "which of your agents (an agent subscribing itself leaves it out)",
+    pickedBeside: true,
+  })
+  .optional();
 
 /** The agent the action is for: one the person owns (the one owner check), or the acting agent itself. */
 async function agentFor(ctx: Ctx, handle: string | undefined): Promise<User> {

@@ -175,15 +175,16 @@ export function renderPageHtml(
     const required = fields(a.params)
       .filter((f) => f.required)
       .map((f) => f.name);
-    // A form in the page that offers every param (a full block, or a folded one listing them all) stands in for the panel's.
-    const offered = new Set([...(b.form.fields ?? []), ...Object.keys(b.form.fixed)]);
-    const complete = fields(a.params).every((f) => offered.has(f.name));
+    // A form in the page that offers every param and fixes none (a folded one listing them all) stands in for the panel's.
+    const complete =
+      !Object.keys(b.form.fixed).length && fields(a.params).every((f) => b.form.fields?.includes(f.name));
     if (b.form.style === "block" || complete || Object.keys(b.form.fixed).some((k) => required.includes(k)))
       covered.add(a.name);
     for (const k of Object.keys(b.form.fixed)) hidden.set(a.name, (hidden.get(a.name) ?? new Set()).add(k));
   }
-  // An action on one item of a list (its id picked by the buttons beside each) has no form of its own.
-  const besideOnly = (a: ActionDef) => fields(a.params).some((f) => f.required && f.pickedBeside);
+  // An action on one item of a list (its id picked by the buttons beside each, or a select the page
+  // fills from the data) has no form of its own: the panel would ask a person to type an id.
+  const besideOnly = (a: ActionDef) => fields(a.params).some((f) => f.pickedBeside);
   const shown = actions.filter(
     (a) => (!covered.has(a.name) && !besideOnly(a)) || opts.state?.action === a.name,
   );

@@ -21,7 +21,7 @@ export interface Field {
   /** Display text for enum values in a form's select. */
   optionLabels?: Record<string, string>;
   defaultValue?: unknown;
-  /** Chosen by a button beside each item on the page (a webhook, a subscription), never typed into a form. */
+  /** Chosen on the page (a button beside each item, a select filled from the data), never typed into the side panel. */
   pickedBeside: boolean;
 }
 
