@@ -222,7 +222,7 @@ describe("a subscription wakes its agent", () => {
   it("a burst of 20 events within the window is one run listing all 20", async () => {
     const { w, scout } = await world(2);
     const note = await act(w, w.bob, "/studios/general", "create_note", { title: "Busy", text: "x" });
-    await settled(w); // the note's own event comes before the subscription
+    // Delivered only now, the note's own event predates the subscription: it wakes nobody.
     await act(w, w.alice, note.location, "subscribe", { agent: "scout" });
     await Promise.all(
       Array.from({ length: 20 }, (_, i) =>

@@ -63,6 +63,8 @@ async function recordSubscribedEvent(db: PrismaClient, e: Event, already: Set<st
       OR: where,
       agentId: { notIn: [e.actorId, ...already] },
       agent: { archivedAt: null },
+      // An event from before the subscription (delivered late: the worker was down) is not news to it.
+      createdAt: { lte: e.createdAt },
     },
     include: { agent: true },
   });
