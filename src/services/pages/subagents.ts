@@ -144,13 +144,17 @@ export const subagentPage: PageDef = {
           md: `## Studios\n\n${studios.length ? studios.map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)`).join("\n") : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
         },
         {
-          md: `## What wakes it\n\nMentions and replies in its studios, and ${link(`${watched(true)} subscription${watched(true) === 1 ? "" : "s"}`, `${base}/subscriptions`)}${watched(false) ? ` (${watched(false)} paused)` : ""}: have it watch a studio, note, decision or commitment from that page.`,
-        },
-        {
-          md: `## Webhooks\n\n${webhooks.length ? `${webhooks.length} webhook${webhooks.length === 1 ? "" : "s"} (${webhooks.filter((h) => h.enabled).length} enabled): other systems start its runs with signed deliveries.` : "None: other systems can start its runs with signed deliveries once you create one."} ${link("Manage its webhooks", `${base}/webhooks`)}.`,
-        },
-        {
-          md: `## Schedules\n\n${schedules.length ? schedules.map((s) => scheduleLine(a.handle, s)).join("\n") : "_None: it wakes only when triggered or given a task._"}\n\n${link("Manage schedules", `${base}/schedules`)}`,
+          md: [
+            "## What wakes it",
+            "",
+            "Mentions and replies in its studios, the run form, and:",
+            "",
+            `### Subscriptions\n\n${link(`${watched(true)} subscription${watched(true) === 1 ? "" : "s"}`, `${base}/subscriptions`)}${watched(false) ? ` (${watched(false)} paused)` : ""}: have it watch a studio, note, decision or commitment from that page.`,
+            "",
+            `### Schedules\n\n${schedules.length ? schedules.map((s) => scheduleLine(a.handle, s)).join("\n") : "_None yet._"}\n\n${link("Manage schedules", `${base}/schedules`)}`,
+            "",
+            `### Webhooks\n\n${webhooks.length ? `${webhooks.length} webhook${webhooks.length === 1 ? "" : "s"} (${webhooks.filter((h) => h.enabled).length} enabled): other systems start its runs with signed deliveries.` : "None: other systems can start its runs with signed deliveries once you create one."} ${link("Manage its webhooks", `${base}/webhooks`)}.`,
+          ].join("\n"),
         },
         {
           md: `## Recent runs\n\n${runs.length ? runs.map((r) => runLine(a.handle, r)).join("\n") : "_No runs yet._"}`,
