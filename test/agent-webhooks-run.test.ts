@@ -90,7 +90,7 @@ describe("a delivery runs the agent", () => {
     const runHtml = keep(await browser.get(runUrl));
     expect(runHtml.body).toContain(`href="/subagents/scout/webhooks#${hook.id}"`);
     const hooksHtml = keep(await browser.get("/subagents/scout/webhooks"));
-    expect(hooksHtml.body).toContain(`<section id="${hook.id}" class="webhook">`);
+    expect(hooksHtml.body).toContain(`<h3 id="${hook.id}">`);
     expect(hooksHtml.body).toContain(`href="${runUrl}"`);
 
     // Every other page that could show it, in both formats.

@@ -294,7 +294,7 @@ describe("the webhooks page and its actions", () => {
       }
     }
     const page = await browser.get("/subagents/scout/webhooks");
-    expect(page.body).toContain(`<section id="${hook.id}" class="webhook">`);
+    expect(page.body).toContain(`<h3 id="${hook.id}">`);
     expect(page.body).toContain(`/hooks/${hook.id}`);
     expect(page.body).toContain("Summarise it");
     expect((await browser.get("/subagents/scout")).body).toContain('href="/subagents/scout/webhooks"');

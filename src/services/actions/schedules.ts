@@ -11,13 +11,6 @@ import { idSchema, longText } from "../validation.ts";
 
 const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");
 
-/** Offered only when some schedule of the page's agent is in the state the action acts on. */
-const onSome =
-  (pred: (s: { enabled: boolean }) => boolean, none: string) =>
-  (ctx: Ctx, scope: Scope): string | null =>
-    peopleOnly(ctx) ?? (scope.schedules?.some(pred) ? null : none);
-const anySchedule = onSome(() => true, "it has no schedules");
-
 const cron = z
   .string()
   .trim()
@@ -81,7 +74,7 @@ export const updateSchedule = defineAction({
     task: task.optional(),
   }),
   writes: true,
-  available: anySchedule,
+  available: peopleOnly,
   async execute(ctx, p, scope) {
     const s = await loadSchedule(ctx, scope, p.schedule);
     const checked = checkSchedule(p.cron ?? s.cron, p.time_zone ?? s.timeZone);
@@ -104,7 +97,7 @@ export const pauseSchedule = defineAction({
   description: "Pause a schedule: it fires nothing until resumed",
   params: z.object({ schedule }),
   writes: true,
-  available: onSome((s) => s.enabled, "no schedule is running"),
+  available: peopleOnly,
   async execute(ctx, p, scope) {
     const s = await loadSchedule(ctx, scope, p.schedule);
     await ctx.tx.agentSchedule.update({ where: { id: s.id }, data: { enabled: false, nextFireAt: null } });
@@ -117,7 +110,7 @@ export const resumeSchedule = defineAction({
   description: "Resume a paused schedule from its next slot",
   params: z.object({ schedule }),
   writes: true,
-  available: onSome((s) => !s.enabled, "no schedule is paused"),
+  available: peopleOnly,
   async execute(ctx, p, scope) {
     const s = await loadSchedule(ctx, scope, p.schedule);
     // From now on: the slots it missed while paused are not made up.
@@ -132,7 +125,7 @@ export const removeSchedule = defineAction({
   description: "Remove a schedule (its past runs stay)",
   params: z.object({ schedule }),
   writes: true,
-  available: anySchedule,
+  available: peopleOnly,
   async execute(ctx, p, scope) {
     const s = await loadSchedule(ctx, scope, p.schedule);
     await ctx.tx.agentSchedule.delete({ where: { id: s.id } });

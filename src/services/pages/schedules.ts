@@ -1,7 +1,6 @@
 import type { AgentSchedule, SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { loadOwnedAgent } from "../access.ts";
 import { nextSlots, slotLabel } from "../agents/schedules.ts";
-import { markdownToHtml } from "../registry/html.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
 import { when } from "./format.ts";
@@ -43,7 +42,7 @@ export function scheduleLine(handle: string, s: Listed): string {
 function scheduleBlocks(handle: string, s: Listed): Block[] {
   const later = s.enabled && s.nextFireAt ? nextSlots(s.cron, s.timeZone, 2, s.nextFireAt) : [];
   const md = [
-    `### ${code(s.cron)} in ${mdEscape(s.timeZone)}${s.enabled ? "" : " · **paused**"}`,
+    `### ${code(s.cron)} in ${mdEscape(s.timeZone)}${s.enabled ? "" : " · **paused**"} {#${s.id}}`,
     "",
     `Schedule \`${s.id}\` · added ${when(s.createdAt)}`,
     "",
@@ -57,8 +56,8 @@ function scheduleBlocks(handle: string, s: Listed): Block[] {
   ].join("\n");
   const fixed = { schedule: s.id };
   return [
-    // The anchor a run's "what woke it" link lands on.
-    { md, html: `<section class="schedule" id="${s.id}">${markdownToHtml(md)}</section>` },
+    // Its heading is the anchor a run's "what woke it" link lands on.
+    { md },
     s.enabled
       ? { form: { action: "pause_schedule", fixed, label: "Pause" } }
       : { form: { action: "resume_schedule", fixed, label: "Resume" } },
@@ -79,14 +78,8 @@ function scheduleBlocks(handle: string, s: Listed): Block[] {
 export const schedulesPage: PageDef = {
   pattern: "/subagents/:handle/schedules",
   actions: ["add_schedule", "update_schedule", "pause_schedule", "resume_schedule", "remove_schedule"],
-  async resolve(ctx, p) {
-    const agent = await loadOwnedAgent(ctx, p.handle!);
-    const schedules = await ctx.db.agentSchedule.findMany({
-      where: { tenantId: ctx.tenant.id, agentId: agent.id },
-      select: { id: true, enabled: true },
-    });
-    return { agent, schedules };
-  },
+  // Its actions act on one schedule, picked by the buttons beside each (pickedBeside).
+  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
   async render(ctx, scope) {
     const a = scope.agent!;
     const schedules = await listSchedules(ctx.db, ctx.tenant.id, a.id);

@@ -1,7 +1,6 @@
 import type { AgentWebhook, SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { loadOwnedAgent } from "../access.ts";
 import { SIGNATURE_TOLERANCE_SECONDS, TASK_PAYLOAD_CHARS } from "../agents/webhooks.ts";
-import { markdownToHtml } from "../registry/html.ts";
 import { code, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
 import { when } from "./format.ts";
@@ -13,7 +12,7 @@ const RECENT_RUNS = 5;
 /** One webhook: what it is, where it is called, what it started; its section's id is the webhook's, so `#<id>` lands on it. */
 function card(handle: string, origin: string, h: AgentWebhook, runs: SubagentTaskRun[]): Block {
   const md = [
-    `### ${mdEscape(h.name)} · ${h.enabled ? "enabled" : "**disabled** (deliveries answer 404)"}`,
+    `### ${mdEscape(h.name)} · ${h.enabled ? "enabled" : "**disabled** (deliveries answer 404)"} {#${h.id}}`,
     "",
     `${code(`POST ${origin}/hooks/${h.id}`)}  `,
     `id ${code(h.id)} · created ${when(h.createdAt)}${h.rotatedAt ? ` · secret rotated ${when(h.rotatedAt)}` : ""} · last delivery ${h.lastDeliveryAt ? when(h.lastDeliveryAt) : "never"} · at most ${h.ratePerMinute} deliveries a minute`,
@@ -24,7 +23,7 @@ function card(handle: string, origin: string, h: AgentWebhook, runs: SubagentTas
     "",
     `Recent runs it started:${runs.length ? `\n\n${runs.map((r) => runLine(handle, r)).join("\n")}` : " _none yet._"}`,
   ].join("\n");
-  return { md, html: `<section id="${h.id}" class="webhook">${markdownToHtml(md)}</section>` };
+  return { md };
 }
 
 export const webhooksPage: PageDef = {

@@ -72,8 +72,6 @@ export interface Scope {
   /** A subagent the actor owns. */
   agent?: User;
   taskRun?: SubagentTaskRun;
-  /** The agent's schedules, so actions on one are offered only when there is one to act on. */
-  schedules?: { id: string; enabled: boolean }[];
   pendingId?: string;
 }
 
