@@ -26,3 +26,12 @@ export function storableJson(v: unknown): unknown {
   if (v === null || typeof v !== "object" || Object.getPrototypeOf(v) !== Object.prototype) return v;
   return Object.fromEntries(Object.entries(v).map(([k, x]) => [storable(k, "\ufffd"), storableJson(x)]));
 }
+
+/** Someone's text as a task quotes it, as data: cut at `max` characters, every line behind `> `. */
+export function quoteAsData(text: string, max: number, indent = ""): string {
+  const body = text.length > max ? `${text.slice(0, max)}…` : text;
+  return body
+    .split("\n")
+    .map((l) => `${indent}> ${l}`)
+    .join("\n");
+}

@@ -10,15 +10,21 @@ import { SUBSCRIPTION_EVENTS, type Subscribable } from "../agents/subscriptions.
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, idSchema } from "../validation.ts";
 
-/** What a page's subscription is about: the page's own subject, else its studio. */
-export function watchedBy(scope: Scope): { type: Subscribable; id: string; studioId: string; what: string } {
+/** What a page's subscription is about (the page's own subject, else its studio), and the page. */
+export function watchedBy(scope: Scope) {
   const studio = requireScope(scope.studio, "studio");
-  if (scope.note) return { type: "note", id: scope.note.id, studioId: studio.id, what: "this note" };
-  if (scope.decision)
-    return { type: "decision", id: scope.decision.id, studioId: studio.id, what: "this decision" };
-  if (scope.commitment)
-    return { type: "commitment", id: scope.commitment.id, studioId: studio.id, what: "this commitment" };
-  return { type: "studio", id: studio.id, studioId: studio.id, what: `#${studio.handle}` };
+  const base = `/studios/${studio.handle}`;
+  const on = (type: Subscribable, id: string, what: string) => ({
+    type,
+    id,
+    studioId: studio.id,
+    what,
+    path: type === "studio" ? base : `${base}/${type}s/${id}`,
+  });
+  if (scope.note) return on("note", scope.note.id, "this note");
+  if (scope.decision) return on("decision", scope.decision.id, "this decision");
+  if (scope.commitment) return on("commitment", scope.commitment.id, "this commitment");
+  return on("studio", studio.id, `#${studio.handle}`);
 }
 
 const agentParam = handleSchema
@@ -85,7 +91,7 @@ export const subscribe = defineAction({
     });
     return {
       status: existing ? 200 : 201,
-      location: pagePath(ctx, scope),
+      location: target.path,
       notice: `@${agent.handle} ${existing ? "now watches" : "watches"} ${target.what} for: ${events.join(", ")}`,
     };
   },
@@ -105,19 +111,11 @@ export const unsubscribe = defineAction({
     if (!count) throw new NotFoundError(`@${agent.handle} does not watch ${target.what}`);
     return {
       status: 200,
-      location: pagePath(ctx, scope),
+      location: target.path,
       notice: `@${agent.handle} no longer watches ${target.what}`,
     };
   },
 });
-
-function pagePath(_ctx: Ctx, scope: Scope): string {
-  const studio = `/studios/${requireScope(scope.studio, "studio").handle}`;
-  if (scope.note) return `${studio}/notes/${scope.note.id}`;
-  if (scope.decision) return `${studio}/decisions/${scope.decision.id}`;
-  if (scope.commitment) return `${studio}/commitments/${scope.commitment.id}`;
-  return studio;
-}
 
 const pickedSubscription = idSchema.meta({
   description: "which subscription (the buttons beside each pick it)",

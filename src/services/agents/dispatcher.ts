@@ -6,6 +6,7 @@
 // guards: `queueTriggered`.
 import { type Db, inTransaction, type PrismaClient } from "../../db/prisma.ts";
 import type { Event, User } from "../../generated/prisma/client.ts";
+import { quoteAsData } from "../../lib/text.ts";
 import { parseMentions } from "../mentions.ts";
 import type { Subject } from "../subjects.ts";
 import { type NewRun, queueRun, recordSkipped } from "./runs.ts";
@@ -21,14 +22,10 @@ const VERB: Record<Kind, string> = {
 
 export function triggerTask(kind: Kind, actor: Pick<User, "name" | "handle">, s: Subject): string {
   const where = s.kind === "comment" ? `a comment on “${s.title}”` : `the ${s.kind} “${s.title}”`;
-  const body = s.text.length > 1500 ? `${s.text.slice(0, 1500)}…` : s.text;
   return [
     `${actor.name} (@${actor.handle}) ${VERB[kind]} in ${where} at ${s.path}.`,
     s.kind === "comment" ? `The comment (id \`${s.id}\`) says:` : "It says:",
-    body
-      .split("\n")
-      .map((l) => `> ${l}`)
-      .join("\n"),
+    quoteAsData(s.text, 1500),
     `Open ${s.path}, read it in context, and respond if a response is useful${s.kind === "comment" ? ` — usually with \`add_comment\` and \`reply_to: "${s.id}"\`` : " — usually with `add_comment`"}. If nothing needs doing, finish.`,
   ].join("\n\n");
 }

@@ -88,6 +88,8 @@ class Navigation {
   /** The run's steps, oldest first: recorded ones and those this worker adds. */
   private readonly memory: Remembered[];
   private readonly deadline: number;
+  /** The tenant's price overrides, parsed once per run. */
+  private readonly prices: ReturnType<typeof tenantSettings>["pricing"];
   private budget: Budget;
   private n: number;
   private answers: number;
@@ -121,6 +123,7 @@ class Navigation {
     // Checked before every LLM call, not once per run: the owner may lower the limit or
     // revoke the key meanwhile. Read with the claim; every recorded call returns it as it leaves it.
     this.budget = budgetAtStart(agent.agentConfig, start.whoami.spentMicros);
+    this.prices = tenantSettings(tenant).pricing;
     this.memory = [...p.previous];
     this.n = p.previous.length;
     this.answers = p.previous.filter((s) => CONVERSATION.includes(s.type)).length;
@@ -248,7 +251,7 @@ class Navigation {
   }
 
   private spent(reply: LlmResponse): UsageEntry {
-    const { run, agent, tenant } = this.start;
+    const { run, agent } = this.start;
     return {
       tenantId: run.tenantId,
       agentId: agent.id,
@@ -259,7 +262,7 @@ class Navigation {
       model: this.p.model,
       usage: reply.usage,
       latencyMs: reply.latencyMs,
-      price: priceCall(this.p.model, reply.usage, tenantSettings(tenant).pricing),
+      price: priceCall(this.p.model, reply.usage, this.prices),
     };
   }
 

@@ -46,49 +46,47 @@ function targets(e: Pick<Event, "studioId" | "subjectType" | "subjectId" | "pare
 }
 
 /**
- * Records `e` against the enabled subscriptions it matches, one per agent (the page's over
- * the studio's): never the agent's own writes, nor agents `already` woken by this event (a
- * mention of a subscribed agent is one run, not two). Returns the subscriptions to flush now
- * (window 0).
+ * Wakes the agents that watch where `e` happened: records the event against each matching
+ * enabled subscription, one per agent (the page's over the studio's), never for the agent's
+ * own writes, nor for an agent this event already woke (a mention of a subscribed agent is
+ * one run, not two). Subscriptions of agents with no window are flushed at once; the rest
+ * by the sweeper. Returns how many subscriptions it recorded the event against.
  */
-async function recordSubscribedEvent(db: PrismaClient, e: Event, already: Set<string>) {
+export async function wakeSubscribers(db: PrismaClient, e: Event): Promise<number> {
   const kind = EVENT_KIND[e.type];
   const where = targets(e);
-  if (!kind || !where.length) return [];
+  if (!kind || !where.length) return 0;
   const subs = await db.agentSubscription.findMany({
     where: {
       tenantId: e.tenantId,
       enabled: true,
       events: { has: kind },
       OR: where,
-      agentId: { notIn: [e.actorId, ...already] },
+      agentId: { not: e.actorId },
       agent: { archivedAt: null },
       // An event from before the subscription (delivered late: the worker was down) is not news to it.
       createdAt: { lte: e.createdAt },
     },
     include: { agent: true },
   });
-  const perAgent = new Map<string, (typeof subs)[number]>();
-  for (const s of subs)
-    if (!perAgent.has(s.agentId) || s.subjectType !== "studio") perAgent.set(s.agentId, s);
-  const chosen = [...perAgent.values()];
-  await db.agentSubscriptionEvent.createMany({
-    data: chosen.map((s) => ({ subscriptionId: s.id, eventId: e.id, tenantId: e.tenantId })),
-    skipDuplicates: true,
-  });
-  return chosen.filter((s) => windowMs(s.agent) === 0).map((s) => s.id);
-}
-
-/** Wakes the agents that watch where `e` happened; an agent this event already woke (a mention) is left alone. */
-export async function wakeSubscribers(db: PrismaClient, e: Event): Promise<number> {
-  if (!EVENT_KIND[e.type]) return 0;
+  if (!subs.length) return 0; // most events: one indexed read, nothing more
   const woken = await db.subagentTaskRun.findMany({
     where: { triggerEventId: e.id },
     select: { agentId: true },
   });
-  const now = await recordSubscribedEvent(db, e, new Set(woken.map((r) => r.agentId)));
-  for (const id of now) await flushSubscription(db, id);
-  return now.length;
+  const already = new Set(woken.map((r) => r.agentId));
+  const perAgent = new Map<string, (typeof subs)[number]>();
+  for (const s of subs)
+    if (!already.has(s.agentId) && (!perAgent.has(s.agentId) || s.subjectType !== "studio"))
+      perAgent.set(s.agentId, s);
+  const chosen = [...perAgent.values()];
+  if (!chosen.length) return 0;
+  await db.agentSubscriptionEvent.createMany({
+    data: chosen.map((s) => ({ subscriptionId: s.id, eventId: e.id, tenantId: e.tenantId })),
+    skipDuplicates: true,
+  });
+  for (const s of chosen) if (windowMs(s.agent) === 0) await flushSubscription(db, s.id);
+  return chosen.length;
 }
 
 const windowMs = (agent: Pick<User, "agentConfig">) => agentConfig(agent).subscription_window_seconds * 1000;
