@@ -114,54 +114,7 @@ export async function seedDemo(db: PrismaClient) {
     await run(bob, commitment.location, "join_commitment", {});
   }
 
-  const scout = await db.user.findUnique({
-    where: { tenantId_handle: { tenantId: tenant.id, handle: "scout" } },
-  });
-  if (!scout) {
-    const created = await registry.run(
-      asActor(alice),
-      "/subagents",
-      "create_subagent",
-      {
-        name: "Scout",
-        handle: "scout",
-        identity_prompt:
-          "You are Scout, Alice's research assistant. When someone mentions you, read the thread and reply helpfully and briefly.",
-        max_steps: 10,
-      },
-      { form: false },
-    );
-    await registry.run(
-      asActor(alice),
-      created.location,
-      "add_to_studio",
-      { studio: studio.handle },
-      { form: false },
-    );
-    // Something it watches, and something it does on its own, so a newcomer sees both at work.
-    const venue = await db.note.findFirst({
-      where: { tenantId: tenant.id, title: "Offsite venue shortlist" },
-    });
-    if (venue)
-      await registry.run(
-        asActor(alice),
-        `/studios/${studio.handle}/notes/${venue.id}`,
-        "subscribe",
-        { agent: "scout", commented: true },
-        { form: false },
-      );
-    await registry.run(
-      asActor(alice),
-      "/subagents/scout/schedules",
-      "add_schedule",
-      {
-        cron: "0 9 * * 1-5",
-        time_zone: "Europe/Paris",
-        task: "Read yesterday's notes in #general and post a short summary as a comment on the “Welcome to Cadre” note. If there were none, finish.",
-      },
-      { form: false },
-    );
-  }
+  await seedScout(asActor(alice), studio.handle);
 
   await db.apiToken.updateMany({
     where: { userId: alice.id, name: "bin/demo", revokedAt: null },
@@ -174,4 +127,49 @@ export async function seedDemo(db: PrismaClient) {
     token,
     people: DEMO.people.map((p) => ({ ...p })),
   };
+}
+
+/** Alice's agent @scout in studio `studio`: something it watches, and a schedule, so a newcomer sees both at work. */
+async function seedScout(alice: Ctx, studio: string) {
+  const existing = await alice.db.user.findUnique({
+    where: { tenantId_handle: { tenantId: alice.tenant.id, handle: "scout" } },
+  });
+  if (existing) return;
+  const created = await registry.run(
+    alice,
+    "/subagents",
+    "create_subagent",
+    {
+      name: "Scout",
+      handle: "scout",
+      identity_prompt:
+        "You are Scout, Alice's research assistant. When someone mentions you, read the thread and reply helpfully and briefly.",
+      max_steps: 10,
+    },
+    { form: false },
+  );
+  await registry.run(alice, created.location, "add_to_studio", { studio }, { form: false });
+  // Something it watches, and something it does on its own, so a newcomer sees both at work.
+  const venue = await alice.db.note.findFirst({
+    where: { tenantId: alice.tenant.id, title: "Offsite venue shortlist" },
+  });
+  if (venue)
+    await registry.run(
+      alice,
+      `/studios/${studio}/notes/${venue.id}`,
+      "subscribe",
+      { agent: "scout", commented: true },
+      { form: false },
+    );
+  await registry.run(
+    alice,
+    "/subagents/scout/schedules",
+    "add_schedule",
+    {
+      cron: "0 9 * * 1-5",
+      time_zone: "Europe/Paris",
+      task: "Read yesterday's notes in #general and post a short summary as a comment on the “Welcome to Cadre” note. If there were none, finish.",
+    },
+    { form: false },
+  );
 }
