@@ -118,11 +118,11 @@ describe("subscribing", () => {
     });
     expect(await bad(w.alice, { agent: "nobody" })).toMatchObject({
       status: 400,
-      body: expect.stringContaining("you have no agent @nobody"),
+      body: expect.stringContaining("you manage no agent @nobody"),
     });
     expect(await bad(w.bob, { agent: "scout" })).toMatchObject({
       status: 400,
-      body: expect.stringContaining("you have no agent @scout"),
+      body: expect.stringContaining("you manage no agent @scout"),
     });
     await db().studioMember.delete({
       where: { studioId_userId: { studioId: w.studio.id, userId: scout.id } },

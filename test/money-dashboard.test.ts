@@ -127,7 +127,7 @@ async function addKey(w: World, owner: Person, label: string, key: string) {
   // A closed local port: nothing here ever calls it.
   return createKey(db(), {
     tenantId: w.tenant.id,
-    ownerId: owner.id,
+    holder: { ownerId: owner.id },
     label,
     provider: "openai_compatible",
     baseUrl: "http://127.0.0.1:9/v1",

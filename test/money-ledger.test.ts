@@ -360,7 +360,7 @@ describe("the ledger", () => {
     const echo = await makeAgent(w, w.alice, "echo", { model: "house-model-7b" });
     const key = await createKey(db(), {
       tenantId: w.tenant.id,
-      ownerId: w.bob.id,
+      holder: { ownerId: w.bob.id },
       label: "Bob's Anthropic",
       provider: "openai_compatible",
       baseUrl: env.llm.url,
@@ -554,7 +554,7 @@ describe("calls recorded together (a worker's group commit)", () => {
     // Two agents spend through the same key: its totals move by both.
     const key = await createKey(db(), {
       tenantId: w.tenant.id,
-      ownerId: w.alice.id,
+      holder: { ownerId: w.alice.id },
       label: "Shared",
       provider: "openai_compatible",
       baseUrl: env.llm.url,

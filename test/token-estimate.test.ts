@@ -116,7 +116,7 @@ describe("a prompt built within a budget", () => {
   }));
   const worst = (budget: number, jsonMode: boolean) => ({
     agent: { name: "Scout", handle: "scout", identityPrompt: SAMPLES.base64!.repeat(3) },
-    owner: { name: "Alice", handle: "alice" },
+    owner: "your owner, Alice (@alice)",
     workspace: "Acme",
     task: SAMPLES["links with ids"]!,
     steps,

@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { PrismaClient } from "../db/prisma.ts";
 import { Prisma } from "../generated/prisma/client.ts";
-import { loadOwnedAgent } from "../services/access.ts";
+import { loadAgent } from "../services/agents/ownership.ts";
 import { type UsageFilter, usageWhere, windowStart } from "../services/money/dashboard.ts";
 import { usageFilter } from "../services/pages/usage.ts";
 import { ctxOf } from "./pages.ts";
@@ -106,7 +106,7 @@ export default async function usageCsvRoutes(app: FastifyInstance) {
   };
   app.get<{ Params: { handle: string } }>("/subagents/:handle/usage.csv", async (req, reply) => {
     const ctx = ctxOf(req);
-    const agent = await loadOwnedAgent(ctx, req.params.handle, { adminReads: true });
+    const agent = await loadAgent(ctx, req.params.handle, { adminReads: true });
     const out = await send(req, { kind: "agent", tenantId: ctx.tenant.id, agentId: agent.id }, agent.handle);
     return reply
       .type("text/csv; charset=utf-8")

@@ -4,6 +4,7 @@
 import { hotQuery } from "../db/prisma.ts";
 import { Prisma, type Studio, type StudioRole } from "../generated/prisma/client.ts";
 import { NotFoundError } from "../lib/errors.ts";
+import { ownerCeilingSql } from "./agents/ownership.ts";
 import { primeOwnerMembership } from "./agents/policy.ts";
 import type { Ctx, StudioScope } from "./registry/types.ts";
 
@@ -25,8 +26,8 @@ export async function loadStudioWith<T>(
   handle: string,
   content: ((studioId: Prisma.Sql) => Prisma.Sql) | null,
 ): Promise<{ studio: StudioScope; content: T }> {
-  // A subagent may do no more than its owner: the owner's membership comes in the same read.
-  const owner = ctx.actor.kind === "subagent" ? ctx.actor.parentId : null;
+  // A subagent may do no more than its owner: what its owner may be here comes in the same read.
+  const agent = ctx.actor.kind === "subagent";
   const [row] = await hotQuery<{
     studio: Omit<Studio, "createdAt"> & { createdAt: string };
     role: StudioRole | null;
@@ -37,16 +38,16 @@ export async function loadStudioWith<T>(
     Prisma.sql`
     SELECT json_build_object('id', s.id, 'tenantId', s.tenant_id, 'handle', s.handle, 'name', s.name,
         'description', s.description, 'inviteCode', s.invite_code, 'createdById', s.created_by_id,
-        'createdAt', s.created_at AT TIME ZONE 'UTC') AS studio, am.role::text AS role, om.role::text AS owner_role,
+        'createdAt', s.created_at AT TIME ZONE 'UTC') AS studio, am.role::text AS role,
+      ${agent ? ownerCeilingSql(Prisma.sql`${ctx.actor.id}`, Prisma.sql`s.id`) : Prisma.sql`NULL`} AS owner_role,
       ${content ? Prisma.sql`CASE WHEN am.role IS NOT NULL THEN ${content(Prisma.sql`s.id`)} END` : Prisma.sql`NULL`} AS content
     FROM studios s
-      -- Joins, not scalar subqueries: the CASE reads the role again, and a subquery would run twice.
+      -- A join, not a scalar subquery: the CASE reads the role again, and a subquery would run twice.
       LEFT JOIN studio_members am ON am.studio_id = s.id AND am.user_id = ${ctx.actor.id}
-      LEFT JOIN studio_members om ON om.studio_id = s.id AND om.user_id = ${owner}::text
     WHERE s.tenant_id = ${ctx.tenant.id} AND s.handle = ${handle}`,
   );
   if (!row?.role) throw new NotFoundError(`No studio ${handle}`);
-  if (owner) primeOwnerMembership(ctx, row.studio.id, row.owner_role ? { role: row.owner_role } : null);
+  if (agent) primeOwnerMembership(ctx, row.studio.id, row.owner_role ? { role: row.owner_role } : null);
   return {
     studio: { ...row.studio, createdAt: new Date(row.studio.createdAt), role: row.role },
     content: row.content,
@@ -79,32 +80,21 @@ export async function loadUser(ctx: Ctx, handle: string) {
   const user = await ctx.db.user.findUnique({
     where: { tenantId_handle: { tenantId: ctx.tenant.id, handle } },
   });
-  if (!user) throw new NotFoundError(`No user @${handle}`);
+  // A studio's agent exists only for its studio's members.
+  const hidden =
+    user?.ownerStudioId &&
+    user.id !== ctx.actor.id &&
+    !(await ctx.db.studioMember.findUnique({
+      where: { studioId_userId: { studioId: user.ownerStudioId, userId: ctx.actor.id } },
+      select: { role: true },
+    }));
+  if (!user || hidden) throw new NotFoundError(`No user @${handle}`);
   return user;
 }
 
 export function requireScope<T>(value: T | undefined, what: string): T {
   if (value === undefined) throw new Error(`page scope is missing ${what}`);
   return value;
-}
-
-/**
- * A subagent the actor owns; anyone else's agent (or a person) is a 404. With
- * `adminReads`, a workspace admin may read any agent of the tenant (its usage); what
- * they may change is still up to each action's owner check.
- */
-export async function loadOwnedAgent(ctx: Ctx, handle: string, opts: { adminReads?: boolean } = {}) {
-  const anyOwner = opts.adminReads && ctx.actor.tenantAdmin;
-  const agent = await ctx.db.user.findFirst({
-    where: {
-      tenantId: ctx.tenant.id,
-      handle,
-      kind: "subagent",
-      ...(!anyOwner && { parentId: ctx.actor.id }),
-    },
-  });
-  if (!agent) throw new NotFoundError(`No subagent @${handle} of yours`);
-  return agent;
 }
 
 export async function loadRun(ctx: Ctx, agentId: string, id: string) {

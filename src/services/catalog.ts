@@ -1,5 +1,6 @@
 // Every page and action of the workspace, in one list: the registry is built from it.
 
+import { transferSubagent } from "./actions/agent-ownership.ts";
 import {
   addRule,
   removeRule,
@@ -65,7 +66,7 @@ import {
 } from "./actions/webhooks.ts";
 import { agentGuard, agentPolicy } from "./agents/policy.ts";
 import { agentSettingsPage } from "./pages/agent-settings.ts";
-import { apiKeysPage } from "./pages/api-keys.ts";
+import { apiKeysPage, studioApiKeysPage } from "./pages/api-keys.ts";
 import { agentPendingPage, approvalsPage, pendingPage } from "./pages/approvals.ts";
 import { commitmentPage, commitmentsPage } from "./pages/commitments.ts";
 import { decisionPage, decisionsPage } from "./pages/decisions.ts";
@@ -77,7 +78,7 @@ import { settingsPage, tokensPage } from "./pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "./pages/studios.ts";
 import { subagentPage, subagentsPage } from "./pages/subagents.ts";
 import { subscriptionsPage } from "./pages/subscriptions.ts";
-import { agentUsagePage, pricingPage, usagePage } from "./pages/usage.ts";
+import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "./pages/usage.ts";
 import { webhooksPage } from "./pages/webhooks.ts";
 import { createRegistry } from "./registry/registry.ts";
 
@@ -99,6 +100,7 @@ export const pages = [
   settingsPage,
   tokensPage,
   apiKeysPage,
+  studioApiKeysPage,
   subagentsPage,
   subagentPage,
   runFormPage,
@@ -112,6 +114,7 @@ export const pages = [
   approvalsPage,
   agentUsagePage,
   usagePage,
+  studioUsagePage,
   pricingPage,
   webhooksPage,
 ];
@@ -153,6 +156,7 @@ export const actions = [
   resumeSubagent,
   archiveSubagent,
   unarchiveSubagent,
+  transferSubagent,
   runTask,
   stopRun,
   answerQuestion,

@@ -59,6 +59,13 @@ export interface Seed {
    * without keys (test/capabilities.test.ts): its key actions then name a key nobody has.
    */
   keys?: { use: string; revoke: string };
+  /**
+   * The keys of the seed's studio (its keys page), the same way. In the seed whose agent is
+   * the studio's (`only`), `keys` are these: the agent calls with the studio's key.
+   */
+  studioKeys?: { use: string; revoke: string };
+  /** The key the seed's agent may call with, when not `keys.use` (a studio's agent: its studio's). */
+  agentKey?: string;
   /** A webhook of `agent`: its actions name it (rotate, disable, enable, then delete). Absent: they name one nobody has. */
   webhook?: string;
 }
@@ -130,11 +137,12 @@ export async function deliverEvents(tenantId: string): Promise<void> {
  * event: a queued run (or its event) could be picked up by another test file's
  * worker, which serves every tenant of the run's database, and change under us.
  */
-export async function seedAgent(w: World, owner: Person, handle: string, mark: string) {
+export async function seedAgent(w: World, owner: Person, handle: string, mark: string, studio?: string) {
   await act(w, owner, "/subagents", "create_subagent", {
     name: `Agent ${mark}`,
     handle,
     identity_prompt: `Identity ${mark}`,
+    ...(studio && { studio }),
   });
   const db = testPrisma();
   const agent = await must(db.user.findFirst({ where: { tenantId: w.tenant.id, handle } }), "subagent");
@@ -153,12 +161,16 @@ export async function seedAgent(w: World, owner: Person, handle: string, mark: s
       question: `Question ${mark}?`,
     },
   });
-  // What the agent watches (its subscriptions page), inserted: it is in no studio yet.
-  const studio = await must(db.studio.findFirst({ where: { tenantId: w.tenant.id } }), "a studio");
+  // What the agent watches (its subscriptions page), inserted: a person's agent is in no studio
+  // yet; a studio's agent watches its own.
+  const watched = await must(
+    db.studio.findFirst({ where: { tenantId: w.tenant.id, ...(studio && { handle: studio }) } }),
+    "a studio",
+  );
   const subscription = await db.agentSubscription.create({
     data: {
       ...{ id: newId(), tenantId: w.tenant.id, agentId: agent.id, subjectType: "studio" },
-      ...{ subjectId: studio.id, studioId: studio.id, events: ["created"], createdById: owner.id },
+      ...{ subjectId: watched.id, studioId: watched.id, events: ["created"], createdById: owner.id },
     },
   });
   return {
@@ -255,9 +267,8 @@ async function seedReview(w: World, owner: Person, handle: string, studio: strin
  * harmlessly) and two ledger rows of its run, one on the first key and one on the shared
  * endpoint with A's own `model`. The caller rebuilds the totals once everything is in.
  */
-async function seedMoney(w: World, owner: Person, handle: string, run: string, mark: string, model: string) {
+async function seedKeys(w: World, owner: Person, page: string, mark: string) {
   const db = testPrisma();
-  const page = `/u/${owner.handle}/settings/api-keys`;
   const add = async (what: string) => {
     const secret = `sk-${what}-${newId(16)}`;
     await act(w, owner, page, "add_api_key", {
@@ -272,14 +283,31 @@ async function seedMoney(w: World, owner: Person, handle: string, run: string, m
     );
     return { id: k.id, secret };
   };
-  const use = await add(`use-${owner.handle}`);
-  const revoke = await add(`revoke-${owner.handle}`);
+  const tag = page.startsWith("/studios") ? `studio-${owner.handle}` : owner.handle;
+  const use = await add(`use-${tag}`);
+  const revoke = await add(`revoke-${tag}`);
+  return { keys: { use: use.id, revoke: revoke.id }, secrets: [use.secret, revoke.secret] };
+}
+
+/**
+ * Two ledger rows of `owner`'s (or `owner`'s studio's) agent's run: one on `key`, one on the
+ * shared endpoint with A's own `model`.
+ */
+async function seedLedger(
+  w: World,
+  owner: Person | null,
+  handle: string,
+  run: string,
+  key: string,
+  model: string,
+) {
+  const db = testPrisma();
   const agent = await must(db.user.findFirst({ where: { tenantId: w.tenant.id, handle } }), "subagent");
   const row = (apiKeyId: string | null, m: string, cost: bigint) => ({
     id: newId(),
     tenantId: w.tenant.id,
     agentId: agent.id,
-    ownerId: owner.id,
+    ownerId: owner?.id ?? null,
     runId: run,
     stepNumber: 1,
     apiKeyId,
@@ -292,8 +320,7 @@ async function seedMoney(w: World, owner: Person, handle: string, run: string, m
     costMicros: cost,
     latencyMs: 400,
   });
-  await db.llmUsage.createMany({ data: [row(use.id, "gpt-4o-mini", 120_000n), row(null, model, 30_000n)] });
-  return { keys: { use: use.id, revoke: revoke.id }, secrets: [use.secret, revoke.secret] };
+  await db.llmUsage.createMany({ data: [row(key, "gpt-4o-mini", 120_000n), row(null, model, 30_000n)] });
 }
 
 /** A webhook of `owner`'s agent `handle`, made through the registry; its secret is what the one answer showed. */
@@ -431,7 +458,8 @@ export async function seedVictim(w: World): Promise<Victim> {
   const only = await seedStudio(w, "only", zed, yan, vault, mark, findme);
   // `scout` is also the handle of B's alice's subagent; zed's agent exists only in A.
   const sharedAgent = await seedAgent(w, w.alice, "scout", mark);
-  const onlyAgent = await seedAgent(w, zed, `zagent-${rand}`, mark);
+  // Zed's agent is the studio's: every agent page of the `only` seed is a studio agent's.
+  const onlyAgent = await seedAgent(w, zed, `zagent-${rand}`, mark, vault);
   const sharedWatcher = await seedWatcher(w, w.alice, `watch-${rand}`, "general", mark);
   const onlyWatcher = await seedWatcher(w, zed, `zwatch-${rand}`, vault, mark);
   // One paused schedule, so some seed can use each schedule action (resume_schedule needs one).
@@ -444,8 +472,12 @@ export async function seedVictim(w: World): Promise<Victim> {
   await db.user.update({ where: { id: zed.id }, data: { tenantAdmin: true } });
   const model = `m-${mark}`;
   await act(w, zed, "/usage/pricing", "set_model_price", { model, input: 1, cached_input: 0.5, output: 2 });
-  const sharedMoney = await seedMoney(w, w.alice, "scout", sharedAgent.run, mark, model);
-  const onlyMoney = await seedMoney(w, zed, `zagent-${rand}`, onlyAgent.run, mark, model);
+  const sharedMoney = await seedKeys(w, w.alice, `/u/${w.alice.handle}/settings/api-keys`, mark);
+  const onlyMoney = await seedKeys(w, zed, `/u/${zed.handle}/settings/api-keys`, mark);
+  const sharedStudioKeys = await seedKeys(w, w.alice, "/studios/general/settings/api-keys", mark);
+  const onlyStudioKeys = await seedKeys(w, zed, `/studios/${vault}/settings/api-keys`, mark);
+  await seedLedger(w, w.alice, "scout", sharedAgent.run, sharedMoney.keys.use, model);
+  await seedLedger(w, null, `zagent-${rand}`, onlyAgent.run, onlyStudioKeys.keys.use, model);
   const sharedHook = await seedWebhook(w, w.alice, "scout", mark);
   const onlyHook = await seedWebhook(w, zed, `zagent-${rand}`, mark);
   await rebuildTotals(db, w.tenant.id);
@@ -466,7 +498,11 @@ export async function seedVictim(w: World): Promise<Victim> {
     findme,
     zed,
     yan,
-    secrets: [...sharedMoney.secrets, ...onlyMoney.secrets, sharedHook.secret, onlyHook.secret],
+    secrets: [
+      ...[sharedMoney, onlyMoney, sharedStudioKeys, onlyStudioKeys].flatMap((k) => k.secrets),
+      sharedHook.secret,
+      onlyHook.secret,
+    ],
     hooks: [sharedHook, onlyHook],
     model,
     shared: {
@@ -475,6 +511,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       ...sharedReview,
       watcher: sharedWatcher,
       keys: sharedMoney.keys,
+      studioKeys: sharedStudioKeys.keys,
       webhook: sharedHook.id,
       agentStudio: { handle: "general", aRef: false },
       joinCode: vaultCode,
@@ -487,6 +524,8 @@ export async function seedVictim(w: World): Promise<Victim> {
       ...onlyReview,
       watcher: onlyWatcher,
       keys: onlyMoney.keys,
+      studioKeys: onlyStudioKeys.keys,
+      agentKey: onlyStudioKeys.keys.use,
       webhook: onlyHook.id,
       agentStudio: { handle: vault, aRef: true },
       joinCode: w.studio.inviteCode,
@@ -658,6 +697,9 @@ const slug = (s: Seed) =>
  * entries (`action.param`) win over generic ones (`param`). An unknown param name fails
  * the suite, so a new action or param is never silently skipped.
  */
+/** The keys a keys page manages: the studio's on a studio's page, else the person's. */
+const keysOn = (s: Seed, page: PageDef) => (page.pattern.startsWith("/studios") ? s.studioKeys : s.keys);
+
 const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">) => Probe> = {
   text: () => ({ value: `${PROBE} text` }),
   title: (s) => ({ value: `${PROBE} title ${s.label}` }),
@@ -689,7 +731,9 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   answer: () => ({ value: `${PROBE} answer` }),
   reason: () => ({ value: `${PROBE} reason` }),
   "create_studio.handle": (s) => ({ value: `${PROBE}-${slug(s)}` }),
-  "create_subagent.handle": (s) => ({ value: `${PROBE}-agent-${slug(s)}` }),
+  "create_subagent.handle": (s, page) => ({
+    value: `${PROBE}-agent-${slug(s)}${page.pattern.startsWith("/studios") ? "-s" : ""}`,
+  }),
   "add_to_studio.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),
   "remove_from_studio.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),
   // The actor's watcher is in the seed's studio; its handle exists only in A.
@@ -733,9 +777,14 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "add_api_key.provider": () => ({ value: "openai_compatible" }),
   "add_api_key.base_url": () => ({ value: "http://127.0.0.1:9/v1" }),
   "add_api_key.key": () => ({ value: `sk-${PROBE}-probe-key` }),
-  "test_api_key.key_id": (s) => ({ value: s.keys?.use ?? NO_KEY, aRef: true }),
-  "revoke_api_key.key_id": (s) => ({ value: s.keys?.revoke ?? NO_KEY, aRef: true }),
-  "set_agent_api_key.api_key": (s) => ({ value: s.keys?.use ?? NO_KEY, aRef: true }),
+  "test_api_key.key_id": (s, page) => ({ value: keysOn(s, page)?.use ?? NO_KEY, aRef: true }),
+  "revoke_api_key.key_id": (s, page) => ({ value: keysOn(s, page)?.revoke ?? NO_KEY, aRef: true }),
+  "set_agent_api_key.api_key": (s) => ({ value: s.agentKey ?? s.keys?.use ?? NO_KEY, aRef: true }),
+  // Studio agents: created on the studio's page or /subagents for the seed's studio; a person's
+  // agent may only say members may not run it (it runs only for its owner).
+  "create_subagent.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),
+  "transfer_subagent.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),
+  "update_subagent.members_may_run": () => ({ value: false }),
   // Webhooks: the seed's own, through rotate, disable, enable and (last on the page) delete.
   instruction: () => ({ value: `${PROBE} instruction` }),
   webhook_id: (s) => ({ value: s.webhook ?? NO_HOOK, aRef: true }),

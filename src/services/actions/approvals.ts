@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { expirePending, resumeWaitingRun } from "../agents/approvals.ts";
+import { managedBySql } from "../agents/ownership.ts";
 import { registry } from "../catalog.ts";
 import { emit } from "../events.ts";
 import { when } from "../pages/format.ts";
@@ -12,8 +13,9 @@ const ownerOnly = (ctx: { actor: { kind: string } }) =>
   ctx.actor.kind === "person" ? null : "only people review agents' actions";
 
 /**
- * The pending action, locked, if it belongs to an agent the actor owns (otherwise the same
- * 404 as a missing one), and still open for review at `now`. The statement that locks it
+ * The pending action, locked, if it belongs to an agent the actor manages (otherwise the
+ * same 404 as a missing one), and still open for review at `now`. Two admins of a studio's
+ * agent reviewing at once queue on this lock: the second finds it reviewed. The statement that locks it
  * also checks its expiry: one past it is refused whether or not the sweep got to it, and
  * marked expired here as the sweep would (the refusal commits that), so its run resumes.
  */
@@ -21,7 +23,7 @@ async function lockOwned(ctx: ActionCtx, id: string, now: Date) {
   const rows = await ctx.tx.$queryRaw<{ id: string; overdue: boolean }[]>`
     SELECT p.id, (p.status = 'pending' AND p.expires_at <= ${now}) AS overdue
     FROM agent_pending_actions p JOIN users a ON a.id = p.agent_id
-    WHERE p.id = ${id} AND p.tenant_id = ${ctx.tenant.id} AND a.parent_id = ${ctx.actor.id}
+    WHERE p.id = ${id} AND p.tenant_id = ${ctx.tenant.id} AND ${managedBySql("a", ctx.actor.id)}
     FOR UPDATE OF p`;
   if (!rows.length) throw new NotFoundError(`No pending action #${id}`);
   const p = await ctx.tx.agentPendingAction.findUniqueOrThrow({ where: { id }, include: { agent: true } });
@@ -31,6 +33,19 @@ async function lockOwned(ctx: ActionCtx, id: string, now: Date) {
   if (p.status === "expired") throw new ConflictError(expired);
   if (p.status !== "pending") throw new ConflictError(`#${id} is already ${p.status}`);
   return p;
+}
+
+/** A review by one manager settles the request for all: their notifications of it are done. */
+async function settleRequest(ctx: ActionCtx, pending: { id: string; agent: { handle: string } }) {
+  await ctx.tx.notification.updateMany({
+    where: {
+      tenantId: ctx.tenant.id,
+      kind: "agent",
+      path: `/subagents/${pending.agent.handle}/pending/${pending.id}`,
+      dismissedAt: null,
+    },
+    data: { dismissedAt: new Date() },
+  });
 }
 
 export const approveAction = defineAction({
@@ -80,6 +95,7 @@ export const approveAction = defineAction({
         ...(edited && { editedParams: edited as object }),
       },
     });
+    await settleRequest(ctx, pending);
     // Execution happens in the approved-actions worker, from this outbox event.
     await emit(ctx, { type: "approval.approved", subjectType: "pending_action", subjectId: pending.id });
     return {
@@ -106,6 +122,7 @@ export const rejectAction = defineAction({
       where: { id: pending.id },
       data: { status: "rejected", reviewedById: ctx.actor.id, reviewedAt: now, reviewNote: p.reason },
     });
+    await settleRequest(ctx, pending);
     await emit(ctx, { type: "approval.rejected", subjectType: "pending_action", subjectId: pending.id });
     await resumeWaitingRun(ctx.tx, updated, { status: "rejected", message: p.reason }, ctx.actor.id);
     return {

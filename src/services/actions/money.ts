@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { requireScope } from "../access.ts";
+import { agentsOf, keyHolder, keysOf, mayManage } from "../agents/ownership.ts";
 import { agentConfig, MAX_COST_LIMIT_USD, tenantSettings } from "../agents/settings.ts";
 import {
   checkBaseUrl,
@@ -23,9 +24,9 @@ import { saveConfig } from "./agent-settings.ts";
 const peopleOnly = (ctx: Ctx) =>
   ctx.actor.kind === "person" ? null : "only people manage keys and spending";
 
-/** On a usage page a workspace admin may read another's agent; only its owner changes it. */
+/** On a usage page a workspace admin may read another's agent; only its managers change it. */
 const ownerOnly = (ctx: Ctx, scope: Scope) =>
-  peopleOnly(ctx) ?? (scope.agent && scope.agent.parentId !== ctx.actor.id ? "only its owner can" : null);
+  peopleOnly(ctx) ?? (scope.agent && !mayManage(ctx.actor, scope.agent) ? "only its owner can" : null);
 
 const dollars = z
   .number("a number of US dollars")
@@ -60,7 +61,7 @@ export const addApiKey = defineAction({
   writes: true,
   available: peopleOnly,
   async execute(ctx, p, scope) {
-    const user = requireScope(scope.user, "user");
+    const holder = keyHolder(scope);
     let baseUrl: string;
     if (p.provider === "openai_compatible") {
       if (!p.base_url)
@@ -80,7 +81,7 @@ export const addApiKey = defineAction({
     }
     const k = await createKey(ctx.tx, {
       tenantId: ctx.tenant.id,
-      ownerId: user.id,
+      holder: holder.kind === "studio" ? { studioId: holder.id } : { ownerId: holder.id },
       label: p.label,
       provider: p.provider,
       baseUrl,
@@ -88,17 +89,18 @@ export const addApiKey = defineAction({
     });
     return {
       status: 201,
-      location: `/u/${user.handle}/settings/api-keys`,
+      location: holder.path,
       notice: `Added “${k.label}” (…${keyHint(p.key)}). Test it, then pick it on an agent's page.`,
     };
   },
 });
 
 async function ownKey(ctx: ActionCtx, scope: Scope, id: string) {
-  const user = requireScope(scope.user, "user");
-  const k = await ctx.tx.agentApiKey.findFirst({ where: { id, tenantId: ctx.tenant.id, ownerId: user.id } });
-  if (!k) throw new NotFoundError(`No API key ${id} of yours`);
-  return { user, k };
+  const holder = keyHolder(scope);
+  const k = await ctx.tx.agentApiKey.findFirst({ where: { id, tenantId: ctx.tenant.id, ...holder.where } });
+  if (!k)
+    throw new NotFoundError(`No API key ${id} ${holder.kind === "studio" ? "of this studio" : "of yours"}`);
+  return { holder, k };
 }
 
 export const testApiKey = defineAction({
@@ -109,12 +111,12 @@ export const testApiKey = defineAction({
   callsOut: true,
   available: peopleOnly,
   async execute(ctx, p, scope) {
-    const { user, k } = await ownKey(ctx, scope, p.key_id);
+    const { holder, k } = await ownKey(ctx, scope, p.key_id);
     if (k.revokedAt) throw new ConflictError(`“${k.label}” is revoked`);
     const r = await testKey(ctx.tx, k);
     return {
       status: 200,
-      location: `/u/${user.handle}/settings/api-keys`,
+      location: holder.path,
       notice: `${r.ok ? "✓" : "✗"} “${k.label}” (…${k.keyHint}): ${r.message}`,
       warning: !r.ok,
     };
@@ -128,7 +130,7 @@ export const revokeApiKey = defineAction({
   writes: true,
   available: peopleOnly,
   async execute(ctx, p, scope) {
-    const { user, k } = await ownKey(ctx, scope, p.key_id);
+    const { holder, k } = await ownKey(ctx, scope, p.key_id);
     if (k.revokedAt) throw new ConflictError(`“${k.label}” is already revoked`);
     // The ciphertext goes too: a revoked key is never needed again.
     await ctx.tx.agentApiKey.update({
@@ -136,14 +138,14 @@ export const revokeApiKey = defineAction({
       data: { revokedAt: new Date(), encryptedKey: new Uint8Array(0) },
     });
     const users = await ctx.tx.user.findMany({
-      where: { tenantId: ctx.tenant.id, parentId: user.id, kind: "subagent" },
+      where: { tenantId: ctx.tenant.id, ...agentsOf(holder) },
       select: { handle: true, agentConfig: true },
       orderBy: { handle: "asc" },
     });
     const using = users.filter((a) => agentConfig(a).api_key_id === k.id).map((a) => `@${a.handle}`);
     return {
       status: 200,
-      location: `/u/${user.handle}/settings/api-keys`,
+      location: holder.path,
       notice: `Revoked “${k.label}”.${using.length ? ` ${using.join(", ")} used it: pick another key on their pages, or their runs fail.` : ""}`,
     };
   },
@@ -169,9 +171,15 @@ export const setAgentApiKey = defineAction({
     let label = "the shared endpoint";
     if (p.api_key !== "shared") {
       const k = await ctx.tx.agentApiKey.findFirst({
-        where: { id: p.api_key, tenantId: ctx.tenant.id, ownerId: ctx.actor.id },
+        where: { id: p.api_key, tenantId: ctx.tenant.id, ...keysOf(agent) },
       });
-      if (!k) throw new ValidationError([{ field: "api_key", message: "not one of your keys" }]);
+      if (!k)
+        throw new ValidationError([
+          {
+            field: "api_key",
+            message: agent.ownerStudioId ? "not one of its studio's keys" : "not one of your keys",
+          },
+        ]);
       if (k.revokedAt) throw new ValidationError([{ field: "api_key", message: `“${k.label}” is revoked` }]);
       label = `“${k.label}” (…${k.keyHint})`;
     }

@@ -1,16 +1,22 @@
 import { z } from "zod";
 import { conflictOnDuplicate } from "../../db/prisma.ts";
-import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
-import { agentConfig, MAX_STEPS_LIMIT } from "../agents/settings.ts";
+import { mayManage } from "../agents/ownership.ts";
+import { MAX_STEPS_LIMIT } from "../agents/settings.ts";
 import { emit } from "../events.ts";
-import { type Ctx, defineAction } from "../registry/types.ts";
+import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, longText, optionalText, text } from "../validation.ts";
+import { adminStudio, settleInStudio } from "./agent-ownership.ts";
+import { saveConfig } from "./agent-settings.ts";
 import { assertUnderLimit } from "./money.ts";
 
 const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people can manage subagents");
+
+/** A studio's agent is a member of its own studio only: it joins or leaves no other. */
+const ownStudioOnly = (scope: Scope) =>
+  scope.agent?.ownerStudio ? `it belongs to ${scope.agent.ownerStudio.name} and acts only there` : null;
 
 const maxSteps = z
   .number()
@@ -26,21 +32,30 @@ const modelName = z
 
 export const createSubagent = defineAction({
   name: "create_subagent",
-  description: "Create a subagent: an AI user you own",
+  description: "Create a subagent: an AI user you own, or one a studio you administer owns",
   params: z.object({
     name: text(80),
     handle: handleSchema.describe("how people @mention it"),
+    studio: handleSchema.optional().meta({
+      label: "Owned by",
+      description:
+        "leave empty to own it yourself, or a studio you administer: its admins then manage it together",
+    }),
     identity_prompt: longText(10_000, "who it is and how it should behave").optional(),
     model: modelName.optional().describe("leave empty for the workspace default"),
     max_steps: maxSteps.optional(),
   }),
   writes: true,
-  available: peopleOnly,
+  // On a studio's page: its admins create the studio's agents there.
+  available: (ctx, scope) =>
+    peopleOnly(ctx) ??
+    (scope.studio && scope.studio.role !== "admin" ? "only the studio's admins create its agents" : null),
   async execute(ctx, p) {
     const taken = await ctx.tx.user.findUnique({
       where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: p.handle } },
     });
     if (taken) throw new ConflictError(`The handle @${p.handle} is taken`);
+    const studio = p.studio ? await adminStudio(ctx, p.studio) : null;
     const agent = await ctx.tx.user
       .create({
         data: {
@@ -49,7 +64,8 @@ export const createSubagent = defineAction({
           handle: p.handle,
           name: p.name,
           kind: "subagent",
-          parentId: ctx.actor.id,
+          parentId: studio ? null : ctx.actor.id,
+          ownerStudioId: studio?.id ?? null,
           agentConfig: {
             identity_prompt: p.identity_prompt ?? "",
             ...(p.model && { model: p.model }),
@@ -59,7 +75,12 @@ export const createSubagent = defineAction({
       })
       .catch(conflictOnDuplicate(`The handle @${p.handle} is taken`));
     await emit(ctx, { type: "subagent.created", subjectType: "user", subjectId: agent.id });
-    return { status: 201, location: `/subagents/${agent.handle}`, notice: `Created @${agent.handle}` };
+    if (studio) await settleInStudio(ctx, agent.id, studio);
+    return {
+      status: 201,
+      location: `/subagents/${agent.handle}`,
+      notice: `Created @${agent.handle}${studio ? `, owned by ${studio.name}` : ""}`,
+    };
   },
 });
 
@@ -84,6 +105,10 @@ export const updateSubagent = defineAction({
       .max(3600, "at most 3600")
       .optional()
       .describe("seconds a burst of watched events gathers into one run (default 30; 0: each at once)"),
+    members_may_run: z.boolean().optional().meta({
+      label: "Members may run it",
+      description: "a studio's agent: let every member of the studio, not only its admins, give it tasks",
+    }),
   }),
   writes: true,
   available: peopleOnly,
@@ -93,20 +118,26 @@ export const updateSubagent = defineAction({
       throw new ValidationError([{ field: "", message: "nothing to change" }]);
     if (p.name !== undefined && !p.name)
       throw new ValidationError([{ field: "name", message: "must not be empty" }]);
-    const cfg = { ...agentConfig(agent) } as Record<string, unknown>;
-    if (p.identity_prompt !== undefined) cfg.identity_prompt = p.identity_prompt;
-    if (p.model !== undefined) {
-      if (p.model) cfg.model = p.model;
-      else delete cfg.model;
-    }
-    if (p.max_steps !== undefined) cfg.max_steps = p.max_steps;
-    if (p.timeout_seconds !== undefined) cfg.timeout_seconds = p.timeout_seconds;
-    if (p.subscription_window_seconds !== undefined)
-      cfg.subscription_window_seconds = p.subscription_window_seconds;
-    await ctx.tx.user.update({
-      where: { id: agent.id },
-      data: { ...(p.name && { name: p.name }), agentConfig: cfg as Prisma.InputJsonValue },
+    if (p.members_may_run && !agent.ownerStudioId)
+      throw new ValidationError([
+        { field: "members_may_run", message: "only for a studio's agent: yours runs only for you" },
+      ]);
+    // Under the row's lock (saveConfig): two managers saving at once never tear the config.
+    await saveConfig(ctx, scope, (cfg) => {
+      if (p.identity_prompt !== undefined) cfg.identity_prompt = p.identity_prompt;
+      if (p.model !== undefined) {
+        if (p.model) cfg.model = p.model;
+        else delete cfg.model;
+      }
+      for (const k of [
+        "max_steps",
+        "timeout_seconds",
+        "subscription_window_seconds",
+        "members_may_run",
+      ] as const)
+        if (p[k] !== undefined) cfg[k] = p[k];
     });
+    if (p.name) await ctx.tx.user.update({ where: { id: agent.id }, data: { name: p.name } });
     return { status: 200, location: `/subagents/${agent.handle}`, notice: "Saved" };
   },
 });
@@ -116,7 +147,7 @@ export const addToStudio = defineAction({
   description: "Add it to one of your studios, so it can be mentioned there",
   params: z.object({ studio: handleSchema.describe("the studio's handle") }),
   writes: true,
-  available: peopleOnly,
+  available: (ctx, scope) => peopleOnly(ctx) ?? ownStudioOnly(scope),
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
     const studio = await ctx.tx.studio.findFirst({
@@ -141,7 +172,7 @@ export const removeFromStudio = defineAction({
   description: "Take it out of a studio",
   params: z.object({ studio: handleSchema.describe("the studio's handle") }),
   writes: true,
-  available: peopleOnly,
+  available: (ctx, scope) => peopleOnly(ctx) ?? ownStudioOnly(scope),
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
     const removed = await ctx.tx.studioMember.deleteMany({
@@ -195,8 +226,8 @@ function pauseAction(pause: boolean) {
     writes: true,
     available: (ctx, scope) =>
       peopleOnly(ctx) ??
-      // A workspace admin reads any agent's usage page; only the owner pauses or resumes it.
-      (scope.agent?.parentId !== ctx.actor.id ? "only its owner can" : null) ??
+      // A workspace admin reads any agent's usage page; only its managers pause or resume it.
+      (scope.agent && !mayManage(ctx.actor, scope.agent) ? "only its owner can" : null) ??
       (Boolean(scope.agent?.pausedAt) === pause ? (pause ? "already paused" : "not paused") : null),
     async execute(ctx, p, scope) {
       const agent = requireScope(scope.agent, "agent");

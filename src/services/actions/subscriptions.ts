@@ -3,9 +3,10 @@
 // subscriptions page, its owner pauses, resumes or removes one.
 import { z } from "zod";
 import type { User } from "../../generated/prisma/client.ts";
-import { NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { ForbiddenError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { loadOwnedAgent, requireScope } from "../access.ts";
+import { requireScope } from "../access.ts";
+import { loadAgent } from "../agents/ownership.ts";
 import { SUBSCRIPTION_EVENTS, type Subscribable } from "../agents/subscriptions.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, idSchema } from "../validation.ts";
@@ -43,10 +44,10 @@ async function agentFor(ctx: Ctx, handle: string | undefined): Promise<User> {
   }
   if (!handle) throw new ValidationError([{ field: "agent", message: "required: which of your agents" }]);
   try {
-    return await loadOwnedAgent(ctx, handle);
+    return await loadAgent(ctx, handle);
   } catch (err) {
-    if (!(err instanceof NotFoundError)) throw err;
-    throw new ValidationError([{ field: "agent", message: `you have no agent @${handle}` }]);
+    if (!(err instanceof NotFoundError || err instanceof ForbiddenError)) throw err;
+    throw new ValidationError([{ field: "agent", message: `you manage no agent @${handle}` }]);
   }
 }
 

@@ -1,6 +1,6 @@
 // An agent's inbound webhooks, managed by its owner: create one (its secret shown once),
 // rotate the secret, disable, enable, delete. Agents never manage webhooks
-// (capabilities.ts); the page resolves only for the agent's owner (loadOwnedAgent).
+// (capabilities.ts); the page resolves only for the agent's owner (loadAgent).
 import { z } from "zod";
 import { NotFoundError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";

@@ -22,6 +22,7 @@ export const ALWAYS_BLOCKED = [
   "resume_subagent",
   "archive_subagent",
   "unarchive_subagent",
+  "transfer_subagent",
   "run_task",
   "stop_run",
   "answer_question",

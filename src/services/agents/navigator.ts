@@ -8,7 +8,7 @@ import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
 import { markKeyFailed } from "../money/keys.ts";
 import { type Budget, budgetAtStart, recordUsage, type UsageEntry } from "../money/ledger.ts";
 import { priceCall } from "../money/pricing.ts";
-import { primeWhoami } from "../pages/whoami-read.ts";
+import { ownerText, primeWhoami } from "../pages/whoami-read.ts";
 import { type Ctx, toActor } from "../registry/types.ts";
 import type { StopReason } from "./heartbeat.ts";
 import { type Endpoint, type LlmClient, LlmError, type LlmResponse, type Usage } from "./llm.ts";
@@ -166,7 +166,12 @@ class Navigation {
     const c = { ...this.ctx };
     const { agent } = this.start;
     if (!executing)
-      primeAgent(c, { id: agent.id, parentId: agent.parentId, agentConfig: this.budget.agentConfig });
+      primeAgent(c, {
+        id: agent.id,
+        parentId: agent.parentId,
+        ownerStudioId: agent.ownerStudioId,
+        agentConfig: this.budget.agentConfig,
+      });
     return c;
   }
 
@@ -202,7 +207,7 @@ class Navigation {
     const { run, agent, tenant, whoami } = this.start;
     const messages = buildMessages({
       agent: { name: agent.name, handle: agent.handle, identityPrompt: this.p.cfg.identity_prompt },
-      owner: whoami.user.parent ?? { name: "nobody", handle: "nobody" },
+      owner: ownerText(whoami.user),
       workspace: tenant.name,
       task: run.task,
       steps: this.memory,

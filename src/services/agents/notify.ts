@@ -1,31 +1,31 @@
-// Tells an agent's owner when it needs them: a question, an action to review, its spend.
-// One notification per (event, owner): a re-delivered event never notifies twice.
+// Tells an agent's managers when it needs them: a question, an action to review, its spend.
+// Its managers are its owner, or each admin of the studio that owns it (ownership.ts).
+// One notification per (event, manager): a re-delivered event never notifies twice.
 import type { PrismaClient } from "../../db/prisma.ts";
 import type { Event } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import { usd } from "../money/pricing.ts";
+import { managersOf, type Owned } from "./ownership.ts";
 
-interface AgentRef {
+interface AgentRef extends Owned {
   id: string;
   tenantId: string;
-  parentId: string | null;
 }
 
 async function notifyOwner(db: PrismaClient, e: Event, agent: AgentRef, path: string, excerpt: string) {
-  if (!agent.parentId) return 0;
+  const managers = await managersOf(db, agent);
+  if (!managers.length) return 0;
   const res = await db.notification.createMany({
-    data: [
-      {
-        id: newId(),
-        tenantId: agent.tenantId,
-        userId: agent.parentId,
-        actorId: agent.id,
-        eventId: e.id,
-        kind: "agent",
-        path,
-        excerpt: excerpt.slice(0, 500),
-      },
-    ],
+    data: managers.map((userId) => ({
+      id: newId(),
+      tenantId: agent.tenantId,
+      userId,
+      actorId: agent.id,
+      eventId: e.id,
+      kind: "agent" as const,
+      path,
+      excerpt: excerpt.slice(0, 500),
+    })),
     skipDuplicates: true,
   });
   return res.count;

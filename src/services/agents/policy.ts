@@ -5,13 +5,14 @@
 // The guard runs when pages list actions and again when one executes; the policy runs
 // at execution, when the params are known.
 import type { Db } from "../../db/prisma.ts";
-import type { User } from "../../generated/prisma/client.ts";
+import { Prisma, type User } from "../../generated/prisma/client.ts";
 import { ForbiddenError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { emit } from "../events.ts";
 import type { Guard, Policy } from "../registry/registry.ts";
 import type { Ctx } from "../registry/types.ts";
 import { capabilityDenial } from "./capabilities.ts";
+import { ownerCeilingSql } from "./ownership.ts";
 import { type AgentConfig, agentConfig, type Rule } from "./settings.ts";
 
 /** A rule's regex; a leading `(?i)` (common in other engines, not in JavaScript's) means case-insensitive. */
@@ -48,7 +49,7 @@ export function decide(
 // One lookup per request for the agent row and its owner's memberships, or none when
 // the caller already has them (a run's navigator holds its agent; loading a studio
 // reads the owner's membership with the agent's).
-type AgentRow = Pick<User, "id" | "parentId" | "agentConfig">;
+type AgentRow = Pick<User, "id" | "parentId" | "ownerStudioId" | "agentConfig">;
 const agents = new WeakMap<Ctx, Promise<AgentRow>>();
 
 // A page lists several actions, each guarded: the agent's configuration is parsed once per row read.
@@ -71,7 +72,7 @@ function agentOf(ctx: Ctx, db: Db = ctx.db) {
   if (!p) {
     p = db.user.findUniqueOrThrow({
       where: { id: ctx.actor.id },
-      select: { id: true, parentId: true, agentConfig: true },
+      select: { id: true, parentId: true, ownerStudioId: true, agentConfig: true },
     });
     agents.set(ctx, p);
   }
@@ -88,19 +89,19 @@ function membershipsOf(ctx: Ctx) {
   return byStudio;
 }
 
-/** The agent's owner's membership of a studio (null: not a member), read with the studio. */
-export function primeOwnerMembership(ctx: Ctx, studioId: string, membership: { role: string } | null) {
-  membershipsOf(ctx).set(studioId, Promise.resolve(membership));
+/** What the agent's owner makes it at most in a studio (null: nothing), read with the studio. */
+export function primeOwnerMembership(ctx: Ctx, studioId: string, ceiling: { role: string } | null) {
+  membershipsOf(ctx).set(studioId, Promise.resolve(ceiling));
 }
 
-function ownerMembership(ctx: Ctx, studioId: string, ownerId: string) {
+function ownerCeiling(ctx: Ctx, studioId: string) {
   const byStudio = membershipsOf(ctx);
   let p = byStudio.get(studioId);
   if (!p) {
-    p = ctx.db.studioMember.findUnique({
-      where: { studioId_userId: { studioId, userId: ownerId } },
-      select: { role: true },
-    });
+    p = ctx.db.$queryRaw<{ role: string | null }[]>`
+        SELECT ${ownerCeilingSql(Prisma.sql`${ctx.actor.id}`, Prisma.sql`${studioId}`)} AS role`.then(
+      ([r]) => (r?.role ? { role: r.role } : null),
+    );
     byStudio.set(studioId, p);
   }
   return p;
@@ -112,12 +113,19 @@ export const agentGuard: Guard = async (ctx, action, scope) => {
   const denial = capabilityDenial(action.name, configOf(agent).capabilities);
   if (denial) return denial;
   if (!scope.studio) return null;
-  // Never more than its owner could do: the owner must be in the studio, and the agent acts with the lesser role.
-  const owner = agent.parentId ? await ownerMembership(ctx, scope.studio.id, agent.parentId) : null;
-  if (!owner) return "its owner is not a member of this studio";
+  // Never more than its owner could do: a person owner must be in the studio, a studio's agent
+  // acts only in its own studio and as a member there; the agent acts with the lesser role.
+  const owner = await ownerCeiling(ctx, scope.studio.id);
+  if (!owner)
+    return agent.ownerStudioId
+      ? "it belongs to another studio and acts only there"
+      : "its owner is not a member of this studio";
   if (owner.role === "admin" || scope.studio.role === "member") return null;
   const reason = action.available?.(ctx, { ...scope, studio: { ...scope.studio, role: "member" } });
-  return reason ? `its owner could not do this either: ${reason}` : null;
+  if (!reason) return null;
+  return agent.ownerStudioId
+    ? `it acts as a member here, and ${reason}`
+    : `its owner could not do this either: ${reason}`;
 };
 
 export const agentPolicy: Policy = async (actx, action, params, _scope, path, opts) => {
@@ -157,7 +165,7 @@ export const agentPolicy: Policy = async (actx, action, params, _scope, path, op
   return {
     status: 202,
     location: path,
-    notice: `Queued for approval as #${id}: your owner reviews it${waits ? "; this run waits for the outcome" : ""}.`,
+    notice: `Queued for approval as #${id}: ${agent.ownerStudioId ? "an admin of your studio" : "your owner"} reviews it${waits ? "; this run waits for the outcome" : ""}.`,
     pending: { id, waits },
   };
 };

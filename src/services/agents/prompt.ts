@@ -32,7 +32,8 @@ const FRAMING_TOKENS = 16;
 
 export interface PromptInput {
   agent: { name: string; handle: string; identityPrompt: string };
-  owner: { name: string; handle: string };
+  /** Whom it works for, in words (whoami-read.ts `ownerText`). */
+  owner: string;
   workspace: string;
   task: string;
   /** The run's steps so far, oldest first: its memory. */
@@ -52,7 +53,7 @@ export function systemPrompt(
 ) {
   const identity = cut(p.agent.identityPrompt, identityTokens, "description");
   return [
-    `You are ${p.agent.name} (@${p.agent.handle}), an AI agent in the ${p.workspace} workspace of Cadre, a collaboration app. You act on behalf of your owner, ${p.owner.name} (@${p.owner.handle}).`,
+    `You are ${p.agent.name} (@${p.agent.handle}), an AI agent in the ${p.workspace} workspace of Cadre, a collaboration app. You act on behalf of ${p.owner}.`,
     identity ? `Your owner describes your role like this:\n${identity}` : "",
     [
       "How you work:",

@@ -24,7 +24,15 @@ export type ClaimedRun = Pick<
 /** The agent as it acts; its owner's name is on its /whoami. */
 export type RunAgent = Pick<
   User,
-  "id" | "tenantId" | "handle" | "name" | "kind" | "parentId" | "tenantAdmin" | "agentConfig"
+  | "id"
+  | "tenantId"
+  | "handle"
+  | "name"
+  | "kind"
+  | "parentId"
+  | "ownerStudioId"
+  | "tenantAdmin"
+  | "agentConfig"
 >;
 
 export interface RunStart {
@@ -46,7 +54,7 @@ export const runStartSql = (at: Date) => Prisma.sql`(
       'stepsCount', c.steps_count, 'status', c.status, 'chainDepth', c.chain_depth, 'attempts', c.attempts,
       'leaseOwner', c.lease_owner),
     'agent', json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle, 'name', u.name,
-      'kind', u.kind, 'parentId', u.parent_id, 'tenantAdmin', u.tenant_admin, 'agentConfig', u.agent_config),
+      'kind', u.kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'tenantAdmin', u.tenant_admin, 'agentConfig', u.agent_config),
     'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings,
       'createdAt', t.created_at AT TIME ZONE 'UTC'),
     'whoami', ${whoamiSql(Prisma.sql`c.agent_id`, Prisma.sql`c.tenant_id`, at)})

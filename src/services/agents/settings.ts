@@ -42,6 +42,8 @@ export const agentConfigSchema = z
       .min(1)
       .max(24 * 30)
       .default(24),
+    /** A studio's agent: may the studio's members (not only its admins) give it tasks from its run form? */
+    members_may_run: z.boolean().default(false),
     /** The owner's BYOK key it calls its provider with; absent: the shared endpoint. */
     api_key_id: z.string().optional(),
     /** Month-to-date spend (UTC calendar month) at which runs stop and the agent pauses. */

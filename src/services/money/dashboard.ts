@@ -9,13 +9,25 @@ export const DAYS = 30;
 export type UsageFilter =
   | { kind: "agent"; tenantId: string; agentId: string }
   | { kind: "owner"; tenantId: string; ownerId: string }
+  /** The agents a studio owns now (whoever owned them when they spent). */
+  | { kind: "studio"; tenantId: string; studioId: string }
   | { kind: "tenant"; tenantId: string };
 
 /** The filter on a usage table aliased `u` (the ledger or its daily rollup: same columns). */
 export function usageWhere(f: UsageFilter): Prisma.Sql {
   if (f.kind === "agent") return Prisma.sql`u.tenant_id = ${f.tenantId} AND u.agent_id = ${f.agentId}`;
   if (f.kind === "owner") return Prisma.sql`u.tenant_id = ${f.tenantId} AND u.owner_id = ${f.ownerId}`;
+  if (f.kind === "studio")
+    return Prisma.sql`u.tenant_id = ${f.tenantId} AND u.agent_id IN (
+      SELECT id FROM users WHERE tenant_id = ${f.tenantId} AND owner_studio_id = ${f.studioId})`;
   return Prisma.sql`u.tenant_id = ${f.tenantId}`;
+}
+
+/** The filter's agents, on an agent row aliased `a` (an empty condition for a whole tenant). */
+function agentsWhere(f: UsageFilter): Prisma.Sql {
+  if (f.kind === "owner") return Prisma.sql`AND a.parent_id = ${f.ownerId}`;
+  if (f.kind === "studio") return Prisma.sql`AND a.owner_studio_id = ${f.studioId}`;
+  return Prisma.empty;
 }
 
 export interface Totals {
@@ -138,7 +150,7 @@ export async function loadUsage(db: PrismaClient, f: UsageFilter, now = new Date
       FROM subagent_task_runs r JOIN users a ON a.id = r.agent_id
       WHERE r.tenant_id = ${f.tenantId} AND r.created_at >= ${from} AND r.cost_micros > 0
         ${f.kind === "agent" ? Prisma.sql`AND r.agent_id = ${f.agentId}` : Prisma.empty}
-        ${f.kind === "owner" ? Prisma.sql`AND a.parent_id = ${f.ownerId}` : Prisma.empty}
+        ${agentsWhere(f)}
       ORDER BY r.cost_micros DESC, r.id LIMIT 10`,
     f.kind === "agent"
       ? Promise.resolve([])
@@ -162,7 +174,7 @@ export async function loadUsage(db: PrismaClient, f: UsageFilter, now = new Date
           LEFT JOIN users o ON o.id = a.parent_id
           LEFT JOIN agent_usage_months m ON m.agent_id = a.id AND m.month = ${now.toISOString().slice(0, 7)}
           WHERE a.tenant_id = ${f.tenantId} AND a.kind = 'subagent'
-            ${f.kind === "owner" ? Prisma.sql`AND a.parent_id = ${f.ownerId}` : Prisma.empty}
+            ${agentsWhere(f)}
           ORDER BY m.cost_micros DESC NULLS LAST, a.handle`,
   ]);
 

@@ -7,6 +7,7 @@ import type { Db } from "../../db/prisma.ts";
 import type { AgentApiKey } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import type { Endpoint } from "../agents/llm.ts";
+import { keysOf, type Owned } from "../agents/ownership.ts";
 import { keyring } from "./keyring.ts";
 import { apiKeyAad, DecryptError, open, seal } from "./secrets.ts";
 
@@ -93,7 +94,15 @@ function isPrivateHost(host: string): boolean {
 
 export async function createKey(
   db: Db,
-  k: { tenantId: string; ownerId: string; label: string; provider: Provider; baseUrl: string; key: string },
+  k: {
+    tenantId: string;
+    /** Exactly one: a person's key, or a studio's. */
+    holder: { ownerId: string } | { studioId: string };
+    label: string;
+    provider: Provider;
+    baseUrl: string;
+    key: string;
+  },
 ): Promise<AgentApiKey> {
   const id = newId();
   const sealed = seal(keyring().master, k.key, apiKeyAad(k.tenantId, id));
@@ -101,7 +110,7 @@ export async function createKey(
     data: {
       id,
       tenantId: k.tenantId,
-      ownerId: k.ownerId,
+      ...k.holder,
       label: k.label,
       provider: k.provider,
       baseUrl: k.baseUrl,
@@ -125,13 +134,13 @@ export class KeyUnavailableError extends Error {}
 /** The endpoint an agent calls: its owner's key when it has one, else the shared one. */
 export async function endpointFor(
   db: Db,
-  agent: { tenantId: string; parentId: string | null },
+  agent: Owned & { tenantId: string },
   keyId: string | undefined,
   shared: Endpoint | null,
 ): Promise<Endpoint | null> {
   if (!keyId) return shared;
   const k = await db.agentApiKey.findFirst({
-    where: { id: keyId, tenantId: agent.tenantId, ownerId: agent.parentId ?? "" },
+    where: { id: keyId, tenantId: agent.tenantId, ...keysOf(agent) },
   });
   if (!k)
     throw new KeyUnavailableError(

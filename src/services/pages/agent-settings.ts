@@ -1,5 +1,5 @@
-import { loadOwnedAgent } from "../access.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilities.ts";
+import { loadAgent } from "../agents/ownership.ts";
 import { agentConfig } from "../agents/settings.ts";
 import { mdEscape } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
@@ -12,7 +12,7 @@ const cell = (text: string) => text.replace(/`/g, "'").replace(/\|/g, "\\|");
 export const agentSettingsPage: PageDef = {
   pattern: "/subagents/:handle/settings",
   actions: ["set_capabilities", "set_approval_requirements", "set_approval_mode", "add_rule", "remove_rule"],
-  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
   async render(_ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);

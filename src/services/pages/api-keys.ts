@@ -1,10 +1,60 @@
+import { loadStudio } from "../access.ts";
+import { agentsOf, type KeyHolder, keyHolder } from "../agents/ownership.ts";
 import { agentConfig } from "../agents/settings.ts";
 import { PROVIDER_LABELS, type Provider } from "../money/keys.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
-import type { Block, PageDef } from "../registry/types.ts";
+import type { Block, Ctx, PageDef } from "../registry/types.ts";
 import { home, when } from "./format.ts";
 import { ownSettings } from "./settings.ts";
+
+/** A holder's keys, each with its status, usage, the agents using it and its buttons. */
+async function keyBlocks(ctx: Ctx, holder: KeyHolder): Promise<Block[]> {
+  const [keys, agents] = await Promise.all([
+    ctx.db.agentApiKey.findMany({
+      where: { tenantId: ctx.tenant.id, ...holder.where },
+      orderBy: [{ revokedAt: { sort: "desc", nulls: "first" } }, { createdAt: "desc" }],
+    }),
+    ctx.db.user.findMany({
+      where: { tenantId: ctx.tenant.id, ...agentsOf(holder) },
+      select: { handle: true, agentConfig: true },
+      orderBy: { handle: "asc" },
+    }),
+  ]);
+  const usedBy = (id: string) =>
+    agents
+      .filter((a) => agentConfig(a).api_key_id === id)
+      .map((a) => link(`@${a.handle}`, `/subagents/${a.handle}`))
+      .join(", ") || "—";
+  const status = (k: (typeof keys)[number]) =>
+    k.revokedAt
+      ? `revoked ${when(k.revokedAt)}`
+      : k.authFailedAt
+        ? `**refused by the provider** ${when(k.authFailedAt)}`
+        : k.lastTestedAt
+          ? `${k.lastTestOk ? "✓ works" : "✗ test failed"} (tested ${when(k.lastTestedAt)})`
+          : "not tested yet";
+  // One section per key, its buttons beneath it: an 11-column table does not fit a card.
+  const perKey: Block[] = keys.flatMap((k): Block[] => {
+    const tokens = (Number(k.totalInputTokens) + Number(k.totalOutputTokens)).toLocaleString("en-US");
+    const card: Block = {
+      md: [
+        `### ${mdEscape(k.label)} · ${code(`…${k.keyHint}`)}`,
+        "",
+        `${PROVIDER_LABELS[k.provider as Provider] ?? mdEscape(k.provider)} at \`${mdEscape(k.baseUrl)}\` · id \`${k.id}\` · added ${when(k.createdAt)}  `,
+        `Status: ${status(k)}${k.authError && !k.revokedAt ? ` — ${mdEscape(k.authError)}` : ""}  `,
+        `Usage: ${k.totalCalls.toLocaleString("en-US")} calls · ${tokens} tokens · ${usd(k.totalCostMicros)} · last used ${k.lastUsedAt ? when(k.lastUsedAt) : "never"} · used by ${usedBy(k.id)}`,
+      ].join("\n"),
+    };
+    if (k.revokedAt) return [card];
+    return [
+      card,
+      { form: { action: "test_api_key", fixed: { key_id: k.id }, label: "Test" } },
+      { form: { action: "revoke_api_key", fixed: { key_id: k.id }, label: "Revoke" } },
+    ];
+  });
+  return perKey.length ? perKey : [{ md: "_No keys yet: add one with the form._" }];
+}
 
 export const apiKeysPage: PageDef = {
   pattern: "/u/:handle/settings/api-keys",
@@ -12,49 +62,6 @@ export const apiKeysPage: PageDef = {
   resolve: (ctx, p) => ownSettings(ctx, p.handle!),
   async render(ctx, scope) {
     const u = scope.user!;
-    const [keys, agents] = await Promise.all([
-      ctx.db.agentApiKey.findMany({
-        where: { tenantId: ctx.tenant.id, ownerId: u.id },
-        orderBy: [{ revokedAt: { sort: "desc", nulls: "first" } }, { createdAt: "desc" }],
-      }),
-      ctx.db.user.findMany({
-        where: { tenantId: ctx.tenant.id, parentId: u.id, kind: "subagent" },
-        select: { handle: true, agentConfig: true },
-        orderBy: { handle: "asc" },
-      }),
-    ]);
-    const usedBy = (id: string) =>
-      agents
-        .filter((a) => agentConfig(a).api_key_id === id)
-        .map((a) => link(`@${a.handle}`, `/subagents/${a.handle}`))
-        .join(", ") || "—";
-    const status = (k: (typeof keys)[number]) =>
-      k.revokedAt
-        ? `revoked ${when(k.revokedAt)}`
-        : k.authFailedAt
-          ? `**refused by the provider** ${when(k.authFailedAt)}`
-          : k.lastTestedAt
-            ? `${k.lastTestOk ? "✓ works" : "✗ test failed"} (tested ${when(k.lastTestedAt)})`
-            : "not tested yet";
-    // One section per key, its buttons beneath it: an 11-column table does not fit a card.
-    const perKey: Block[] = keys.flatMap((k): Block[] => {
-      const tokens = (Number(k.totalInputTokens) + Number(k.totalOutputTokens)).toLocaleString("en-US");
-      const card: Block = {
-        md: [
-          `### ${mdEscape(k.label)} · ${code(`…${k.keyHint}`)}`,
-          "",
-          `${PROVIDER_LABELS[k.provider as Provider] ?? mdEscape(k.provider)} at \`${mdEscape(k.baseUrl)}\` · id \`${k.id}\` · added ${when(k.createdAt)}  `,
-          `Status: ${status(k)}${k.authError && !k.revokedAt ? ` — ${mdEscape(k.authError)}` : ""}  `,
-          `Usage: ${k.totalCalls.toLocaleString("en-US")} calls · ${tokens} tokens · ${usd(k.totalCostMicros)} · last used ${k.lastUsedAt ? when(k.lastUsedAt) : "never"} · used by ${usedBy(k.id)}`,
-        ].join("\n"),
-      };
-      if (k.revokedAt) return [card];
-      return [
-        card,
-        { form: { action: "test_api_key", fixed: { key_id: k.id }, label: "Test" } },
-        { form: { action: "revoke_api_key", fixed: { key_id: k.id }, label: "Revoke" } },
-      ];
-    });
     return {
       title: "Model API keys",
       breadcrumb: [
@@ -67,9 +74,35 @@ export const apiKeysPage: PageDef = {
         {
           md: "Your own provider keys (OpenAI, Anthropic, or any OpenAI-compatible endpoint). An agent set to use one calls that provider directly and the spend is on your account; agents without one use the workspace's shared endpoint. A key is encrypted at rest and shown only as its last four characters.",
         },
-        ...(perKey.length ? perKey : [{ md: "_No keys yet: add one with the form._" }]),
+        ...(await keyBlocks(ctx, keyHolder(scope))),
         {
           md: `Pick a key for an agent on the agent's page (${link("your subagents", "/subagents")}); see what they spend on ${link("the usage dashboard", "/usage")}.`,
+        },
+      ],
+    };
+  },
+};
+
+export const studioApiKeysPage: PageDef = {
+  pattern: "/studios/:studio/settings/api-keys",
+  actions: ["add_api_key", "test_api_key", "revoke_api_key"],
+  async resolve(ctx, p) {
+    const scope = { studio: await loadStudio(ctx, p.studio!) };
+    keyHolder(scope); // its admins only: a member gets a 403 saying so
+    return scope;
+  },
+  async render(ctx, scope) {
+    const s = scope.studio!;
+    return {
+      title: `Model API keys of ${s.name}`,
+      breadcrumb: [home, { label: s.name, path: `/studios/${s.handle}` }, { label: "Model API keys" }],
+      blocks: [
+        {
+          md: `Provider keys that pay for ${mdEscape(s.name)}'s own agents (the agents the studio owns). Only its admins see, add, test and revoke them, and pick them on those agents' pages. A key is encrypted at rest and shown only as its last four characters.`,
+        },
+        ...(await keyBlocks(ctx, keyHolder(scope))),
+        {
+          md: `See what the studio's agents spend on ${link("its usage page", `/studios/${s.handle}/usage`)}.`,
         },
       ],
     };

@@ -1,6 +1,6 @@
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
-import { loadOwnedAgent } from "../access.ts";
+import { loadAgent, managedBy } from "../agents/ownership.ts";
 import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
@@ -117,7 +117,7 @@ export const approvalsPage: PageDef = {
       breadcrumb: [home, { label: "Approvals" }],
       blocks: await listing(
         ctx,
-        { tenantId: ctx.tenant.id, agent: { parentId: ctx.actor.id } },
+        { tenantId: ctx.tenant.id, agent: managedBy(ctx.actor.id) },
         "/approvals",
         query,
       ),
@@ -128,7 +128,7 @@ export const approvalsPage: PageDef = {
 export const agentPendingPage: PageDef = {
   pattern: "/subagents/:handle/pending",
   actions: ["approve_action", "reject_action"],
-  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
   async render(ctx, scope, query) {
     const a = scope.agent!;
     return {
@@ -148,7 +148,7 @@ export const pendingPage: PageDef = {
   pattern: "/subagents/:handle/pending/:pending",
   actions: ["approve_action", "reject_action"],
   async resolve(ctx, p) {
-    const agent = await loadOwnedAgent(ctx, p.handle!);
+    const agent = await loadAgent(ctx, p.handle!);
     const found = await ctx.db.agentPendingAction.findFirst({
       where: { id: p.pending!, agentId: agent.id, tenantId: ctx.tenant.id },
       select: { id: true },

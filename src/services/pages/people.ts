@@ -62,6 +62,9 @@ export const whoamiPage: PageDef = {
     const identity = [
       `You are ${who(user)}, a ${user.kind} in the ${mdEscape(ctx.tenant.name)} workspace (\`${ctx.tenant.subdomain}\`).`,
       user.parent ? `Your owner is ${who(user.parent)}.` : null,
+      user.ownerStudio
+        ? `You belong to the studio ${link(user.ownerStudio.name, `/studios/${user.ownerStudio.handle}`)}: its admins manage you, and you act only there.`
+        : null,
     ]
       .filter(Boolean)
       .join(" ");
@@ -181,7 +184,10 @@ export const profilePage: PageDef = {
   resolve: (ctx, p) => profileScope(ctx, p.handle!),
   async render(ctx, scope) {
     const u = scope.user!;
-    const parent = u.parentId ? await ctx.db.user.findUnique({ where: { id: u.parentId } }) : null;
+    const [parent, studio] = await Promise.all([
+      u.parentId ? ctx.db.user.findUnique({ where: { id: u.parentId } }) : null,
+      u.ownerStudioId ? ctx.db.studio.findUnique({ where: { id: u.ownerStudioId } }) : null,
+    ]);
     const shared = await ctx.db.studio.findMany({
       where: {
         tenantId: ctx.tenant.id,
@@ -194,7 +200,7 @@ export const profilePage: PageDef = {
       breadcrumb: [home, { label: `@${u.handle}` }],
       blocks: [
         {
-          md: `${who(u)} · ${u.kind}${parent ? ` owned by ${who(parent)}` : ""} · joined ${when(u.createdAt)}`,
+          md: `${who(u)} · ${u.kind}${parent ? ` owned by ${who(parent)}` : ""}${studio ? ` owned by the studio ${link(studio.name, `/studios/${studio.handle}`)}` : ""} · joined ${when(u.createdAt)}`,
         },
         ...(u.bio ? [{ md: quote(u.bio) }] : []),
         {

@@ -1,5 +1,7 @@
 import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
-import { loadOwnedAgent, loadRun } from "../access.ts";
+import { NotFoundError } from "../../lib/errors.ts";
+import { loadRun } from "../access.ts";
+import { loadAgent, mayManage } from "../agents/ownership.ts";
 import { describeMasked, type MaskCounts } from "../agents/secret-masking.ts";
 import { usd } from "../money/pricing.ts";
 import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
@@ -37,7 +39,8 @@ function duration(r: SubagentTaskRun): string {
 export const runFormPage: PageDef = {
   pattern: "/subagents/:handle/run",
   actions: ["run_task"],
-  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  // A studio's agent whose admins let members run it: any member of the studio gives it tasks here.
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!, { members: "run" }) }),
   async render(_ctx, scope) {
     const a = scope.agent!;
     return {
@@ -55,7 +58,7 @@ export const runFormPage: PageDef = {
 export const runsPage: PageDef = {
   pattern: "/subagents/:handle/runs",
   actions: [],
-  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
   async render(ctx, scope, query) {
     const a = scope.agent!;
     const pg = paging(query);
@@ -132,8 +135,12 @@ export const runPage: PageDef = {
   pattern: "/subagents/:handle/runs/:run",
   actions: ["answer_question", "stop_run"],
   async resolve(ctx, p) {
-    const agent = await loadOwnedAgent(ctx, p.handle!);
-    return { agent, taskRun: await loadRun(ctx, agent.id, p.run!) };
+    // Its managers see every run; a member who gave a studio's agent a task sees that run.
+    const agent = await loadAgent(ctx, p.handle!, { members: "run" });
+    const taskRun = await loadRun(ctx, agent.id, p.run!);
+    if (!mayManage(ctx.actor, agent) && taskRun.initiatedById !== ctx.actor.id)
+      throw new NotFoundError(`No run ${p.run}`);
+    return { agent, taskRun };
   },
   async render(ctx, scope) {
     const a = scope.agent!;

@@ -1,5 +1,5 @@
 import type { AgentSchedule, SubagentTaskRun } from "../../generated/prisma/client.ts";
-import { loadOwnedAgent } from "../access.ts";
+import { loadAgent } from "../agents/ownership.ts";
 import { nextSlots, slotLabel } from "../agents/schedules.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
@@ -79,7 +79,7 @@ export const schedulesPage: PageDef = {
   pattern: "/subagents/:handle/schedules",
   actions: ["add_schedule", "update_schedule", "pause_schedule", "resume_schedule", "remove_schedule"],
   // Its actions act on one schedule, picked by the buttons beside each (pickedBeside).
-  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
   async render(ctx, scope) {
     const a = scope.agent!;
     const schedules = await listSchedules(ctx.db, ctx.tenant.id, a.id);

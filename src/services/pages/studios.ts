@@ -1,6 +1,6 @@
 import { loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Ctx, PageDef } from "../registry/types.ts";
+import type { Block, Ctx, PageDef, StudioScope } from "../registry/types.ts";
 import { home, type Paging, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { type NoteLine, studioOverview } from "./studio-reads.ts";
 import { watchBlocks } from "./subscriptions.ts";
@@ -84,11 +84,12 @@ export const studioPage: PageDef = {
     "update_studio",
     "subscribe",
     "unsubscribe",
+    "create_subagent",
   ],
   resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
   async view(ctx, p) {
     const { studio: s, overview } = await studioOverview(ctx, p.studio!);
-    const watch = await watchBlocks(ctx, { studio: s });
+    const [watch, agents] = await Promise.all([watchBlocks(ctx, { studio: s }), studioAgentBlocks(ctx, s)]);
     const { pinned, notes, decisions, commitments, counts } = overview;
     const base = `/studios/${s.handle}`;
     const more = (n: number, shown: number, path: string, what: string) =>
@@ -137,11 +138,46 @@ export const studioPage: PageDef = {
               : "_No commitments yet._"
           }${more(counts.commitments, commitments.length, `${base}/commitments`, "commitments")}`,
         },
+        ...agents,
       ],
     };
     return { scope: { studio: s }, view };
   },
 };
+
+/** The agents the studio owns; for its admins, a form to create one and links to its keys and usage. */
+async function studioAgentBlocks(ctx: Ctx, s: StudioScope): Promise<Block[]> {
+  const agents = await ctx.db.user.findMany({
+    where: { tenantId: ctx.tenant.id, ownerStudioId: s.id, archivedAt: null },
+    orderBy: { name: "asc" },
+    select: { handle: true, name: true },
+  });
+  const admin = s.role === "admin" && ctx.actor.kind === "person";
+  const list = agents.length
+    ? agents
+        .map(
+          (a) => `- ${link(a.name, admin ? `/subagents/${a.handle}` : `/u/${a.handle}`)} (\`@${a.handle}\`)`,
+        )
+        .join("\n")
+    : "_None yet._";
+  const base = `/studios/${s.handle}`;
+  const blocks: Block[] = [
+    {
+      md: `## Its agents\n\nAgents the studio owns: every admin manages them, and they act only here.${admin ? ` ${link("Usage", `${base}/usage`)} · ${link("Model API keys", `${base}/settings/api-keys`)}` : ""}\n\n${list}`,
+    },
+  ];
+  if (admin)
+    blocks.push({
+      form: {
+        action: "create_subagent",
+        fixed: { studio: s.handle },
+        label: "Create an agent for this studio",
+        style: "block",
+        fields: ["name", "handle", "identity_prompt"],
+      },
+    });
+  return blocks;
+}
 
 export const membersPage: PageDef = {
   pattern: "/studios/:studio/members",

@@ -1,4 +1,4 @@
-import { loadOwnedAgent } from "../access.ts";
+import { keysOf, loadAgent, mayManage, visibleTo, withOwnerStudio } from "../agents/ownership.ts";
 import { agentConfig } from "../agents/settings.ts";
 import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
@@ -21,7 +21,7 @@ export const subagentsPage: PageDef = {
   async render(ctx, _scope, query) {
     const pg = paging(query);
     const where = { tenantId: ctx.tenant.id, kind: "subagent" as const, parentId: ctx.actor.id };
-    const [agents, total] = await Promise.all([
+    const [agents, total, studioAgents, adminOf] = await Promise.all([
       ctx.db.user.findMany({
         where,
         orderBy: [{ archivedAt: { sort: "asc", nulls: "first" } }, { name: "asc" }],
@@ -30,20 +30,61 @@ export const subagentsPage: PageDef = {
         include: { _count: { select: { agentRuns: true, memberships: true } } },
       }),
       ctx.db.user.count({ where }),
+      ctx.db.user.findMany({
+        where: { tenantId: ctx.tenant.id, ...visibleTo(ctx.actor.id), ownerStudioId: { not: null } },
+        orderBy: [{ archivedAt: { sort: "asc", nulls: "first" } }, { name: "asc" }],
+        include: { ...withOwnerStudio(ctx.actor.id), _count: { select: { agentRuns: true } } },
+      }),
+      ctx.db.studio.findMany({
+        where: { tenantId: ctx.tenant.id, members: { some: { userId: ctx.actor.id, role: "admin" } } },
+        orderBy: { name: "asc" },
+        select: { handle: true, name: true },
+      }),
     ]);
-    const lines = agents.map((a) => {
-      const cfg = agentConfig(a);
-      return `- ${link(a.name, `/subagents/${a.handle}`)} (\`@${a.handle}\`)${a.archivedAt ? " · **archived**" : ""} · ${a._count.memberships} studio${a._count.memberships === 1 ? "" : "s"} · ${a._count.agentRuns} runs · model ${cfg.model ? `\`${cfg.model}\`` : "default"}`;
+    const model = (a: { agentConfig: unknown }) => {
+      const m = agentConfig({ agentConfig: a.agentConfig as object }).model;
+      return `model ${m ? `\`${mdEscape(m)}\`` : "default"}`;
+    };
+    const lines = agents.map(
+      (a) =>
+        `- ${link(a.name, `/subagents/${a.handle}`)} (\`@${a.handle}\`)${a.archivedAt ? " · **archived**" : ""} · ${a._count.memberships} studio${a._count.memberships === 1 ? "" : "s"} · ${a._count.agentRuns} runs · ${model(a)}`,
+    );
+    const studioLines = studioAgents.map((a) => {
+      const studio = a.ownerStudio!;
+      const manages = mayManage(ctx.actor, a);
+      const name =
+        manages || agentConfig(a).members_may_run
+          ? link(a.name, `/subagents/${a.handle}${manages ? "" : "/run"}`)
+          : mdEscape(a.name);
+      return `- ${name} (\`@${a.handle}\`) of ${link(studio.name, `/studios/${studio.handle}`)}${a.archivedAt ? " · **archived**" : ""} · ${a._count.agentRuns} runs · ${model(a)} · ${manages ? "you manage it with the studio's other admins" : "its admins manage it"}`;
     });
     return {
-      title: "Your subagents",
+      title: "Subagents",
       breadcrumb: [home, { label: "Subagents" }],
       blocks: [
         {
-          md: "Subagents are AI users you own. They act through the same pages and actions as you, when @mentioned, when someone replies to them, or when you give them a task.",
+          md: "Subagents are AI users. They act through the same pages and actions as you: when @mentioned, when someone replies to them, or when they are given a task. An agent is yours, or a studio's: all of a studio's admins manage its agents, which act only in that studio and stay when their creator leaves.",
         },
-        { md: lines.length ? lines.join("\n") : "_You have no subagents yet._" },
+        { md: `## Your agents\n\n${lines.join("\n") || "_You have no subagents yet._"}` },
         { md: pager("/subagents", pg, total) },
+        {
+          md: `## Your studios' agents\n\n${studioLines.join("\n") || "_None of your studios owns an agent yet._"}`,
+        },
+        {
+          form: {
+            action: "create_subagent",
+            fixed: {},
+            label: "Create",
+            style: "block",
+            values: { studio: "" },
+            choices: {
+              studio: [
+                { value: "", label: "You" },
+                ...adminOf.map((s) => ({ value: s.handle, label: `${s.name} (its admins)` })),
+              ],
+            },
+          },
+        },
       ],
     };
   },
@@ -58,10 +99,11 @@ export const subagentPage: PageDef = {
     "remove_from_studio",
     "pause_subagent",
     "resume_subagent",
+    "transfer_subagent",
     "archive_subagent",
     "unarchive_subagent",
   ],
-  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
@@ -77,7 +119,7 @@ export const subagentPage: PageDef = {
         take: 5,
       }),
       ctx.db.agentApiKey.findMany({
-        where: { tenantId: ctx.tenant.id, ownerId: ctx.actor.id, revokedAt: null },
+        where: { tenantId: ctx.tenant.id, ...keysOf(a), revokedAt: null },
         orderBy: { createdAt: "asc" },
       }),
       spentThisMonth(ctx.db, a.id),
@@ -92,16 +134,22 @@ export const subagentPage: PageDef = {
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
     const keyLabel = cfg.api_key_id
       ? key
-        ? `your key “${mdEscape(key.label)}” (${code(`…${key.keyHint}`)})${key.authFailedAt ? " — **refused by the provider**" : ""}`
+        ? `${a.ownerStudio ? "the studio's" : "your"} key “${mdEscape(key.label)}” (${code(`…${key.keyHint}`)})${key.authFailedAt ? " — **refused by the provider**" : ""}`
         : "**a revoked or deleted key: its runs fail until you pick another**"
       : "the workspace's shared endpoint";
     const base = `/subagents/${a.handle}`;
+    const keysPage = a.ownerStudio
+      ? `/studios/${a.ownerStudio.handle}/settings/api-keys`
+      : `/u/${ctx.actor.handle}/settings/api-keys`;
+    const owner = a.ownerStudio
+      ? ` · owned by the studio ${link(a.ownerStudio.name, `/studios/${a.ownerStudio.handle}`)}: its admins manage it`
+      : "";
     return {
       title: a.name,
       breadcrumb: [home, subagentsCrumb, { label: a.name }],
       blocks: [
         {
-          md: `\`@${a.handle}\` · created ${when(a.createdAt)}${a.archivedAt ? ` · **archived** ${when(a.archivedAt)}: it is not triggered and cannot run` : ""}${a.pausedAt ? ` · **paused** ${when(a.pausedAt)}${a.pausedReason ? ` (${mdEscape(a.pausedReason)})` : ""}: triggers are recorded as skipped` : ""}`,
+          md: `\`@${a.handle}\`${owner} · created ${when(a.createdAt)}${a.archivedAt ? ` · **archived** ${when(a.archivedAt)}: it is not triggered and cannot run` : ""}${a.pausedAt ? ` · **paused** ${when(a.pausedAt)}${a.pausedReason ? ` (${mdEscape(a.pausedReason)})` : ""}: triggers are recorded as skipped` : ""}`,
         },
         {
           md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)} · ${link("Capabilities, approvals and rules", `${base}/settings`)} · ${link("Schedules", `${base}/schedules`)} · ${link("Actions to review", `${base}/pending`)} · ${link("Usage and cost", `${base}/usage`)}`,
@@ -120,7 +168,7 @@ export const subagentPage: PageDef = {
           ].join("\n"),
         },
         {
-          md: `## Who pays for its model calls\n\n${keys.length ? "One of your own provider keys (the calls go straight to that provider), or the workspace's shared endpoint." : `You have no keys of your own: it uses the workspace's shared endpoint. ${link("Add a key", `/u/${ctx.actor.handle}/settings/api-keys`)} to pay with your own provider account.`}`,
+          md: `## Who pays for its model calls\n\n${keys.length ? `One of ${a.ownerStudio ? "the studio's" : "your own"} provider keys (the calls go straight to that provider), or the workspace's shared endpoint.` : `${a.ownerStudio ? "The studio has" : "You have"} no keys of its own: it uses the workspace's shared endpoint. ${link("Add a key", keysPage)} to pay with ${a.ownerStudio ? "the studio's" : "your own"} provider account.`}`,
         },
         {
           form: {
@@ -141,7 +189,7 @@ export const subagentPage: PageDef = {
           md: `### Identity prompt\n\n${cfg.identity_prompt ? quote(cfg.identity_prompt) : "_None: it acts as a general helpful assistant._"}`,
         },
         {
-          md: `## Studios\n\n${studios.length ? studios.map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)`).join("\n") : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
+          md: `## Studios\n\n${a.ownerStudio ? `It acts only in its own studio, as a member. ${agentConfig(a).members_may_run ? "Every member of the studio may give it tasks." : "Only the studio's admins give it tasks (let members run it with “Members may run it” below)."}\n\n` : ""}${studios.length ? studios.map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)`).join("\n") : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
         },
         {
           md: [

@@ -2,8 +2,8 @@
 // on every studio, note, decision and commitment page, who watches it and a form to have
 // one of your agents watch it too.
 import type { AgentSubscription } from "../../generated/prisma/client.ts";
-import { loadOwnedAgent } from "../access.ts";
 import { watchedBy } from "../actions/subscriptions.ts";
+import { loadAgent, managedBy } from "../agents/ownership.ts";
 import { agentConfig } from "../agents/settings.ts";
 import { SUBSCRIPTION_EVENTS } from "../agents/subscriptions.ts";
 import { link, mdEscape } from "../registry/markdown.ts";
@@ -46,7 +46,7 @@ export async function describeSubjects(ctx: Ctx, subs: AgentSubscription[]) {
 export const subscriptionsPage: PageDef = {
   pattern: "/subagents/:handle/subscriptions",
   actions: ["pause_subscription", "resume_subscription", "remove_subscription"],
-  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
   async render(ctx, scope) {
     const a = scope.agent!;
     const [subs, runs] = await Promise.all([
@@ -108,15 +108,14 @@ export async function watchBlocks(ctx: Ctx, scope: Scope): Promise<Block[]> {
   const [watchers, mine] = await Promise.all([
     ctx.db.agentSubscription.findMany({
       where: { tenantId: ctx.tenant.id, subjectType: target.type, subjectId: target.id, enabled: true },
-      include: { agent: { select: { handle: true, parentId: true } } },
+      include: { agent: { select: { handle: true } } },
       orderBy: { createdAt: "asc" },
     }),
     ctx.actor.kind === "person"
       ? ctx.db.user.findMany({
           where: {
             tenantId: ctx.tenant.id,
-            kind: "subagent",
-            parentId: ctx.actor.id,
+            ...managedBy(ctx.actor.id),
             archivedAt: null,
             memberships: { some: { studioId: target.studioId } },
           },
@@ -130,7 +129,8 @@ export async function watchBlocks(ctx: Ctx, scope: Scope): Promise<Block[]> {
     blocks.push({
       md: `Watched by ${watchers.map((w) => `${link(`@${w.agent.handle}`, `/u/${w.agent.handle}`)} (${w.events.length === SUBSCRIPTION_EVENTS.length ? "everything" : w.events.join(", ")})`).join(", ")}.`,
     });
-  for (const w of watchers.filter((x) => x.agent.parentId === ctx.actor.id))
+  const managed = new Set(mine.map((m) => m.handle));
+  for (const w of watchers.filter((x) => managed.has(x.agent.handle)))
     blocks.push({
       form: {
         action: "unsubscribe",

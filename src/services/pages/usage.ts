@@ -1,6 +1,8 @@
 // Usage dashboards: an agent's, yours (all your agents), and — for workspace admins —
 // the whole workspace's. Charts are SVG in browsers and tables in markdown.
-import { loadOwnedAgent } from "../access.ts";
+import { ForbiddenError } from "../../lib/errors.ts";
+import { loadStudio } from "../access.ts";
+import { loadAgent } from "../agents/ownership.ts";
 import { agentConfig, tenantSettings } from "../agents/settings.ts";
 import { barChartSvg } from "../money/chart.ts";
 import {
@@ -142,7 +144,7 @@ function monthLine(spent: number, now: Date, limitMicros?: number): string {
 export const agentUsagePage: PageDef = {
   pattern: "/subagents/:handle/usage",
   actions: ["set_cost_limit", "resume_subagent"],
-  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!, { adminReads: true }) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!, { adminReads: true }) }),
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
@@ -188,52 +190,83 @@ export const agentUsagePage: PageDef = {
   },
 };
 
+/** A dashboard over many agents: the month, each agent's spend and limit, charts and slices. */
+async function overview(ctx: Ctx, f: UsageFilter, intro: string, csv: string | null): Promise<Block[]> {
+  const u = await loadUsage(ctx.db, f);
+  const tenant = f.kind === "tenant";
+  const agents = u.agents.map((a) => {
+    const limit = Number(toMicros(agentConfig({ agentConfig: a.agentConfig as object }).cost_limit_usd));
+    const state = a.pausedAt ? (a.pausedKind === "cost_limit" ? "**paused at limit**" : "paused") : "active";
+    return `| ${link(`@${a.handle}`, `/subagents/${a.handle}/usage`)} |${tenant ? ` ${a.ownerHandle ? `@${a.ownerHandle}` : "—"} |` : ""} ${usd(a.costMicros)} | ${usd(limit)} | ${usd(projectMonth(a.costMicros, u.now))} | ${n(a.calls)} | ${state} |`;
+  });
+  return [
+    { md: `${monthLine(u.month.costMicros, u.now)}\n\n${intro}` },
+    {
+      md: `${n(u.month.calls)} model calls and ${n(u.month.input + u.month.output)} tokens this month${csv ? ` · ${link("Download CSV", csv)} (every call, last ${DAYS} days)` : ""} · ${link("Price list", "/usage/pricing")}`,
+    },
+    {
+      md: `## Agents this month\n\n${
+        agents.length
+          ? [
+              `| agent |${tenant ? " owner |" : ""} spent | limit | projected | calls | status |`,
+              `|---|${tenant ? "---|" : ""}---|---|---|---|---|`,
+              ...agents,
+            ].join("\n")
+          : "_No subagents yet._"
+      }`,
+    },
+    ...charts(u),
+    { md: sliceTable("By model", "model", u.byModel) },
+    { md: sliceTable("By key", "key", u.byKey) },
+    { md: topRunsTable(u) },
+  ];
+}
+
 export const usagePage: PageDef = {
   pattern: "/usage",
   actions: [],
   resolve: async (): Promise<Scope> => ({}),
   async render(ctx, _scope, query) {
     const f = usageFilter(ctx, query);
-    const u = await loadUsage(ctx.db, f);
     const tenant = f.kind === "tenant";
-    const agents = u.agents.map((a) => {
-      const limit = Number(toMicros(agentConfig({ agentConfig: a.agentConfig as object }).cost_limit_usd));
-      const state = a.pausedAt
-        ? a.pausedKind === "cost_limit"
-          ? "**paused at limit**"
-          : "paused"
-        : "active";
-      return `| ${link(`@${a.handle}`, `/subagents/${a.handle}/usage`)} |${tenant ? ` ${a.ownerHandle ? `@${a.ownerHandle}` : "—"} |` : ""} ${usd(a.costMicros)} | ${usd(limit)} | ${usd(projectMonth(a.costMicros, u.now))} | ${n(a.calls)} | ${state} |`;
-    });
-    const scopeLine = tenant
+    const intro = tenant
       ? `Every agent in ${mdEscape(ctx.tenant.name)}, as you are a workspace admin (${link("only mine", "/usage?scope=mine")}).`
       : ctx.actor.tenantAdmin
         ? `Only your agents (${link("the whole workspace", "/usage")}).`
-        : "The agents you own.";
+        : "The agents you own. Your studios' agents are on each studio's usage page.";
     return {
       title: tenant ? "Workspace usage" : "Your agents' usage",
       breadcrumb: [home, { label: "Usage" }],
-      blocks: [
-        { md: `${monthLine(u.month.costMicros, u.now)}\n\n${scopeLine}` },
-        {
-          md: `${n(u.month.calls)} model calls and ${n(u.month.input + u.month.output)} tokens this month · ${link("Download CSV", `/usage.csv${f.kind === "owner" && ctx.actor.tenantAdmin ? "?scope=mine" : ""}`)} (every call, last ${DAYS} days) · ${link("Price list", "/usage/pricing")}`,
-        },
-        {
-          md: `## Agents this month\n\n${
-            agents.length
-              ? [
-                  `| agent |${tenant ? " owner |" : ""} spent | limit | projected | calls | status |`,
-                  `|---|${tenant ? "---|" : ""}---|---|---|---|---|`,
-                  ...agents,
-                ].join("\n")
-              : "_No subagents yet._"
-          }`,
-        },
-        ...charts(u),
-        { md: sliceTable("By model", "model", u.byModel) },
-        { md: sliceTable("By key", "key", u.byKey) },
-        { md: topRunsTable(u) },
-      ],
+      blocks: await overview(
+        ctx,
+        f,
+        intro,
+        `/usage.csv${f.kind === "owner" && ctx.actor.tenantAdmin ? "?scope=mine" : ""}`,
+      ),
+    };
+  },
+};
+
+export const studioUsagePage: PageDef = {
+  pattern: "/studios/:studio/usage",
+  actions: [],
+  async resolve(ctx, p) {
+    const studio = await loadStudio(ctx, p.studio!);
+    if (studio.role !== "admin")
+      throw new ForbiddenError(`Only the admins of ${studio.name} see its agents' usage`);
+    return { studio };
+  },
+  async render(ctx, scope) {
+    const s = scope.studio!;
+    return {
+      title: `Usage of ${s.name}'s agents`,
+      breadcrumb: [home, { label: s.name, path: `/studios/${s.handle}` }, { label: "Usage" }],
+      blocks: await overview(
+        ctx,
+        { kind: "studio", tenantId: ctx.tenant.id, studioId: s.id },
+        `The agents ${mdEscape(s.name)} owns, as you are one of its admins. ${link("Its model API keys", `/studios/${s.handle}/settings/api-keys`)}.`,
+        null,
+      ),
     };
   },
 };

@@ -1,5 +1,5 @@
 import type { AgentWebhook, SubagentTaskRun } from "../../generated/prisma/client.ts";
-import { loadOwnedAgent } from "../access.ts";
+import { loadAgent } from "../agents/ownership.ts";
 import { SIGNATURE_TOLERANCE_SECONDS, TASK_PAYLOAD_CHARS } from "../agents/webhooks.ts";
 import { code, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
@@ -29,7 +29,7 @@ function card(handle: string, origin: string, h: AgentWebhook, runs: SubagentTas
 export const webhooksPage: PageDef = {
   pattern: "/subagents/:handle/webhooks",
   actions: ["create_webhook", "rotate_webhook_secret", "disable_webhook", "enable_webhook", "delete_webhook"],
-  resolve: async (ctx, p) => ({ agent: await loadOwnedAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
   async render(ctx, scope) {
     const a = scope.agent!;
     const hooks = await ctx.db.agentWebhook.findMany({

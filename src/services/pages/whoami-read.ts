@@ -18,6 +18,8 @@ interface Author {
 export interface Whoami {
   user: Pick<User, "handle" | "name" | "kind" | "bio" | "agentConfig" | "scratchpad"> & {
     parent: Author | null;
+    /** A studio's agent: the studio that owns it (its admins manage it). */
+    ownerStudio: Author | null;
   };
   studios: { name: string; handle: string; role: string }[];
   /** What an agent watches (subscriptions): where, and for which events. */
@@ -46,7 +48,8 @@ export const whoamiSql = (userId: Prisma.Sql, tenantId: Prisma.Sql, at = new Dat
   SELECT json_build_object(
     'user', json_build_object('handle', wu.handle, 'name', wu.name, 'kind', wu.kind, 'bio', wu.bio,
       'agentConfig', wu.agent_config, 'scratchpad', wu.scratchpad,
-      'parent', CASE WHEN wp.id IS NULL THEN NULL ELSE json_build_object('name', wp.name, 'handle', wp.handle) END),
+      'parent', CASE WHEN wp.id IS NULL THEN NULL ELSE json_build_object('name', wp.name, 'handle', wp.handle) END,
+      'ownerStudio', CASE WHEN wos.id IS NULL THEN NULL ELSE json_build_object('name', wos.name, 'handle', wos.handle) END),
     'studios', (SELECT coalesce(json_agg(x ORDER BY x.created_at, x.handle), '[]') FROM (
        SELECT ws.name, ws.handle, wm.role, wm.created_at
        FROM studio_members wm JOIN studios ws ON ws.id = wm.studio_id
@@ -67,8 +70,16 @@ export const whoamiSql = (userId: Prisma.Sql, tenantId: Prisma.Sql, at = new Dat
        WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL),
     'spent', (SELECT wmo.cost_micros FROM agent_usage_months wmo
        WHERE wmo.agent_id = wu.id AND wmo.month = ${monthOf(at)})::text)
-  FROM users wu LEFT JOIN users wp ON wp.id = wu.parent_id
+  FROM users wu LEFT JOIN users wp ON wp.id = wu.parent_id LEFT JOIN studios wos ON wos.id = wu.owner_studio_id
   WHERE wu.id = ${userId} AND wu.tenant_id = ${tenantId})`;
+
+/** Whom an agent works for, in words: its owner, or its studio's admins. */
+export function ownerText(user: Whoami["user"]): string {
+  if (user.parent) return `your owner, ${user.parent.name} (@${user.parent.handle})`;
+  if (user.ownerStudio)
+    return `the studio ${user.ownerStudio.name} (\`${user.ownerStudio.handle}\`), which owns you: its admins are your owners, and you act only in that studio`;
+  return "nobody: you have no owner";
+}
 
 export function parseWhoami(json: WhoamiJson): Whoami {
   return {

@@ -11,6 +11,7 @@ import type {
   User,
   UserKind,
 } from "../../generated/prisma/client.ts";
+import type { AgentScope } from "../agents/ownership.ts";
 
 export interface Actor {
   id: string;
@@ -69,8 +70,8 @@ export interface Scope {
   decision?: Decision;
   commitment?: Commitment;
   user?: User;
-  /** A subagent the actor owns. */
-  agent?: User;
+  /** A subagent the actor may see, loaded with what ownership.ts needs to say what they may do. */
+  agent?: AgentScope;
   taskRun?: SubagentTaskRun;
   pendingId?: string;
 }

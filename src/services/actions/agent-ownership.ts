@@ -1,0 +1,99 @@
+// Giving an agent to a studio: at creation (create_subagent's `studio`) or later
+// (transfer_subagent). A studio's agent is a member of its own studio and of no other, pays
+// with the studio's keys or the shared endpoint, and its admins manage it (agents/ownership.ts).
+import { z } from "zod";
+import type { Prisma, Studio } from "../../generated/prisma/client.ts";
+import { ConflictError, ValidationError } from "../../lib/errors.ts";
+import { requireScope } from "../access.ts";
+import { emit } from "../events.ts";
+import { type ActionCtx, type Ctx, defineAction } from "../registry/types.ts";
+import { handleSchema } from "../validation.ts";
+import { saveConfig } from "./agent-settings.ts";
+
+/** A studio the actor administers, by handle, or a 400 on `field`. */
+export async function adminStudio(ctx: ActionCtx, handle: string, field = "studio"): Promise<Studio> {
+  const studio = await ctx.tx.studio.findFirst({
+    where: {
+      tenantId: ctx.tenant.id,
+      handle,
+      members: { some: { userId: ctx.actor.id, role: "admin" } },
+    },
+  });
+  if (!studio)
+    throw new ValidationError([{ field, message: "you are not an admin of a studio with this handle" }]);
+  return studio;
+}
+
+/**
+ * Makes the agent a member of `studio` and of no other studio (as a member, never an
+ * admin), and drops its subscriptions elsewhere: a studio's agent acts only in its own
+ * studio. Returns how many other studios and subscriptions it left.
+ */
+export async function settleInStudio(ctx: ActionCtx, agentId: string, studio: Studio) {
+  const left = await ctx.tx.studioMember.deleteMany({
+    where: { userId: agentId, tenantId: ctx.tenant.id, studioId: { not: studio.id } },
+  });
+  const unwatched = await ctx.tx.agentSubscription.deleteMany({
+    where: { agentId, tenantId: ctx.tenant.id, studioId: { not: studio.id } },
+  });
+  const kept = await ctx.tx.studioMember.updateMany({
+    where: { studioId: studio.id, userId: agentId },
+    data: { role: "member" },
+  });
+  if (!kept.count) {
+    await ctx.tx.studioMember.create({
+      data: { studioId: studio.id, userId: agentId, tenantId: ctx.tenant.id, role: "member" },
+    });
+    await emit(ctx, { type: "studio.joined", studioId: studio.id, subjectType: "user", subjectId: agentId });
+  }
+  return { studios: left.count, subscriptions: unwatched.count };
+}
+
+const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
+
+export const transferSubagent = defineAction({
+  name: "transfer_subagent",
+  description: "Give it to a studio you administer: the studio's admins then manage it together",
+  params: z.object({
+    studio: handleSchema.meta({ label: "Studio", description: "a studio you administer" }),
+  }),
+  writes: true,
+  available: (ctx: Ctx, scope) =>
+    ctx.actor.kind !== "person"
+      ? "only people transfer agents"
+      : scope.agent?.ownerStudioId
+        ? "it already belongs to a studio"
+        : null,
+  async execute(ctx, p, scope) {
+    const agent = requireScope(scope.agent, "agent");
+    const studio = await adminStudio(ctx, p.studio);
+    // Under the row's lock, like every config change: a personal key cannot follow it to the studio.
+    let hadKey = false;
+    await saveConfig(ctx, scope, (cfg) => {
+      hadKey = Boolean(cfg.api_key_id);
+      delete cfg.api_key_id;
+    });
+    const moved = await ctx.tx.user.updateMany({
+      where: { id: agent.id, parentId: ctx.actor.id, ownerStudioId: null },
+      data: { parentId: null, ownerStudioId: studio.id } satisfies Prisma.UserUncheckedUpdateManyInput,
+    });
+    if (!moved.count) throw new ConflictError(`@${agent.handle} is not yours to transfer`);
+    const left = await settleInStudio(ctx, agent.id, studio);
+    const notes = [
+      left.studios ? `it left ${plural(left.studios, "other studio")}` : "",
+      left.subscriptions ? `dropped ${plural(left.subscriptions, "subscription")} outside it` : "",
+      hadKey ? "uses the shared endpoint until an admin picks one of the studio's keys" : "",
+    ].filter(Boolean);
+    await emit(ctx, {
+      type: "subagent.transferred",
+      studioId: studio.id,
+      subjectType: "user",
+      subjectId: agent.id,
+    });
+    return {
+      status: 200,
+      location: `/subagents/${agent.handle}`,
+      notice: `@${agent.handle} now belongs to ${studio.name}${notes.length ? `: ${notes.join("; ")}` : ""}.`,
+    };
+  },
+});
