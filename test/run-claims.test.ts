@@ -205,6 +205,7 @@ describe("claimNext", () => {
       name: row.name,
       kind: "subagent",
       parentId: owner.id,
+      ownerStudioId: null,
       tenantAdmin: false,
       agentConfig: config,
     });

@@ -23,6 +23,7 @@ describe("smoke", () => {
       "update_studio",
       "subscribe",
       "unsubscribe",
+      "create_subagent",
     ]);
   });
 

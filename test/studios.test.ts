@@ -334,7 +334,7 @@ describe("/studios/:studio", () => {
     const res = await go(world, world.alice, "/studios/general");
     expect(res.body).toContain("> ## Actions\n> - `delete_studio`");
     expect(res.body.split("\n").filter((l) => l === "## Actions")).toHaveLength(1);
-    expect(actionNames(res.body)).toHaveLength(6);
+    expect(actionNames(res.body)).toHaveLength(7);
     const b = await login(app, world, world.alice);
     for (const path of ["/", "/studios", "/studios/general"]) {
       const html = (await b.get(path)).body;

@@ -104,7 +104,7 @@ describe("/subagents: create_subagent", () => {
     const long = "x".repeat(10_001);
     const bad = { name: " ", handle: "A", identity_prompt: long, model: "a b", max_steps: 0, x: 1 };
     const handle = "2–32 characters: letters, digits, - and _, starting with a letter or digit";
-    const x = "unknown parameter (expected: name, handle, identity_prompt, model, max_steps)";
+    const x = "unknown parameter (expected: name, handle, studio, identity_prompt, model, max_steps)";
     const why = { name: "must not be empty", identity_prompt: "at most 10000 characters", handle, x };
     const model = "letters, digits and . / : @ - _ only";
     expect(issues(await A(CS, bad))).toEqual({ ...why, model, max_steps: "at least 1" });

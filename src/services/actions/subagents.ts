@@ -50,12 +50,14 @@ export const createSubagent = defineAction({
   available: (ctx, scope) =>
     peopleOnly(ctx) ??
     (scope.studio && scope.studio.role !== "admin" ? "only the studio's admins create its agents" : null),
-  async execute(ctx, p) {
+  async execute(ctx, p, scope) {
     const taken = await ctx.tx.user.findUnique({
       where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: p.handle } },
     });
     if (taken) throw new ConflictError(`The handle @${p.handle} is taken`);
-    const studio = p.studio ? await adminStudio(ctx, p.studio) : null;
+    // On a studio's page the studio owns what its admin creates there.
+    const owner = p.studio ?? scope.studio?.handle;
+    const studio = owner ? await adminStudio(ctx, owner) : null;
     const agent = await ctx.tx.user
       .create({
         data: {
