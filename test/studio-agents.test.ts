@@ -239,7 +239,7 @@ describe("members and its run form", () => {
     await studioAgent("runner");
     expect((await md(app, w, w.bob, "GET", "/subagents/runner/run")).statusCode).toBe(403);
     expect(
-      (await post(dana, "/subagents/runner", "update_subagent", { members_may_run: true })).statusCode,
+      (await post(dana, "/subagents/runner", "set_member_runs", { members_may_run: true })).statusCode,
     ).toBe(200);
     const run = await post(w.bob, "/subagents/runner/run", "run_task", { task: "Summarize" });
     expect(run.statusCode, run.body).toBe(201);
@@ -253,9 +253,9 @@ describe("members and its run form", () => {
     expect((await md(app, w, w.bob, "GET", "/subagents/runner/runs")).statusCode).toBe(403);
     const yours = await post(w.alice, "/subagents", "create_subagent", { name: "Solo", handle: "solo" });
     expect(yours.statusCode).toBe(201);
-    const refused = await post(w.alice, "/subagents/solo", "update_subagent", { members_may_run: true });
+    const refused = await post(w.alice, "/subagents/solo", "set_member_runs", { members_may_run: true });
     expect([refused.statusCode, refused.body]).toEqual([
-      400,
+      403,
       expect.stringContaining("only for a studio's agent"),
     ]);
   });

@@ -1,6 +1,6 @@
 // Every page and action of the workspace, in one list: the registry is built from it.
 
-import { transferSubagent } from "./actions/agent-ownership.ts";
+import { setMemberRuns, transferSubagent } from "./actions/agent-ownership.ts";
 import {
   addRule,
   removeRule,
@@ -157,6 +157,7 @@ export const actions = [
   archiveSubagent,
   unarchiveSubagent,
   transferSubagent,
+  setMemberRuns,
   runTask,
   stopRun,
   answerQuestion,

@@ -2,6 +2,7 @@ import type { PrismaClient } from "../db/prisma.ts";
 import { DEMO_MODEL } from "../dev/demo-script.ts";
 import { newId } from "../lib/ids.ts";
 import { inviteCode } from "./actions/studios.ts";
+import { GRANTABLE } from "./agents/capabilities.ts";
 import { registry } from "./catalog.ts";
 import type { Actor, Ctx } from "./registry/types.ts";
 import { createPerson, createTenant } from "./tenants.ts";
@@ -115,6 +116,7 @@ export async function seedDemo(db: PrismaClient) {
   }
 
   await seedScout(asActor(alice), studio.handle);
+  await seedScribe(asActor(alice), studio.handle);
 
   await db.apiToken.updateMany({
     where: { userId: alice.id, name: "bin/demo", revokedAt: null },
@@ -171,5 +173,31 @@ async function seedScout(alice: Ctx, studio: string) {
       task: "Read yesterday's notes in #general and post a short summary as a comment on the “Welcome to Cadre” note. If there were none, finish.",
     },
     { form: false },
+  );
+}
+
+/**
+ * @scribe, owned by the studio `studio` rather than a person: every admin of it manages
+ * the agent, any member may give it tasks, and its notes wait for an admin's approval.
+ */
+async function seedScribe(alice: Ctx, studio: string) {
+  const existing = await alice.db.user.findUnique({
+    where: { tenantId_handle: { tenantId: alice.tenant.id, handle: "scribe" } },
+  });
+  if (existing) return;
+  const run = (path: string, action: string, params: Record<string, unknown>) =>
+    registry.run(alice, path, action, params, { form: false });
+  await run(`/studios/${studio}`, "create_subagent", {
+    name: "Scribe",
+    handle: "scribe",
+    identity_prompt:
+      "You are Scribe, the team's note taker. When someone mentions you, write up what was said as a short, clear note.",
+  });
+  await run("/subagents/scribe", "update_subagent", { max_steps: 10 });
+  await run("/subagents/scribe", "set_member_runs", { members_may_run: true });
+  await run(
+    "/subagents/scribe/settings",
+    "set_approval_requirements",
+    Object.fromEntries(GRANTABLE.map((a) => [a, a === "create_note"])),
   );
 }

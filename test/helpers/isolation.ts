@@ -780,11 +780,10 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "test_api_key.key_id": (s, page) => ({ value: keysOn(s, page)?.use ?? NO_KEY, aRef: true }),
   "revoke_api_key.key_id": (s, page) => ({ value: keysOn(s, page)?.revoke ?? NO_KEY, aRef: true }),
   "set_agent_api_key.api_key": (s) => ({ value: s.agentKey ?? s.keys?.use ?? NO_KEY, aRef: true }),
-  // Studio agents: created on the studio's page or /subagents for the seed's studio; a person's
-  // agent may only say members may not run it (it runs only for its owner).
+  // Studio agents: created on the studio's page or /subagents for the seed's studio.
   "create_subagent.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),
   "transfer_subagent.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),
-  "update_subagent.members_may_run": () => ({ value: false }),
+  "set_member_runs.members_may_run": () => ({ value: true }),
   // Webhooks: the seed's own, through rotate, disable, enable and (last on the page) delete.
   instruction: () => ({ value: `${PROBE} instruction` }),
   webhook_id: (s) => ({ value: s.webhook ?? NO_HOOK, aRef: true }),

@@ -97,3 +97,34 @@ export const transferSubagent = defineAction({
     };
   },
 });
+
+export const setMemberRuns = defineAction({
+  name: "set_member_runs",
+  description: "Choose who gives a studio's agent tasks: every member of the studio, or only its admins",
+  params: z.object({
+    members_may_run: z.boolean().meta({
+      label: "Every member may give it tasks",
+      description: "unticked: only the studio's admins run it (anyone in the studio may still mention it)",
+    }),
+  }),
+  writes: true,
+  available: (ctx: Ctx, scope) =>
+    ctx.actor.kind !== "person"
+      ? "only people configure agents"
+      : scope.agent && !scope.agent.ownerStudioId
+        ? "only for a studio's agent: yours runs only for you"
+        : null,
+  async execute(ctx, p, scope) {
+    const agent = requireScope(scope.agent, "agent");
+    await saveConfig(ctx, scope, (cfg) => {
+      cfg.members_may_run = p.members_may_run;
+    });
+    return {
+      status: 200,
+      location: `/subagents/${agent.handle}`,
+      notice: p.members_may_run
+        ? "Every member of the studio may now give it tasks"
+        : "Only the studio's admins give it tasks now",
+    };
+  },
+});

@@ -38,8 +38,7 @@ export const createSubagent = defineAction({
     handle: handleSchema.describe("how people @mention it"),
     studio: handleSchema.optional().meta({
       label: "Owned by",
-      description:
-        "leave empty to own it yourself, or a studio you administer: its admins then manage it together",
+      description: "you (empty), or a studio you administer: its admins then manage it together",
     }),
     identity_prompt: longText(10_000, "who it is and how it should behave").optional(),
     model: modelName.optional().describe("leave empty for the workspace default"),
@@ -107,10 +106,6 @@ export const updateSubagent = defineAction({
       .max(3600, "at most 3600")
       .optional()
       .describe("seconds a burst of watched events gathers into one run (default 30; 0: each at once)"),
-    members_may_run: z.boolean().optional().meta({
-      label: "Members may run it",
-      description: "a studio's agent: let every member of the studio, not only its admins, give it tasks",
-    }),
   }),
   writes: true,
   available: peopleOnly,
@@ -120,10 +115,6 @@ export const updateSubagent = defineAction({
       throw new ValidationError([{ field: "", message: "nothing to change" }]);
     if (p.name !== undefined && !p.name)
       throw new ValidationError([{ field: "name", message: "must not be empty" }]);
-    if (p.members_may_run && !agent.ownerStudioId)
-      throw new ValidationError([
-        { field: "members_may_run", message: "only for a studio's agent: yours runs only for you" },
-      ]);
     // Under the row's lock (saveConfig): two managers saving at once never tear the config.
     await saveConfig(ctx, scope, (cfg) => {
       if (p.identity_prompt !== undefined) cfg.identity_prompt = p.identity_prompt;
@@ -131,12 +122,7 @@ export const updateSubagent = defineAction({
         if (p.model) cfg.model = p.model;
         else delete cfg.model;
       }
-      for (const k of [
-        "max_steps",
-        "timeout_seconds",
-        "subscription_window_seconds",
-        "members_may_run",
-      ] as const)
+      for (const k of ["max_steps", "timeout_seconds", "subscription_window_seconds"] as const)
         if (p[k] !== undefined) cfg[k] = p[k];
     });
     if (p.name) await ctx.tx.user.update({ where: { id: agent.id }, data: { name: p.name } });

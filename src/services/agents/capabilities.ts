@@ -23,6 +23,7 @@ export const ALWAYS_BLOCKED = [
   "archive_subagent",
   "unarchive_subagent",
   "transfer_subagent",
+  "set_member_runs",
   "run_task",
   "stop_run",
   "answer_question",

@@ -70,6 +70,7 @@ export const subagentsPage: PageDef = {
         {
           md: `## Your studios' agents\n\n${studioLines.join("\n") || "_None of your studios owns an agent yet._"}`,
         },
+        { md: "## Create an agent" },
         {
           form: {
             action: "create_subagent",
@@ -100,6 +101,7 @@ export const subagentPage: PageDef = {
     "pause_subagent",
     "resume_subagent",
     "transfer_subagent",
+    "set_member_runs",
     "archive_subagent",
     "unarchive_subagent",
   ],
@@ -189,8 +191,21 @@ export const subagentPage: PageDef = {
           md: `### Identity prompt\n\n${cfg.identity_prompt ? quote(cfg.identity_prompt) : "_None: it acts as a general helpful assistant._"}`,
         },
         {
-          md: `## Studios\n\n${a.ownerStudio ? `It acts only in its own studio, as a member. ${agentConfig(a).members_may_run ? "Every member of the studio may give it tasks." : "Only the studio's admins give it tasks (let members run it with “Members may run it” below)."}\n\n` : ""}${studios.length ? studios.map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)`).join("\n") : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
+          md: `## Studios\n\n${a.ownerStudio ? `It acts only in its own studio, as a member. ${agentConfig(a).members_may_run ? "Every member of the studio may give it tasks." : "Only the studio's admins give it tasks."}\n\n` : ""}${studios.length ? studios.map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)`).join("\n") : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
         },
+        ...(a.ownerStudio
+          ? [
+              {
+                form: {
+                  action: "set_member_runs",
+                  fixed: {},
+                  label: "Save",
+                  style: "block" as const,
+                  values: { members_may_run: agentConfig(a).members_may_run },
+                },
+              },
+            ]
+          : []),
         {
           md: [
             "## What wakes it",
