@@ -6,7 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
 import { notifyOwnerOfApproval } from "../src/services/agents/notify.ts";
 import { createApiToken } from "../src/services/tokens.ts";
-import { act, buildTestApp, makeWorld, md, type Person, testPrisma, type World } from "./helpers/app.ts";
+import {
+  act,
+  addMember,
+  buildTestApp,
+  makeWorld,
+  md,
+  type Person,
+  testPrisma,
+  type World,
+} from "./helpers/app.ts";
 
 let app: FastifyInstance;
 const db = testPrisma;
@@ -17,14 +26,7 @@ let dana: Person;
 beforeAll(async () => {
   app = await buildTestApp();
   w = await makeWorld("sa");
-  const u = await db().user.create({
-    data: { id: newId(), tenantId: w.tenant.id, handle: "dana", name: "Dana Diaz", kind: "person" },
-  });
-  await db().studioMember.create({
-    data: { studioId: w.studio.id, userId: u.id, tenantId: w.tenant.id, role: "admin" },
-  });
-  const { token } = await createApiToken(db(), w.tenant.id, u.id, "test");
-  dana = { id: u.id, handle: "dana", name: "Dana Diaz", email: "", token };
+  dana = await addMember(w, "dana", "Dana Diaz", "admin");
 });
 afterAll(async () => {
   await app?.close();

@@ -102,6 +102,34 @@ export async function makeWorld(prefix = "t"): Promise<World> {
   return { tenant, host: `${subdomain}.localhost`, alice, bob, carol, studio };
 }
 
+/** One more person in the world's tenant, with the test password and a token, in its studio with `role`. */
+export async function addMember(
+  w: World,
+  handle: string,
+  name: string,
+  role: "admin" | "member",
+): Promise<Person> {
+  const db = testPrisma();
+  passwordHash ??= hashPassword(PASSWORD);
+  const email = `${handle}@${w.tenant.subdomain}.test`;
+  const u = await db.user.create({
+    data: {
+      id: newId(),
+      tenantId: w.tenant.id,
+      handle,
+      name,
+      email,
+      kind: "person",
+      passwordHash: await passwordHash,
+    },
+  });
+  await db.studioMember.create({
+    data: { studioId: w.studio.id, userId: u.id, tenantId: w.tenant.id, role },
+  });
+  const { token } = await createApiToken(db, w.tenant.id, u.id, "test");
+  return { id: u.id, handle, name, email, token };
+}
+
 /** Calls the registry in process as `who`, exactly as the internal markdown API does. */
 async function ctxOf(world: World, who: Pick<Person, "id">): Promise<Ctx> {
   const db = testPrisma();
