@@ -64,7 +64,8 @@ export interface AgentMonth {
   agentId: string;
   handle: string;
   name: string;
-  ownerHandle: string | null;
+  /** Who owns it, as the dashboard names it: `@alice`, or the studio's name. */
+  owner: string | null;
   agentConfig: unknown;
   pausedAt: Date | null;
   pausedKind: string | null;
@@ -159,7 +160,7 @@ export async function loadUsage(db: PrismaClient, f: UsageFilter, now = new Date
             id: string;
             handle: string;
             name: string;
-            owner_handle: string | null;
+            owner: string | null;
             agent_config: unknown;
             paused_at: Date | null;
             paused_kind: string | null;
@@ -168,10 +169,10 @@ export async function loadUsage(db: PrismaClient, f: UsageFilter, now = new Date
             cost: bigint | null;
           }[]
         >`
-          SELECT a.id, a.handle, a.name, o.handle AS owner_handle, a.agent_config, a.paused_at, a.paused_kind,
+          SELECT a.id, a.handle, a.name, coalesce('@' || o.handle, os.name) AS owner, a.agent_config, a.paused_at, a.paused_kind,
                  m.calls, m.input_tokens + m.output_tokens AS tokens, m.cost_micros AS cost
           FROM users a
-          LEFT JOIN users o ON o.id = a.parent_id
+          LEFT JOIN users o ON o.id = a.parent_id LEFT JOIN studios os ON os.id = a.owner_studio_id
           LEFT JOIN agent_usage_months m ON m.agent_id = a.id AND m.month = ${now.toISOString().slice(0, 7)}
           WHERE a.tenant_id = ${f.tenantId} AND a.kind = 'subagent'
             ${agentsWhere(f)}
@@ -223,7 +224,7 @@ export async function loadUsage(db: PrismaClient, f: UsageFilter, now = new Date
       agentId: a.id,
       handle: a.handle,
       name: a.name,
-      ownerHandle: a.owner_handle,
+      owner: a.owner,
       agentConfig: a.agent_config,
       pausedAt: a.paused_at,
       pausedKind: a.paused_kind,

@@ -197,7 +197,7 @@ async function overview(ctx: Ctx, f: UsageFilter, intro: string, csv: string | n
   const agents = u.agents.map((a) => {
     const limit = Number(toMicros(agentConfig({ agentConfig: a.agentConfig as object }).cost_limit_usd));
     const state = a.pausedAt ? (a.pausedKind === "cost_limit" ? "**paused at limit**" : "paused") : "active";
-    return `| ${link(`@${a.handle}`, `/subagents/${a.handle}/usage`)} |${tenant ? ` ${a.ownerHandle ? `@${a.ownerHandle}` : "—"} |` : ""} ${usd(a.costMicros)} | ${usd(limit)} | ${usd(projectMonth(a.costMicros, u.now))} | ${n(a.calls)} | ${state} |`;
+    return `| ${link(`@${a.handle}`, `/subagents/${a.handle}/usage`)} |${tenant ? ` ${a.owner ? mdEscape(a.owner) : "—"} |` : ""} ${usd(a.costMicros)} | ${usd(limit)} | ${usd(projectMonth(a.costMicros, u.now))} | ${n(a.calls)} | ${state} |`;
   });
   return [
     { md: `${monthLine(u.month.costMicros, u.now)}\n\n${intro}` },
