@@ -228,6 +228,11 @@ describe("its rights never exceed a member's of its own studio", () => {
     });
     const elsewhere = await post(bound, "/studios/side", "create_note", { text: "hello" });
     expect([elsewhere.statusCode, elsewhere.body]).toEqual([403, expect.stringContaining("acts only there")]);
+    // It knows whom it works for: its /whoami and its prompt name the studio, not a person.
+    const whoami = await md(app, w, bound, "GET", "/whoami");
+    expect(whoami.body).toContain(
+      "You belong to the studio [General](/studios/general): its admins manage you",
+    );
     const here = await post(bound, "/studios/general", "create_note", { text: "hello" });
     expect(here.statusCode, here.body).toBe(201);
     const bobs = await act(w, w.bob, "/studios/general", "create_note", { text: "Bob's" });
