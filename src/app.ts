@@ -15,6 +15,7 @@ import prismaPlugin from "./plugins/prisma.ts";
 import tenancy from "./plugins/tenancy.ts";
 import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
+import mcpRoutes from "./routes/mcp.ts";
 import pageRoutes from "./routes/pages.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
@@ -85,6 +86,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, throttle: config });
   await app.register(usageCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
+  await app.register(mcpRoutes);
   await app.register(pageRoutes);
   return app;
 }
