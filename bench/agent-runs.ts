@@ -12,7 +12,6 @@ import { createPrisma, type PrismaClient } from "../src/db/prisma.ts";
 import { type ChatRequest, type FakeReply, startFakeLlm } from "../src/dev/fake-llm.ts";
 import { newId } from "../src/lib/ids.ts";
 import { DEFAULT_PROMPT_BUDGET } from "../src/services/agents/prompt.ts";
-import { TOOLS } from "../src/services/agents/protocol.ts";
 import { queueRun } from "../src/services/agents/runs.ts";
 import { registry } from "../src/services/catalog.ts";
 import type { Actor, Ctx } from "../src/services/registry/types.ts";
@@ -93,7 +92,7 @@ function script(
 const promptTokens = (req: ChatRequest | undefined) =>
   req
     ? o200k(req.messages.map((m) => String(m.content ?? "")).join("\n")).length +
-      o200k(JSON.stringify(TOOLS)).length
+      o200k(JSON.stringify(req.tools ?? [])).length
     : Number.NaN;
 
 function startWorker(databaseUrl: string, llmUrl: string, prefix: string): ChildProcess {

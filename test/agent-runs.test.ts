@@ -354,11 +354,12 @@ describe("when the LLM misbehaves", () => {
     const run = await waitForRun(scout.id);
     expect(run).toMatchObject({ status: "completed", finalMessage: "done", stepsCount: 2 });
     const [first, second] = requestsFor(env, w).map((r) => r.body);
+    // The fixed tools, and the page's (/whoami's) usable actions, typed.
     expect(first!.tools?.map((t) => t.function.name)).toEqual([
       "navigate",
-      "execute_action",
       "finish",
       "ask_owner",
+      "update_scratchpad",
     ]);
     expect(second!.tools).toBeUndefined();
     expect(second!.response_format).toEqual({ type: "json_object" });

@@ -8,6 +8,7 @@ import type {
   ChatCompletionCreateParamsNonStreaming,
   ChatCompletionMessage,
   ChatCompletionMessageParam,
+  ChatCompletionTool,
 } from "openai/resources/chat/completions";
 import { sha256 } from "../../lib/ids.ts";
 import { nodeFetch } from "./http-fetch.ts";
@@ -29,6 +30,8 @@ export interface LlmRequest {
   model: string;
   messages: ChatCompletionMessageParam[];
   jsonMode: boolean;
+  /** The step's tools (protocol.ts toolsFor); the fixed ones when absent. */
+  tools?: ChatCompletionTool[];
   signal: AbortSignal;
 }
 
@@ -110,7 +113,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
     const masked = Object.keys(counts).length ? counts : undefined;
     const body: ChatCompletionCreateParamsNonStreaming = req.jsonMode
       ? { model: req.model, messages, response_format: { type: "json_object" } }
-      : { model: req.model, messages, tools: TOOLS, tool_choice: "auto" };
+      : { model: req.model, messages, tools: req.tools ?? TOOLS, tool_choice: "auto" };
     const started = performance.now();
     // A run passes one signal to all its calls, and the SDK adds an abort listener to the
     // signal it is given without ever removing it: each call gets its own, linked here and

@@ -4,6 +4,7 @@
 // where it was and never repeats an action; the prompt is rebuilt from the recorded
 // steps (memory.ts), so a resumed run remembers what it would have without the break.
 import type { PrismaClient } from "../../db/prisma.ts";
+import { registry } from "../catalog.ts";
 import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
 import { markKeyFailed } from "../money/keys.ts";
 import { type Budget, budgetAtStart, recordUsage, type UsageEntry } from "../money/ledger.ts";
@@ -15,8 +16,8 @@ import { type Endpoint, type LlmClient, LlmError, type LlmResponse, type Usage }
 import { lastPath, type Remembered } from "./memory.ts";
 import { limitReached, type Prepared, prepare, timedOut } from "./navigator-setup.ts";
 import { primeAgent } from "./policy.ts";
-import { buildMessages, capPage, DEFAULT_PROMPT_BUDGET } from "./prompt.ts";
-import { type Decision, parseDecision } from "./protocol.ts";
+import { buildMessages, capPage, DEFAULT_PROMPT_BUDGET, TOOL_SHARE } from "./prompt.ts";
+import { type Decision, parseDecision, toolsFor } from "./protocol.ts";
 import type { RunStart } from "./run-start.ts";
 import type { Finish } from "./runs.ts";
 import { tenantSettings } from "./settings.ts";
@@ -205,6 +206,10 @@ class Navigation {
   /** The model's reply; a Finish when the call ends the run; "again" to retry in JSON mode. */
   private async callModel(): Promise<LlmResponse | Finish | "again"> {
     const { run, agent, tenant, whoami } = this.start;
+    // The current page's usable actions are typed tools of this call, beside the fixed three.
+    const budget = this.deps.promptBudget ?? DEFAULT_PROMPT_BUDGET;
+    const usable = this.page.actions.map((n) => registry.actions.get(n)!);
+    const tools = this.jsonMode ? undefined : toolsFor(usable, budget * TOOL_SHARE);
     const messages = buildMessages({
       agent: { name: agent.name, handle: agent.handle, identityPrompt: this.p.cfg.identity_prompt },
       owner: ownerText(whoami.user),
@@ -214,14 +219,16 @@ class Navigation {
       page: { path: this.page.path, markdown: this.page.markdown },
       feedback: this.feedback,
       stepsLeft: run.maxSteps - (this.n - this.answers),
-      budget: this.deps.promptBudget ?? DEFAULT_PROMPT_BUDGET,
+      budget,
       jsonMode: this.jsonMode,
+      tools,
     });
     try {
       return await this.deps.llm(this.p.endpoint, {
         model: this.p.model,
         messages,
         jsonMode: this.jsonMode,
+        tools,
         signal: this.callSignal,
       });
     } catch (err) {
@@ -307,7 +314,7 @@ class Navigation {
   }
 
   private async act(turn: Turn): Promise<Finish | undefined> {
-    const parsed = parseDecision(turn.reply.message);
+    const parsed = parseDecision(turn.reply.message, this.page.actions);
     if (!parsed.ok) return this.onInvalid(turn, parsed.error);
     this.invalid = 0;
     this.feedback = undefined;

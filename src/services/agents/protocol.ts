@@ -1,5 +1,9 @@
-// The fixed protocol any OpenAI-compatible model drives the navigator with: four
-// function tools, and a JSON-mode fallback for endpoints without tool calling.
+// The protocol any OpenAI-compatible model drives the navigator with: three fixed function
+// tools (navigate, finish, ask_owner) and, typed, each action the current page lists, its
+// params' JSON Schema from the registry (registry/json-schema.ts, the one source MCP uses
+// too); a JSON-mode fallback for endpoints without tool calling. The typed actions take at
+// most their share of the prompt budget: those that do not fit are reached through the
+// untyped `execute_action {action, params}`, offered then (and always understood).
 //
 // Every tool takes an optional `note`, the model's memory for the run (memory.ts). An
 // argument rather than the text a model may send beside a tool call: many models send no
@@ -7,6 +11,8 @@
 // and JSON mode (no tools) carries it the same way.
 import type { ChatCompletionMessage, ChatCompletionTool } from "openai/resources/chat/completions";
 import { z } from "zod";
+import { paramsJsonSchema } from "../registry/json-schema.ts";
+import type { ActionDef } from "../registry/types.ts";
 import { NOTE_CHARS } from "./memory.ts";
 
 const NOTE = {
@@ -14,6 +20,7 @@ const NOTE = {
   description: `Your memory for this run (at most ${NOTE_CHARS} characters): what you learned that you will need later, and what you plan next`,
 };
 
+/** The tools every step offers, whatever the page. */
 export const TOOLS: ChatCompletionTool[] = [
   {
     type: "function",
@@ -27,27 +34,6 @@ export const TOOLS: ChatCompletionTool[] = [
           note: NOTE,
         },
         required: ["path"],
-        additionalProperties: false,
-      },
-    },
-  },
-  {
-    type: "function",
-    function: {
-      name: "execute_action",
-      description: "Run one of the actions listed under '## Actions' on the current page.",
-      parameters: {
-        type: "object",
-        properties: {
-          action: { type: "string", description: "The action's name, e.g. add_comment" },
-          params: { type: "object", description: "The action's parameters", additionalProperties: true },
-          reason: {
-            type: "string",
-            description: "Why, in a sentence: your owner sees it if the action needs approval",
-          },
-          note: NOTE,
-        },
-        required: ["action", "params"],
         additionalProperties: false,
       },
     },
@@ -79,6 +65,94 @@ export const TOOLS: ChatCompletionTool[] = [
     },
   },
 ];
+
+const actionTools = new WeakMap<ActionDef, ChatCompletionTool>();
+
+// Short here: every typed action repeats them, and the fixed tools say the rest.
+const REASON = { type: "string", description: "why, in a sentence (reviewers see it)" };
+const SHORT_NOTE = { type: "string", description: "your note, as for navigate" };
+
+/** The untyped way to any action of the current page: offered when the typed ones do not all fit. */
+const EXECUTE_TOOL: ChatCompletionTool = {
+  type: "function",
+  function: {
+    name: "execute_action",
+    description:
+      "Run an action listed under '## Actions' on the current page that has no tool of its own here.",
+    parameters: {
+      type: "object",
+      properties: {
+        action: { type: "string", description: "The action's name, e.g. add_comment" },
+        params: { type: "object", description: "The action's parameters", additionalProperties: true },
+        reason: REASON,
+        note: SHORT_NOTE,
+      },
+      required: ["action", "params"],
+      additionalProperties: false,
+    },
+  },
+};
+
+// Providers render tool schemas in a format of their own; half the JSON's characters
+// counts them generously (test/token-estimate.test.ts checks it against real tokenizers).
+const toolSizes = new WeakMap<ChatCompletionTool, number>();
+export function toolTokens(tools: readonly ChatCompletionTool[]): number {
+  let n = 0;
+  for (const t of tools) {
+    let size = toolSizes.get(t);
+    if (size === undefined) {
+      size = Math.ceil(JSON.stringify(t).length / 2);
+      toolSizes.set(t, size);
+    }
+    n += size;
+  }
+  return n;
+}
+
+/** An action of the current page as a typed tool: its params, your reason, your note. */
+function actionTool(a: ActionDef): ChatCompletionTool {
+  let tool = actionTools.get(a);
+  if (!tool) {
+    tool = {
+      type: "function",
+      function: {
+        name: a.name,
+        description: `${a.description}. An action of the current page.`,
+        parameters: {
+          type: "object",
+          properties: { params: paramsJsonSchema(a), reason: REASON, note: SHORT_NOTE },
+          required: ["params"],
+          additionalProperties: false,
+        },
+      },
+    };
+    actionTools.set(a, tool);
+  }
+  return tool;
+}
+
+/**
+ * The tools of a step: the fixed three and the current page's usable actions, typed, in the
+ * page's order while they fit in `maxTokens`; the rest through `execute_action`.
+ */
+export function toolsFor(
+  actions: readonly ActionDef[],
+  maxTokens = Number.POSITIVE_INFINITY,
+): ChatCompletionTool[] {
+  const tools = [...TOOLS];
+  let left = maxTokens - toolTokens(TOOLS) - toolTokens([EXECUTE_TOOL]);
+  let untyped = false;
+  for (const a of actions) {
+    const t = actionTool(a);
+    const size = toolTokens([t]);
+    if (size <= left) {
+      tools.push(t);
+      left -= size;
+    } else untyped = true;
+  }
+  if (untyped) tools.push(EXECUTE_TOOL);
+  return tools;
+}
 
 export const JSON_MODE_INSTRUCTIONS = `Answer with exactly one JSON object and nothing else, one of:
 {"type":"navigate","path":"/some/path","note":"your note"}
@@ -124,6 +198,12 @@ const TOOL_TYPES: Record<string, Decision["type"]> = {
   ask_owner: "ask_owner",
 };
 
+/** A typed action's arguments as an execute decision; params sent flat (a common slip) count too. */
+function typedCall(action: string, args: Record<string, unknown>) {
+  const { params, reason, note, ...flat } = args ?? {};
+  return { type: "execute", action, params: params ?? flat, reason, note };
+}
+
 export type Parsed = { ok: true; decision: Decision } | { ok: false; error: string };
 
 function validate(candidate: unknown): Parsed {
@@ -135,24 +215,32 @@ function validate(candidate: unknown): Parsed {
   };
 }
 
-/** Reads the model's reply: a tool call, or (fallback) a JSON object in the content. */
-export function parseDecision(message: Pick<ChatCompletionMessage, "content" | "tool_calls">): Parsed {
+/**
+ * Reads the model's reply: a tool call (one of the fixed tools, or one of `actions`, the
+ * current page's typed actions), or (fallback) a JSON object in the content.
+ */
+export function parseDecision(
+  message: Pick<ChatCompletionMessage, "content" | "tool_calls">,
+  actions: readonly string[] = [],
+): Parsed {
   const call = message.tool_calls?.[0];
   if (call) {
     if (call.type !== "function") return { ok: false, error: `unsupported tool call type ${call.type}` };
-    const type = TOOL_TYPES[call.function.name];
-    if (!type)
+    const name = call.function.name;
+    const type = TOOL_TYPES[name];
+    const typed = !type && actions.includes(name);
+    if (!type && !typed)
       return {
         ok: false,
-        error: `unknown tool \`${call.function.name}\`; use navigate, execute_action, finish or ask_owner`,
+        error: `unknown tool \`${name}\`; use navigate, finish, ask_owner or an action of the current page${actions.length ? ` (${actions.join(", ")})` : ""}`,
       };
     let args: unknown;
     try {
       args = JSON.parse(call.function.arguments || "{}");
     } catch {
-      return { ok: false, error: `the arguments of \`${call.function.name}\` are not valid JSON` };
+      return { ok: false, error: `the arguments of \`${name}\` are not valid JSON` };
     }
-    return validate({ ...(args as object), type });
+    return validate(typed ? typedCall(name, args as Record<string, unknown>) : { ...(args as object), type });
   }
   const text = (message.content ?? "").trim();
   if (!text) return { ok: false, error: "empty reply: call one of the tools" };

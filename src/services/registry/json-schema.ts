@@ -12,12 +12,48 @@ export type JsonSchema = {
 
 const cache = new WeakMap<ActionDef, JsonSchema>();
 
+// JSON Schema's own words; the registry's form hints (multiline, secret, label, optionLabels,
+// pickedBeside) ride along in zod's meta and mean nothing to a client, so they are dropped.
+const KEYWORDS = new Set([
+  "type",
+  "properties",
+  "required",
+  "description",
+  "enum",
+  "const",
+  "items",
+  "minimum",
+  "maximum",
+  "minLength",
+  "maxLength",
+  "minItems",
+  "maxItems",
+  "pattern",
+  "format",
+  "default",
+  "anyOf",
+  "additionalProperties",
+]);
+
+function standard(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(standard);
+  if (!node || typeof node !== "object") return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node))
+    if (KEYWORDS.has(k))
+      out[k] =
+        k === "properties"
+          ? Object.fromEntries(Object.entries(v as object).map(([name, s]) => [name, standard(s)]))
+          : standard(v);
+  return out;
+}
+
 export function paramsJsonSchema(a: ActionDef): JsonSchema {
   let schema = cache.get(a);
   if (!schema) {
     // The input side (before transforms): what a caller sends.
     const { $schema: _, ...rest } = z.toJSONSchema(a.params, { io: "input", unrepresentable: "any" });
-    schema = rest as JsonSchema;
+    schema = standard(rest) as JsonSchema;
     cache.set(a, schema);
   }
   return schema;

@@ -1,0 +1,65 @@
+// The navigator's typed tools: the current page's actions as function tools with the
+// registry's JSON Schema, within their share of the prompt budget; the model's typed calls
+// read as the same decisions the untyped execute_action made.
+import type { ChatCompletionTool } from "openai/resources/chat/completions";
+import { describe, expect, it } from "vitest";
+import { parseDecision, TOOLS, toolsFor, toolTokens } from "../src/services/agents/protocol.ts";
+import { registry } from "../src/services/catalog.ts";
+import { paramsJsonSchema } from "../src/services/registry/json-schema.ts";
+
+const action = (name: string) => registry.actions.get(name)!;
+const fn = (t: ChatCompletionTool) => (t.type === "function" ? t.function : { name: "", parameters: {} });
+const names = (tools: ChatCompletionTool[]) => tools.map((t) => fn(t).name);
+const called = (name: string, args: unknown) => ({
+  content: null,
+  tool_calls: [{ id: "c1", type: "function" as const, function: { name, arguments: JSON.stringify(args) } }],
+});
+
+describe("typed tools", () => {
+  it("offers the fixed tools and each usable action with its registry schema", () => {
+    const tools = toolsFor([action("add_comment"), action("confirm_read")]);
+    expect(names(tools)).toEqual(["navigate", "finish", "ask_owner", "add_comment", "confirm_read"]);
+    const comment = fn(tools[3]!) as { description?: string; parameters?: object };
+    expect(comment.description).toContain(action("add_comment").description);
+    expect((comment.parameters as { properties: { params: unknown } }).properties.params).toEqual(
+      paramsJsonSchema(action("add_comment")),
+    );
+    // Only JSON Schema's words: the registry's form hints stay home.
+    expect(JSON.stringify(paramsJsonSchema(action("add_comment")))).not.toContain("multiline");
+  });
+
+  it("types actions in page order while they fit their share; the rest go through execute_action", () => {
+    const page = ["create_note", "create_decision", "create_commitment", "subscribe"].map(action);
+    const all = toolsFor(page);
+    const tight = toolsFor(page, toolTokens(all) - 1);
+    expect(names(tight).at(-1)).toBe("execute_action");
+    expect(toolTokens(tight)).toBeLessThan(toolTokens(all));
+    expect(names(toolsFor(page, toolTokens(TOOLS)))).toEqual([...names(TOOLS), "execute_action"]);
+  });
+
+  it("reads a typed call as an execute decision, params nested or sent flat", () => {
+    const page = ["add_comment"];
+    const nested = parseDecision(
+      called("add_comment", { params: { text: "hi" }, reason: "r", note: "n" }),
+      page,
+    );
+    expect(nested).toEqual({
+      ok: true,
+      decision: { type: "execute", action: "add_comment", params: { text: "hi" }, reason: "r", note: "n" },
+    });
+    const flat = parseDecision(called("add_comment", { text: "hi", note: "n" }), page);
+    expect(flat).toMatchObject({
+      ok: true,
+      decision: { action: "add_comment", params: { text: "hi" }, note: "n" },
+    });
+    // An action the page does not offer is not a tool, and says what is.
+    const other = parseDecision(called("create_note", { params: {} }), page);
+    expect(other).toEqual({ ok: false, error: expect.stringContaining("(add_comment)") });
+    // The untyped tool still works.
+    const untyped = parseDecision(
+      called("execute_action", { action: "add_comment", params: { text: "x" } }),
+      page,
+    );
+    expect(untyped).toMatchObject({ ok: true, decision: { type: "execute", action: "add_comment" } });
+  });
+});
