@@ -3,6 +3,7 @@
 // read as the same decisions the untyped execute_action made.
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import { describe, expect, it } from "vitest";
+import { toolActions } from "../src/services/agents/prompt.ts";
 import { parseDecision, TOOLS, toolsFor, toolTokens } from "../src/services/agents/protocol.ts";
 import { registry } from "../src/services/catalog.ts";
 import { paramsJsonSchema } from "../src/services/registry/json-schema.ts";
@@ -61,5 +62,21 @@ describe("typed tools", () => {
       page,
     );
     expect(untyped).toMatchObject({ ok: true, decision: { type: "execute", action: "add_comment" } });
+  });
+
+  it("the current page in the prompt names its typed actions instead of repeating their signatures", () => {
+    const page = [
+      "# Note",
+      "Text",
+      "## Actions",
+      "- `add_comment` (text: string) — Comment here",
+      "- `confirm_read` () — Say you read it",
+      "_Describe one with `GET /x/actions/<name>`; run it with `POST /x/actions/<name>`._",
+    ].join("\n\n");
+    const typed = toolsFor([action("add_comment")]);
+    expect(toolActions(page, typed)).toBe(
+      "# Note\n\nText\n\n## Actions\n\nEach is one of your tools: `add_comment`.\n\nThrough execute_action:\n- `confirm_read` () — Say you read it\n",
+    );
+    expect(toolActions(page, undefined)).toBe(page);
   });
 });

@@ -95,6 +95,26 @@ export function fitPage(markdown: string, tokens: number, chars = PAGE_CHAR_LIMI
   return `${head}${marker(body.length - head.length)}${actions}`;
 }
 
+/**
+ * The current page's `## Actions` as the model needs it when its actions are typed tools:
+ * their names (the tool carries the rest), the full line only for an action without a tool,
+ * and no HTTP how-to. The page as recorded and shown elsewhere keeps its full section.
+ */
+export function toolActions(markdown: string, tools: readonly ChatCompletionTool[] | undefined): string {
+  const at = markdown.lastIndexOf("\n## Actions\n");
+  if (!tools || at < 0) return markdown;
+  const typed = new Set(tools.map((t) => (t.type === "function" ? t.function.name : "")));
+  const lines = markdown.slice(at).split("\n");
+  const named = lines.map((l) => /^- `([a-z_]+)`/.exec(l)?.[1]).filter((n): n is string => Boolean(n));
+  const mine = named.filter((n) => typed.has(n));
+  if (!mine.length) return markdown;
+  const rest = lines.filter((l) => {
+    const n = /^- `([a-z_]+)`/.exec(l)?.[1];
+    return n !== undefined && !typed.has(n);
+  });
+  return `${markdown.slice(0, at)}\n## Actions\n\nEach is one of your tools: ${mine.map((n) => `\`${n}\``).join(", ")}.${rest.length ? `\n\nThrough execute_action:\n${rest.join("\n")}` : ""}\n`;
+}
+
 /** Caps a page as a step records it (and as a prompt shows it, at most). */
 export const capPage = (markdown: string) => fitPage(markdown, Infinity);
 
@@ -126,7 +146,8 @@ export function buildMessages(p: PromptInput): ChatCompletionMessageParam[] {
     : "";
   const pageHead = `# Current page: ${p.page.path}\n\n<page>\n`;
   const current = take(
-    (t) => `${pageHead}${fitPage(p.page.markdown, t - estimateTokens(pageHead) - 5)}\n</page>`,
+    (t) =>
+      `${pageHead}${fitPage(toolActions(p.page.markdown, p.tools), t - estimateTokens(pageHead) - 5)}\n</page>`,
     SHARE.page,
   );
   const memory = take((t) => `# Your steps and notes so far\n\n${stepLines(p.steps, t - 10)}`, SHARE.memory);
