@@ -109,6 +109,20 @@ export function toolTokens(tools: readonly ChatCompletionTool[]): number {
   return n;
 }
 
+/**
+ * A schema without its `pattern`s: regexes cost a model many tokens and tell it little (the
+ * action's own validation answers a bad value with the field's message).
+ */
+function withoutPatterns(node: unknown): object {
+  if (Array.isArray(node)) return node.map(withoutPatterns);
+  if (!node || typeof node !== "object") return node as object;
+  return Object.fromEntries(
+    Object.entries(node)
+      .filter(([k, v]) => !(k === "pattern" && typeof v === "string"))
+      .map(([k, v]) => [k, k === "properties" || typeof v === "object" ? withoutPatterns(v) : v]),
+  );
+}
+
 /** An action of the current page as a typed tool: its params, your reason, your note. */
 function actionTool(a: ActionDef): ChatCompletionTool {
   let tool = actionTools.get(a);
@@ -117,10 +131,10 @@ function actionTool(a: ActionDef): ChatCompletionTool {
       type: "function",
       function: {
         name: a.name,
-        description: `${a.description}. An action of the current page.`,
+        description: a.description,
         parameters: {
           type: "object",
-          properties: { params: paramsJsonSchema(a), reason: REASON, note: SHORT_NOTE },
+          properties: { params: withoutPatterns(paramsJsonSchema(a)), reason: REASON, note: SHORT_NOTE },
           required: ["params"],
           additionalProperties: false,
         },
