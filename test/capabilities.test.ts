@@ -323,9 +323,26 @@ describe("the navigator refuses the same way", () => {
     const done = await waitForRun(scout.id);
     expect(done.status).toBe("completed");
     const steps = await stepsOf(done.id);
-    const prompts = requestsFor(env, w).map((r) => userPrompt(r.body));
-    return { w, scout, steps, prompts, detail: (i: number) => steps[i]!.detail as Record<string, unknown> };
+    const sent = requestsFor(env, w).map((r) => r.body);
+    const prompts = sent.map(userPrompt);
+    // The page's usable actions reach the model as typed tools, or (those past the tools'
+    // share of the budget) as lines for execute_action under the page's Actions: either way, sorted.
+    const offered = sent.map((b, i) =>
+      [
+        ...(b.tools ?? []).map((t) => t.function.name).filter((n) => !FIXED_TOOLS.has(n)),
+        ...actionNames(prompts[i]!),
+      ].sort(),
+    );
+    return {
+      w,
+      scout,
+      steps,
+      prompts,
+      offered,
+      detail: (i: number) => steps[i]!.detail as Record<string, unknown>,
+    };
   }
+  const FIXED_TOOLS = new Set(["navigate", "finish", "ask_owner", "execute_action"]);
   const toStudio = tool("navigate", { path: "/studios/general" });
   const newNote = tool("execute_action", { action: "create_note", params: { title: "T", text: "Body" } });
 
@@ -351,12 +368,16 @@ describe("the navigator refuses the same way", () => {
   ];
   for (const r of refusals) {
     it(`${r.cls}: the step fails (ok: false), nothing is written, the next prompt lists only allowed actions`, async () => {
-      const { w, scout, steps, prompts, detail } = await run(r.config, [toStudio, r.action], r.admin);
+      const { w, scout, steps, prompts, offered, detail } = await run(
+        r.config,
+        [toStudio, r.action],
+        r.admin,
+      );
       expect(steps.map((s) => s.type)).toEqual(["navigate", "navigate", "execute", "finish"]);
       expect(detail(2)).toMatchObject({ ok: false, action: r.name });
       expect(String(detail(2).error)).toContain(`\`${r.name}\``);
-      expect(actionNames(prompts[1]!)).toEqual(r.next);
-      expect(actionNames(prompts[2]!)).toEqual(r.next);
+      expect(offered[1]).toEqual([...r.next].sort());
+      expect(offered[2]).toEqual([...r.next].sort());
       expect(prompts[2]).toContain("# Your previous reply could not be used");
       expect(await db().note.count({ where: { authorId: scout.id } })).toBe(0);
       expect((await db().studio.findUniqueOrThrow({ where: { id: w.studio.id } })).name).toBe("General");
@@ -373,24 +394,24 @@ describe("the navigator refuses the same way", () => {
   }
 
   it("grantable, granted: the step runs; the next prompt lists only the granted actions of the new page", async () => {
-    const { scout, steps, prompts, detail } = await run({ capabilities: ["create_note", "add_comment"] }, [
-      toStudio,
-      newNote,
-    ]);
+    const { scout, steps, prompts, offered, detail } = await run(
+      { capabilities: ["create_note", "add_comment"] },
+      [toStudio, newNote],
+    );
     expect(detail(2)).toMatchObject({ ok: true, action: "create_note" });
     const note = await db().note.findFirstOrThrow({ where: { authorId: scout.id } });
     expect(steps[2]!.path).toBe("/studios/general");
-    expect(actionNames(prompts[1]!)).toEqual(["create_note"]);
+    expect(offered[1]).toEqual(["create_note"]);
     expect(prompts[2]).toContain(`# Current page: /studios/general/notes/${note.id}`);
-    expect(actionNames(prompts[2]!)).toEqual(["add_comment"]);
+    expect(offered[2]).toEqual(["add_comment"]);
   });
 
   it("always allowed: with capabilities [] the scratchpad still saves; studio pages list nothing", async () => {
     const pad = tool("execute_action", { action: "update_scratchpad", params: { text: "remember" } });
-    const { scout, prompts, detail } = await run({ capabilities: [] }, [pad, toStudio]);
-    expect(actionNames(prompts[0]!)).toEqual(["update_scratchpad"]);
+    const { scout, offered, detail } = await run({ capabilities: [] }, [pad, toStudio]);
+    expect(offered[0]).toEqual(["update_scratchpad"]);
     expect(detail(1)).toMatchObject({ ok: true, action: "update_scratchpad" });
     expect((await db().user.findUniqueOrThrow({ where: { id: scout.id } })).scratchpad).toBe("remember");
-    expect(actionNames(prompts[2]!)).toEqual([]);
+    expect(offered[2]).toEqual([]);
   });
 });
