@@ -13,6 +13,7 @@ import { sha256 } from "../../lib/ids.ts";
 import { nodeFetch } from "./http-fetch.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS } from "./protocol.ts";
 import { type MaskCounts, maskDeep } from "./secret-masking.ts";
+import { fingerprint } from "./step-prompt.ts";
 
 const MAX_CLIENTS = 200;
 
@@ -44,6 +45,8 @@ export interface LlmResponse {
   latencyMs: number;
   /** Secrets masked out of this request, per kind; absent when there were none. */
   masked?: MaskCounts;
+  /** Of the messages exactly as sent (step-prompt.ts): the run page tells a rebuilt prompt from the real one by it. */
+  fingerprint: string;
 }
 
 export type LlmErrorKind =
@@ -108,6 +111,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
       counts,
     ) as ChatCompletionMessageParam[];
     const masked = Object.keys(counts).length ? counts : undefined;
+    const sent = fingerprint(messages);
     const body: ChatCompletionCreateParamsNonStreaming = req.jsonMode
       ? { model: req.model, messages, response_format: { type: "json_object" } }
       : { model: req.model, messages, tools: TOOLS, tool_choice: "auto" };
@@ -132,6 +136,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
         },
         latencyMs: Math.round(performance.now() - started),
         ...(masked && { masked }),
+        fingerprint: sent,
       };
     } catch (err) {
       const e = classify(err, req.signal);

@@ -4,6 +4,7 @@
 // where it was and never repeats an action; the prompt is rebuilt from the recorded
 // steps (memory.ts), so a resumed run remembers what it would have without the break.
 import type { PrismaClient } from "../../db/prisma.ts";
+import { callStarted } from "../live/publish.ts";
 import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
 import { markKeyFailed } from "../money/keys.ts";
 import { type Budget, budgetAtStart, recordUsage, type UsageEntry } from "../money/ledger.ts";
@@ -20,6 +21,7 @@ import { type Decision, parseDecision } from "./protocol.ts";
 import type { RunStart } from "./run-start.ts";
 import type { Finish } from "./runs.ts";
 import { tenantSettings } from "./settings.ts";
+import { CONVERSATION, type PromptFacts, promptInput } from "./step-prompt.ts";
 import { LeaseLostError, recordResources, recordStep, type StepRecord } from "./steps.ts";
 
 export const MAX_INVALID_IN_A_ROW = 3;
@@ -75,11 +77,9 @@ interface Turn {
   reply: LlmResponse;
   spent: UsageEntry;
   t0: number;
+  /** How its prompt was made, but for the fingerprint the reply carries. */
+  prompt: Omit<PromptFacts, "hash">;
 }
-
-// Steps that are a conversation with the owner, not work: recorded, but not counted
-// against the limit, so an answer always reaches the model.
-const CONVERSATION = ["answer", "ask_owner", "approval"];
 
 class Navigation {
   private readonly prisma: PrismaClient;
@@ -94,6 +94,10 @@ class Navigation {
   private n: number;
   private answers: number;
   private page!: MarkdownPage;
+  /** Whether a step row holds `page` (a navigation's): otherwise the next step keeps it, for its prompt. */
+  private pageRecorded = false;
+  /** How the prompt of the call in flight was made (step-prompt.ts). */
+  private prompt: Omit<PromptFacts, "hash"> = { budget: 0 };
   // The first step only records the /whoami read, so the model need not wait for it: it is
   // written while the first call is out, and awaited before that call is charged as step 2.
   private firstStep: Promise<void> = Promise.resolve();
@@ -153,7 +157,7 @@ class Navigation {
       const reply = await this.callModel();
       if (reply === "again") continue;
       if ("status" in reply) return reply;
-      const end = await this.act({ reply, spent: this.spent(reply), t0 });
+      const end = await this.act({ reply, spent: this.spent(reply), t0, prompt: this.prompt });
       if (end) return end;
     }
   }
@@ -183,6 +187,7 @@ class Navigation {
     const first = this.fresh();
     primeWhoami(first, this.start.whoami);
     this.page = await readPage(first, "/whoami");
+    this.pageRecorded = true;
     const step: Step = {
       type: "navigate",
       path: "/whoami",
@@ -200,18 +205,29 @@ class Navigation {
   /** The model's reply; a Finish when the call ends the run; "again" to retry in JSON mode. */
   private async callModel(): Promise<LlmResponse | Finish | "again"> {
     const { run, agent, tenant, whoami } = this.start;
-    const messages = buildMessages({
-      agent: { name: agent.name, handle: agent.handle, identityPrompt: this.p.cfg.identity_prompt },
-      owner: whoami.user.parent ?? { name: "nobody", handle: "nobody" },
-      workspace: tenant.name,
-      task: run.task,
-      steps: this.memory,
-      page: { path: this.page.path, markdown: this.page.markdown },
-      feedback: this.feedback,
-      stepsLeft: run.maxSteps - (this.n - this.answers),
-      budget: this.deps.promptBudget ?? DEFAULT_PROMPT_BUDGET,
-      jsonMode: this.jsonMode,
-    });
+    const budget = this.deps.promptBudget ?? DEFAULT_PROMPT_BUDGET;
+    const page = { path: this.page.path, markdown: this.page.markdown };
+    const messages = buildMessages(
+      promptInput({
+        agent,
+        owner: whoami.user.parent,
+        workspace: tenant.name,
+        run,
+        steps: this.memory,
+        page,
+        feedback: this.feedback,
+        budget,
+        jsonMode: this.jsonMode,
+      }),
+    );
+    this.prompt = {
+      budget,
+      ...(this.jsonMode && { json: true }),
+      ...(this.feedback && { feedback: this.feedback }),
+      ...(!this.pageRecorded && { page: { path: page.path, markdown: capPage(page.markdown) } }),
+    };
+    // Watchers of the run see "thinking…" from now: a notification, not a write.
+    callStarted(this.prisma, run, this.n + 1);
     try {
       return await this.deps.llm(this.p.endpoint, {
         model: this.p.model,
@@ -291,13 +307,17 @@ class Navigation {
   }
 
   private measured(turn: Turn) {
-    const { usage, latencyMs, masked } = turn.reply;
+    const { usage, latencyMs, masked, message, fingerprint } = turn.reply;
+    // The text a model may send beside its tool call: its reasoning, shown with the step.
+    const text = message.tool_calls?.length ? message.content?.trim() : undefined;
     return {
       inputTokens: usage.input,
       outputTokens: usage.output,
       llmMs: latencyMs,
       masked,
       durationMs: performance.now() - turn.t0,
+      prompt: { ...turn.prompt, hash: fingerprint },
+      ...(text && { modelText: text }),
     };
   }
 
@@ -355,6 +375,7 @@ class Navigation {
   private async onNavigate(turn: Turn, d: Extract<Decision, { type: "navigate" }>) {
     try {
       this.page = await readPage(this.fresh(), d.path);
+      this.pageRecorded = true;
     } catch (err) {
       await this.charge(turn);
       throw err;
@@ -430,6 +451,7 @@ class Navigation {
     this.n = stepNo;
     this.remember(stepNo, done!);
     this.page = result.page;
+    this.pageRecorded = false;
     if (result.outcome.pending?.waits)
       return {
         status: "waiting",
