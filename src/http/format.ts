@@ -25,6 +25,25 @@ export function prefersMarkdown(accept: string | undefined): boolean {
   return md > 0 && md >= html;
 }
 
+/**
+ * A page's live updates (server-sent events) are a third format of its URL: asked for with
+ * `Accept: text/event-stream`, as EventSource does, ranked above the others.
+ */
+export function wantsEvents(req: FastifyRequest, path: string): boolean {
+  const accept = req.headers.accept;
+  if (!accept || path.endsWith(".md")) return false;
+  let events = -1;
+  let other = -1;
+  for (const part of accept.split(",")) {
+    const [type, ...params] = part.trim().toLowerCase().split(";");
+    const qParam = params.find((p) => p.trim().startsWith("q="));
+    const q = qParam ? Number(qParam.trim().slice(2)) : 1;
+    if (type === "text/event-stream") events = Math.max(events, q);
+    else other = Math.max(other, q);
+  }
+  return events > 0 && events >= other;
+}
+
 export function isFormBody(req: FastifyRequest): boolean {
   return (req.headers["content-type"] ?? "").startsWith("application/x-www-form-urlencoded");
 }

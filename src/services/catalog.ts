@@ -71,6 +71,7 @@ import { commitmentPage, commitmentsPage } from "./pages/commitments.ts";
 import { decisionPage, decisionsPage } from "./pages/decisions.ts";
 import { notePage, notesPage } from "./pages/notes.ts";
 import { notificationsPage, profilePage, searchPage, whoamiPage } from "./pages/people.ts";
+import { runStepPage } from "./pages/run-step.ts";
 import { runFormPage, runPage, runsPage } from "./pages/runs.ts";
 import { schedulesPage } from "./pages/schedules.ts";
 import { settingsPage, tokensPage } from "./pages/settings.ts";
@@ -104,6 +105,7 @@ export const pages = [
   runFormPage,
   runsPage,
   runPage,
+  runStepPage,
   subscriptionsPage,
   agentSettingsPage,
   schedulesPage,

@@ -151,6 +151,20 @@ export async function seedAgent(w: World, owner: Person, handle: string, mark: s
       status: "waiting",
       stopReason: "asked_owner",
       question: `Question ${mark}?`,
+      stepsCount: 1,
+    },
+  });
+  // Its one step (its page /subagents/:handle/runs/:run/steps/1): it asked, with words of its own.
+  await db.subagentTaskRunStep.create({
+    data: {
+      id: newId(),
+      runId: run.id,
+      tenantId: w.tenant.id,
+      number: 1,
+      type: "ask_owner",
+      path: "/whoami",
+      detail: { question: `Question ${mark}?`, resultPath: "/whoami", note: `Note ${mark}` },
+      modelText: `Words ${mark}`,
     },
   });
   // What the agent watches (its subscriptions page), inserted: it is in no studio yet.
@@ -588,6 +602,7 @@ const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = 
   "u.handle": { kind: "user", value: (s) => s.actor.handle },
   "subagents.handle": { kind: "agent", value: (s) => s.agent },
   "subagents.run": { kind: "object", value: (s) => s.run },
+  "subagents.step": { kind: "object", value: () => "1" },
   "subagents.pending": { kind: "object", value: (s) => s.pending },
 };
 
