@@ -89,6 +89,24 @@ export function requireScope<T>(value: T | undefined, what: string): T {
 }
 
 /**
+ * The subagents the actor manages, as a `where` on users: the one rule for every list of
+ * "your agents" (/subagents, /runs) and every "may this viewer open its run" link.
+ */
+export function managedAgentsWhere(ctx: Ctx) {
+  return { tenantId: ctx.tenant.id, kind: "subagent" as const, parentId: ctx.actor.id };
+}
+
+/** Which of these agents the actor manages (whose runs it may open). */
+export async function managedAmong(ctx: Ctx, agentIds: string[]): Promise<Set<string>> {
+  if (!agentIds.length) return new Set();
+  const rows = await ctx.db.user.findMany({
+    where: { ...managedAgentsWhere(ctx), id: { in: [...new Set(agentIds)] } },
+    select: { id: true },
+  });
+  return new Set(rows.map((r) => r.id));
+}
+
+/**
  * A subagent the actor owns; anyone else's agent (or a person) is a 404. With
  * `adminReads`, a workspace admin may read any agent of the tenant (its usage); what
  * they may change is still up to each action's owner check.

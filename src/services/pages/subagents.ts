@@ -1,4 +1,4 @@
-import { loadOwnedAgent } from "../access.ts";
+import { loadOwnedAgent, managedAgentsWhere } from "../access.ts";
 import { agentConfig } from "../agents/settings.ts";
 import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
@@ -20,7 +20,7 @@ export const subagentsPage: PageDef = {
   resolve: async () => ({}),
   async render(ctx, _scope, query) {
     const pg = paging(query);
-    const where = { tenantId: ctx.tenant.id, kind: "subagent" as const, parentId: ctx.actor.id };
+    const where = managedAgentsWhere(ctx);
     const [agents, total] = await Promise.all([
       ctx.db.user.findMany({
         where,
