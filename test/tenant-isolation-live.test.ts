@@ -7,12 +7,16 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pages } from "../src/services/catalog.ts";
-import { buildTestApp, login, makeWorld, testPrisma, type World } from "./helpers/app.ts";
+import { buildTestApp, login, makeWorld, type World } from "./helpers/app.ts";
 import {
+  attackers,
   type Caller,
   concreteUrl,
   existsInB,
+  handlesOf,
   type InB,
+  MODES,
+  type Mode,
   type Seed,
   seedAttacker,
   seedVictim,
@@ -20,8 +24,6 @@ import {
   victimNeedles,
 } from "./helpers/isolation.ts";
 import { openLive, portOf } from "./helpers/live.ts";
-
-type Mode = "B token on B host" | "B session on B host" | "B token on A host" | "B session on A host";
 
 let app: FastifyInstance;
 let port: number;
@@ -41,13 +43,7 @@ beforeAll(async () => {
   B = await makeWorld("b");
   A = await seedVictim(wA);
   ({ smuggle } = await seedAttacker(B, A));
-  const bBrowser = await login(app, B, B.alice);
-  callers = {
-    "B token on B host": { label: "B token", host: B.host, token: B.alice.token },
-    "B session on B host": { label: "B session", host: B.host, browser: bBrowser },
-    "B token on A host": { label: "B token", host: wA.host, token: B.alice.token },
-    "B session on A host": { label: "B session", host: wA.host, browser: bBrowser },
-  };
+  callers = await attackers(app, wA, B);
   asA = new Map();
   for (const s of [A.shared, A.only])
     asA.set(s.label, {
@@ -57,14 +53,7 @@ beforeAll(async () => {
     });
   const n = await victimNeedles(A);
   needles = { onA: n.all, onB: [...n.all, ...n.hostOnly] };
-  const db = testPrisma();
-  const handles = async (where: object) =>
-    new Set((await db.user.findMany({ where: { tenantId: B.tenant.id, ...where } })).map((u) => u.handle));
-  bHas = {
-    studios: new Set((await db.studio.findMany({ where: { tenantId: B.tenant.id } })).map((s) => s.handle)),
-    users: await handles({ kind: "person" }),
-    agents: await handles({ kind: "subagent" }),
-  };
+  bHas = await handlesOf(B);
 });
 
 afterAll(async () => {
@@ -108,7 +97,7 @@ describe("tenant B asks for A's live pages", () => {
   for (const page of livePages)
     it(page.pattern, async () => {
       const failures: string[] = [];
-      for (const mode of Object.keys(callers) as Mode[]) {
+      for (const mode of MODES) {
         const onB = mode.endsWith("B host");
         for (const seed of onB ? [A.shared, A.only, smuggle] : [A.shared, A.only]) {
           const url = concreteUrl(page.pattern, seed);
