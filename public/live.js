@@ -172,28 +172,53 @@
   });
 
   // ---- the stream ----------------------------------------------------------------------------
+  // EventSource reconnects by itself after a dropped connection, sending the last event's id;
+  // an answer that is not a stream (a 503 while the database is away) ends it, so this opens
+  // it again, from the last event seen, a few times, waiting longer each time.
+  let last = main.dataset.liveSince ?? "";
+  let events = null;
+  let ended = false;
+  let retries = 0;
+  const data = (e) => {
+    last = e.lastEventId || last;
+    retries = 0;
+    return JSON.parse(e.data);
+  };
+
+  function connect() {
+    const params = [query, `last_event_id=${encodeURIComponent(last)}`].filter(Boolean).join("&");
+    events = new EventSource(`${path}?${params}`);
+    events.addEventListener("step", (e) => {
+      const d = data(e);
+      addStep(d.html, true);
+      showProgress(d.progress);
+    });
+    events.addEventListener("thinking", (e) => {
+      const d = data(e);
+      showThinking(d.step, d.since);
+    });
+    events.addEventListener("status", (e) => {
+      const d = data(e);
+      showProgress(d.progress);
+      if (d.state !== "running") stopThinking();
+      if (ENDED.includes(d.state)) {
+        ended = true;
+        events.close();
+      }
+      void refresh();
+    });
+    events.addEventListener("changed", (e) => {
+      data(e);
+      void refresh();
+    });
+    events.addEventListener("error", () => {
+      if (ended || events.readyState !== EventSource.CLOSED || retries >= 6) return;
+      retries += 1;
+      setTimeout(connect, 1000 * 2 ** retries);
+    });
+  }
+
   remember(content());
   remember(panel());
-  const since = main.dataset.liveSince ?? "";
-  const params = [query, `last_event_id=${encodeURIComponent(since)}`].filter(Boolean).join("&");
-  const events = new EventSource(`${path}?${params}`);
-  const data = (e) => JSON.parse(e.data);
-
-  events.addEventListener("step", (e) => {
-    const d = data(e);
-    addStep(d.html, true);
-    showProgress(d.progress);
-  });
-  events.addEventListener("thinking", (e) => {
-    const d = data(e);
-    showThinking(d.step, d.since);
-  });
-  events.addEventListener("status", (e) => {
-    const d = data(e);
-    showProgress(d.progress);
-    if (d.state !== "running") stopThinking();
-    if (ENDED.includes(d.state)) events.close();
-    void refresh();
-  });
-  events.addEventListener("changed", () => void refresh());
+  connect();
 })();

@@ -81,8 +81,33 @@ async function readRun(
   };
 }
 
-// Streams of one process at the same position of the same run share a read.
-const shared = sharedReads<Read | null>();
+interface Rendered {
+  run: Read;
+  /** Each step as its event carries it. */
+  steps: { number: number; type: string; markdown: string; html: string }[];
+  progress: { markdown: string; html: string };
+}
+
+/** A read, rendered as the page renders it: the same for every stream at that position. */
+async function readRendered(
+  db: Parameters<typeof hotQuery>[0],
+  handle: string,
+  runId: string,
+  after: number,
+): Promise<Rendered | null> {
+  const r = await readRun(db, runId, after);
+  if (!r) return null;
+  const steps = r.steps.map((s) => ({
+    number: s.number,
+    type: s.type,
+    markdown: stepMarkdown(s, stepPath(handle, runId, s.number)),
+    html: stepHtml(s, stepPath(handle, runId, s.number), true),
+  }));
+  return { run: r, steps, progress: { markdown: progressLine(r), html: progressHtml(r) } };
+}
+
+// Streams of one process at the same position of the same run share a read and its rendering.
+const shared = sharedReads<Rendered | null>();
 
 /** What the run page shows live. */
 export function runFeed(
@@ -99,19 +124,15 @@ export function runFeed(
     topics: [`run:${run.id}`],
     async read(since, first): Promise<LiveBatch> {
       const at = parsePosition(since);
-      const r = await shared(`${run.id}:${at.step}`, () => readRun(db, run.id, at.step));
-      if (!r) return { events: [], ended: true };
-      const progress = { markdown: progressLine(r), html: progressHtml(r) };
-      const events: LiveEvent[] = r.steps.map((s) => ({
+      const read = await shared(`${run.id}:${at.step}`, () =>
+        readRendered(db, agent.handle, run.id, at.step),
+      );
+      if (!read) return { events: [], ended: true };
+      const { run: r, progress } = read;
+      const events: LiveEvent[] = read.steps.map((s) => ({
         event: "step",
         id: positionOf(s.number, at.state),
-        data: {
-          number: s.number,
-          type: s.type,
-          markdown: stepMarkdown(s, stepPath(agent.handle, run.id, s.number)),
-          html: stepHtml(s, stepPath(agent.handle, run.id, s.number), true),
-          progress,
-        },
+        data: { ...s, progress },
       }));
       const more = r.steps.length === BATCH;
       const last = r.steps.at(-1)?.number ?? at.step;
