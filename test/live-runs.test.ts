@@ -4,6 +4,7 @@
 // A real worker (in process) runs the agent on the fake LLM; the stream is read over HTTP.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LIVE_APPLICATION_NAME } from "../src/services/live/listener.ts";
 import { stepHtml, stepMarkdown, stepPath } from "../src/services/pages/run-steps.ts";
 import { runById, runIdOf, stepsOf } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, tool } from "./helpers/agents.ts";
@@ -131,6 +132,23 @@ describe("a run page's stream", () => {
       "Status: **cancelled** (stopped_by_owner)",
     );
     expect(stepNumbers(stream.events)).toEqual((await stepsOf(run.id)).map((s) => s.number));
+  });
+
+  it("goes on delivering, nothing missed, after the web process loses its LISTEN connection", async () => {
+    const w = await makeWorld();
+    await makeAgent(w, w.alice);
+    env.llm.setScript(reader(6, 200));
+    const run = await runTask(w);
+    const stream = await live(w, run.path);
+    await stream.until((e) => stepNumbers(e).length >= 2);
+    // As a restart of Postgres or a failover would: this test file's database only.
+    const killed = await testPrisma().$queryRaw<{ n: number }[]>`
+      SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+      WHERE application_name = ${LIVE_APPLICATION_NAME} AND datname = current_database()`;
+    expect(killed[0]!.n).toBe(1);
+    await stream.ended;
+    expect(stepNumbers(stream.events)).toEqual((await stepsOf(run.id)).map((s) => s.number));
+    expect(statusOf(stream.events)).toBe("completed");
   });
 
   it("keeps an idle stream open with heartbeats", async () => {

@@ -51,8 +51,6 @@ type Handler = (n: Notice) => void;
 export interface LiveListener {
   /** Calls `fn` for each notice on any of `topics`; resolves once the connection listens, so a read after it misses nothing. */
   subscribe(topics: string[], fn: Handler): Promise<() => void>;
-  /** Open streams' subscriptions, for the benchmark and tests. */
-  size(): number;
   close(): Promise<void>;
 }
 
@@ -168,7 +166,6 @@ export function createLiveListener(o: ListenerOptions): LiveListener {
       }
       return unsubscribe;
     },
-    size: () => all.size,
     async close() {
       closed = true;
       clearTimeout(retry);
