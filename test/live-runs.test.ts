@@ -90,8 +90,9 @@ describe("a run page's stream", () => {
 
   it("resumed with Last-Event-ID mid-run, or from the position its page embeds, has no gap and no step twice", async () => {
     const w = await makeWorld();
-    await makeAgent(w, w.alice);
-    env.llm.setScript(reader(8, 150));
+    await makeAgent(w, w.alice, "scout", { max_steps: 30 });
+    const browser = await login(app, w, w.alice);
+    env.llm.setScript(reader(12, 200));
     const run = await runTask(w);
     const first = await live(w, run.path);
     await first.until((e) => stepNumbers(e).length >= 3);
@@ -103,7 +104,6 @@ describe("a run page's stream", () => {
     const second = await live(w, run.path, { lastEventId: lastId });
     await second.until((e) => stepNumbers(e).length >= 1);
     // The browser's way in: the page says where its content stands, and its stream starts there.
-    const browser = await login(app, w, w.alice);
     const page = await browser.get(run.path);
     const since = /data-live-since="([^"]+)"/.exec(page.body)![1]!;
     const onPage = [...page.body.matchAll(/id="step-(\d+)"/g)].map((m) => Number(m[1]));

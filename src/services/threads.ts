@@ -7,7 +7,7 @@ import { hotQuery } from "../db/prisma.ts";
 import { Prisma, type RunStatus, type SubjectType } from "../generated/prisma/client.ts";
 import { managedAmong } from "./access.ts";
 import { commentsBlock } from "./comments.ts";
-import { changesFeed, digestOf, type LiveFeed } from "./live/feed.ts";
+import { changesFeed, digestOf, type LiveFeed, sharedReads } from "./live/feed.ts";
 import { type RunState, runPath, runState } from "./pages/run-steps.ts";
 import { inlineHtml } from "./registry/html.ts";
 import { link } from "./registry/markdown.ts";
@@ -99,10 +99,14 @@ export async function threadBlocks(
   return { blocks: working ? [working, ...comments] : comments, since: state.digest };
 }
 
+// Where a thread stands is the same for everyone who may see it: the streams of one process
+// watching it (a note many people have open) share a read.
+const shared = sharedReads<ThreadState>();
+
 /** A thread's live feed: `changed`, with how many comments it has and who is working on it. */
 export function threadFeed(ctx: Ctx, type: SubjectType, id: string): LiveFeed {
   return changesFeed([`thread:${id}`], async () => {
-    const s = await threadState(ctx, type, id);
+    const s = await shared(`${ctx.tenant.id}:${id}`, () => threadState(ctx, type, id));
     return {
       digest: s.digest,
       data: { comments: s.comments, working: s.working.map((w) => ({ agent: w.handle, state: w.state })) },
