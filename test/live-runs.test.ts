@@ -80,9 +80,12 @@ describe("a run page's stream", () => {
     // Every event has an id; the last says where the run ended; "thinking…" came while calls were out.
     expect(events.every((e) => e.id)).toBe(true);
     expect(events.at(-1)).toMatchObject({ event: "status", id: "6.completed", data: { state: "completed" } });
-    expect(events.filter((e) => e.event === "thinking").map((e) => e.data.step)).toEqual(
-      expect.arrayContaining([2, 3, 4, 5, 6]),
-    );
+    // "Thinking…" came while calls were out, each about a step not delivered yet (how many
+    // depends on how reads fell: steps read together come without one in between).
+    const thinking = events.flatMap((e, i) => (e.event === "thinking" ? [{ i, step: e.data.step }] : []));
+    expect(thinking.length).toBeGreaterThan(0);
+    for (const t of thinking)
+      expect(stepNumbers(events.slice(0, t.i)).every((n: number) => n < t.step)).toBe(true);
     // Asking again from the last event: nothing left, and 204 tells EventSource to stop asking.
     const again = await live(w, run.path, { lastEventId: "6.completed" });
     expect(again.status).toBe(204);
