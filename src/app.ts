@@ -11,6 +11,7 @@ import { type PrismaClient, prismaFromConfig } from "./db/prisma.ts";
 import bodyParsers from "./http/body-parsers.ts";
 import auth from "./plugins/auth.ts";
 import errors, { sendError } from "./plugins/errors.ts";
+import live from "./plugins/live.ts";
 import prismaPlugin from "./plugins/prisma.ts";
 import tenancy from "./plugins/tenancy.ts";
 import authRoutes from "./routes/auth.ts";
@@ -78,6 +79,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     prefix: "/assets/",
   });
 
+  await app.register(live, {
+    databaseUrl: config.DATABASE_URL,
+    heartbeatMs: config.LIVE_HEARTBEAT_MS,
+    maxAgeMs: config.LIVE_STREAM_MAX_SECONDS * 1000,
+  });
   await app.register(errors);
   await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
   await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET });

@@ -48,6 +48,11 @@ const schema = z.object({
     .int()
     .positive()
     .default(24 * 14),
+  // Live pages (server-sent events): a comment line this often keeps an idle stream open
+  // through proxies; a stream ends after its maximum age and the browser reconnects, so a
+  // viewer who lost the right to see a page stops seeing it within that time.
+  LIVE_HEARTBEAT_MS: z.coerce.number().int().min(50).max(120_000).default(15_000),
+  LIVE_STREAM_MAX_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   // Failed logins (src/services/login-throttle.ts), counted per workspace in windows that
   // start at a window's first failure. An account's lock never outlasts its window, so
   // nobody can lock a person out for longer; an address's window doubles each time it

@@ -87,7 +87,8 @@ describe("manual runs over HTTP", () => {
 
     const page = (await md(app, w, w.alice, "GET", location)).body;
     expect(page).toContain("Status: **completed** (finished)");
-    expect(page).toContain("model: `fake-model` · steps: 4 of 10 · tokens: 360 in / 24 out");
+    expect(page).toContain("Status: **completed** (finished) · steps: 4 of 10 · tokens: 360 in / 24 out");
+    expect(page).toContain("model: `fake-model`");
     expect(page).toContain("## Steps (4)");
     expect(page).toMatch(/### 1 · navigate `\/whoami` · 0 in \/ 0 out tokens · \d+ ms/);
     expect(page).toMatch(/### 2 · navigate `\/studios\/general` · 120 in \/ 8 out tokens · \d+ ms/);

@@ -217,6 +217,9 @@ describe("a subscription wakes its agent", () => {
     });
     expect(runs.map((r) => r.triggerKind).sort()).toEqual(["mention", "subscription"]);
     expect(runs.find((r) => r.triggerKind === "subscription")!.task).toContain("> here");
+    // Both runs belong to the watched note's thread: it shows the agent working on them.
+    const note = watched.location.split("/").pop();
+    expect(runs.map((r) => r.threadId)).toEqual([note, note]);
   });
 
   it("a burst of 20 events within the window is one run listing all 20", async () => {

@@ -225,7 +225,7 @@ describe("approvals in the browser", () => {
     const comment = await db().comment.findFirstOrThrow({ where: { authorId: scout.id } });
     await page.goto(`${base}${runPath}`);
     await page.getByRole("heading", { name: "Steps (6)" }).waitFor();
-    const steps = await page.locator("article.content h3").allInnerTexts();
+    const steps = await page.locator("#run-steps > details.step > summary").allInnerTexts();
     expect(steps.map((s) => s.replace(/ · \d+ in \/ \d+ out tokens · \d+ ms$/, ""))).toEqual([
       "1 · navigate /whoami",
       `2 · navigate ${notePath}`,

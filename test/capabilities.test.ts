@@ -115,8 +115,12 @@ async function capabilityWorld() {
     data: {
       ...{ id: newId(), tenantId: w.tenant.id, agentId: minion.id, initiatedById: agent.id },
       ...{ triggerKind: "manual", task: "t", maxSteps: 5, timeoutSeconds: 60 },
-      ...{ status: "waiting", stopReason: "asked_owner", question: "?" },
+      ...{ status: "waiting", stopReason: "asked_owner", question: "?", stepsCount: 1 },
     },
+  });
+  // Its one step, which its step page shows.
+  await db().subagentTaskRunStep.create({
+    data: { id: newId(), runId: run.id, tenantId: w.tenant.id, number: 1, type: "ask_owner", detail: {} },
   });
   const { url, ...pendings } = await seedPending(w, "minion", "general", "caps", ["url", ...reviewKeys()]);
   const elsewhere = await db().studio.create({

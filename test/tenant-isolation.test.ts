@@ -19,14 +19,18 @@ import {
 } from "./helpers/app.ts";
 import {
   actionUrl,
+  attackers,
   type Caller,
   concreteUrl,
   existsInB,
   type Format,
   foreignRowsMentioning,
   get,
+  handlesOf,
   type InB,
   leaks,
+  MODES,
+  type Mode,
   post,
   probeBody,
   type Seed,
@@ -51,14 +55,6 @@ const NOT_FOR_PEOPLE = new Set(["update_scratchpad"]);
 /** Pages that show none of A's content even to A (so the positive control cannot look for A's mark). */
 const NO_CONTENT = new Set(["/search"]);
 
-type Mode = "B token on B host" | "B session on B host" | "B token on A host" | "B session on A host";
-const MODES: Mode[] = [
-  "B token on B host",
-  "B session on B host",
-  "B token on A host",
-  "B session on A host",
-];
-
 let app: FastifyInstance;
 let A: Victim;
 let B: World;
@@ -82,13 +78,7 @@ beforeAll(async () => {
   B = await makeWorld("b");
   A = await seedVictim(wA);
   ({ mark: bMark, smuggle } = await seedAttacker(B, A));
-  const bBrowser = await login(app, B, B.alice);
-  callers = {
-    "B token on B host": { label: "B token", host: B.host, token: B.alice.token },
-    "B session on B host": { label: "B session", host: B.host, browser: bBrowser },
-    "B token on A host": { label: "B token", host: wA.host, token: B.alice.token },
-    "B session on A host": { label: "B session", host: wA.host, browser: bBrowser },
-  };
+  callers = await attackers(app, wA, B);
   asA = new Map();
   for (const s of seeds())
     asA.set(s.label, {
@@ -101,16 +91,7 @@ beforeAll(async () => {
     });
   const n = await victimNeedles(A);
   needles = { onA: n.all, onB: [...n.all, ...n.hostOnly] };
-  const db = testPrisma();
-  bHas = {
-    studios: new Set((await db.studio.findMany({ where: { tenantId: B.tenant.id } })).map((s) => s.handle)),
-    users: new Set(
-      (await db.user.findMany({ where: { tenantId: B.tenant.id, kind: "person" } })).map((u) => u.handle),
-    ),
-    agents: new Set(
-      (await db.user.findMany({ where: { tenantId: B.tenant.id, kind: "subagent" } })).map((u) => u.handle),
-    ),
-  };
+  bHas = await handlesOf(B);
 });
 
 afterAll(async () => {

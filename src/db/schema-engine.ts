@@ -183,6 +183,24 @@ function enginePool(connectionString: string): pg.Pool {
 }
 
 /**
+ * adapter-pg runs a script statement by statement, split at every `;`, which cuts a function
+ * body (`$$ … ; … $$`) or a comment in two. The native engine sends a migration to Postgres
+ * whole, as one simple query, and Postgres parses it; so do we. Errors go through the
+ * adapter's own conversion, so the engine reports them as before.
+ */
+function wholeScripts(adapter: SqlDriverAdapter): SqlDriverAdapter {
+  const a = adapter as SqlDriverAdapter & { client: pg.Pool; onError(err: unknown): never };
+  a.executeScript = async (script: string) => {
+    try {
+      await a.client.query(script);
+    } catch (err) {
+      a.onError(err);
+    }
+  };
+  return a;
+}
+
+/**
  * Main connections go through a stock PrismaPg; shadow databases are ours because
  * PrismaPg.connectToShadowDb drops the database while its pool still holds connections
  * and ignores the database override when configured with a connection string.
@@ -201,8 +219,8 @@ class EngineAdapterFactory implements SqlMigrationAwareDriverAdapterFactory {
     this.adapterName = this.main.adapterName;
   }
 
-  connect(): Promise<SqlDriverAdapter> {
-    return this.main.connect();
+  async connect(): Promise<SqlDriverAdapter> {
+    return wholeScripts(await this.main.connect());
   }
 
   async connectToShadowDb(): Promise<SqlDriverAdapter> {
@@ -210,7 +228,7 @@ class EngineAdapterFactory implements SqlMigrationAwareDriverAdapterFactory {
     await withAdmin(this.url, (c) => c.query(`CREATE DATABASE ${quoteIdent(name)}`));
     this.shadows.add(name);
     const pool = enginePool(withDatabase(this.url, name));
-    const adapter = await new PrismaPg(pool).connect();
+    const adapter = wholeScripts(await new PrismaPg(pool).connect());
     const dispose = adapter.dispose.bind(adapter);
     adapter.dispose = async () => {
       await dispose();

@@ -11,18 +11,32 @@ export function negotiate(req: FastifyRequest, path: string): { format: Format; 
   return { format: prefersMarkdown(req.headers.accept) ? "markdown" : "html", path };
 }
 
-export function prefersMarkdown(accept: string | undefined): boolean {
-  if (!accept) return false;
-  let md = -1;
-  let html = -1;
+/** The highest quality an Accept header gives a type `types` accepts; -1 when it names none. */
+function rank(accept: string, types: (type: string) => boolean): number {
+  let best = -1;
   for (const part of accept.split(",")) {
     const [type, ...params] = part.trim().toLowerCase().split(";");
     const qParam = params.find((p) => p.trim().startsWith("q="));
-    const q = qParam ? Number(qParam.trim().slice(2)) : 1;
-    if (type === "text/markdown" || type === "text/x-markdown") md = Math.max(md, q);
-    if (type === "text/html") html = Math.max(html, q);
+    if (types(type ?? "")) best = Math.max(best, qParam ? Number(qParam.trim().slice(2)) : 1);
   }
-  return md > 0 && md >= html;
+  return best;
+}
+
+export function prefersMarkdown(accept: string | undefined): boolean {
+  if (!accept) return false;
+  const md = rank(accept, (t) => t === "text/markdown" || t === "text/x-markdown");
+  return md > 0 && md >= rank(accept, (t) => t === "text/html");
+}
+
+/**
+ * A page's live updates (server-sent events) are a third format of its URL: asked for with
+ * `Accept: text/event-stream`, as EventSource does, ranked above the others.
+ */
+export function wantsEvents(req: FastifyRequest, path: string): boolean {
+  const accept = req.headers.accept;
+  if (!accept || path.endsWith(".md")) return false;
+  const events = rank(accept, (t) => t === "text/event-stream");
+  return events > 0 && events >= rank(accept, (t) => t !== "text/event-stream");
 }
 
 export function isFormBody(req: FastifyRequest): boolean {

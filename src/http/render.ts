@@ -50,7 +50,7 @@ export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: Page
     warning: r.warning,
     secret: r.secret,
     secretHelpHtml: r.secret && r.secretHelp ? markdownToHtml(r.secretHelp) : undefined,
-    refreshSeconds: r.view.refreshSeconds,
+    live: r.view.live && { path: r.path, since: r.view.live.since },
     alert: r.alert,
   });
 }
@@ -66,7 +66,8 @@ export interface LayoutData {
   /** Trusted, rendered from the action's own markdown. */
   secretHelpHtml?: string;
   error?: boolean;
-  refreshSeconds?: number;
+  /** The page updates live: its path and where its view stands in its feed (public/live.js). */
+  live?: { path: string; since: string };
   alert?: string;
 }
 

@@ -6,8 +6,9 @@
 // internal markdown API, so the routes declare only the envelope.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { type Format, isFormBody, negotiate } from "../http/format.ts";
+import { type Format, isFormBody, negotiate, wantsEvents } from "../http/format.ts";
 import { sendLayout, sendPage } from "../http/render.ts";
+import { serveLive } from "../http/sse.ts";
 import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { backoffMs, isTransient, pause } from "../lib/transient.ts";
 import { registry } from "../services/catalog.ts";
@@ -80,8 +81,22 @@ async function showPage(
   return sendPage(req, reply, { status: extra.status ?? 200, format, path, view, actions, ...extra });
 }
 
+/**
+ * The page's live feed as server-sent events. A client resumes after the last event it saw
+ * (`Last-Event-ID`, which EventSource sends when it reconnects); on its first connection,
+ * after the position the page it shows was rendered at (`?last_event_id=`, from the page).
+ */
+async function streamPage(req: FastifyRequest, reply: FastifyReply, path: string, query: Query) {
+  const { last_event_id, ...rest } = query;
+  const header = req.headers["last-event-id"];
+  const since = (typeof header === "string" && header ? header : last_event_id)?.slice(0, 200) || null;
+  const feed = await registry.live(ctxOf(req), path, rest);
+  return serveLive(req, reply, req.server.live, feed, since);
+}
+
 async function getPage(req: FastifyRequest, reply: FastifyReply) {
   const raw = parseUrl(req.url);
+  if (wantsEvents(req, raw.path)) return streamPage(req, reply, raw.path, raw.query);
   const { format, path } = negotiate(req, raw.path);
   const ctx = ctxOf(req);
   const target = splitAction(path);

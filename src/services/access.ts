@@ -4,7 +4,7 @@
 import { hotQuery } from "../db/prisma.ts";
 import { Prisma, type Studio, type StudioRole } from "../generated/prisma/client.ts";
 import { NotFoundError } from "../lib/errors.ts";
-import { ownerCeilingSql } from "./agents/ownership.ts";
+import { managedBy, ownerCeilingSql } from "./agents/ownership.ts";
 import { primeOwnerMembership } from "./agents/policy.ts";
 import type { Ctx, StudioScope } from "./registry/types.ts";
 
@@ -95,6 +95,24 @@ export async function loadUser(ctx: Ctx, handle: string) {
 export function requireScope<T>(value: T | undefined, what: string): T {
   if (value === undefined) throw new Error(`page scope is missing ${what}`);
   return value;
+}
+
+/**
+ * The subagents the actor manages, as a `where` on users: the one rule for every list of
+ * "your agents" (/subagents, /runs) and every "may this viewer open its run" link.
+ */
+export function managedAgentsWhere(ctx: Ctx) {
+  return { tenantId: ctx.tenant.id, ...managedBy(ctx.actor.id) };
+}
+
+/** Which of these agents the actor manages (whose runs it may open). */
+export async function managedAmong(ctx: Ctx, agentIds: string[]): Promise<Set<string>> {
+  if (!agentIds.length) return new Set();
+  const rows = await ctx.db.user.findMany({
+    where: { ...managedAgentsWhere(ctx), id: { in: [...new Set(agentIds)] } },
+    select: { id: true },
+  });
+  return new Set(rows.map((r) => r.id));
 }
 
 export async function loadRun(ctx: Ctx, agentId: string, id: string) {

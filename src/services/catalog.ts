@@ -72,7 +72,9 @@ import { commitmentPage, commitmentsPage } from "./pages/commitments.ts";
 import { decisionPage, decisionsPage } from "./pages/decisions.ts";
 import { notePage, notesPage } from "./pages/notes.ts";
 import { notificationsPage, profilePage, searchPage, whoamiPage } from "./pages/people.ts";
+import { runStepPage } from "./pages/run-step.ts";
 import { runFormPage, runPage, runsPage } from "./pages/runs.ts";
+import { runsInboxPage } from "./pages/runs-inbox.ts";
 import { schedulesPage } from "./pages/schedules.ts";
 import { settingsPage, tokensPage } from "./pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "./pages/studios.ts";
@@ -106,6 +108,8 @@ export const pages = [
   runFormPage,
   runsPage,
   runPage,
+  runStepPage,
+  runsInboxPage,
   subscriptionsPage,
   agentSettingsPage,
   schedulesPage,

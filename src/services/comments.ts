@@ -1,7 +1,10 @@
 import type { Db } from "../db/prisma.ts";
 import type { SubjectType } from "../generated/prisma/client.ts";
+import { managedAmong } from "./access.ts";
 import { pager, paging, when, who } from "./pages/format.ts";
-import { quote } from "./registry/markdown.ts";
+import { runPath } from "./pages/run-steps.ts";
+import { escapeHtml, markdownToHtml } from "./registry/html.ts";
+import { link, quote } from "./registry/markdown.ts";
 import type { Block, Ctx, Query } from "./registry/types.ts";
 
 export const COMMENTS_PER_PAGE = 20;
@@ -36,14 +39,16 @@ export async function commentsBlock(
   const children = new Map<string, typeof replies>();
   for (const r of replies) children.set(r.parentId!, [...(children.get(r.parentId!) ?? []), r]);
 
+  const agents = [...roots, ...replies].filter((c) => c.author.kind === "subagent").map((c) => c.authorId);
+  const managed = await managedAmong(ctx, agents);
   const blocks: Block[] = [
     { md: `## Comments (${total + replies.length})${roots.length ? "" : "\n\n_No comments yet._"}` },
   ];
   const render = (c: (typeof roots)[number], depth: number) => {
     const lead = depth === 0 ? "" : `${"↳ ".repeat(Math.min(depth, 4))}reply · `;
-    blocks.push({
-      md: `${lead}**${who(c.author)}** · ${when(c.createdAt)} · comment \`${c.id}\`\n\n${quote(c.text)}`,
-    });
+    const badge = c.author.kind === "subagent" ? aiBadge(c, managed.has(c.authorId)) : null;
+    const md = `${lead}**${who(c.author)}**${badge ? ` · ${badge.md}` : ""} · ${when(c.createdAt)} · comment \`${c.id}\`\n\n${quote(c.text)}`;
+    blocks.push(badge ? { md, html: badge.html(markdownToHtml(md)) } : { md });
     blocks.push({
       form: {
         action: "add_comment",
@@ -59,6 +64,24 @@ export async function commentsBlock(
   const more = pager(path, pg, total);
   if (more) blocks.push({ md: more });
   return blocks;
+}
+
+/**
+ * Says a comment was written by an AI agent, linked to the run that wrote it for whoever
+ * may open that run (the agent's manager), to the agent's profile for everyone else.
+ */
+function aiBadge(c: { runId: string | null; author: { handle: string } }, managesAgent: boolean) {
+  const href = managesAgent && c.runId ? runPath(c.author.handle, c.runId) : `/u/${c.author.handle}`;
+  const label = managesAgent && c.runId ? "AI · its run" : "AI agent";
+  const md = link(label, href);
+  return {
+    md,
+    html: (html: string) =>
+      html.replace(
+        `<a href="${escapeHtml(href)}">${escapeHtml(label)}</a>`,
+        `<a class="ai-badge" href="${escapeHtml(href)}" title="Written by an AI agent">${escapeHtml(label)}</a>`,
+      ),
+  };
 }
 
 /** The chain from a comment up to its subject: [{comment parent}, …, {note}]. */

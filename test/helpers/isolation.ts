@@ -11,7 +11,7 @@ import { notifyForEvent } from "../../src/services/notifications.ts";
 import { hashPassword } from "../../src/services/passwords.ts";
 import { fields } from "../../src/services/registry/params.ts";
 import type { ActionDef, PageDef } from "../../src/services/registry/types.ts";
-import { act, type Browser, PASSWORD, type Person, testPrisma, type World } from "./app.ts";
+import { act, type Browser, login, PASSWORD, type Person, testPrisma, type World } from "./app.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Seeding
@@ -159,6 +159,20 @@ export async function seedAgent(w: World, owner: Person, handle: string, mark: s
       status: "waiting",
       stopReason: "asked_owner",
       question: `Question ${mark}?`,
+      stepsCount: 1,
+    },
+  });
+  // Its one step (its page /subagents/:handle/runs/:run/steps/1): it asked, with words of its own.
+  await db.subagentTaskRunStep.create({
+    data: {
+      id: newId(),
+      runId: run.id,
+      tenantId: w.tenant.id,
+      number: 1,
+      type: "ask_owner",
+      path: "/whoami",
+      detail: { question: `Question ${mark}?`, resultPath: "/whoami", note: `Note ${mark}` },
+      modelText: `Words ${mark}`,
     },
   });
   // What the agent watches (its subscriptions page), inserted: a person's agent is in no studio
@@ -627,6 +641,7 @@ const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = 
   "u.handle": { kind: "user", value: (s) => s.actor.handle },
   "subagents.handle": { kind: "agent", value: (s) => s.agent },
   "subagents.run": { kind: "object", value: (s) => s.run },
+  "subagents.step": { kind: "object", value: () => "1" },
   "subagents.pending": { kind: "object", value: (s) => s.pending },
 };
 
@@ -660,6 +675,37 @@ export interface InB {
   studios: Set<string>;
   users: Set<string>;
   agents: Set<string>;
+}
+
+/** The studios, people and agents B has, by handle: which of A's paths exist in B too. */
+export async function handlesOf(B: World): Promise<InB> {
+  const db = testPrisma();
+  const users = async (kind: "person" | "subagent") =>
+    new Set((await db.user.findMany({ where: { tenantId: B.tenant.id, kind } })).map((u) => u.handle));
+  return {
+    studios: new Set((await db.studio.findMany({ where: { tenantId: B.tenant.id } })).map((s) => s.handle)),
+    users: await users("person"),
+    agents: await users("subagent"),
+  };
+}
+
+export type Mode = "B token on B host" | "B session on B host" | "B token on A host" | "B session on A host";
+export const MODES: Mode[] = [
+  "B token on B host",
+  "B session on B host",
+  "B token on A host",
+  "B session on A host",
+];
+
+/** B's alice with her token and with a session of hers, on B's host and on A's. */
+export async function attackers(app: FastifyInstance, A: World, B: World): Promise<Record<Mode, Caller>> {
+  const bBrowser = await login(app, B, B.alice);
+  return {
+    "B token on B host": { label: "B token", host: B.host, token: B.alice.token },
+    "B session on B host": { label: "B session", host: B.host, browser: bBrowser },
+    "B token on A host": { label: "B token", host: A.host, token: B.alice.token },
+    "B session on A host": { label: "B session", host: A.host, browser: bBrowser },
+  };
 }
 
 export function existsInB(pattern: string, seed: Seed, b: InB): boolean {

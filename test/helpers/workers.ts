@@ -1,6 +1,8 @@
-// The real worker entry point (src/worker.ts) as a process of its own, for tests that kill
-// one mid-run (SIGKILL: no shutdown hook runs, the run's lease simply stops being renewed).
+// The real entry points as processes of their own: workers (src/worker.ts), for tests that
+// kill one mid-run (SIGKILL: no shutdown hook runs, the run's lease simply stops being
+// renewed), and web servers (src/server.ts), for tests that need several.
 import { type ChildProcess, spawn } from "node:child_process";
+import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Queue } from "bullmq";
@@ -21,34 +23,13 @@ export interface WorkerProcess {
   output(): string;
 }
 
-/** A worker on `databaseUrl` and the fake LLM at `llmUrl`, taking jobs under `prefix`. */
-export function spawnWorker(opts: {
-  databaseUrl: string;
-  llmUrl: string;
-  prefix: string;
-  env?: Record<string, string>;
-}): WorkerProcess {
-  const child = spawn(path.join(root, "node_modules/.bin/tsx"), ["src/worker.ts"], {
+/** An entry point of ours (src/worker.ts, src/server.ts) as a process of its own, in a process group of its own. */
+function spawnEntry(entry: string, env: Record<string, string>) {
+  const child = spawn(path.join(root, "node_modules/.bin/tsx"), [entry], {
     cwd: root,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      NODE_ENV: "test",
-      DATABASE_URL: opts.databaseUrl,
-      REDIS_URL: inject("redisUrl"),
-      QUEUE_PREFIX: opts.prefix,
-      LLM_BASE_URL: opts.llmUrl,
-      LLM_API_KEY: "test-key",
-      LLM_DEFAULT_MODEL: "fake-model",
-      RUN_LEASE_SECONDS: "2",
-      RUN_HEARTBEAT_MS: "200",
-      SWEEP_INTERVAL_MS: "500",
-      WORKER_CONCURRENCY: "4",
-      LOG_LEVEL: "silent",
-      ...opts.env,
-    },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: "test", LOG_LEVEL: "silent", ...env },
   });
   children.add(child);
   let output = "";
@@ -57,13 +38,75 @@ export function spawnWorker(opts: {
   const exited = new Promise<string>((resolve) =>
     child.once("exit", (code, signal) => resolve(signal ?? `exit ${code}`)),
   );
-  const ready = Promise.race([
-    waitFor(async () => output.includes("[worker] running"), 30_000),
-    exited.then((how) => {
-      throw new Error(`worker exited (${how}) before it was ready:\n${output}`);
-    }),
-  ]);
-  return { child, ready, exited, output: () => output };
+  const until = (ready: () => Promise<boolean>) =>
+    Promise.race([
+      waitFor(ready, 30_000),
+      exited.then((how) => {
+        throw new Error(`${entry} exited (${how}) before it was ready:\n${output}`);
+      }),
+    ]);
+  return { child, exited, output: () => output, until };
+}
+
+/** A worker on `databaseUrl` and the fake LLM at `llmUrl`, taking jobs under `prefix`. */
+export function spawnWorker(opts: {
+  databaseUrl: string;
+  llmUrl: string;
+  prefix: string;
+  env?: Record<string, string>;
+}): WorkerProcess {
+  const p = spawnEntry("src/worker.ts", {
+    DATABASE_URL: opts.databaseUrl,
+    REDIS_URL: inject("redisUrl"),
+    QUEUE_PREFIX: opts.prefix,
+    LLM_BASE_URL: opts.llmUrl,
+    LLM_API_KEY: "test-key",
+    LLM_DEFAULT_MODEL: "fake-model",
+    RUN_LEASE_SECONDS: "2",
+    RUN_HEARTBEAT_MS: "200",
+    SWEEP_INTERVAL_MS: "500",
+    WORKER_CONCURRENCY: "4",
+    ...opts.env,
+  });
+  const ready = p.until(async () => p.output().includes("[worker] running"));
+  return { child: p.child, ready, exited: p.exited, output: p.output };
+}
+
+export interface WebProcess extends WorkerProcess {
+  port: number;
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The web server (src/server.ts) on a free loopback port; ready once it answers /healthz. */
+export async function spawnWeb(opts: {
+  databaseUrl: string;
+  prefix: string;
+  env?: Record<string, string>;
+}): Promise<WebProcess> {
+  const port = await freePort();
+  const p = spawnEntry("src/server.ts", {
+    DATABASE_URL: opts.databaseUrl,
+    REDIS_URL: inject("redisUrl"),
+    QUEUE_PREFIX: opts.prefix,
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    ...opts.env,
+  });
+  const ready = p.until(async () => {
+    try {
+      return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
+    } catch {
+      return false;
+    }
+  });
+  return { child: p.child, ready, exited: p.exited, output: p.output, port };
 }
 
 /**

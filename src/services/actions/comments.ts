@@ -42,6 +42,7 @@ export const addComment = defineAction({
         subjectId: subject.id,
         parentId: p.reply_to ?? null,
         text: p.text,
+        runId: ctx.run?.id ?? null,
       },
     });
     await emit(ctx, {

@@ -99,6 +99,7 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
       initiatedById: e.actorId,
       triggerEventId: e.id,
       triggerKind: kind,
+      threadId: s.thread?.id ?? (s.kind === "comment" ? undefined : s.id),
       chainDepth: depth,
       task: triggerTask(kind, actor, s),
       model: resolveModel(cfg, settings, undefined),

@@ -14,6 +14,7 @@ import { sha256 } from "../../lib/ids.ts";
 import { nodeFetch } from "./http-fetch.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS } from "./protocol.ts";
 import { type MaskCounts, maskDeep } from "./secret-masking.ts";
+import { fingerprint } from "./step-prompt.ts";
 
 const MAX_CLIENTS = 200;
 
@@ -31,7 +32,7 @@ export interface LlmRequest {
   messages: ChatCompletionMessageParam[];
   jsonMode: boolean;
   /** The step's tools (protocol.ts toolsFor); the fixed ones when absent. */
-  tools?: ChatCompletionTool[];
+  tools?: readonly ChatCompletionTool[];
   signal: AbortSignal;
 }
 
@@ -47,6 +48,8 @@ export interface LlmResponse {
   latencyMs: number;
   /** Secrets masked out of this request, per kind; absent when there were none. */
   masked?: MaskCounts;
+  /** Of the messages exactly as sent (step-prompt.ts): the run page tells a rebuilt prompt from the real one by it. */
+  fingerprint: string;
 }
 
 export type LlmErrorKind =
@@ -111,9 +114,10 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
       counts,
     ) as ChatCompletionMessageParam[];
     const masked = Object.keys(counts).length ? counts : undefined;
+    const sent = fingerprint(messages);
     const body: ChatCompletionCreateParamsNonStreaming = req.jsonMode
       ? { model: req.model, messages, response_format: { type: "json_object" } }
-      : { model: req.model, messages, tools: req.tools ?? TOOLS, tool_choice: "auto" };
+      : { model: req.model, messages, tools: [...(req.tools ?? TOOLS)], tool_choice: "auto" };
     const started = performance.now();
     // A run passes one signal to all its calls, and the SDK adds an abort listener to the
     // signal it is given without ever removing it: each call gets its own, linked here and
@@ -135,6 +139,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
         },
         latencyMs: Math.round(performance.now() - started),
         ...(masked && { masked }),
+        fingerprint: sent,
       };
     } catch (err) {
       const e = classify(err, req.signal);

@@ -27,6 +27,19 @@ export function noteOf(s: Pick<Remembered, "detail">): string | undefined {
   return typeof note === "string" && note ? note : undefined;
 }
 
+/**
+ * JSON with every object's keys sorted: a step's params read the same from the record this
+ * worker just made and from its row, whose jsonb keeps keys in an order of its own, so a
+ * resumed run's prompt (and a rebuilt one, step-prompt.ts) is the one sent.
+ */
+export function sortedJson(v: unknown): string {
+  return JSON.stringify(v, (_k, x) =>
+    x && typeof x === "object" && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : x,
+  );
+}
+
 /** What a step did, in one line: enough to remember, short enough to keep many. */
 export function summarize(step: Omit<Remembered, "number">): string {
   const d = detailOf(step);
@@ -35,7 +48,7 @@ export function summarize(step: Omit<Remembered, "number">): string {
     case "navigate":
       return `navigate ${step.path} — ${d.ok === false ? `error ${d.status}` : "ok"}`;
     case "execute":
-      return `execute ${d.action}(${clip(JSON.stringify(d.params ?? {}), 160)}) on ${step.path} — ${d.ok === false ? outcome : `ok: ${clip(String(d.notice ?? ""), 120)}`}`;
+      return `execute ${d.action}(${clip(sortedJson(d.params ?? {}), 160)}) on ${step.path} — ${d.ok === false ? outcome : `ok: ${clip(String(d.notice ?? ""), 120)}`}`;
     case "error":
       return `invalid reply — ${clip(String(d.error ?? ""), 160)}`;
     case "ask_owner":

@@ -4,7 +4,7 @@
 // where it was and never repeats an action; the prompt is rebuilt from the recorded
 // steps (memory.ts), so a resumed run remembers what it would have without the break.
 import type { PrismaClient } from "../../db/prisma.ts";
-import { registry } from "../catalog.ts";
+import { callStarted } from "../live/publish.ts";
 import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
 import { markKeyFailed } from "../money/keys.ts";
 import { type Budget, budgetAtStart, recordUsage, type UsageEntry } from "../money/ledger.ts";
@@ -16,11 +16,12 @@ import { type Endpoint, type LlmClient, LlmError, type LlmResponse, type Usage }
 import { lastPath, type Remembered } from "./memory.ts";
 import { limitReached, type Prepared, prepare, timedOut } from "./navigator-setup.ts";
 import { primeAgent } from "./policy.ts";
-import { buildMessages, capPage, DEFAULT_PROMPT_BUDGET, TOOL_SHARE } from "./prompt.ts";
-import { type Decision, parseDecision, toolsFor } from "./protocol.ts";
+import { buildMessages, capPage, DEFAULT_PROMPT_BUDGET } from "./prompt.ts";
+import { type Decision, parseDecision } from "./protocol.ts";
 import type { RunStart } from "./run-start.ts";
 import type { Finish } from "./runs.ts";
 import { tenantSettings } from "./settings.ts";
+import { CONVERSATION, type PromptFacts, promptInput } from "./step-prompt.ts";
 import { LeaseLostError, recordResources, recordStep, type StepRecord } from "./steps.ts";
 
 export const MAX_INVALID_IN_A_ROW = 3;
@@ -76,11 +77,9 @@ interface Turn {
   reply: LlmResponse;
   spent: UsageEntry;
   t0: number;
+  /** How its prompt was made, but for the fingerprint the reply carries. */
+  prompt: Omit<PromptFacts, "hash">;
 }
-
-// Steps that are a conversation with the owner, not work: recorded, but not counted
-// against the limit, so an answer always reaches the model.
-const CONVERSATION = ["answer", "ask_owner", "approval"];
 
 class Navigation {
   private readonly prisma: PrismaClient;
@@ -95,6 +94,10 @@ class Navigation {
   private n: number;
   private answers: number;
   private page!: MarkdownPage;
+  /** Whether a step row holds `page` (a navigation's): otherwise the next step keeps it, for its prompt. */
+  private pageRecorded = false;
+  /** How the prompt of the call in flight was made (step-prompt.ts). */
+  private prompt: Omit<PromptFacts, "hash"> = { budget: 0 };
   // The first step only records the /whoami read, so the model need not wait for it: it is
   // written while the first call is out, and awaited before that call is charged as step 2.
   private firstStep: Promise<void> = Promise.resolve();
@@ -154,7 +157,7 @@ class Navigation {
       const reply = await this.callModel();
       if (reply === "again") continue;
       if ("status" in reply) return reply;
-      const end = await this.act({ reply, spent: this.spent(reply), t0 });
+      const end = await this.act({ reply, spent: this.spent(reply), t0, prompt: this.prompt });
       if (end) return end;
     }
   }
@@ -189,6 +192,7 @@ class Navigation {
     const first = this.fresh();
     primeWhoami(first, this.start.whoami);
     this.page = await readPage(first, "/whoami");
+    this.pageRecorded = true;
     const step: Step = {
       type: "navigate",
       path: "/whoami",
@@ -206,23 +210,30 @@ class Navigation {
   /** The model's reply; a Finish when the call ends the run; "again" to retry in JSON mode. */
   private async callModel(): Promise<LlmResponse | Finish | "again"> {
     const { run, agent, tenant, whoami } = this.start;
-    // The current page's usable actions are typed tools of this call, beside the fixed three.
     const budget = this.deps.promptBudget ?? DEFAULT_PROMPT_BUDGET;
-    const usable = this.page.actions.map((n) => registry.actions.get(n)!);
-    const tools = this.jsonMode ? undefined : toolsFor(usable, budget * TOOL_SHARE);
-    const messages = buildMessages({
-      agent: { name: agent.name, handle: agent.handle, identityPrompt: this.p.cfg.identity_prompt },
+    const page = { path: this.page.path, markdown: this.page.markdown };
+    const input = promptInput({
+      agent,
       owner: ownerText(whoami.user),
       workspace: tenant.name,
-      task: run.task,
+      run,
       steps: this.memory,
-      page: { path: this.page.path, markdown: this.page.markdown },
+      page,
       feedback: this.feedback,
-      stepsLeft: run.maxSteps - (this.n - this.answers),
       budget,
       jsonMode: this.jsonMode,
-      tools,
     });
+    // The current page's usable actions are typed tools of this call, beside the fixed three.
+    const { tools } = input;
+    const messages = buildMessages(input);
+    this.prompt = {
+      budget,
+      ...(this.jsonMode && { json: true }),
+      ...(this.feedback && { feedback: this.feedback }),
+      ...(!this.pageRecorded && { page: { path: page.path, markdown: capPage(page.markdown) } }),
+    };
+    // Watchers of the run see "thinking…" from now: a notification, not a write.
+    callStarted(this.prisma, run, this.n + 1);
     try {
       return await this.deps.llm(this.p.endpoint, {
         model: this.p.model,
@@ -303,13 +314,17 @@ class Navigation {
   }
 
   private measured(turn: Turn) {
-    const { usage, latencyMs, masked } = turn.reply;
+    const { usage, latencyMs, masked, message, fingerprint } = turn.reply;
+    // The text a model may send beside its tool call: its reasoning, shown with the step.
+    const text = message.tool_calls?.length ? message.content?.trim() : undefined;
     return {
       inputTokens: usage.input,
       outputTokens: usage.output,
       llmMs: latencyMs,
       masked,
       durationMs: performance.now() - turn.t0,
+      prompt: { ...turn.prompt, hash: fingerprint },
+      ...(text && { modelText: text }),
     };
   }
 
@@ -367,6 +382,7 @@ class Navigation {
   private async onNavigate(turn: Turn, d: Extract<Decision, { type: "navigate" }>) {
     try {
       this.page = await readPage(this.fresh(), d.path);
+      this.pageRecorded = true;
     } catch (err) {
       await this.charge(turn);
       throw err;
@@ -442,6 +458,7 @@ class Navigation {
     this.n = stepNo;
     this.remember(stepNo, done!);
     this.page = result.page;
+    this.pageRecorded = false;
     if (result.outcome.pending?.waits)
       return {
         status: "waiting",

@@ -22,6 +22,8 @@ export interface NewRun {
   triggerKind: string;
   /** The subscription, schedule or webhook that woke the run. */
   triggerRef?: string;
+  /** The note, decision or commitment whose thread woke it: the thread shows it working. */
+  threadId?: string;
   chainDepth: number;
   task: string;
   model: string | null;

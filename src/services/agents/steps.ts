@@ -8,7 +8,8 @@ import { Prisma } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import { storable, storableJson } from "../../lib/text.ts";
 import type { Emitted } from "../registry/types.ts";
-import { type MaskCounts, maskDeep } from "./secret-masking.ts";
+import { type MaskCounts, maskDeep, maskText } from "./secret-masking.ts";
+import type { PromptFacts } from "./step-prompt.ts";
 
 export class LeaseLostError extends Error {
   constructor() {
@@ -27,6 +28,10 @@ export interface StepRecord {
   durationMs?: number;
   /** Secrets masked out of the model call this step records (llm.ts); kept in `detail`. */
   masked?: MaskCounts;
+  /** What the model wrote beside its tool call: its reasoning, when it gives one. */
+  modelText?: string;
+  /** What rebuilding the step's prompt needs beyond the rows (step-prompt.ts); kept in `detail`. */
+  prompt?: PromptFacts;
 }
 
 /**
@@ -34,7 +39,7 @@ export interface StepRecord {
  * place in the batch), `run_id`, `tenant_id`, these step columns, and the statement's own.
  */
 export const STEP_COLUMNS = Prisma.raw(
-  "has_step boolean, step_owner text, step_id text, step_number int, step_type text, step_path text, step_detail jsonb, step_input_tokens int, step_output_tokens int, step_llm_ms int, step_duration_ms int",
+  "has_step boolean, step_owner text, step_id text, step_number int, step_type text, step_path text, step_detail jsonb, step_input_tokens int, step_output_tokens int, step_llm_ms int, step_duration_ms int, step_model_text text",
 );
 
 /** A row's step columns: the step, and who records it (null: the owner answering a waiting run). */
@@ -51,11 +56,14 @@ export function stepColumns(owner: string | null, s: StepRecord | undefined) {
     // Stored masked too: the run page shows what the model saw, and a key pasted into a
     // note by mistake goes away with the note instead of living on in its runs.
     step_path: s.path === undefined ? null : storable(s.path, "\ufffd"),
-    step_detail: storableJson(maskDeep(s.masked ? { ...s.detail, masked: s.masked } : s.detail)),
+    step_detail: storableJson(
+      maskDeep({ ...s.detail, ...(s.masked && { masked: s.masked }), ...(s.prompt && { prompt: s.prompt }) }),
+    ),
     step_input_tokens: s.inputTokens ?? 0,
     step_output_tokens: s.outputTokens ?? 0,
     step_llm_ms: Math.round(s.llmMs ?? 0),
     step_duration_ms: Math.round(s.durationMs ?? 0),
+    step_model_text: s.modelText ? storable(maskText(s.modelText), "\ufffd") : null,
   };
 }
 
@@ -76,10 +84,11 @@ export const stepGateSql = Prisma.sql`cur AS (
       SELECT cur.id, cur.i FROM cur WHERE cur.advance
     ), step AS (
       INSERT INTO subagent_task_run_steps
-        (id, run_id, tenant_id, number, type, path, detail, input_tokens, output_tokens, llm_ms, duration_ms, created_at)
+        (id, run_id, tenant_id, number, type, path, detail, input_tokens, output_tokens, llm_ms, duration_ms,
+         model_text, created_at)
       SELECT input.step_id, gate.id, input.tenant_id, input.step_number, input.step_type, input.step_path,
              input.step_detail, input.step_input_tokens, input.step_output_tokens, input.step_llm_ms,
-             input.step_duration_ms, clock_timestamp()
+             input.step_duration_ms, input.step_model_text, clock_timestamp()
       FROM gate JOIN input ON input.i = gate.i
       RETURNING run_id
     )`;

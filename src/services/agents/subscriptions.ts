@@ -173,6 +173,8 @@ async function queueFor(tx: Db, sub: AgentSubscription & { agent: User }, eventI
     triggerEventId: `subscription:${sub.id}:${events[0]!.id}`,
     triggerKind: "subscription",
     triggerRef: sub.id,
+    // Watching one note, decision or commitment: its thread shows the agent working.
+    ...(sub.subjectType !== "studio" && { threadId: sub.subjectId }),
     chainDepth: depths.length ? Math.max(...depths.map((d) => d.chainDepth)) + 1 : 0,
     task: await subscriptionTask(tx, sub, events),
     model: resolveModel(cfg, settings, undefined),

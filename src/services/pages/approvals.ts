@@ -1,6 +1,7 @@
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadAgent, managedBy } from "../agents/ownership.ts";
+import { changesFeed } from "../live/feed.ts";
 import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
@@ -171,7 +172,16 @@ export const pendingPage: PageDef = {
         { label: `#${p.id}` },
       ],
       blocks: pendingBlocks(p, true),
-      refreshSeconds: p.status === "approved" ? 2 : undefined,
+      // Approved, it runs in a moment (the approved-actions worker): the page shows the outcome live.
+      live: p.status === "approved" ? { since: p.status } : undefined,
     };
   },
+  live: (ctx, scope) =>
+    changesFeed([`pending:${scope.pendingId}`], async () => {
+      const p = await ctx.db.agentPendingAction.findUniqueOrThrow({
+        where: { id: scope.pendingId },
+        select: { status: true },
+      });
+      return { digest: p.status, data: { status: p.status } };
+    }),
 };

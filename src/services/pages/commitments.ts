@@ -1,7 +1,7 @@
 import { loadCommitment, loadStudio } from "../access.ts";
-import { commentsBlock } from "../comments.ts";
 import { link, quote } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
+import { threadBlocks, threadFeed } from "../threads.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { watchBlocks } from "./subscriptions.ts";
 
@@ -52,7 +52,7 @@ export const commitmentPage: PageDef = {
     const s = scope.studio!;
     const c = scope.commitment!;
     const path = `/studios/${s.handle}/commitments/${c.id}`;
-    const [author, participants, n, comments, watch] = await Promise.all([
+    const [author, participants, n, thread, watch] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: c.authorId } }),
       ctx.db.commitmentParticipant.findMany({
         where: { commitmentId: c.id },
@@ -61,7 +61,7 @@ export const commitmentPage: PageDef = {
         take: SHOWN_PARTICIPANTS,
       }),
       ctx.db.commitmentParticipant.count({ where: { commitmentId: c.id } }),
-      commentsBlock(ctx, "commitment", c.id, path, query),
+      threadBlocks(ctx, "commitment", c.id, path, query),
       watchBlocks(ctx, scope),
     ]);
     const status = c.activatedAt
@@ -82,8 +82,10 @@ export const commitmentPage: PageDef = {
           md: `## Participants (${n})\n\n${n ? participants.map((p) => `- ${who(p.user)} · ${when(p.joinedAt)}`).join("\n") : "_Nobody yet._"}${n > participants.length ? `\n\n…and ${n - participants.length} more.` : ""}`,
         },
         ...watch,
-        ...comments,
+        ...thread.blocks,
       ],
+      live: { since: thread.since },
     };
   },
+  live: (ctx, scope) => threadFeed(ctx, "commitment", scope.commitment!.id),
 };

@@ -1,7 +1,7 @@
 import { loadDecision, loadStudio } from "../access.ts";
-import { commentsBlock } from "../comments.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
+import { threadBlocks, threadFeed } from "../threads.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { watchBlocks } from "./subscriptions.ts";
 
@@ -49,14 +49,14 @@ export const decisionPage: PageDef = {
     const s = scope.studio!;
     const d = scope.decision!;
     const path = `/studios/${s.handle}/decisions/${d.id}`;
-    const [author, options, comments, watch] = await Promise.all([
+    const [author, options, thread, watch] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: d.authorId } }),
       ctx.db.decisionOption.findMany({
         where: { decisionId: d.id },
         orderBy: { createdAt: "asc" },
         include: { votes: true },
       }),
-      commentsBlock(ctx, "decision", d.id, path, query),
+      threadBlocks(ctx, "decision", d.id, path, query),
       watchBlocks(ctx, scope),
     ]);
     const ranked = options
@@ -96,7 +96,7 @@ export const decisionPage: PageDef = {
         }),
       ),
       ...watch,
-      ...comments,
+      ...thread.blocks,
     ];
     return {
       title: d.question,
@@ -106,6 +106,8 @@ export const decisionPage: PageDef = {
         { label: d.question },
       ],
       blocks,
+      live: { since: thread.since },
     };
   },
+  live: (ctx, scope) => threadFeed(ctx, "decision", scope.decision!.id),
 };

@@ -1,7 +1,7 @@
 import { loadNote, loadStudio } from "../access.ts";
-import { commentsBlock } from "../comments.ts";
 import { link, quote } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
+import { threadBlocks, threadFeed } from "../threads.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { studioNotes } from "./studio-reads.ts";
 import { watchBlocks } from "./subscriptions.ts";
@@ -48,11 +48,11 @@ export const notePage: PageDef = {
     const s = scope.studio!;
     const note = scope.note!;
     const path = `/studios/${s.handle}/notes/${note.id}`;
-    const [author, reads, mine, comments, watch] = await Promise.all([
+    const [author, reads, mine, thread, watch] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: note.authorId } }),
       ctx.db.noteRead.count({ where: { noteId: note.id } }),
       ctx.db.noteRead.findUnique({ where: { noteId_userId: { noteId: note.id, userId: ctx.actor.id } } }),
-      commentsBlock(ctx, "note", note.id, path, query),
+      threadBlocks(ctx, "note", note.id, path, query),
       watchBlocks(ctx, scope),
     ]);
     const meta = [
@@ -75,8 +75,10 @@ export const notePage: PageDef = {
           md: `Read by ${reads} ${reads === 1 ? "person" : "people"}${mine ? ` — you confirmed at ${when(mine.confirmedAt)}` : ""}.`,
         },
         ...watch,
-        ...comments,
+        ...thread.blocks,
       ],
+      live: { since: thread.since },
     };
   },
+  live: (ctx, scope) => threadFeed(ctx, "note", scope.note!.id),
 };

@@ -2,14 +2,13 @@ import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadRun } from "../access.ts";
 import { loadAgent, mayManage } from "../agents/ownership.ts";
-import { describeMasked, type MaskCounts } from "../agents/secret-masking.ts";
-import { usd } from "../money/pricing.ts";
-import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, PageDef } from "../registry/types.ts";
-import { excerpt, pager, paging, when } from "./format.ts";
+import { changesFeed, digestOf } from "../live/feed.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
+import type { Block, Ctx, PageDef } from "../registry/types.ts";
+import { excerpt, type Paging, pager, paging, when } from "./format.ts";
+import { positionOf, runFeed } from "./run-live.ts";
+import { ENDED, progressHtml, progressLine, runState, stepsBlock } from "./run-steps.ts";
 import { agentCrumbs } from "./subagents.ts";
-
-const ACTIVE = new Set(["queued", "running", "waiting"]);
 
 // A trigger of its own (not an event in a thread) links to the agent's list of them.
 const TRIGGER_PAGES: Record<string, string> = {
@@ -28,12 +27,6 @@ export function triggerText(handle: string, r: Pick<SubagentTaskRun, "triggerKin
 
 export function runLine(handle: string, r: SubagentTaskRun): string {
   return `- ${link(`Run ${r.id}`, `/subagents/${handle}/runs/${r.id}`)} · **${r.status}**${r.stopReason && r.status !== "completed" ? ` (${r.stopReason})` : ""} · ${triggerText(handle, r)} · ${when(r.createdAt)} · ${r.stepsCount} steps — ${mdEscape(excerpt(r.task, 90))}`;
-}
-
-function duration(r: SubagentTaskRun): string {
-  if (!r.startedAt) return "not started";
-  const end = r.completedAt ?? new Date();
-  return `${((end.getTime() - r.startedAt.getTime()) / 1000).toFixed(1)} s${r.completedAt ? "" : " so far"}`;
 }
 
 export const runFormPage: PageDef = {
@@ -55,6 +48,27 @@ export const runFormPage: PageDef = {
   },
 };
 
+async function agentRuns(ctx: Ctx, agentId: string, pg: Paging) {
+  const [runs, total] = await Promise.all([
+    ctx.db.subagentTaskRun.findMany({
+      where: { agentId },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      skip: pg.skip,
+      take: pg.take,
+    }),
+    ctx.db.subagentTaskRun.count({ where: { agentId } }),
+  ]);
+  return { runs, total };
+}
+
+/** Where a list of runs stands: what its rows show that changes while it is open. */
+export function listDigest(
+  runs: Pick<SubagentTaskRun, "id" | "status" | "stopRequestedAt" | "stepsCount">[],
+  total: number,
+) {
+  return digestOf([total, runs.map((r) => [r.id, runState(r), r.stepsCount])]);
+}
+
 export const runsPage: PageDef = {
   pattern: "/subagents/:handle/runs",
   actions: [],
@@ -62,15 +76,7 @@ export const runsPage: PageDef = {
   async render(ctx, scope, query) {
     const a = scope.agent!;
     const pg = paging(query);
-    const [runs, total] = await Promise.all([
-      ctx.db.subagentTaskRun.findMany({
-        where: { agentId: a.id },
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
-      }),
-      ctx.db.subagentTaskRun.count({ where: { agentId: a.id } }),
-    ]);
+    const { runs, total } = await agentRuns(ctx, a.id, pg);
     return {
       title: `Runs of ${a.name}`,
       breadcrumb: [...agentCrumbs(a), { label: "Runs" }],
@@ -78,58 +84,15 @@ export const runsPage: PageDef = {
         { md: runs.length ? runs.map((r) => runLine(a.handle, r)).join("\n") : "_No runs yet._" },
         { md: pager(`/subagents/${a.handle}/runs`, pg, total) },
       ],
-      refreshSeconds: runs.some((r) => ACTIVE.has(r.status)) ? 3 : undefined,
+      live: { since: listDigest(runs, total) },
     };
   },
+  live: (ctx, scope, query) =>
+    changesFeed([`agent:${scope.agent!.id}`], async () => {
+      const { runs, total } = await agentRuns(ctx, scope.agent!.id, paging(query));
+      return { digest: listDigest(runs, total), data: { total } };
+    }),
 };
-
-function stepBlock(s: {
-  number: number;
-  type: string;
-  path: string | null;
-  detail: unknown;
-  inputTokens: number;
-  outputTokens: number;
-  durationMs: number;
-}): string {
-  const d = (s.detail ?? {}) as Record<string, unknown>;
-  const head = `### ${s.number} · ${s.type}${s.path ? ` \`${s.path}\`` : ""}${d.ok === false ? " · **failed**" : ""} · ${s.inputTokens} in / ${s.outputTokens} out tokens · ${s.durationMs} ms`;
-  const lines = [head, ""];
-  if (d.masked && typeof d.masked === "object")
-    lines.push(`Masked before the model saw this step: ${describeMasked(d.masked as MaskCounts)}.`, "");
-  // Why it acted, and what it kept in mind for later: the model's own words (protocol.ts).
-  if (typeof d.reason === "string" && d.reason) lines.push(`Why: ${mdEscape(d.reason)}`, "");
-  if (typeof d.note === "string" && d.note)
-    lines.push("Its note (its memory for this run):", "", quote(d.note), "");
-  if (s.type === "execute")
-    lines.push(
-      `Action \`${String(d.action)}\` with:`,
-      "",
-      fenced(JSON.stringify(d.params ?? {}, null, 2).slice(0, 2000), "json"),
-      "",
-    );
-  if (d.ok === false && d.error) lines.push(`Error: ${mdEscape(String(d.error))}`, "");
-  if (d.notice)
-    lines.push(
-      `Result: ${mdEscape(String(d.notice))}${d.location ? ` → ${link(String(d.location), String(d.location))}` : ""}`,
-      "",
-    );
-  if (s.type === "finish") lines.push(quote(String(d.message ?? "")), "");
-  if (s.type === "ask_owner") lines.push("Asked:", "", quote(String(d.question ?? "")), "");
-  if (s.type === "answer") lines.push("Owner answered:", "", quote(String(d.answer ?? "")), "");
-  if (s.type === "approval")
-    lines.push(
-      `Review of #${String(d.pending)} (\`${String(d.action)}\`): **${String(d.status)}**${d.message ? ` — ${mdEscape(String(d.message))}` : ""}`,
-      "",
-    );
-  if (s.type === "error" && typeof d.reply === "string")
-    lines.push("The model replied:", "", fenced(d.reply.slice(0, 600)), "");
-  if (typeof d.page === "string") {
-    const page = d.page.length > 600 ? `${d.page.slice(0, 600)}\n…` : d.page;
-    lines.push("Page seen (start):", "", fenced(page, "markdown"), "");
-  }
-  return lines.join("\n");
-}
 
 export const runPage: PageDef = {
   pattern: "/subagents/:handle/runs/:run",
@@ -152,16 +115,15 @@ export const runPage: PageDef = {
       ctx.db.agentPendingAction.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
     ]);
     const facts = [
-      `Status: **${r.status}**${r.stopReason ? ` (${r.stopReason})` : ""}`,
       `trigger: ${triggerText(a.handle, r)}${initiator ? ` by [@${initiator.handle}](/u/${initiator.handle})` : ""}`,
       `model: ${r.model ? `\`${mdEscape(r.model)}\`` : "default"}`,
-      `steps: ${r.stepsCount} of ${r.maxSteps}`,
-      `tokens: ${r.inputTokens} in${r.cachedTokens ? ` (${r.cachedTokens} cached)` : ""} / ${r.outputTokens} out`,
-      `cost: ${usd(r.costMicros)}`,
-      `time: ${duration(r)}`,
       `queued ${when(r.createdAt)}`,
     ];
-    const blocks: Block[] = [{ md: facts.join(" · ") }, { md: `## Task\n\n${quote(r.task)}` }];
+    const blocks: Block[] = [
+      { md: progressLine(r), html: progressHtml(r) },
+      { md: facts.join(" · ") },
+      { md: `## Task\n\n${quote(r.task)}` },
+    ];
     if (r.finalMessage) blocks.push({ md: `## Final message\n\n${quote(r.finalMessage)}` });
     if (r.error)
       blocks.push({
@@ -176,8 +138,8 @@ export const runPage: PageDef = {
     blocks.push({
       md: `## Resources it created or changed (${resources.length})\n\n${resources.length ? resources.map((x) => `- ${x.resourceType} \`${x.resourceId}\` — ${x.action} at step ${x.stepNumber} — ${link(x.path, x.path)}`).join("\n") : "_None._"}`,
     });
-    blocks.push({ md: `## Steps (${steps.length})\n\n${steps.length ? "" : "_No steps yet._"}` });
-    for (const s of steps) blocks.push({ md: stepBlock(s) });
+    blocks.push(stepsBlock(steps, a.handle, r.id));
+    const state = runState(r);
     return {
       title: `Run ${r.id} of ${a.name}`,
       breadcrumb: [
@@ -186,7 +148,8 @@ export const runPage: PageDef = {
         { label: r.id },
       ],
       blocks,
-      refreshSeconds: ACTIVE.has(r.status) && r.status !== "waiting" ? 2 : undefined,
+      live: ENDED.has(state) ? undefined : { since: positionOf(steps.at(-1)?.number ?? 0, state) },
     };
   },
+  live: (ctx, scope) => runFeed(ctx.db, scope.agent!, scope.taskRun!),
 };

@@ -74,7 +74,7 @@ export const whoamiSql = (userId: Prisma.Sql, tenantId: Prisma.Sql, at = new Dat
   WHERE wu.id = ${userId} AND wu.tenant_id = ${tenantId})`;
 
 /** Whom an agent works for, in words: its owner, or its studio's admins. */
-export function ownerText(user: Whoami["user"]): string {
+export function ownerText(user: Pick<Whoami["user"], "parent" | "ownerStudio">): string {
   if (user.parent) return `your owner, ${user.parent.name} (@${user.parent.handle})`;
   if (user.ownerStudio)
     return `the studio ${user.ownerStudio.name} (\`${user.ownerStudio.handle}\`), which owns you: its admins are your owners, and you act only in that studio`;

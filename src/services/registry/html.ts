@@ -54,6 +54,13 @@ export function markdownToHtml(md: string): string {
     .replace(/<\/table>/g, "</table></div>");
 }
 
+/** One line of markdown as inline HTML: what a `<summary>` or a `<p>` of our own holds. */
+export function inlineHtml(md: string): string {
+  return markdownToHtml(md)
+    .trim()
+    .replace(/^<p>([\s\S]*)<\/p>$/, "$1");
+}
+
 export interface FormState {
   action: string;
   values: Record<string, unknown>;

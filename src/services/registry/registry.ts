@@ -4,6 +4,7 @@
 import type { Db } from "../../db/prisma.ts";
 import { AppError, ForbiddenError, NotFoundError } from "../../lib/errors.ts";
 import { storable } from "../../lib/text.ts";
+import type { LiveFeed } from "../live/feed.ts";
 import { parseParams } from "./params.ts";
 import { createRouter } from "./router.ts";
 import type {
@@ -144,6 +145,18 @@ export function createRegistry(
         available(ctx, resolved),
       ]);
       return { view, actions, resolved };
+    },
+
+    /**
+     * A page's live feed, authorized as the page itself is (its `resolve`): whoever may not
+     * see the page gets its 404, not its stream. 406 for a page with nothing live.
+     */
+    async live(ctx: Ctx, path: string, raw: Query): Promise<LiveFeed> {
+      const m = page(path);
+      const scope = await m.page.resolve(ctx, m.params);
+      if (!m.page.live)
+        throw new AppError(406, `${path} has no live updates: ask for it as text/html or text/markdown.`);
+      return m.page.live(ctx, scope, storableQuery(raw));
     },
 
     async describe(ctx: Ctx, path: string, name: string): Promise<{ action: ActionDef; resolved: Resolved }> {

@@ -7,11 +7,13 @@ import type {
   Studio,
   StudioRole,
   SubagentTaskRun,
+  SubagentTaskRunStep,
   Tenant,
   User,
   UserKind,
 } from "../../generated/prisma/client.ts";
 import type { AgentScope } from "../agents/ownership.ts";
+import type { LiveFeed } from "../live/feed.ts";
 
 export interface Actor {
   id: string;
@@ -73,6 +75,8 @@ export interface Scope {
   /** A subagent the actor may see, loaded with what ownership.ts needs to say what they may do. */
   agent?: AgentScope;
   taskRun?: SubagentTaskRun;
+  /** One step of `taskRun`. */
+  step?: SubagentTaskRunStep;
   pendingId?: string;
 }
 
@@ -106,8 +110,11 @@ export interface PageView {
   title: string;
   breadcrumb: Crumb[];
   blocks: Block[];
-  /** Browsers reload the page every N seconds (a run in progress). */
-  refreshSeconds?: number;
+  /**
+   * The page updates live (its `live` feed): where the view stands in that feed, so the
+   * browser's stream starts right after what the page shows. Absent: nothing to watch now.
+   */
+  live?: { since: string };
 }
 
 interface PageBase {
@@ -117,6 +124,8 @@ interface PageBase {
   actions: string[];
   /** Authorizes and loads what the page is about; throws NotFoundError when the actor may not see it. */
   resolve(ctx: Ctx, params: Record<string, string>): Promise<Scope>;
+  /** What changes on this page while it is open, as server-sent events (`Accept: text/event-stream`); after `resolve`. */
+  live?(ctx: Ctx, scope: Scope, query: Query): LiveFeed | Promise<LiveFeed>;
 }
 
 /** Renders what `resolve` authorized: most pages. */

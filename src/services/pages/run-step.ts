@@ -1,0 +1,86 @@
+// One step of a run in full: what the model wrote and why, the whole page it saw, and the
+// prompt it was sent, rebuilt from the run's records (step-prompt.ts) and checked against
+// the fingerprint the worker kept. For whoever may see the run: its owner.
+import { NotFoundError } from "../../lib/errors.ts";
+import { loadRun } from "../access.ts";
+import { loadAgent } from "../agents/ownership.ts";
+import { rebuildPrompt } from "../agents/step-prompt.ts";
+import { fenced, link } from "../registry/markdown.ts";
+import type { Block, PageDef } from "../registry/types.ts";
+import { runPath, stepHead, stepPath, stepText } from "./run-steps.ts";
+import { agentCrumbs } from "./subagents.ts";
+
+function messageText(content: unknown): string {
+  if (typeof content === "string") return content;
+  return JSON.stringify(content, null, 2);
+}
+
+function withoutPrompt(s: { type: string; detail: unknown }): string {
+  if ((s.detail as { auto?: unknown } | null)?.auto)
+    return "No model call made this step: a run starts by reading /whoami.";
+  if (s.type === "answer" || s.type === "approval")
+    return "No model call made this step: it records an answer or a review.";
+  return "This step was recorded before runs kept what rebuilding its prompt needs.";
+}
+
+export const runStepPage: PageDef = {
+  pattern: "/subagents/:handle/runs/:run/steps/:step",
+  actions: [],
+  async resolve(ctx, p) {
+    // The run page's own loaders: whoever may not see the run sees none of its steps.
+    const agent = await loadAgent(ctx, p.handle!);
+    const taskRun = await loadRun(ctx, agent.id, p.run!);
+    const number = /^\d{1,6}$/.test(p.step!) ? Number(p.step) : Number.NaN;
+    const step = Number.isNaN(number)
+      ? null
+      : await ctx.db.subagentTaskRunStep.findUnique({
+          where: { runId_number: { runId: taskRun.id, number } },
+        });
+    if (!step) throw new NotFoundError(`No step ${p.step} in run ${taskRun.id}`);
+    return { agent, taskRun, step };
+  },
+  async render(ctx, scope) {
+    const a = scope.agent!;
+    const r = scope.taskRun!;
+    const s = scope.step!;
+    const page = (s.detail as { page?: unknown } | null)?.page;
+    const prompt = await rebuildPrompt(ctx.db, r, a, ctx.tenant.name, s.number);
+    const nav = [
+      s.number > 1 ? link(`← Step ${s.number - 1}`, stepPath(a.handle, r.id, s.number - 1)) : null,
+      link("The whole run", `${runPath(a.handle, r.id)}#step-${s.number}`),
+      s.number < r.stepsCount ? link(`Step ${s.number + 1} →`, stepPath(a.handle, r.id, s.number + 1)) : null,
+    ];
+    const blocks: Block[] = [
+      { md: nav.filter(Boolean).join(" · ") },
+      { md: `**${stepHead(s)}**\n\n${stepText(s) || "_Nothing more was recorded with this step._"}` },
+    ];
+    if (typeof page === "string")
+      blocks.push({
+        md: `## The page it saw (${s.path ? `\`${s.path}\`, ` : ""}${page.length} characters)\n\n${fenced(page, "markdown")}`,
+      });
+    if (prompt)
+      blocks.push({
+        md: [
+          "## The prompt of this step",
+          prompt.exact
+            ? "Exactly what the model was sent (it matches the fingerprint the worker kept), masked as it was sent."
+            : "Rebuilt from the run's records; it differs from what was sent (the fingerprint does not match): the agent's description, its owner's or the workspace's name changed since, or a page was longer than a step keeps.",
+          prompt.jsonMode
+            ? "The endpoint had no tool calling: the model answered in JSON mode."
+            : "With the tools `navigate`, `execute_action`, `finish` and `ask_owner`.",
+          ...prompt.messages.map((m, i) => `### ${i + 1}. ${m.role}\n\n${fenced(messageText(m.content))}`),
+        ].join("\n\n"),
+      });
+    else blocks.push({ md: `## The prompt of this step\n\n_${withoutPrompt(s)}_` });
+    return {
+      title: `Step ${s.number} of run ${r.id}`,
+      breadcrumb: [
+        ...agentCrumbs(a),
+        { label: "Runs", path: `/subagents/${a.handle}/runs` },
+        { label: r.id, path: runPath(a.handle, r.id) },
+        { label: `Step ${s.number}` },
+      ],
+      blocks,
+    };
+  },
+};
