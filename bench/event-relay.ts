@@ -299,7 +299,8 @@ async function main() {
     : [];
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const procs: Procs = {
-    worker: startEntry("src/worker.ts", common, profile),
+    // info: the worker says it is running at that level (and logs nothing per event).
+    worker: startEntry("src/worker.ts", { ...common, LOG_LEVEL: "info" }, profile),
     server: startEntry("src/server.ts", { ...common, HOST: "127.0.0.1", PORT: String(port) }, profile),
   };
   try {

@@ -11,6 +11,7 @@ import { type PrismaClient, prismaFromConfig } from "./db/prisma.ts";
 import bodyParsers from "./http/body-parsers.ts";
 import auth from "./plugins/auth.ts";
 import errors, { sendError } from "./plugins/errors.ts";
+import metrics from "./plugins/metrics.ts";
 import prismaPlugin from "./plugins/prisma.ts";
 import tenancy from "./plugins/tenancy.ts";
 import authRoutes from "./routes/auth.ts";
@@ -78,6 +79,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(errors);
+  await app.register(metrics, { token: config.METRICS_TOKEN });
   await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
   await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET });
 

@@ -111,6 +111,12 @@ const schema = z.object({
   // Off in production: a user's key test must not become a probe of the server's network.
   BYOK_ALLOW_PRIVATE_URLS: z.enum(["0", "1", "true", "false"]).optional(),
   SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
+  // Prometheus /metrics (src/metrics/): scrapes send `Authorization: Bearer <METRICS_TOKEN>`;
+  // unset, neither process serves it. The web server answers on its own port; the worker,
+  // which has no HTTP server, listens on METRICS_HOST:METRICS_PORT only when that is set.
+  METRICS_TOKEN: z.string().min(16, "at least 16 characters").optional(),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  METRICS_HOST: z.string().default("127.0.0.1"),
 });
 
 export type Config = z.infer<typeof schema>;
@@ -122,6 +128,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     throw new Error(`Invalid configuration:\n${lines.join("\n")}`);
   }
   const config = result.data;
+  if (config.METRICS_PORT !== undefined && !config.METRICS_TOKEN) {
+    throw new Error("Invalid configuration:\n  METRICS_PORT: needs METRICS_TOKEN, which scrapes must send");
+  }
   if (config.NODE_ENV === "production" && config.SESSION_SECRET.startsWith("dev-only")) {
     throw new Error("Invalid configuration:\n  SESSION_SECRET: must be set in production");
   }

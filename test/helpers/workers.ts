@@ -46,7 +46,8 @@ export function spawnWorker(opts: {
       RUN_HEARTBEAT_MS: "200",
       SWEEP_INTERVAL_MS: "500",
       WORKER_CONCURRENCY: "4",
-      LOG_LEVEL: "silent",
+      // It says it is running at info (and logs nothing per step at that level).
+      LOG_LEVEL: "info",
       ...opts.env,
     },
   });
@@ -58,7 +59,7 @@ export function spawnWorker(opts: {
     child.once("exit", (code, signal) => resolve(signal ?? `exit ${code}`)),
   );
   const ready = Promise.race([
-    waitFor(async () => output.includes("[worker] running"), 30_000),
+    waitFor(async () => output.includes('"msg":"running'), 30_000),
     exited.then((how) => {
       throw new Error(`worker exited (${how}) before it was ready:\n${output}`);
     }),
