@@ -13,6 +13,7 @@ import auth from "./plugins/auth.ts";
 import errors, { sendError } from "./plugins/errors.ts";
 import metrics from "./plugins/metrics.ts";
 import prismaPlugin from "./plugins/prisma.ts";
+import rateLimit from "./plugins/rate-limit.ts";
 import tenancy from "./plugins/tenancy.ts";
 import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
@@ -82,6 +83,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(metrics, { token: config.METRICS_TOKEN });
   await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
   await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET });
+  await app.register(rateLimit, {
+    redisUrl: config.REDIS_URL,
+    prefix: config.QUEUE_PREFIX,
+    perToken: config.API_RATE_LIMIT_PER_TOKEN,
+    perTenant: config.API_RATE_LIMIT_PER_TENANT,
+    windowSeconds: config.API_RATE_LIMIT_WINDOW_SECONDS,
+  });
 
   await app.register(healthRoutes);
   await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, throttle: config });

@@ -111,6 +111,12 @@ const schema = z.object({
   // Off in production: a user's key test must not become a probe of the server's network.
   BYOK_ALLOW_PRIVATE_URLS: z.enum(["0", "1", "true", "false"]).optional(),
   SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
+  // Calls made with an API token (the markdown API and /mcp), counted in Redis so every web
+  // process shares the count (plugins/rate-limit.ts): per token and per workspace, in a fixed
+  // window. 0 turns a limit off. People browsing with a session are not counted.
+  API_RATE_LIMIT_PER_TOKEN: z.coerce.number().int().min(0).max(1_000_000).default(600),
+  API_RATE_LIMIT_PER_TENANT: z.coerce.number().int().min(0).max(10_000_000).default(3000),
+  API_RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
   // Prometheus /metrics (src/metrics/): scrapes send `Authorization: Bearer <METRICS_TOKEN>`;
   // unset, neither process serves it. The web server answers on its own port; the worker,
   // which has no HTTP server, listens on METRICS_HOST:METRICS_PORT only when that is set.

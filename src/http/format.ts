@@ -16,18 +16,36 @@ export function negotiate(req: FastifyRequest, path: string): { format: Format; 
   return { format: prefersMarkdown(req.headers.accept) ? "markdown" : "html", path };
 }
 
-export function prefersMarkdown(accept: string | undefined): boolean {
-  if (!accept) return false;
-  let md = -1;
-  let html = -1;
+/** The highest q the Accept header gives each of `types` (-1: not listed). */
+function ranks(accept: string, types: Record<string, string[]>): Record<string, number> {
+  const out = Object.fromEntries(Object.keys(types).map((k) => [k, -1]));
   for (const part of accept.split(",")) {
     const [type, ...params] = part.trim().toLowerCase().split(";");
     const qParam = params.find((p) => p.trim().startsWith("q="));
     const q = qParam ? Number(qParam.trim().slice(2)) : 1;
-    if (type === "text/markdown" || type === "text/x-markdown") md = Math.max(md, q);
-    if (type === "text/html") html = Math.max(html, q);
+    for (const [k, names] of Object.entries(types))
+      if (names.includes(type ?? "")) out[k] = Math.max(out[k]!, q);
   }
-  return md > 0 && md >= html;
+  return out;
+}
+
+export function prefersMarkdown(accept: string | undefined): boolean {
+  if (!accept) return false;
+  const { md, html } = ranks(accept, { md: ["text/markdown", "text/x-markdown"], html: ["text/html"] });
+  return md! > 0 && md! >= html!;
+}
+
+/**
+ * A client that asks for JSON and not for a page (an MCP client: `application/json,
+ * text/event-stream`) hears its errors in JSON; every page is still markdown or HTML.
+ */
+export function prefersJson(accept: string | undefined): boolean {
+  if (!accept) return false;
+  const r = ranks(accept, {
+    json: ["application/json"],
+    page: ["text/html", "text/markdown", "text/x-markdown"],
+  });
+  return r.json! > 0 && r.json! > r.page!;
 }
 
 export function isFormBody(req: FastifyRequest): boolean {
