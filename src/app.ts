@@ -9,6 +9,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import type { Config } from "./config.ts";
 import { type PrismaClient, prismaFromConfig } from "./db/prisma.ts";
 import bodyParsers from "./http/body-parsers.ts";
+import audit from "./plugins/audit.ts";
 import auth from "./plugins/auth.ts";
 import errors, { sendError } from "./plugins/errors.ts";
 import metrics from "./plugins/metrics.ts";
@@ -81,6 +82,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(errors);
   await app.register(metrics, { token: config.METRICS_TOKEN });
+  await app.register(audit, {
+    db: app.prisma,
+    flushMs: config.AUDIT_FLUSH_MS,
+    batchSize: config.AUDIT_BATCH_SIZE,
+  });
   await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
   await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET });
   await app.register(rateLimit, {

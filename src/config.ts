@@ -117,6 +117,11 @@ const schema = z.object({
   API_RATE_LIMIT_PER_TOKEN: z.coerce.number().int().min(0).max(1_000_000).default(600),
   API_RATE_LIMIT_PER_TENANT: z.coerce.number().int().min(0).max(10_000_000).default(3000),
   API_RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  // The audit trail of API tokens (services/audit.ts): rows are written in batches, every
+  // AUDIT_FLUSH_MS or once AUDIT_BATCH_SIZE are waiting, and kept AUDIT_RETENTION_DAYS.
+  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  AUDIT_FLUSH_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  AUDIT_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
   // Prometheus /metrics (src/metrics/): scrapes send `Authorization: Bearer <METRICS_TOKEN>`;
   // unset, neither process serves it. The web server answers on its own port; the worker,
   // which has no HTTP server, listens on METRICS_HOST:METRICS_PORT only when that is set.

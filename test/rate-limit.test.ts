@@ -64,7 +64,9 @@ describe("per token", () => {
     });
     expect(mcp.statusCode).toBe(429);
     expect(mcp.headers["retry-after"]).toBeDefined();
-    expect(mcp.json()).toEqual({ error: { status: 429, message: expect.stringMatching(/^Too many requests/) } });
+    expect(mcp.json()).toEqual({
+      error: { status: 429, message: expect.stringMatching(/^Too many requests/) },
+    });
     // Refused before it ran: nothing was written.
     expect(await testPrisma().note.count({ where: { tenantId: w.tenant.id } })).toBe(0);
 

@@ -1,6 +1,7 @@
 // Starts everything a worker process runs — the outbox relay, the event, agent-run and
-// maintenance workers (the last also tidies spent login-throttle rows and fires due agent
-// schedules), and the lease heartbeat. worker.ts, the tests and the benchmark all start it the same way.
+// maintenance workers (the last also tidies spent login-throttle rows, deletes audit rows past
+// their retention and fires due agent schedules), and the lease heartbeat. worker.ts, the
+// tests and the benchmark all start it the same way.
 import { type Job, UnrecoverableError, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.ts";
@@ -14,6 +15,7 @@ import { startHeartbeat } from "../services/agents/heartbeat.ts";
 import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
 import { fireDueSchedules } from "../services/agents/schedule-firing.ts";
 import { flushDueSubscriptions } from "../services/agents/subscriptions.ts";
+import { pruneApiCalls } from "../services/audit.ts";
 import { type ThrottleSettings, tidyLoginThrottles } from "../services/login-throttle.ts";
 import { configureKeyring } from "../services/money/keyring.ts";
 import { liftLastMonthsPauses } from "../services/money/ledger.ts";
@@ -42,6 +44,7 @@ export type RuntimeConfig = Pick<
   | "NODE_ENV"
   | "APP_ENCRYPTION_KEYS"
   | "BYOK_ALLOW_PRIVATE_URLS"
+  | "AUDIT_RETENTION_DAYS"
   | keyof ThrottleSettings
 >;
 
@@ -122,6 +125,7 @@ export async function startRuntime(o: RuntimeOptions) {
         resumed: await resumeSettled(prisma),
         newMonth: await liftLastMonthsPauses(prisma),
         loginThrottlesTidied: await tidyLoginThrottles(prisma, c),
+        apiCallsPruned: await pruneApiCalls(prisma, c.AUDIT_RETENTION_DAYS),
         // Last: a passing fault here fails the job, and the housekeeping above is done by then.
         schedules: await fireDueSchedules(prisma),
       }),

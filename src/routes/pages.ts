@@ -113,6 +113,7 @@ async function getPage(req: FastifyRequest, reply: FastifyReply) {
   const { format, path } = negotiate(req, raw.path);
   const ctx = ctxOf(req);
   const target = splitAction(path);
+  req.audit = target ?? { page: path };
   if (target) {
     const { action, resolved } = await registry.describe(ctx, target.page, target.action);
     const view = await registry.render(ctx, resolved, {});
@@ -156,6 +157,7 @@ export default async function pageRoutes(app: FastifyInstance) {
   app.post("/*", async (req, reply) => {
     const { format, path } = negotiate(req, parseUrl(req.url).path);
     const target = splitAction(path);
+    req.audit = target ?? { page: path };
     if (!target)
       throw new AppError(405, `POST goes to an action: ${path === "/" ? "" : path}/actions/<name>`);
     const ctx = ctxOf(req);

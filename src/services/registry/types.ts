@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { Db, PrismaClient } from "../../db/prisma.ts";
 import type {
+  ApiToken,
   Commitment,
   Decision,
   Note,
@@ -74,6 +75,7 @@ export interface Scope {
   agent?: AgentScope;
   taskRun?: SubagentTaskRun;
   pendingId?: string;
+  apiToken?: ApiToken;
 }
 
 export type Query = Record<string, string | undefined>;
