@@ -121,7 +121,7 @@ export function addWorkerGauges(s: WorkerGauges): () => void {
 // gauge as last read rather than failing the whole scrape.
 new Gauge({
   name: "cadre_queue_jobs",
-  help: "Jobs in each queue by state (waiting, active, delayed), as the worker last read them",
+  help: "Jobs in each queue by state (waiting, active, delayed, paused), as the worker last read them",
   labelNames: ["queue", "state"] as const,
   registers,
   async collect() {
