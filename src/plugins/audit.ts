@@ -4,7 +4,7 @@
 // authenticated (a bad token) belongs to no token and has no row.
 import fp from "fastify-plugin";
 import type { Db } from "../db/prisma.ts";
-import { targetOf } from "../routes/pages.ts";
+import { targetOf } from "../http/page-target.ts";
 import { type AuditWriter, createAuditWriter } from "../services/audit.ts";
 
 /**

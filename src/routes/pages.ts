@@ -6,22 +6,17 @@
 // internal markdown API, so the routes declare only the envelope.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { type Format, isFormBody, negotiate, withoutMdSuffix } from "../http/format.ts";
+import { type Format, isFormBody, negotiate } from "../http/format.ts";
+import { parseUrl, splitAction } from "../http/page-target.ts";
 import { sendLayout, sendPage } from "../http/render.ts";
 import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { backoffMs, isTransient, pause } from "../lib/transient.ts";
 import { registry } from "../services/catalog.ts";
 import { actionForm, escapeHtml, type FormState } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
-import type { Ctx, Query } from "../services/registry/types.ts";
+import type { Ctx } from "../services/registry/types.ts";
 
 const bodySchema = z.record(z.string(), z.unknown());
-
-function splitAction(path: string): { page: string; action: string } | null {
-  const segs = path.split("/").filter(Boolean);
-  if (segs.length < 2 || segs[segs.length - 2] !== "actions") return null;
-  return { page: `/${segs.slice(0, -2).join("/")}`, action: segs[segs.length - 1]! };
-}
 
 /** The request as a page/action context; also used by the CSV export. */
 export function ctxOf(req: FastifyRequest): Ctx {
@@ -33,39 +28,6 @@ export function ctxOf(req: FastifyRequest): Ctx {
     origin: `${req.protocol}://${req.headers.host}`,
   };
 }
-
-function parseUrl(url: string): { path: string; query: Query } {
-  const u = new URL(url, "http://x");
-  return { path: decodeURIComponent(u.pathname), query: Object.fromEntries(u.searchParams) };
-}
-
-/** What a request to this adapter asks for: the page's path and, at `<page>/actions/<name>`, the action. */
-export function targetOf(url: string): { page: string; action?: string } {
-  const raw = parseUrl(url).path;
-  const path = withoutMdSuffix(raw) ?? raw;
-  return splitAction(path) ?? { page: path };
-}
-
-/**
- * The route a request took, as a metrics label: its page's pattern and, for an action the
- * page lists, the action (`/studios/:studio/actions/create_note`). Never the path itself, so
- * an address that names no page adds no label value: it is `unmatched`.
- */
-export function routePattern(url: string): string {
-  let target: ReturnType<typeof targetOf>;
-  try {
-    target = targetOf(url);
-  } catch {
-    return UNMATCHED; // %-escapes that are not UTF-8
-  }
-  const page = registry.pageAt(target.page);
-  if (!page) return UNMATCHED;
-  if (target.action === undefined) return page.pattern;
-  const action = page.actions.includes(target.action) ? target.action : ":action";
-  return `${page.pattern === "/" ? "" : page.pattern}/actions/${action}`;
-}
-
-export const UNMATCHED = "unmatched";
 
 interface Flash {
   notice: string;
