@@ -107,7 +107,8 @@ function startWorker(databaseUrl: string, llmUrl: string, prefix: string): Child
       LLM_BASE_URL: llmUrl,
       LLM_DEFAULT_MODEL: "bench-model",
       WORKER_CONCURRENCY: String(CONCURRENT),
-      LOG_LEVEL: "warn",
+      // info: the worker says it is running at that level (and logs nothing per step).
+      LOG_LEVEL: "info",
     },
     profile,
   );

@@ -9,10 +9,13 @@ import Fastify, { type FastifyInstance } from "fastify";
 import type { Config } from "./config.ts";
 import { type PrismaClient, prismaFromConfig } from "./db/prisma.ts";
 import bodyParsers from "./http/body-parsers.ts";
+import audit from "./plugins/audit.ts";
 import auth from "./plugins/auth.ts";
 import errors, { sendError } from "./plugins/errors.ts";
 import live from "./plugins/live.ts";
+import metrics from "./plugins/metrics.ts";
 import prismaPlugin from "./plugins/prisma.ts";
+import rateLimit from "./plugins/rate-limit.ts";
 import tenancy from "./plugins/tenancy.ts";
 import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
@@ -85,8 +88,21 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     maxAgeMs: config.LIVE_STREAM_MAX_SECONDS * 1000,
   });
   await app.register(errors);
+  await app.register(metrics, { token: config.METRICS_TOKEN });
+  await app.register(audit, {
+    db: app.prisma,
+    flushMs: config.AUDIT_FLUSH_MS,
+    batchSize: config.AUDIT_BATCH_SIZE,
+  });
   await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
   await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET });
+  await app.register(rateLimit, {
+    redisUrl: config.REDIS_URL,
+    prefix: config.QUEUE_PREFIX,
+    perToken: config.API_RATE_LIMIT_PER_TOKEN,
+    perTenant: config.API_RATE_LIMIT_PER_TENANT,
+    windowSeconds: config.API_RATE_LIMIT_WINDOW_SECONDS,
+  });
 
   await app.register(healthRoutes);
   await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, throttle: config });

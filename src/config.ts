@@ -116,6 +116,23 @@ const schema = z.object({
   // Off in production: a user's key test must not become a probe of the server's network.
   BYOK_ALLOW_PRIVATE_URLS: z.enum(["0", "1", "true", "false"]).optional(),
   SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(5000),
+  // Calls made with an API token (the markdown API and /mcp), counted in Redis so every web
+  // process shares the count (plugins/rate-limit.ts): per token and per workspace, in a fixed
+  // window. 0 turns a limit off. People browsing with a session are not counted.
+  API_RATE_LIMIT_PER_TOKEN: z.coerce.number().int().min(0).max(1_000_000).default(600),
+  API_RATE_LIMIT_PER_TENANT: z.coerce.number().int().min(0).max(10_000_000).default(3000),
+  API_RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  // The audit trail of API tokens (services/audit.ts): rows are written in batches, every
+  // AUDIT_FLUSH_MS or once AUDIT_BATCH_SIZE are waiting, and kept AUDIT_RETENTION_DAYS.
+  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  AUDIT_FLUSH_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  AUDIT_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(500),
+  // Prometheus /metrics (src/metrics/): scrapes send `Authorization: Bearer <METRICS_TOKEN>`;
+  // unset, neither process serves it. The web server answers on its own port; the worker,
+  // which has no HTTP server, listens on METRICS_HOST:METRICS_PORT only when that is set.
+  METRICS_TOKEN: z.string().min(16, "at least 16 characters").optional(),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  METRICS_HOST: z.string().default("127.0.0.1"),
 });
 
 export type Config = z.infer<typeof schema>;
@@ -127,6 +144,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     throw new Error(`Invalid configuration:\n${lines.join("\n")}`);
   }
   const config = result.data;
+  if (config.METRICS_PORT !== undefined && !config.METRICS_TOKEN) {
+    throw new Error("Invalid configuration:\n  METRICS_PORT: needs METRICS_TOKEN, which scrapes must send");
+  }
   if (config.NODE_ENV === "production" && config.SESSION_SECRET.startsWith("dev-only")) {
     throw new Error("Invalid configuration:\n  SESSION_SECRET: must be set in production");
   }

@@ -4,11 +4,13 @@ import { createRedis } from "./db/redis.ts";
 import { DEMO_MODEL, demoScript } from "./dev/demo-script.ts";
 import { startFakeLlm } from "./dev/fake-llm.ts";
 import { startRuntime } from "./jobs/runtime.ts";
+import { createLogger } from "./lib/logger.ts";
+import { portOf, serveMetrics } from "./metrics/scrape.ts";
 
 const config = loadConfig();
 const prisma = prismaFromConfig(config);
 const connection = createRedis(config.REDIS_URL, "worker");
-const log = (msg: string, err?: unknown) => console.error(`[worker] ${msg}`, err ?? "");
+const log = createLogger(config.LOG_LEVEL);
 
 // The demo without a real model: a scripted fake speaking the same protocol, in process.
 const fake = !config.LLM_BASE_URL && config.DEMO_FAKE_LLM ? await startFakeLlm({ script: demoScript }) : null;
@@ -16,8 +18,19 @@ const runtimeConfig = fake
   ? { ...config, LLM_BASE_URL: fake.url, LLM_DEFAULT_MODEL: config.LLM_DEFAULT_MODEL ?? DEMO_MODEL }
   : config;
 const runtime = await startRuntime({ config: runtimeConfig, prisma, connection, log });
-console.log(
-  `[worker] running (queue prefix ${config.QUEUE_PREFIX}; LLM ${fake ? `scripted demo model at ${fake.url}` : (config.LLM_BASE_URL ?? "not configured")})`,
+// The worker has no HTTP server of its own: /metrics gets a small one, only when asked for.
+const metrics =
+  config.METRICS_PORT !== undefined && config.METRICS_TOKEN
+    ? await serveMetrics({
+        host: config.METRICS_HOST,
+        port: config.METRICS_PORT,
+        token: config.METRICS_TOKEN,
+      })
+    : null;
+if (metrics) log.info(`metrics at http://${config.METRICS_HOST}:${portOf(metrics)}/metrics`);
+log.info(
+  { queuePrefix: config.QUEUE_PREFIX },
+  `running (LLM ${fake ? `scripted demo model at ${fake.url}` : (config.LLM_BASE_URL ?? "not configured")})`,
 );
 
 let closing = false;
@@ -25,6 +38,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, async () => {
     if (closing) return;
     closing = true;
+    metrics?.close();
     await runtime.close();
     await fake?.close();
     connection.disconnect();

@@ -2,7 +2,6 @@
 // with the fake model over HTTP, the run page links back to the webhook, and the secret
 // (created, rotated, used) appears in no later answer, log line, Redis key, prompt or row.
 import { randomBytes } from "node:crypto";
-import { inspect } from "node:util";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.ts";
@@ -11,11 +10,12 @@ import { requestsFor, userPrompt } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, tool, waitForRun } from "./helpers/agents.ts";
 import { login, makeWorld, md, testConfig, testPrisma, waitFor } from "./helpers/app.ts";
 import { databaseDump, redisDump } from "./helpers/dumps.ts";
+import { captureLog } from "./helpers/logs.ts";
 import { createHook, secretIn, send } from "./helpers/webhooks.ts";
 
 const db = testPrisma;
 const appLog: string[] = [];
-const workerLog: string[] = [];
+const workerLog = captureLog("trace");
 let app: FastifyInstance;
 let env: AgentEnv;
 
@@ -27,9 +27,7 @@ beforeAll(async () => {
     logger: { stream: { write: (line: string) => void appLog.push(line) } },
   });
   await app.ready();
-  env = await startAgents("webhooks", {}, [], (msg, err) =>
-    workerLog.push(`${msg} ${inspect(err, { depth: 10 })}`),
-  );
+  env = await startAgents("webhooks", {}, [], workerLog.logger);
 });
 afterAll(async () => {
   await env.close();
@@ -128,7 +126,7 @@ describe("a delivery runs the agent", () => {
     );
     expect(appLog.some((l) => l.includes(`/hooks/${hook.id}`))).toBe(true);
     clean("app log", appLog);
-    clean("worker log", workerLog);
+    clean("worker log", workerLog.raw);
     const redis = await redisDump(env.config.REDIS_URL, env.config.QUEUE_PREFIX);
     expect(redis.some((e) => e.includes(run.id))).toBe(true);
     clean("Redis", redis);

@@ -1,5 +1,5 @@
-// The database pool's size: Prisma's rule by default (two connections a core, plus one),
-// the operator's number when given, and a clear error for a bad one.
+// Configuration: the database pool's size (Prisma's rule by default), the login throttle, the
+// rate limits, audit trail and metrics; the operator's numbers when given, a clear error for a bad one.
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../src/config.ts";
@@ -29,5 +29,26 @@ describe("login throttle and TRUST_PROXY", () => {
     expect(parseConfig({ TRUST_PROXY: "false" }).TRUST_PROXY).toBe(false);
     expect(parseConfig({ TRUST_PROXY: "10.0.0.5,10.0.0.6" }).TRUST_PROXY).toBe("10.0.0.5,10.0.0.6");
     expect(() => parseConfig({ LOGIN_WINDOW_SECONDS: "0" })).toThrow(/LOGIN_WINDOW_SECONDS/);
+  });
+});
+
+describe("rate limits, audit trail and metrics", () => {
+  it("defaults: 600 calls a token and 3000 a workspace per minute, 30 days of audit, no /metrics", () => {
+    const c = parseConfig({});
+    expect([
+      c.API_RATE_LIMIT_PER_TOKEN,
+      c.API_RATE_LIMIT_PER_TENANT,
+      c.API_RATE_LIMIT_WINDOW_SECONDS,
+    ]).toEqual([600, 3000, 60]);
+    expect([c.AUDIT_RETENTION_DAYS, c.AUDIT_FLUSH_MS, c.AUDIT_BATCH_SIZE]).toEqual([30, 1000, 500]);
+    expect([c.METRICS_TOKEN, c.METRICS_PORT, c.METRICS_HOST]).toEqual([undefined, undefined, "127.0.0.1"]);
+  });
+
+  it("a worker metrics port needs the token scrapes send; a short token or a bad number is named", () => {
+    expect(() => parseConfig({ METRICS_PORT: "9464" })).toThrow(/METRICS_PORT: needs METRICS_TOKEN/);
+    expect(parseConfig({ METRICS_PORT: "9464", METRICS_TOKEN: "x".repeat(16) }).METRICS_PORT).toBe(9464);
+    expect(() => parseConfig({ METRICS_TOKEN: "short" })).toThrow(/METRICS_TOKEN: at least 16 characters/);
+    expect(() => parseConfig({ API_RATE_LIMIT_PER_TOKEN: "-1" })).toThrow(/API_RATE_LIMIT_PER_TOKEN/);
+    expect(() => parseConfig({ AUDIT_RETENTION_DAYS: "0" })).toThrow(/AUDIT_RETENTION_DAYS/);
   });
 });

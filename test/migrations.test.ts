@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, inject, it } from "vitest";
 import {
   databaseExists,
   deploy,
@@ -18,7 +18,8 @@ import {
 
 const TIMEOUT = 60_000;
 const prismaDir = fileURLToPath(new URL("../prisma/", import.meta.url));
-const server = new URL(process.env.DATABASE_URL || "postgresql://postgres@127.0.0.1:5432/cadre");
+// The run's server (test/global-setup.ts): the environment's, or a container of the run's own.
+const server = new URL(inject("databaseUrl"));
 
 function urlFor(database: string): string {
   const u = new URL(server);

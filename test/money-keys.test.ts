@@ -8,7 +8,6 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { lookup } from "node:dns/promises";
 import { hostname } from "node:os";
-import { inspect } from "node:util";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.ts";
@@ -42,6 +41,7 @@ import {
   waitFor,
 } from "./helpers/app.ts";
 import { databaseDump, redisDump } from "./helpers/dumps.ts";
+import { captureLog } from "./helpers/logs.ts";
 
 const db = testPrisma;
 const KEYS_PAGE = "/u/alice/settings/api-keys";
@@ -55,7 +55,7 @@ const b64key = () => randomBytes(32).toString("base64");
 
 // Everything the app and the worker log, kept for the leak test.
 const appLog: string[] = [];
-const workerLog: string[] = [];
+const workerLog = captureLog("trace");
 
 let app: FastifyInstance;
 let env: AgentEnv;
@@ -71,9 +71,7 @@ beforeAll(async () => {
   await app.ready();
   // One runtime for the whole file, so every event and job of every test lands under one
   // queue prefix; its log callback is what the leak test reads of the worker.
-  env = await startAgents("keys", { LLM_API_KEY: SHARED_KEY }, [], (msg, err) =>
-    workerLog.push(`${msg} ${inspect(err, { depth: 10 })}`),
-  );
+  env = await startAgents("keys", { LLM_API_KEY: SHARED_KEY }, [], workerLog.logger);
 });
 afterAll(async () => {
   await env.close();
@@ -1074,7 +1072,7 @@ describe("the leak test", () => {
     // 2. The app's log (it did log these requests) and the worker's log callback.
     expect(appLog.some((l) => l.includes(`"url":"${add}"`))).toBe(true);
     clean("app log", appLog);
-    clean("worker log", workerLog);
+    clean("worker log", workerLog.raw);
 
     // 3. Redis: everything under the test's queue prefix (job data holds run and event ids).
     const redis = await redisDump(env.config.REDIS_URL, env.config.QUEUE_PREFIX);

@@ -181,7 +181,9 @@ describe("API tokens", () => {
     expect(token!.startsWith(`cadre_${row.prefix}_`)).toBe(true);
     const me = await md(app, world, { ...world.bob, token: token! }, "GET", "/u/bob/settings/tokens");
     expect(me.statusCode).toBe(200);
-    expect(me.body).toContain(`| laptop script | \`cadre_${row.prefix}_…\` | \`${row.id}\` |`);
+    expect(me.body).toContain(
+      `| [laptop script](/u/bob/settings/tokens/${row.id}) | \`cadre_${row.prefix}_…\` | \`${row.id}\` |`,
+    );
     expect(me.body).not.toContain(token!);
     expect(actionNames(me.body)).toEqual(["create_api_token", "revoke_api_token"]);
   });
@@ -220,7 +222,7 @@ describe("API tokens", () => {
     const res = await md(app, world, world.bob, "POST", url, { id: row.id });
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain("**Revoked “old”**");
-    expect(res.body).toMatch(/\| old \| .* \| revoked /);
+    expect(res.body).toMatch(/\| \[old\]\(\/u\/bob\/settings\/tokens\/\w+\) \| .* \| revoked /);
     expect((await db.apiToken.findUniqueOrThrow({ where: { id: row.id } })).revokedAt).toBeInstanceOf(Date);
     expect((await md(app, world, { ...world.bob, token }, "GET", "/whoami")).statusCode).toBe(401);
     const twice = await md(app, world, world.bob, "POST", url, { id: row.id });

@@ -15,6 +15,7 @@ import {
   queueRunsFor,
   terminateBackends,
 } from "./helpers/faults.ts";
+import { captureLog } from "./helpers/logs.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -34,19 +35,13 @@ async function allEnded(agents: { id: string }[], timeoutMs = 50_000) {
 }
 
 async function start(name: string, prisma: PrismaClient, overrides: Record<string, string>, delayMs: number) {
-  const logged: string[] = [];
-  const env: AgentEnv = await startAgents(
-    name,
-    overrides,
-    noteEachScript(delayMs),
-    (msg) => logged.push(msg),
-    prisma,
-  );
+  const log = captureLog();
+  const env: AgentEnv = await startAgents(name, overrides, noteEachScript(delayMs), log.logger, prisma);
   cleanups.push(async () => {
     await env.close();
     await prisma.$disconnect();
   });
-  return { env, logged };
+  return { env, log };
 }
 
 // A machine busy with other work slows the retries down: each test may take a minute.
@@ -55,7 +50,7 @@ describe("runs under passing faults", { timeout: 70_000 }, () => {
     // 16 runs at once share 2 connections, and a transaction may wait 50 ms for one:
     // many of their actions cannot start in time, and are tried again.
     const prisma = namedPrisma("faults-burst", 2, { maxWait: 50, timeout: 2000 });
-    const { logged } = await start("burst", prisma, { WORKER_CONCURRENCY: "16" }, 5);
+    const { log } = await start("burst", prisma, { WORKER_CONCURRENCY: "16" }, 5);
     const w = await makeWorld();
     const agents = await agentsIn(w, 16);
     await queueRunsFor(w, agents);
@@ -65,26 +60,26 @@ describe("runs under passing faults", { timeout: 70_000 }, () => {
     );
     expect(await notesPerAgent(w, agents)).toEqual(agents.map(() => 1));
     // The faults did happen: the worker resumed runs after them.
-    expect(logged.some((m) => /transient failure/.test(m))).toBe(true);
+    expect(log.messages().some((m) => /transient failure/.test(m))).toBe(true);
   });
 
   it("an action's transaction never waits for a second connection: runs on a pool of one never stall", async () => {
     // Were any statement of the action's pipeline sent beside its transaction, it would wait
     // for the one connection the transaction holds, until the transaction expired.
     const prisma = namedPrisma("faults-one", 1, { maxWait: 20_000, timeout: 1500 });
-    const { logged } = await start("one", prisma, { WORKER_CONCURRENCY: "4" }, 5);
+    const { log } = await start("one", prisma, { WORKER_CONCURRENCY: "4" }, 5);
     const w = await makeWorld();
     const agents = await agentsIn(w, 4);
     await queueRunsFor(w, agents);
     const runs = await allEnded(agents);
     expect(runs.map((r) => r.status)).toEqual(agents.map(() => "completed"));
-    expect(logged.filter((m) => /transient|failed/.test(m))).toEqual([]);
+    expect(log.messages().filter((m) => /transient|failed/.test(m))).toEqual([]);
   });
 
   it("terminating the worker's database connections mid-run loses no run and fails none", async () => {
     const name = "faults-terminate";
     const prisma = namedPrisma(name, 4);
-    const { logged } = await start("terminate", prisma, { DATABASE_URL: namedUrl(name) }, 150);
+    const { log } = await start("terminate", prisma, { DATABASE_URL: namedUrl(name) }, 150);
     const w = await makeWorld();
     const agents = await agentsIn(w, 8);
     await queueRunsFor(w, agents);
@@ -97,7 +92,7 @@ describe("runs under passing faults", { timeout: 70_000 }, () => {
     const runs = await allEnded(agents);
     expect(runs.map((r) => r.status)).toEqual(agents.map(() => "completed"));
     expect(await notesPerAgent(w, agents)).toEqual(agents.map(() => 1));
-    expect(logged.filter((m) => /crashed/.test(m))).toEqual([]);
+    expect(log.messages().filter((m) => /crashed/.test(m))).toEqual([]);
   });
 
   it("Redis flushed, then killed and started again, loses no run and fails none", async () => {

@@ -340,6 +340,24 @@ describe("tenant B against tenant A", () => {
   });
 
   // The CSV exports are plain routes, not registry pages, so the sweep below does not reach them.
+  it("A's audit trail: A's token pages list A's calls; B's token gets 404 on B's host and 401 on A's", async () => {
+    const db = testPrisma();
+    for (const seed of seeds()) {
+      const url = `/u/${seed.actor.handle}/settings/tokens/${seed.token.id}`;
+      const rows = await db.apiCall.findMany({ where: { tokenId: seed.token.id } });
+      expect(rows.map((r) => r.tool ?? r.action).sort()).toEqual(["add_comment", "read_page"]);
+      const own = await get(app, asA.get(seed.label)!.token, url, "md");
+      expect(own.statusCode).toBe(200);
+      expect(own.body).toContain("`read_page`");
+      for (const mode of ["B token on B host", "B token on A host"] as const) {
+        const res = await get(app, callers[mode], url, "md");
+        expect(res.statusCode).toBe(mode === "B token on B host" ? 404 : 401);
+        expect(res.body).not.toContain("read_page");
+        expect(leaks(res, [...rows.map((r) => r.id), ...needles.onB], url)).toEqual([]);
+      }
+    }
+  });
+
   it("usage CSVs: B gets its own rows or nothing, never A's", async () => {
     const failures: string[] = [];
     for (const mode of MODES)
@@ -518,6 +536,15 @@ describe("tenant B against tenant A", () => {
 
   it("wrote nothing of A's, and no row of any other tenant mentions A", async () => {
     expect(await snapshot(A.world.tenant.id)).toEqual(before);
+    // The audit trail, which A's own calls move: B's calls are in B's, each row naming its own.
+    await app.auditLog.flush();
+    const rows = await testPrisma().$queryRaw<{ tenant: string; n: number; crossed: number }[]>`
+      SELECT c.tenant_id AS tenant, count(*)::int AS n,
+        count(*) FILTER (WHERE t.tenant_id <> c.tenant_id OR u.tenant_id <> c.tenant_id)::int AS crossed
+      FROM api_calls c JOIN api_tokens t ON t.id = c.token_id JOIN users u ON u.id = c.actor_id
+      WHERE c.tenant_id IN (${A.world.tenant.id}, ${B.tenant.id}) GROUP BY c.tenant_id`;
+    expect(rows.map((r) => r.crossed)).toEqual([0, 0]);
+    expect(rows.find((r) => r.tenant === B.tenant.id)?.n).toBeGreaterThan(100);
     expect(await foreignRowsMentioning(A.world.tenant.id, needles.onA)).toEqual({});
   });
 });

@@ -7,6 +7,9 @@
 #   ensure_chromium      /usr/bin/chromium for browser tests (apt-get install when root)
 #
 # Functions that cannot recover print why and `exit 1`; ensure_chromium returns non-zero instead.
+# With CADRE_CONTAINERS_OK=1 (bin/test), a service that is neither configured nor installed
+# here, where a Docker engine answers, is left to the test run: its name is added to
+# CADRE_TEST_CONTAINERS and test/global-setup.ts starts it with testcontainers.
 
 CADRE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CADRE_DEFAULT_DATABASE_URL="postgresql://postgres@127.0.0.1:5432/cadre"
@@ -56,6 +59,26 @@ _redis_ready() { # url
     read -r -a hp <<<"$parsed"
     _tcp_open "${hp[0]}" "${hp[1]}"
   fi
+}
+
+# A Docker engine that answers: through the docker CLI, or its socket when there is no CLI.
+# (DOCKER_HOST alone is believed: testcontainers says clearly when it does not answer.)
+_docker_ready() {
+  if command -v docker >/dev/null 2>&1; then
+    timeout 10 docker info >/dev/null 2>&1
+  elif [[ -S /var/run/docker.sock ]] && command -v curl >/dev/null 2>&1; then
+    [[ "$(timeout 5 curl -s --unix-socket /var/run/docker.sock http://localhost/_ping 2>/dev/null)" == OK ]]
+  else
+    [[ -n "${DOCKER_HOST:-}" ]]
+  fi
+}
+
+# True (and the service named in CADRE_TEST_CONTAINERS) when the test run may start it in Docker.
+_leave_to_container() { # service
+  [[ "${CADRE_CONTAINERS_OK:-}" == 1 ]] || return 1
+  _docker_ready || return 1
+  say "$1 is not reachable here and not installed: the tests start it in Docker (testcontainers)"
+  export CADRE_TEST_CONTAINERS="${CADRE_TEST_CONTAINERS:+$CADRE_TEST_CONTAINERS }$1"
 }
 
 _wait_until() { # description command...
@@ -153,6 +176,7 @@ ensure_postgres() {
     if command -v pg_ctlcluster >/dev/null 2>&1 && [[ -d /etc/postgresql ]]; then
       version="$(find /etc/postgresql -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort -V | tail -n 1)"
     fi
+    if [[ -z "$version" ]] && _leave_to_container postgres; then return 0; fi
     [[ -n "$version" ]] ||
       fail "PostgreSQL is not reachable on 127.0.0.1:5432 and is not installed here." \
         "Run it in Docker:  docker compose up -d postgres redis" \
@@ -178,6 +202,7 @@ ensure_redis() {
   fi
 
   if ! _redis_ready "$CADRE_DEFAULT_REDIS_URL"; then
+    if ! command -v redis-server >/dev/null 2>&1 && _leave_to_container redis; then return 0; fi
     command -v redis-server >/dev/null 2>&1 ||
       fail "Redis is not reachable on 127.0.0.1:6379 and is not installed here." \
         "Run it in Docker:  docker compose up -d postgres redis" \

@@ -2,12 +2,17 @@ import type { FastifyRequest } from "fastify";
 
 export type Format = "markdown" | "html";
 
+/** The page a `.md` address names (`/studios/general.md` → `/studios/general`, `/index.md` → `/`); null without the suffix. */
+export function withoutMdSuffix(path: string): string | null {
+  if (!path.endsWith(".md")) return null;
+  const bare = path.slice(0, -3);
+  return bare === "/index" || bare === "" ? "/" : bare;
+}
+
 /** `.md` suffix wins; otherwise markdown when the client ranks text/markdown above text/html. */
 export function negotiate(req: FastifyRequest, path: string): { format: Format; path: string } {
-  if (path.endsWith(".md")) {
-    const bare = path.slice(0, -3);
-    return { format: "markdown", path: bare === "/index" || bare === "" ? "/" : bare };
-  }
+  const bare = withoutMdSuffix(path);
+  if (bare !== null) return { format: "markdown", path: bare };
   return { format: prefersMarkdown(req.headers.accept) ? "markdown" : "html", path };
 }
 
@@ -37,6 +42,18 @@ export function wantsEvents(req: FastifyRequest, path: string): boolean {
   if (!accept || path.endsWith(".md")) return false;
   const events = rank(accept, (t) => t === "text/event-stream");
   return events > 0 && events >= rank(accept, (t) => t !== "text/event-stream");
+}
+
+/**
+ * A client that asks for JSON and not for a page (an MCP client: `application/json,
+ * text/event-stream`) hears its errors in JSON; every page is still markdown or HTML.
+ */
+export function prefersJson(accept: string | undefined): boolean {
+  if (!accept) return false;
+  const json = rank(accept, (t) => t === "application/json");
+  return (
+    json > 0 && json > rank(accept, (t) => ["text/html", "text/markdown", "text/x-markdown"].includes(t))
+  );
 }
 
 export function isFormBody(req: FastifyRequest): boolean {

@@ -4,11 +4,13 @@ import { hostname } from "node:os";
 import type { Job } from "bullmq";
 import type { PrismaClient } from "../db/prisma.ts";
 import { newId } from "../lib/ids.ts";
+import type { Logger } from "../lib/logger.ts";
 import { isTransient, retryTransient } from "../lib/transient.ts";
+import { runsEnded, runsStarted } from "../metrics/metrics.ts";
 import type { Heartbeat } from "../services/agents/heartbeat.ts";
 import { type NavigatorDeps, type Resumable, runNavigator, stopped } from "../services/agents/navigator.ts";
 import type { RunStart } from "../services/agents/run-start.ts";
-import { claimNext, type Finish, finishRun, reloadRun } from "../services/agents/runs.ts";
+import { claimNext, type Finish, finishRun, reloadRun, TERMINAL } from "../services/agents/runs.ts";
 import { LeaseLostError } from "../services/agents/steps.ts";
 import type { JobPayloads } from "./queues.ts";
 
@@ -18,25 +20,42 @@ export function workerId(): string {
 
 export interface AgentRunDeps {
   prisma: PrismaClient;
-  navigator: Omit<NavigatorDeps, "owner" | "prisma">;
+  navigator: Omit<NavigatorDeps, "owner" | "prisma" | "log">;
   heartbeat: Heartbeat;
   owner: string;
   leaseSeconds: number;
   /** RUN_MAX_WORKER_LOSSES */
   maxWorkerLosses?: number;
-  log?: (msg: string, err?: unknown) => void;
+  log: Logger;
 }
+
+/** What every line a run logs carries: the run, its agent and its tenant, by id and by name. */
+function runLogger(log: Logger, start: RunStart): Logger {
+  const { run, agent, tenant } = start;
+  return log.child({
+    runId: run.id,
+    agentId: agent.id,
+    agent: agent.handle,
+    tenantId: tenant.id,
+    tenant: tenant.subdomain,
+  });
+}
+
+const countEnd = (trigger: string, status: string, stopReason: string | undefined) =>
+  runsEnded.inc({ trigger, status, stop_reason: stopReason ?? "none" });
 
 async function execute(d: AgentRunDeps, start: RunStart): Promise<void> {
   const { run } = start;
+  const log = runLogger(d.log, start);
+  if (run.stepsCount === 0) runsStarted.inc({ trigger: run.triggerKind });
   const controller = d.heartbeat.track(run.id);
   let fin: Finish;
   try {
-    fin = await navigateResuming(d, start, controller.signal);
+    fin = await navigateResuming(d, start, controller.signal, log);
   } catch (err) {
     if (err instanceof LeaseLostError) fin = { status: "failed", stopReason: "lease_lost" };
     else {
-      d.log?.(`run ${run.id} crashed`, err);
+      log.error({ err }, "the run crashed");
       fin = {
         status: "failed",
         stopReason: "internal_error",
@@ -49,11 +68,12 @@ async function execute(d: AgentRunDeps, start: RunStart): Promise<void> {
     if (fin.stopReason === "lease_lost" || fin.stopReason === "shutdown") return;
     // Still under our lease (the heartbeat renews it while the database answers); past it, the
     // run is recovered by another claim, which resumes from its recorded steps.
-    await retryTransient(() => finishRun(d.prisma, run, d.owner, fin), {
+    const ended = await retryTransient(() => finishRun(d.prisma, run, d.owner, fin), {
       until: Date.now() + d.leaseSeconds * 1000,
       onRetry: (err, _, wait) =>
-        d.log?.(`run ${run.id}: could not record its end, again in ${Math.round(wait)} ms`, err),
+        log.warn({ err }, `could not record the run's end, again in ${Math.round(wait)} ms`),
     });
+    if (ended && TERMINAL.includes(fin.status)) countEnd(run.triggerKind, fin.status, fin.stopReason);
   } finally {
     d.heartbeat.untrack(run.id);
   }
@@ -66,9 +86,14 @@ async function execute(d: AgentRunDeps, start: RunStart): Promise<void> {
  * action it ran, so a resumed run never repeats an action; an LLM call whose step was lost
  * is made again (and charged: it was made).
  */
-async function navigateResuming(d: AgentRunDeps, start: RunStart, signal: AbortSignal): Promise<Finish> {
+async function navigateResuming(
+  d: AgentRunDeps,
+  start: RunStart,
+  signal: AbortSignal,
+  log: Logger,
+): Promise<Finish> {
   const { run } = start;
-  const deps = { ...d.navigator, prisma: d.prisma, owner: d.owner };
+  const deps = { ...d.navigator, prisma: d.prisma, owner: d.owner, log };
   const resumable: Resumable = {};
   let next: RunStart | null = start;
   try {
@@ -83,7 +108,7 @@ async function navigateResuming(d: AgentRunDeps, start: RunStart, signal: AbortS
         until: () => resumable.deadline ?? Date.now() + run.timeoutSeconds * 1000,
         signal,
         onRetry: (err, attempt, wait) =>
-          d.log?.(`run ${run.id}: transient failure (${attempt}), resuming in ${Math.round(wait)} ms`, err),
+          log.warn({ err }, `transient failure (${attempt}), resuming in ${Math.round(wait)} ms`),
       },
     );
   } catch (err) {
@@ -106,6 +131,7 @@ export function agentRunProcessor(d: AgentRunDeps) {
       const by = agentId ? { agentId } : { runId: job.data.runId };
       const claim = await claimNext(d.prisma, by, d.owner, d.leaseSeconds, d.maxWorkerLosses);
       agentId = claim.agentId;
+      if (claim.gaveUp) countEnd(claim.gaveUp.triggerKind, "failed", "worker_lost");
       if (claim.retry) continue;
       if (!claim.start) return { ran };
       await execute(d, claim.start);

@@ -1,16 +1,21 @@
 // Starts everything a worker process runs — the outbox relay, the event, agent-run and
-// maintenance workers (the last also tidies spent login-throttle rows and fires due agent
-// schedules), and the lease heartbeat. worker.ts, the tests and the benchmark all start it the same way.
+// maintenance workers (the last also tidies spent login-throttle rows, deletes audit rows past
+// their retention and fires due agent schedules), and the lease heartbeat. worker.ts, the
+// tests and the benchmark all start it the same way.
 import { type Job, UnrecoverableError, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.ts";
 import type { PrismaClient } from "../db/prisma.ts";
+import { type Logger, silentLogger } from "../lib/logger.ts";
 import { isTransient } from "../lib/transient.ts";
+import { measured } from "../metrics/llm-calls.ts";
+import { addWorkerGauges } from "../metrics/metrics.ts";
 import { executeApproved, expireOverdue, resumeSettled } from "../services/agents/approvals.ts";
 import { startHeartbeat } from "../services/agents/heartbeat.ts";
 import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
 import { fireDueSchedules } from "../services/agents/schedule-firing.ts";
 import { flushDueSubscriptions } from "../services/agents/subscriptions.ts";
+import { pruneApiCalls } from "../services/audit.ts";
 import { type ThrottleSettings, tidyLoginThrottles } from "../services/login-throttle.ts";
 import { configureKeyring } from "../services/money/keyring.ts";
 import { liftLastMonthsPauses } from "../services/money/ledger.ts";
@@ -39,6 +44,7 @@ export type RuntimeConfig = Pick<
   | "NODE_ENV"
   | "APP_ENCRYPTION_KEYS"
   | "BYOK_ALLOW_PRIVATE_URLS"
+  | "AUDIT_RETENTION_DAYS"
   | keyof ThrottleSettings
 >;
 
@@ -48,7 +54,8 @@ export interface RuntimeOptions {
   connection: Redis;
   /** Tests and the benchmark may inject a client; otherwise the openai SDK client. */
   llm?: LlmClient;
-  log?: (msg: string, err?: unknown) => void;
+  /** The worker's log (lib/logger.ts); each run logs through a child of it. Silent when absent. */
+  log?: Logger;
 }
 
 /**
@@ -68,6 +75,7 @@ function retryingTransient<J extends Job, R>(fn: (job: J) => Promise<R>) {
 
 export async function startRuntime(o: RuntimeOptions) {
   const { config: c, prisma, connection } = o;
+  const log = o.log ?? silentLogger;
   configureKeyring(c);
   const prefix = c.QUEUE_PREFIX;
   const queues = createQueues(connection, prefix);
@@ -76,7 +84,9 @@ export async function startRuntime(o: RuntimeOptions) {
   const endpoint: Endpoint | null = c.LLM_BASE_URL
     ? { baseURL: c.LLM_BASE_URL, apiKey: c.LLM_API_KEY }
     : null;
-  const llm = o.llm ?? createLlmClient({ timeoutMs: c.LLM_TIMEOUT_MS, maxRetries: c.LLM_MAX_RETRIES });
+  const llm = measured(
+    o.llm ?? createLlmClient({ timeoutMs: c.LLM_TIMEOUT_MS, maxRetries: c.LLM_MAX_RETRIES }),
+  );
 
   const workers = [
     new Worker("events", retryingTransient(eventProcessor(prisma, queues)), {
@@ -93,7 +103,7 @@ export async function startRuntime(o: RuntimeOptions) {
         owner,
         leaseSeconds: c.RUN_LEASE_SECONDS,
         maxWorkerLosses: c.RUN_MAX_WORKER_LOSSES,
-        log: o.log,
+        log,
       }),
       // A run can take minutes: the BullMQ lock is renewed meanwhile; our own lease is what recovery relies on.
       { connection, prefix, concurrency: c.WORKER_CONCURRENCY, lockDuration: 60_000 },
@@ -115,6 +125,7 @@ export async function startRuntime(o: RuntimeOptions) {
         resumed: await resumeSettled(prisma),
         newMonth: await liftLastMonthsPauses(prisma),
         loginThrottlesTidied: await tidyLoginThrottles(prisma, c),
+        apiCallsPruned: await pruneApiCalls(prisma, c.AUDIT_RETENTION_DAYS),
         // Last: a passing fault here fails the job, and the housekeeping above is done by then.
         schedules: await fireDueSchedules(prisma),
       }),
@@ -126,25 +137,42 @@ export async function startRuntime(o: RuntimeOptions) {
     ),
   ];
   for (const w of workers) {
-    w.on("failed", (job, err) => o.log?.(`job ${w.name}/${job?.id} failed`, err));
+    w.on("failed", (job, err) => log.warn({ err }, `job ${w.name}/${job?.id} failed`));
     // Redis away or flushed under a job (its lock or key gone): said once here, not thrown.
-    w.on("error", (err) => o.log?.(`worker ${w.name}: ${err.message}`));
+    w.on("error", (err) => log.warn(`worker ${w.name}: ${err.message}`));
   }
   // Re-asserted every ten sweeps (a cheap upsert): if Redis lost its data, the sweeper's
   // schedule comes back by itself, and with it the runs whose jobs were lost.
   const schedule = () =>
     queues.maintenance
       .upsertJobScheduler("sweeper", { every: c.SWEEP_INTERVAL_MS }, { name: "sweep", data: {} })
-      .catch((err) => o.log?.("could not schedule the sweeper", err));
+      .catch((err) => log.warn({ err }, "could not schedule the sweeper"));
   await schedule();
   const rescheduler = setInterval(schedule, Math.min(60_000, 10 * c.SWEEP_INTERVAL_MS));
   rescheduler.unref();
+
+  const removeGauges = addWorkerGauges({
+    async jobCounts() {
+      const each = await Promise.all(
+        Object.values(queues).map(async (q) =>
+          Object.entries(await q.getJobCounts("waiting", "active", "delayed")).map(([state, count]) => ({
+            queue: q.name,
+            state,
+            count,
+          })),
+        ),
+      );
+      return each.flat();
+    },
+    pendingApprovals: () => prisma.agentPendingAction.count({ where: { status: "pending" } }),
+  });
 
   const relay = startRelayThread({
     databaseUrl: c.DATABASE_URL,
     redisUrl: c.REDIS_URL,
     queuePrefix: prefix,
-    log: o.log,
+    // The relay's lines come from its thread as text, with the error when there was one.
+    log: (msg, err) => (err ? log.warn({ err }, msg) : log.info(msg)),
   });
   await relay.ready;
   await Promise.all(workers.map((w) => w.waitUntilReady()));
@@ -154,6 +182,7 @@ export async function startRuntime(o: RuntimeOptions) {
     owner,
     heartbeat,
     async close() {
+      removeGauges();
       clearInterval(rescheduler);
       heartbeat.stop();
       await relay.stop();

@@ -19,6 +19,8 @@ declare module "fastify" {
   interface FastifyRequest {
     actor?: Actor;
     authVia?: "session" | "token";
+    /** The API token a token-authenticated request was made with (rate limits, audit). */
+    tokenId?: string;
     sessionId?: string;
     csrfToken: string;
   }
@@ -37,6 +39,7 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
     app.decorate("cookieJar", jar);
     app.decorateRequest("actor", undefined);
     app.decorateRequest("authVia", undefined);
+    app.decorateRequest("tokenId", undefined);
     app.decorateRequest("sessionId", undefined);
     app.decorateRequest("csrfToken", "");
 
@@ -46,10 +49,11 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
       const auth = req.headers.authorization;
       if (auth) {
         const m = /^Bearer\s+(\S+)$/i.exec(auth);
-        const user = m ? await verifyApiToken(app.prisma, req.tenant.id, m[1]!) : null;
-        if (!user) throw new UnauthorizedError("Invalid, revoked or unknown API token for this workspace.");
-        req.actor = toActor(user);
+        const found = m ? await verifyApiToken(app.prisma, req.tenant.id, m[1]!) : null;
+        if (!found) throw new UnauthorizedError("Invalid, revoked or unknown API token for this workspace.");
+        req.actor = toActor(found.user);
         req.authVia = "token";
+        req.tokenId = found.tokenId;
         return;
       }
       const raw = jar.read(req, "session");

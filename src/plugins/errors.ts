@@ -2,7 +2,7 @@
 // request's format; anything unexpected is logged and answered as a bare 500.
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import { negotiate } from "../http/format.ts";
+import { negotiate, prefersJson } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import {
   AppError,
@@ -26,6 +26,8 @@ export async function sendError(
 ) {
   const { format } = negotiate(req, (req.url.split("?")[0] ?? "/") as string);
   reply.code(status).header("Vary", "Accept");
+  if (format === "html" && prefersJson(req.headers.accept))
+    return reply.type("application/json; charset=utf-8").send({ error: { status, message } });
   if (format === "markdown")
     return reply.type("text/markdown; charset=utf-8").send(errorMarkdown(status, message, err));
   // A person in a browser goes to the login form; an API client that sent a token hears why it was refused.

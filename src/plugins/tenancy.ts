@@ -19,7 +19,8 @@ export function subdomainOf(host: string | undefined, baseDomain: string): strin
   return /^[a-z0-9][a-z0-9-]{0,62}$/.test(sub) ? sub : null;
 }
 
-export const PUBLIC_PREFIXES = ["/assets/", "/healthz"];
+// No workspace and no user: static files, the health check, and /metrics (its own bearer token).
+export const PUBLIC_PREFIXES = ["/assets/", "/healthz", "/metrics"];
 
 export default fp<{ baseDomain: string }>(
   async (app, opts) => {

@@ -38,8 +38,9 @@ function mcpServer(ctx: Ctx, req: FastifyRequest): Server {
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await mcpTools(ctx) }));
   server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
     try {
+      // The audit trail (plugins/audit.ts) records the tool, and the page and action it named.
       return await callMcpTool(ctx, params.name, params.arguments ?? {}, (call) => {
-        req.audit = call;
+        Object.assign(req.audit, call);
       });
     } catch (err) {
       // A bug is ours to log; the client gets a tool error, never a broken session.
@@ -51,13 +52,6 @@ function mcpServer(ctx: Ctx, req: FastifyRequest): Server {
     }
   });
   return server;
-}
-
-declare module "fastify" {
-  interface FastifyRequest {
-    /** What an API call read or did, for the audit trail: set by /mcp from the tool it called. */
-    audit?: { page?: string; action?: string; tool?: string };
-  }
 }
 
 /** Before the CSRF check (cookie requests): /mcp takes tokens only, so anything else is a 401. */

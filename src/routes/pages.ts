@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { type Format, isFormBody, negotiate, wantsEvents } from "../http/format.ts";
+import { parseUrl, splitAction } from "../http/page-target.ts";
 import { sendLayout, sendPage } from "../http/render.ts";
 import { serveLive } from "../http/sse.ts";
 import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
@@ -18,12 +19,6 @@ import type { Ctx, Query } from "../services/registry/types.ts";
 
 const bodySchema = z.record(z.string(), z.unknown());
 
-function splitAction(path: string): { page: string; action: string } | null {
-  const segs = path.split("/").filter(Boolean);
-  if (segs.length < 2 || segs[segs.length - 2] !== "actions") return null;
-  return { page: `/${segs.slice(0, -2).join("/")}`, action: segs[segs.length - 1]! };
-}
-
 /** The request as a page/action context; also used by the CSV export. */
 export function ctxOf(req: FastifyRequest): Ctx {
   if (!req.actor || !req.tenant) throw new UnauthorizedError();
@@ -33,11 +28,6 @@ export function ctxOf(req: FastifyRequest): Ctx {
     actor: req.actor,
     origin: `${req.protocol}://${req.headers.host}`,
   };
-}
-
-function parseUrl(url: string): { path: string; query: Query } {
-  const u = new URL(url, "http://x");
-  return { path: decodeURIComponent(u.pathname), query: Object.fromEntries(u.searchParams) };
 }
 
 interface Flash {
@@ -100,6 +90,7 @@ async function getPage(req: FastifyRequest, reply: FastifyReply) {
   const { format, path } = negotiate(req, raw.path);
   const ctx = ctxOf(req);
   const target = splitAction(path);
+  req.audit = target ?? { page: path };
   if (target) {
     const { action, resolved } = await registry.describe(ctx, target.page, target.action);
     const view = await registry.render(ctx, resolved, {});
@@ -143,6 +134,7 @@ export default async function pageRoutes(app: FastifyInstance) {
   app.post("/*", async (req, reply) => {
     const { format, path } = negotiate(req, parseUrl(req.url).path);
     const target = splitAction(path);
+    req.audit = target ?? { page: path };
     if (!target)
       throw new AppError(405, `POST goes to an action: ${path === "/" ? "" : path}/actions/<name>`);
     const ctx = ctxOf(req);

@@ -67,6 +67,7 @@ import {
 import { agentGuard, agentPolicy } from "./agents/policy.ts";
 import { agentSettingsPage } from "./pages/agent-settings.ts";
 import { apiKeysPage, studioApiKeysPage } from "./pages/api-keys.ts";
+import { apiTokenPage } from "./pages/api-token.ts";
 import { agentPendingPage, approvalsPage, pendingPage } from "./pages/approvals.ts";
 import { commitmentPage, commitmentsPage } from "./pages/commitments.ts";
 import { decisionPage, decisionsPage } from "./pages/decisions.ts";
@@ -101,6 +102,7 @@ export const pages = [
   profilePage,
   settingsPage,
   tokensPage,
+  apiTokenPage,
   apiKeysPage,
   studioApiKeysPage,
   subagentsPage,

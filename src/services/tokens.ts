@@ -14,7 +14,7 @@ export async function createApiToken(db: Db, tenantId: string, userId: string, n
   return { token, row };
 }
 
-/** The token's user, when the token is live and belongs to this tenant; null otherwise. */
+/** The token's user and the token's id, when the token is live and belongs to this tenant; null otherwise. */
 export async function verifyApiToken(db: Db, tenantId: string, token: string) {
   if (!/^cadre_[a-z0-9]{8}_[A-Za-z0-9_-]{20,}$/.test(token)) return null;
   const row = await db.apiToken.findUnique({ where: { tokenHash: sha256(token) }, include: { user: true } });
@@ -23,5 +23,5 @@ export async function verifyApiToken(db: Db, tenantId: string, token: string) {
   if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     await db.apiToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } });
   }
-  return row.user;
+  return { user: row.user, tokenId: row.id };
 }

@@ -9,6 +9,7 @@ import { type FakeLlm, type Script, startFakeLlm } from "../../src/dev/fake-llm.
 import { QUEUE_NAMES } from "../../src/jobs/queues.ts";
 import { startRuntime } from "../../src/jobs/runtime.ts";
 import { newId } from "../../src/lib/ids.ts";
+import type { Logger } from "../../src/lib/logger.ts";
 import { createApiToken } from "../../src/services/tokens.ts";
 import { type Person, testConfig, testPrisma, type World, waitFor } from "./app.ts";
 
@@ -23,8 +24,8 @@ export async function startAgents(
   name: string,
   overrides: Record<string, string> = {},
   script: Script = [],
-  /** The worker's log callback (what it reports about failed jobs). */
-  log?: (msg: string, err?: unknown) => void,
+  /** The worker's log (test/helpers/logs.ts reads it); silent when absent. */
+  log?: Logger,
   /** A database client of the worker's own (the fault tests terminate its connections). */
   prisma: PrismaClient = testPrisma(),
 ): Promise<AgentEnv> {

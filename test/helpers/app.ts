@@ -29,6 +29,10 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
     REDIS_URL: inject("redisUrl"),
     QUEUE_PREFIX: inject("queuePrefix"),
     LOG_LEVEL: "silent",
+    // Counted as in production, but out of reach of suites that make thousands of calls with
+    // one token; test/rate-limit.test.ts sets its own.
+    API_RATE_LIMIT_PER_TOKEN: "1000000",
+    API_RATE_LIMIT_PER_TENANT: "1000000",
     ...overrides,
   });
 }

@@ -3,7 +3,7 @@
 // terminated), a private Redis that can be flushed, killed and restarted, and a burst of
 // runs whose every action must land exactly once.
 import { type ChildProcess, spawn } from "node:child_process";
-import { connect, createServer } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { createPrisma, type PrismaClient } from "../../src/db/prisma.ts";
@@ -52,6 +52,43 @@ async function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * This file's database behind a TCP proxy of the test's own: `cut` drops every connection and
+ * refuses new ones, as a network partition would; `restore` lets them through again.
+ */
+export async function databaseBehindProxy() {
+  const target = new URL(fileDatabaseUrl());
+  const port = await freePort();
+  const sockets = new Set<Socket>();
+  let server: Server | null = null;
+  const listen = () =>
+    new Promise<void>((resolve) => {
+      server = createServer((client) => {
+        const upstream = connect(Number(target.port || 5432), target.hostname);
+        for (const s of [client, upstream]) {
+          sockets.add(s);
+          s.on("error", () => undefined);
+          s.on("close", () => sockets.delete(s));
+        }
+        client.pipe(upstream).pipe(client);
+      });
+      server.listen(port, "127.0.0.1", () => resolve());
+    });
+  await listen();
+  const url = new URL(target);
+  url.host = `127.0.0.1:${port}`;
+  return {
+    url: url.toString(),
+    async cut() {
+      const s = server as Server | null;
+      server = null;
+      for (const sock of sockets) sock.destroy();
+      await new Promise((r) => (s ? s.close(r) : r(undefined)));
+    },
+    restore: listen,
+  };
 }
 
 /** A redis-server of the test's own, which it may flush, kill and start again on the same port. */

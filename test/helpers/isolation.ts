@@ -37,6 +37,8 @@ export interface Seed {
   notification: string;
   /** A second API token of the actor, the one revoke_api_token targets (never used to authenticate). */
   token: { id: string; secret: string };
+  /** The token a token's page URL names, when not `token`: in B's seed, a token of B's own, so the page is B's. */
+  pageToken?: string;
   /** A subagent the actor owns, in no studio yet, and one of its runs, waiting for the owner's answer. */
   agent: string;
   run: string;
@@ -419,6 +421,28 @@ async function seedStudio(
     db.apiToken.findFirst({ where: { userId: actor.id, name: `Token ${s}` } }),
     "api token",
   );
+  // What the token did, as the audit trail records it: a call over the markdown API, one over MCP.
+  const call = { tenantId: w.tenant.id, tokenId: tokenRow.id, actorId: actor.id, status: 200, latencyMs: 12 };
+  await db.apiCall.createMany({
+    data: [
+      {
+        ...call,
+        id: newId(),
+        method: "POST",
+        page: `${base}/notes/${note}`,
+        action: "add_comment",
+        createdAt: new Date(),
+      },
+      {
+        ...call,
+        id: newId(),
+        method: "POST",
+        tool: "read_page",
+        page: `${base}/notes/${note}`,
+        createdAt: new Date(),
+      },
+    ],
+  });
   const comment = async (subjectId: string) =>
     (await must(db.comment.findFirst({ where: { subjectId } }), "comment")).id;
   return {
@@ -572,6 +596,11 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
     critical_mass: 5,
   });
   const agent = await seedAgent(w, w.alice, "scout", mark);
+  await act(w, w.alice, "/u/alice/settings/tokens", "create_api_token", { name: `B token ${mark}` });
+  const pageToken = await must(
+    testPrisma().apiToken.findFirst({ where: { userId: w.alice.id, name: `B token ${mark}` } }),
+    "B's api token",
+  );
   const { url } = await seedPending(w, "scout", "general", mark, ["url"]);
   // B's alice is a workspace admin: B's whole-workspace usage views (the widest queries)
   // are swept too, and must show B's own spend, never A's.
@@ -617,6 +646,7 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
       subscription: v.shared.subscription,
       schedule: v.shared.schedule,
       pending: url!,
+      pageToken: pageToken.id,
       agentStudio: { handle: v.only.studio.handle, aRef: true },
     },
   };
@@ -639,6 +669,7 @@ const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = 
   "studios.decision": { kind: "object", value: (s) => s.decision },
   "studios.commitment": { kind: "object", value: (s) => s.commitment },
   "u.handle": { kind: "user", value: (s) => s.actor.handle },
+  "u.token": { kind: "object", value: (s) => s.pageToken ?? s.token.id },
   "subagents.handle": { kind: "agent", value: (s) => s.agent },
   "subagents.run": { kind: "object", value: (s) => s.run },
   "subagents.step": { kind: "object", value: () => "1" },
@@ -961,6 +992,12 @@ const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`;
  * in A. The rows hold nothing of A's (a hash of the email typed, the address it came from).
  */
 const MOVED_BY_STRANGERS = new Set(["login_throttles"]);
+/**
+ * A's audit trail moves with A's own token calls, which the suite makes in B's turn too (A
+ * reads its usage CSVs and token pages to compare). B's calls never land there: checked apart,
+ * as "every audit row names its own workspace's token and person" (tenant-isolation.test.ts).
+ */
+const MOVED_BY_OWN_CALLS = new Set(["api_calls"]);
 
 /** Row count and a hash of every row's full content, per table, for one tenant (and its tenants row). */
 export async function snapshot(tenantId: string): Promise<Record<string, string>> {
@@ -975,7 +1012,8 @@ export async function snapshot(tenantId: string): Promise<Record<string, string>
     out[table] = `${r!.n} rows, ${r!.h}`;
   };
   await one("tenants", "id");
-  for (const t of await tenantTables()) if (!MOVED_BY_STRANGERS.has(t)) await one(t, "tenant_id");
+  for (const t of await tenantTables())
+    if (!MOVED_BY_STRANGERS.has(t) && !MOVED_BY_OWN_CALLS.has(t)) await one(t, "tenant_id");
   return out;
 }
 
@@ -1018,6 +1056,13 @@ export async function victimNeedles(v: Victim): Promise<{ all: string[]; hostOnl
   return { all: [...new Set(all)], hostOnly: [v.world.tenant.subdomain, v.world.tenant.name] };
 }
 
+/**
+ * Columns that record what a tenant's own caller sent, so they hold whatever B typed: the
+ * audit trail's page is the path B's token asked for, A's ids in it included. B knew them
+ * already; the row shows them to B's token owner only, and nothing of A's is read into it.
+ */
+const ECHOES: Record<string, string[]> = { api_calls: ["page"] };
+
 /** Rows of any other tenant whose content mentions one of the needles, per table. */
 export async function foreignRowsMentioning(
   tenantId: string,
@@ -1026,9 +1071,11 @@ export async function foreignRowsMentioning(
   const db = testPrisma();
   const out: Record<string, number> = {};
   for (const t of await tenantTables()) {
+    const echoes = ECHOES[t];
+    const content = echoes ? `(to_jsonb(t) - '{${echoes.join(",")}}'::text[])::text` : "t::text";
     const [r] = await db.$queryRawUnsafe<{ n: number }[]>(
       `SELECT count(*)::int AS n FROM ${quoteIdent(t)} t
-       WHERE t.tenant_id <> $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) n WHERE strpos(t::text, n) > 0)`,
+       WHERE t.tenant_id <> $1 AND EXISTS (SELECT 1 FROM unnest($2::text[]) n WHERE strpos(${content}, n) > 0)`,
       tenantId,
       needles,
     );

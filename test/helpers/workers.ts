@@ -66,9 +66,11 @@ export function spawnWorker(opts: {
     RUN_HEARTBEAT_MS: "200",
     SWEEP_INTERVAL_MS: "500",
     WORKER_CONCURRENCY: "4",
+    // It says it is running at info (and logs nothing per step at that level).
+    LOG_LEVEL: "info",
     ...opts.env,
   });
-  const ready = p.until(async () => p.output().includes("[worker] running"));
+  const ready = p.until(async () => p.output().includes('"msg":"running'));
   return { child: p.child, ready, exited: p.exited, output: p.output };
 }
 

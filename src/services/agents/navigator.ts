@@ -4,6 +4,8 @@
 // where it was and never repeats an action; the prompt is rebuilt from the recorded
 // steps (memory.ts), so a resumed run remembers what it would have without the break.
 import type { PrismaClient } from "../../db/prisma.ts";
+import type { Logger } from "../../lib/logger.ts";
+import { runSteps } from "../../metrics/metrics.ts";
 import { callStarted } from "../live/publish.ts";
 import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
 import { markKeyFailed } from "../money/keys.ts";
@@ -20,6 +22,7 @@ import { buildMessages, capPage, DEFAULT_PROMPT_BUDGET } from "./prompt.ts";
 import { type Decision, parseDecision } from "./protocol.ts";
 import type { RunStart } from "./run-start.ts";
 import type { Finish } from "./runs.ts";
+import { maskText } from "./secret-masking.ts";
 import { tenantSettings } from "./settings.ts";
 import { CONVERSATION, type PromptFacts, promptInput } from "./step-prompt.ts";
 import { LeaseLostError, recordResources, recordStep, type StepRecord } from "./steps.ts";
@@ -36,6 +39,8 @@ export interface NavigatorDeps {
   promptBudget?: number;
   /** The worker's lease id, required to advance the run. */
   owner: string;
+  /** The run's own logger: its lines carry the run, agent and tenant (process-agent-run.ts). */
+  log?: Logger;
 }
 
 const excerpt = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
@@ -180,6 +185,7 @@ class Navigation {
   }
 
   private remember(number: number, s: Step) {
+    runSteps.inc({ type: s.type });
     this.memory.push({ number, type: s.type, path: s.path ?? null, detail: s.detail });
   }
 
@@ -250,6 +256,9 @@ class Navigation {
 
   private async callFailed(err: LlmError): Promise<Finish | "again"> {
     const { endpoint } = this.p;
+    // A provider's error may quote the key it refused: masked like anything sent to a model.
+    if (err.kind !== "aborted")
+      this.deps.log?.warn({ kind: err.kind }, `LLM call failed: ${maskText(err.message)}`);
     if (err.kind === "aborted" || err.kind === "timeout") {
       if (this.signal.aborted) return stopped(this.signal.reason);
       if (this.overtime.aborted || Date.now() >= this.deadline) return timedOut(this.run0.timeoutSeconds);

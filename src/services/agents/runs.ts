@@ -106,6 +106,8 @@ export interface Claim {
   agentId: string | null;
   /** A run was given up (too many lost workers): claim again for the next one. */
   retry: boolean;
+  /** What woke the run that was given up, for the worker's metrics. */
+  gaveUp?: { triggerKind: string };
 }
 
 /**
@@ -193,7 +195,7 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
             || CASE WHEN next.attempts = 1 THEN ' time' ELSE ' times' END || ' in a row (the process stopped, or '
             || 'could not renew the run''s lease), which is the limit (RUN_MAX_WORKER_LOSSES); giving up.'
       FROM next WHERE r.id = next.id AND ${EXHAUSTED} AND ${CLAIMABLE}
-      RETURNING r.id, next.i
+      RETURNING r.id, r.trigger_kind, next.i
     ), claimed AS (
       UPDATE subagent_task_runs r
       SET status = 'running', lease_owner = next.owner,
@@ -204,7 +206,7 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
     )
     SELECT w.i, (SELECT locked.id FROM locked WHERE locked.id = w.agent) AS agent_id,
       (SELECT ${runStartSql(new Date())} FROM claimed c WHERE c.claim_i = w.i) AS start,
-      (SELECT g.id FROM gave_up g WHERE g.i = w.i) AS gave_up
+      (SELECT g.trigger_kind FROM gave_up g WHERE g.i = w.i) AS gave_up
     FROM wanted w`,
     { groupCommit: true },
   );
@@ -215,6 +217,7 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
       start: parseRunStart(row?.start ?? null),
       agentId: row?.agent_id ?? null,
       retry: Boolean(row?.gave_up),
+      ...(row?.gave_up && { gaveUp: { triggerKind: row.gave_up } }),
     };
   });
 }

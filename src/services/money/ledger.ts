@@ -8,6 +8,7 @@ import { grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery, type PrismaClient } from "../../db/prisma.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
+import { countCharged } from "../../metrics/llm-calls.ts";
 import type { Usage } from "../agents/llm.ts";
 import {
   type AgentConfig,
@@ -77,7 +78,9 @@ export async function recordUsage(
   at = new Date(),
   step?: { owner: string | null; record: StepRecord },
 ): Promise<Recorded> {
-  return writeCall(db, { e, at, step });
+  const recorded = await writeCall(db, { e, at, step });
+  countCharged(e);
+  return recorded;
 }
 
 /**

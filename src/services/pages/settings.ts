@@ -1,6 +1,6 @@
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadUser } from "../access.ts";
-import { mdEscape, quote } from "../registry/markdown.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Ctx, PageDef, Scope } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 
@@ -53,7 +53,7 @@ export const tokensPage: PageDef = {
     ]);
     const rows = tokens.map(
       (t) =>
-        `| ${mdEscape(t.name)} | \`cadre_${t.prefix}_…\` | \`${t.id}\` | ${when(t.createdAt)} | ${t.lastUsedAt ? when(t.lastUsedAt) : "never"} | ${t.revokedAt ? `revoked ${when(t.revokedAt)}` : "active"} |`,
+        `| ${link(t.name, `/u/${u.handle}/settings/tokens/${t.id}`)} | \`cadre_${t.prefix}_…\` | \`${t.id}\` | ${when(t.createdAt)} | ${t.lastUsedAt ? when(t.lastUsedAt) : "never"} | ${t.revokedAt ? `revoked ${when(t.revokedAt)}` : "active"} |`,
     );
     return {
       title: "API tokens",
@@ -65,7 +65,7 @@ export const tokensPage: PageDef = {
       ],
       blocks: [
         {
-          md: "Send a token as `Authorization: Bearer <token>` to use the markdown API as yourself. A token is shown once, when you create it.",
+          md: "Send a token as `Authorization: Bearer <token>` to use the markdown API or MCP as yourself. A token is shown once, when you create it. Open a token to see what it did recently.",
         },
         {
           md: rows.length

@@ -126,6 +126,11 @@ export function createRegistry(
     resolve,
     available,
 
+    /** The page whose pattern `path` matches, without loading or authorizing anything; null if none. */
+    pageAt(path: string): PageDef | null {
+      return match(path)?.page ?? null;
+    },
+
     async view(
       ctx: Ctx,
       path: string,

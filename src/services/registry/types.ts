@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { Db, PrismaClient } from "../../db/prisma.ts";
 import type {
+  ApiToken,
   Commitment,
   Decision,
   Note,
@@ -78,6 +79,7 @@ export interface Scope {
   /** One step of `taskRun`. */
   step?: SubagentTaskRunStep;
   pendingId?: string;
+  apiToken?: ApiToken;
 }
 
 export type Query = Record<string, string | undefined>;

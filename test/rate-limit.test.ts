@@ -1,0 +1,156 @@
+// Rate limits on calls made with an API token: per token and per workspace, counted in
+// Redis so two app instances share the count, answered 429 with Retry-After in the request's
+// format; people with a session are not counted; with Redis gone, calls are served and the
+// log says so once.
+import type { FastifyInstance } from "fastify";
+import { afterAll, describe, expect, it } from "vitest";
+import { buildApp } from "../src/app.ts";
+import { newId } from "../src/lib/ids.ts";
+import { buildTestApp, login, makeWorld, md, testConfig, testPrisma, waitFor } from "./helpers/app.ts";
+import { privateRedis } from "./helpers/faults.ts";
+
+const apps: FastifyInstance[] = [];
+afterAll(async () => {
+  for (const a of apps) await a.close();
+});
+
+/** An app whose limits count under a prefix of this test's own, so no other test's calls add up. */
+async function appWith(limits: Record<string, string>, prefix = `rl-${newId(6)}`) {
+  const app = await buildTestApp({ QUEUE_PREFIX: prefix, ...limits });
+  apps.push(app);
+  return { app, prefix };
+}
+
+describe("per token", () => {
+  it("the call past the limit is a 429 with Retry-After, in markdown and in HTML; another token is not held back", async () => {
+    const { app } = await appWith({ API_RATE_LIMIT_PER_TOKEN: "3", API_RATE_LIMIT_PER_TENANT: "0" });
+    const w = await makeWorld();
+    const remaining: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await md(app, w, w.alice, "GET", "/whoami");
+      expect(res.statusCode).toBe(200);
+      remaining.push(String(res.headers["x-ratelimit-remaining"]));
+    }
+    expect(remaining).toEqual(["2", "1", "0"]);
+
+    const over = await md(app, w, w.alice, "GET", "/whoami");
+    expect(over.statusCode).toBe(429);
+    expect(over.headers["content-type"]).toMatch(/^text\/markdown/);
+    const wait = Number(over.headers["retry-after"]);
+    expect(wait).toBeGreaterThanOrEqual(1);
+    expect(wait).toBeLessThanOrEqual(60);
+    expect(over.body).toMatch(/Too many requests: this API token may make 3 calls every 60 s/);
+
+    const html = await app.inject({
+      method: "POST",
+      url: "/studios/general/actions/create_note",
+      headers: { host: w.host, authorization: `Bearer ${w.alice.token}`, "content-type": "application/json" },
+      payload: { text: "refused" },
+    });
+    expect(html.statusCode).toBe(429);
+    expect(html.headers["content-type"]).toMatch(/^text\/html/);
+    expect(html.headers["retry-after"]).toBeDefined();
+    expect(html.body).toContain("Too many requests");
+    // An MCP client asks for JSON (or a stream), and hears JSON.
+    const mcp = await app.inject({
+      method: "POST",
+      url: "/mcp",
+      headers: {
+        host: w.host,
+        authorization: `Bearer ${w.alice.token}`,
+        accept: "application/json, text/event-stream",
+      },
+      payload: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+    });
+    expect(mcp.statusCode).toBe(429);
+    expect(mcp.headers["retry-after"]).toBeDefined();
+    // /mcp answers in JSON-RPC, as an MCP client parses it.
+    expect(mcp.json()).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: -32000, message: expect.stringMatching(/^Too many requests/) },
+    });
+    // Refused before it ran: nothing was written.
+    expect(await testPrisma().note.count({ where: { tenantId: w.tenant.id } })).toBe(0);
+
+    expect((await md(app, w, w.bob, "GET", "/whoami")).statusCode).toBe(200);
+  });
+
+  it("people browsing with a session are not counted", async () => {
+    const { app } = await appWith({ API_RATE_LIMIT_PER_TOKEN: "2", API_RATE_LIMIT_PER_TENANT: "2" });
+    const w = await makeWorld();
+    const browser = await login(app, w, w.alice);
+    for (let i = 0; i < 6; i++) expect((await browser.get("/studios/general")).statusCode).toBe(200);
+    expect((await md(app, w, w.alice, "GET", "/whoami")).statusCode).toBe(200);
+  });
+});
+
+describe("per workspace", () => {
+  it("all of a workspace's tokens share its limit; another workspace has its own", async () => {
+    const { app } = await appWith({ API_RATE_LIMIT_PER_TOKEN: "0", API_RATE_LIMIT_PER_TENANT: "4" });
+    const w = await makeWorld();
+    for (const who of [w.alice, w.alice, w.bob, w.carol])
+      expect((await md(app, w, who, "GET", "/whoami")).statusCode).toBe(200);
+    const over = await md(app, w, w.bob, "GET", "/whoami");
+    expect(over.statusCode).toBe(429);
+    expect(over.body).toContain("this workspace's API tokens together may make 4 calls");
+    const other = await makeWorld();
+    expect((await md(app, other, other.alice, "GET", "/whoami")).statusCode).toBe(200);
+  });
+});
+
+describe("shared across web processes", () => {
+  it("two app instances on one Redis count one limit", async () => {
+    const limits = { API_RATE_LIMIT_PER_TOKEN: "3", API_RATE_LIMIT_PER_TENANT: "0" };
+    const one = await appWith(limits);
+    const two = await appWith(limits, one.prefix);
+    const w = await makeWorld();
+    expect((await md(one.app, w, w.alice, "GET", "/whoami")).statusCode).toBe(200);
+    expect((await md(two.app, w, w.alice, "GET", "/whoami")).statusCode).toBe(200);
+    expect((await md(one.app, w, w.alice, "GET", "/whoami")).statusCode).toBe(200);
+    expect((await md(two.app, w, w.alice, "GET", "/whoami")).statusCode).toBe(429);
+    expect((await md(one.app, w, w.alice, "GET", "/whoami")).statusCode).toBe(429);
+  });
+});
+
+describe("Redis away", () => {
+  it("every call is served, the log says so once, and limits apply again once Redis is back", async () => {
+    const redis = await privateRedis();
+    const lines: { msg: string }[] = [];
+    const app = await buildApp({
+      config: testConfig({
+        REDIS_URL: redis.url,
+        LOG_LEVEL: "info",
+        API_RATE_LIMIT_PER_TOKEN: "2",
+        API_RATE_LIMIT_PER_TENANT: "0",
+      }),
+      prisma: testPrisma(),
+      logger: { stream: { write: (l: string) => void lines.push(JSON.parse(l)) } },
+    });
+    apps.push(app);
+    const limiterLines = () => lines.map((l) => l.msg).filter((m) => m.startsWith("rate limiter"));
+    try {
+      const w = await makeWorld();
+      const whoami = () => md(app, w, w.alice, "GET", "/whoami").then((r) => r.statusCode);
+      expect([await whoami(), await whoami(), await whoami()]).toEqual([200, 200, 429]);
+
+      redis.kill();
+      const served = [];
+      for (let i = 0; i < 8; i++) served.push(await whoami());
+      expect(served).toEqual(Array(8).fill(200));
+      expect(limiterLines()).toEqual([
+        expect.stringMatching(/Redis is unavailable; API calls are not limited/),
+      ]);
+
+      await redis.start();
+      // Redis is asked again a moment after it failed; a fresh Redis counts from zero.
+      await waitFor(async () => (await whoami()) === 429, 10_000);
+      expect(limiterLines()).toEqual([
+        expect.stringMatching(/Redis is unavailable/),
+        expect.stringMatching(/Redis answers again; API calls are limited/),
+      ]);
+    } finally {
+      redis.kill();
+    }
+  });
+});
