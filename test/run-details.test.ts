@@ -2,10 +2,12 @@
 // is kept with the step (masked) and shown; a step's own page shows the whole page it saw
 // and, rebuilt from the run's records, the very prompt it was sent; a thread an agent was
 // woken in shows it working, live, and its reply carries an AI badge linked to its run.
+
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rebuildPrompt } from "../src/services/agents/step-prompt.ts";
+import { registry } from "../src/services/catalog.ts";
 import { requestsFor, respondScript, runIdOf, stepsOf } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, tool, waitForRun } from "./helpers/agents.ts";
 import { buildTestApp, login, makeWorld, md, testPrisma, type World } from "./helpers/app.ts";
@@ -96,7 +98,7 @@ describe("the model's own words", () => {
     const agent = await db().user.findUniqueOrThrow({ where: { id: run.agentId } });
     const tenant = await db().tenant.findUniqueOrThrow({ where: { id: w.tenant.id } });
     for (const n of [2, 3, 4]) {
-      const rebuilt = await rebuildPrompt(db(), run, agent, tenant.name, n);
+      const rebuilt = await rebuildPrompt(db(), run, agent, tenant.name, n, (a) => registry.actions.get(a));
       expect(rebuilt?.messages, `step ${n}`).toEqual(sent[n - 2]);
       expect(rebuilt?.exact, `step ${n}`).toBe(true);
       const page = await md(app, w, w.alice, `GET`, `/subagents/scout/runs/${runId}/steps/${n}`);

@@ -6,6 +6,7 @@
 import type { PrismaClient } from "../../db/prisma.ts";
 import type { Logger } from "../../lib/logger.ts";
 import { runSteps } from "../../metrics/metrics.ts";
+import { registry } from "../catalog.ts";
 import { callStarted } from "../live/publish.ts";
 import { type MarkdownPage, readPage, runAction } from "../markdown-api.ts";
 import { markKeyFailed } from "../money/keys.ts";
@@ -228,6 +229,7 @@ class Navigation {
       feedback: this.feedback,
       budget,
       jsonMode: this.jsonMode,
+      lookup: (n) => registry.actions.get(n),
     });
     // The current page's usable actions are typed tools of this call, beside the fixed three.
     const { tools } = input;

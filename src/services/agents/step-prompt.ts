@@ -8,7 +8,6 @@ import { createHash } from "node:crypto";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { Db } from "../../db/prisma.ts";
 import type { SubagentTaskRun, SubagentTaskRunStep, User } from "../../generated/prisma/client.ts";
-import { registry } from "../catalog.ts";
 import { ownerText } from "../pages/whoami-read.ts";
 import type { ActionDef } from "../registry/types.ts";
 import type { Remembered } from "./memory.ts";
@@ -47,6 +46,8 @@ export function promptInput(p: {
   feedback?: string;
   budget: number;
   jsonMode: boolean;
+  /** The registry's actions by name (passed in: the catalog imports this module's importers). */
+  lookup: (name: string) => ActionDef | undefined;
 }): PromptInput {
   const counted = p.steps.filter((s) => !CONVERSATION.includes(s.type)).length;
   return {
@@ -64,7 +65,7 @@ export function promptInput(p: {
     stepsLeft: p.run.maxSteps - counted,
     budget: p.budget,
     jsonMode: p.jsonMode,
-    tools: p.jsonMode ? undefined : toolsFor(actionsOf(p.page.markdown), p.budget * TOOL_SHARE),
+    tools: p.jsonMode ? undefined : toolsFor(actionsOf(p.page.markdown, p.lookup), p.budget * TOOL_SHARE),
   };
 }
 
@@ -72,11 +73,11 @@ export function promptInput(p: {
  * The actions a page lists under its `## Actions` (the ones the reader may use, in order):
  * what the step's typed tools are, for the navigator and for a rebuild alike.
  */
-function actionsOf(markdown: string): ActionDef[] {
+function actionsOf(markdown: string, lookup: (name: string) => ActionDef | undefined): ActionDef[] {
   const at = markdown.lastIndexOf("\n## Actions\n");
   if (at < 0) return [];
   const names = [...markdown.slice(at).matchAll(/^- `([a-z_]+)` \(/gm)].map((m) => m[1]!);
-  return names.map((n) => registry.actions.get(n)).filter((a): a is ActionDef => Boolean(a));
+  return names.map(lookup).filter((a): a is ActionDef => Boolean(a));
 }
 
 const factsOf = (s: Pick<SubagentTaskRunStep, "detail">): PromptFacts | undefined => {
@@ -111,6 +112,7 @@ export async function rebuildPrompt(
   agent: User,
   tenantName: string,
   number: number,
+  lookup: (name: string) => ActionDef | undefined,
 ): Promise<RebuiltPrompt | null> {
   const [steps, parent, ownerStudio] = await Promise.all([
     db.subagentTaskRunStep.findMany({
@@ -135,6 +137,7 @@ export async function rebuildPrompt(
       feedback: facts.feedback,
       budget: facts.budget,
       jsonMode: Boolean(facts.json),
+      lookup,
     }),
   );
   const sent = maskDeep(

@@ -1,10 +1,12 @@
 // One step of a run in full: what the model wrote and why, the whole page it saw, and the
 // prompt it was sent, rebuilt from the run's records (step-prompt.ts) and checked against
 // the fingerprint the worker kept. For whoever may see the run: its owner.
+
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadRun } from "../access.ts";
 import { loadAgent } from "../agents/ownership.ts";
 import { rebuildPrompt } from "../agents/step-prompt.ts";
+import { registry } from "../catalog.ts";
 import { fenced, link } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
 import { runPath, stepHead, stepPath, stepText } from "./run-steps.ts";
@@ -44,7 +46,9 @@ export const runStepPage: PageDef = {
     const r = scope.taskRun!;
     const s = scope.step!;
     const page = (s.detail as { page?: unknown } | null)?.page;
-    const prompt = await rebuildPrompt(ctx.db, r, a, ctx.tenant.name, s.number);
+    const prompt = await rebuildPrompt(ctx.db, r, a, ctx.tenant.name, s.number, (n) =>
+      registry.actions.get(n),
+    );
     const nav = [
       s.number > 1 ? link(`← Step ${s.number - 1}`, stepPath(a.handle, r.id, s.number - 1)) : null,
       link("The whole run", `${runPath(a.handle, r.id)}#step-${s.number}`),
