@@ -4,7 +4,7 @@
 import { hotQuery } from "../db/prisma.ts";
 import { Prisma, type Studio, type StudioRole } from "../generated/prisma/client.ts";
 import { NotFoundError } from "../lib/errors.ts";
-import { managedBy, ownerCeilingSql } from "./agents/ownership.ts";
+import { managedBy, maySee, ownerCeilingSql } from "./agents/ownership.ts";
 import { primeOwnerMembership } from "./agents/policy.ts";
 import type { Ctx, StudioScope } from "./registry/types.ts";
 
@@ -80,15 +80,7 @@ export async function loadUser(ctx: Ctx, handle: string) {
   const user = await ctx.db.user.findUnique({
     where: { tenantId_handle: { tenantId: ctx.tenant.id, handle } },
   });
-  // A studio's agent exists only for its studio's members.
-  const hidden =
-    user?.ownerStudioId &&
-    user.id !== ctx.actor.id &&
-    !(await ctx.db.studioMember.findUnique({
-      where: { studioId_userId: { studioId: user.ownerStudioId, userId: ctx.actor.id } },
-      select: { role: true },
-    }));
-  if (!user || hidden) throw new NotFoundError(`No user @${handle}`);
+  if (!user || !(await maySee(ctx, user))) throw new NotFoundError(`No user @${handle}`);
   return user;
 }
 

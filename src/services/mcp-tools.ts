@@ -34,10 +34,15 @@ function pagesOf(a: ActionDef): string[] {
   return registry.pages.filter((p) => p.actions.includes(a.name)).map((p) => p.pattern);
 }
 
+// Pages and schemas are fixed at start: each action's tool is built once, not per tools/list.
+const built = new WeakMap<ActionDef, Tool>();
+
 function actionTool(a: ActionDef): Tool {
+  const ready = built.get(a);
+  if (ready) return ready;
   const params = paramsJsonSchema(a);
   const where = pagesOf(a);
-  return {
+  const tool: Tool = {
     name: a.name,
     description: `${a.description}. Call it on the page that lists it (${where.join(", ")}); read that page first for its current choices.`,
     inputSchema: {
@@ -51,6 +56,8 @@ function actionTool(a: ActionDef): Tool {
     },
     annotations: { readOnlyHint: !a.writes },
   };
+  built.set(a, tool);
+  return tool;
 }
 
 /** What the actor may call: every action, or for a subagent's token the ones its capabilities grant. */

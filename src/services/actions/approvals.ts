@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { expirePending, resumeWaitingRun } from "../agents/approvals.ts";
+import { pendingPath } from "../agents/notify.ts";
 import { managedBySql } from "../agents/ownership.ts";
 import { registry } from "../catalog.ts";
 import { emit } from "../events.ts";
@@ -41,7 +42,7 @@ async function settleRequest(ctx: ActionCtx, pending: { id: string; agent: { han
     where: {
       tenantId: ctx.tenant.id,
       kind: "agent",
-      path: `/subagents/${pending.agent.handle}/pending/${pending.id}`,
+      path: pendingPath(pending.agent.handle, pending.id),
       dismissedAt: null,
     },
     data: { dismissedAt: new Date() },
@@ -100,7 +101,7 @@ export const approveAction = defineAction({
     await emit(ctx, { type: "approval.approved", subjectType: "pending_action", subjectId: pending.id });
     return {
       status: 200,
-      location: `/subagents/${pending.agent.handle}/pending/${pending.id}`,
+      location: pendingPath(pending.agent.handle, pending.id),
       notice: `Approved #${pending.id}${edited ? " with your edits" : ""}: it runs in a moment`,
     };
   },
@@ -127,7 +128,7 @@ export const rejectAction = defineAction({
     await resumeWaitingRun(ctx.tx, updated, { status: "rejected", message: p.reason }, ctx.actor.id);
     return {
       status: 200,
-      location: `/subagents/${pending.agent.handle}/pending/${pending.id}`,
+      location: pendingPath(pending.agent.handle, pending.id),
       notice: `Rejected #${pending.id}`,
     };
   },

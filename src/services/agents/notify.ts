@@ -43,6 +43,9 @@ export async function notifyOwnerOfRun(db: PrismaClient, e: Event): Promise<numb
   );
 }
 
+/** A pending action's review page: its request's notifications link there (and are settled by it). */
+export const pendingPath = (handle: string, id: string) => `/subagents/${handle}/pending/${id}`;
+
 export async function notifyOwnerOfApproval(db: PrismaClient, e: Event): Promise<number> {
   const p = await db.agentPendingAction.findUnique({ where: { id: e.subjectId }, include: { agent: true } });
   if (!p) return 0;
@@ -50,7 +53,7 @@ export async function notifyOwnerOfApproval(db: PrismaClient, e: Event): Promise
     db,
     e,
     p.agent,
-    `/subagents/${p.agent.handle}/pending/${p.id}`,
+    pendingPath(p.agent.handle, p.id),
     `wants to ${p.actionName} on ${p.pagePath}${p.reason ? `: ${p.reason}` : ""}`,
   );
 }

@@ -107,6 +107,16 @@ export function keyHolder(scope: Scope): KeyHolder {
   return { kind: "person", id: u.id, path: `/u/${u.handle}/settings/api-keys`, where: { ownerId: u.id } };
 }
 
+/** Whether the actor may see this user at all: a studio's agent exists only for its studio's members. */
+export async function maySee(ctx: Ctx, user: Pick<User, "id" | "ownerStudioId">): Promise<boolean> {
+  if (!user.ownerStudioId || user.id === ctx.actor.id) return true;
+  const member = await ctx.db.studioMember.findUnique({
+    where: { studioId_userId: { studioId: user.ownerStudioId, userId: ctx.actor.id } },
+    select: { role: true },
+  });
+  return Boolean(member);
+}
+
 /** Who hears an agent's questions, approval requests and spend alerts: its managers, now. */
 export async function managersOf(db: Db, agent: Owned): Promise<string[]> {
   if (agent.parentId) return [agent.parentId];

@@ -4,6 +4,7 @@
 // memory (a line per step with the model's notes), the previous page in full, then older
 // pages as excerpts. Each part is cut to what is left, so the whole never exceeds it.
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import { actionsSection } from "../registry/markdown.ts";
 import { excerptLine, NOTE_CHARS, pagesSeen, type Remembered, stepLines } from "./memory.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS, toolTokens } from "./protocol.ts";
 import { estimateTokens, prefixWithin } from "./token-estimate.ts";
@@ -101,18 +102,13 @@ export function fitPage(markdown: string, tokens: number, chars = PAGE_CHAR_LIMI
  * and no HTTP how-to. The page as recorded and shown elsewhere keeps its full section.
  */
 export function toolActions(markdown: string, tools: readonly ChatCompletionTool[] | undefined): string {
-  const at = markdown.lastIndexOf("\n## Actions\n");
-  if (!tools || at < 0) return markdown;
+  const section = tools && actionsSection(markdown);
+  if (!section) return markdown;
   const typed = new Set(tools.map((t) => (t.type === "function" ? t.function.name : "")));
-  const lines = markdown.slice(at).split("\n");
-  const named = lines.map((l) => /^- `([a-z_]+)`/.exec(l)?.[1]).filter((n): n is string => Boolean(n));
-  const mine = named.filter((n) => typed.has(n));
+  const mine = section.lines.filter((l) => typed.has(l.name)).map((l) => `\`${l.name}\``);
   if (!mine.length) return markdown;
-  const rest = lines.filter((l) => {
-    const n = /^- `([a-z_]+)`/.exec(l)?.[1];
-    return n !== undefined && !typed.has(n);
-  });
-  return `${markdown.slice(0, at)}\n## Actions\n\nEach is one of your tools: ${mine.map((n) => `\`${n}\``).join(", ")}.${rest.length ? `\n\nThrough execute_action:\n${rest.join("\n")}` : ""}\n`;
+  const rest = section.lines.filter((l) => !typed.has(l.name)).map((l) => l.line);
+  return `${markdown.slice(0, section.at)}\n## Actions\n\nEach is one of your tools: ${mine.join(", ")}.${rest.length ? `\n\nThrough execute_action:\n${rest.join("\n")}` : ""}\n`;
 }
 
 /** Caps a page as a step records it (and as a prompt shows it, at most). */

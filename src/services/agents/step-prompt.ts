@@ -9,6 +9,7 @@ import type { ChatCompletionMessageParam } from "openai/resources/chat/completio
 import type { Db } from "../../db/prisma.ts";
 import type { SubagentTaskRun, SubagentTaskRunStep, User } from "../../generated/prisma/client.ts";
 import { ownerText } from "../pages/whoami-read.ts";
+import { actionsSection } from "../registry/markdown.ts";
 import type { ActionDef } from "../registry/types.ts";
 import type { Remembered } from "./memory.ts";
 import { buildMessages, type PromptInput, TOOL_SHARE } from "./prompt.ts";
@@ -74,9 +75,7 @@ export function promptInput(p: {
  * what the step's typed tools are, for the navigator and for a rebuild alike.
  */
 function actionsOf(markdown: string, lookup: (name: string) => ActionDef | undefined): ActionDef[] {
-  const at = markdown.lastIndexOf("\n## Actions\n");
-  if (at < 0) return [];
-  const names = [...markdown.slice(at).matchAll(/^- `([a-z_]+)` \(/gm)].map((m) => m[1]!);
+  const names = actionsSection(markdown)?.lines.map((l) => l.name) ?? [];
   return names.map(lookup).filter((a): a is ActionDef => Boolean(a));
 }
 

@@ -71,6 +71,25 @@ export function renderPageMarkdown(
   return `${parts.join("\n\n")}\n`;
 }
 
+/**
+ * The `## Actions` section renderPageMarkdown ends a page with, read back (its reader beside
+ * its writer): where it starts, and each action line with the action's name. Null without one.
+ */
+export function actionsSection(
+  markdown: string,
+): { at: number; lines: { name: string; line: string }[] } | null {
+  const at = markdown.lastIndexOf("\n## Actions\n");
+  if (at < 0) return null;
+  const lines = markdown
+    .slice(at)
+    .split("\n")
+    .flatMap((line) => {
+      const name = /^- `([a-z_]+)` \(/.exec(line)?.[1];
+      return name ? [{ name, line }] : [];
+    });
+  return { at, lines };
+}
+
 export function actionsBase(path: string): string {
   return `${path === "/" ? "" : path}/actions`;
 }
