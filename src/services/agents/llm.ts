@@ -11,7 +11,7 @@ import type {
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
 import { sha256 } from "../../lib/ids.ts";
-import { nodeFetch } from "./http-fetch.ts";
+import { createNodeFetch } from "./http-fetch.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS } from "./protocol.ts";
 import { type MaskCounts, maskDeep } from "./secret-masking.ts";
 import { fingerprint } from "./step-prompt.ts";
@@ -74,6 +74,8 @@ export class LlmError extends Error {
 export interface LlmOptions {
   timeoutMs: number;
   maxRetries: number;
+  /** Connections per endpoint (LLM_MAX_CONNECTIONS); unset, no limit. */
+  maxConnections?: number;
 }
 
 export type LlmClient = (endpoint: Endpoint, req: LlmRequest) => Promise<LlmResponse>;
@@ -82,6 +84,8 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
   // Clients keep their HTTP connections alive, so they are reused, but only a bounded
   // number: each one holds a plaintext key, and a revoked key's client should not linger.
   const clients = new Map<string, OpenAI>();
+  // One set of HTTP agents for all clients: the connection limit is per endpoint, however many keys call it.
+  const fetch = createNodeFetch(opts.maxConnections);
   // A run keeps its endpoint object: its key is hashed once per run, not once per call.
   const keys = new WeakMap<Endpoint, string>();
   const clientFor = (e: Endpoint) => {
@@ -99,7 +103,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
         apiKey: e.apiKey,
         timeout: opts.timeoutMs,
         maxRetries: opts.maxRetries,
-        fetch: nodeFetch,
+        fetch,
       });
       if (clients.size >= MAX_CLIENTS) clients.delete(clients.keys().next().value!);
     }
