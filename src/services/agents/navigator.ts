@@ -16,7 +16,7 @@ import { ownerText, primeWhoami } from "../pages/whoami-read.ts";
 import { type Ctx, toActor } from "../registry/types.ts";
 import type { StopReason } from "./heartbeat.ts";
 import { type Endpoint, type LlmClient, LlmError, type LlmResponse, type Usage } from "./llm.ts";
-import { lastPath, type Remembered } from "./memory.ts";
+import { compact, lastPath, type Remembered } from "./memory.ts";
 import { limitReached, type Prepared, prepare, timedOut } from "./navigator-setup.ts";
 import { primeAgent } from "./policy.ts";
 import { buildMessages, capPage, DEFAULT_PROMPT_BUDGET } from "./prompt.ts";
@@ -96,6 +96,8 @@ class Navigation {
   private readonly deadline: number;
   /** The tenant's price overrides, parsed once per run. */
   private readonly prices: ReturnType<typeof tenantSettings>["pricing"];
+  /** The run's model and endpoint; not the rows it resumed from, which memory holds compacted. */
+  private readonly p: Omit<Prepared, "previous">;
   private budget: Budget;
   private n: number;
   private answers: number;
@@ -116,13 +118,14 @@ class Navigation {
   constructor(
     private readonly deps: NavigatorDeps,
     private readonly start: RunStart,
-    private readonly p: Prepared,
+    p: Prepared,
     private readonly signal: AbortSignal,
     private readonly inFlight: Promise<unknown>[],
     resumable: Resumable,
   ) {
     this.prisma = deps.prisma;
     this.run0 = start.run;
+    this.p = { cfg: p.cfg, model: p.model, endpoint: p.endpoint };
     const { run, agent, tenant } = start;
     this.ctx = {
       db: this.prisma,
@@ -134,7 +137,12 @@ class Navigation {
     // revoke the key meanwhile. Read with the claim; every recorded call returns it as it leaves it.
     this.budget = budgetAtStart(agent.agentConfig, start.whoami.spentMicros);
     this.prices = tenantSettings(tenant).pricing;
-    this.memory = [...p.previous];
+    // A row's columns and prompt facts are the run page's, not the prompt's: memory keeps the rest.
+    this.memory = p.previous.map(({ number, type, path, detail }) => {
+      const { prompt: _, ...rest } = (detail ?? {}) as Record<string, unknown>;
+      return { number, type, path, detail: rest };
+    });
+    compact(this.memory);
     this.n = p.previous.length;
     this.answers = p.previous.filter((s) => CONVERSATION.includes(s.type)).length;
     const spentMs = p.previous.reduce((t, s) => t + s.durationMs, 0);
@@ -188,6 +196,7 @@ class Navigation {
   private remember(number: number, s: Step) {
     runSteps.inc({ type: s.type });
     this.memory.push({ number, type: s.type, path: s.path ?? null, detail: s.detail });
+    compact(this.memory);
   }
 
   private async openFirstPage() {
