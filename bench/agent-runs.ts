@@ -109,6 +109,8 @@ function startWorker(databaseUrl: string, redisUrl: string, llmUrl: string, pref
     : [];
   // BENCH_HEAP: the worker prints its heap in use on SIGUSR2 (heap-probe.mjs), read mid-phase.
   const heap = process.env.BENCH_HEAP ? ["--expose-gc", "--import", "./bench/heap-probe.mjs"] : [];
+  // BENCH_NODE_ARGS: node or V8 flags for the workers, e.g. a heap setting under trial.
+  const extra = process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
   return startEntry(
     "src/worker.ts",
     {
@@ -120,7 +122,7 @@ function startWorker(databaseUrl: string, redisUrl: string, llmUrl: string, pref
       // info: the worker says it is running at that level (and logs nothing per step).
       LOG_LEVEL: "info",
     },
-    [...profile, ...heap],
+    [...profile, ...heap, ...extra],
   );
 }
 

@@ -139,8 +139,15 @@ function gistOf(markdown: string): Gist {
     .replace(/^\[Home\]\(\/\) › .*$/m, "") // the breadcrumb: the path says where it was
     .replace(/\s+/g, " ")
     .trim();
-  return { title: clip(title, 120), text: clip(text, EXCERPT_CHARS) };
+  return { title: copied(clip(title, 120)), text: copied(clip(text, EXCERPT_CHARS)) };
 }
+
+/**
+ * A string of its own: a slice of a longer string keeps the whole of it alive, and a gist
+ * kept for a page it no longer holds must not hold the page. Through JSON, as it is to the
+ * character (half a surrogate pair too, which a UTF-8 round trip would not keep).
+ */
+const copied = (s: string): string => JSON.parse(JSON.stringify(s));
 
 /** A page in a line: its path, title and the start of its text. */
 export function excerptLine(p: SeenPage): string {

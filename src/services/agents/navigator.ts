@@ -15,7 +15,15 @@ import { priceCall } from "../money/pricing.ts";
 import { ownerText, primeWhoami } from "../pages/whoami-read.ts";
 import { type Ctx, toActor } from "../registry/types.ts";
 import type { StopReason } from "./heartbeat.ts";
-import { type Endpoint, type LlmClient, LlmError, type LlmResponse, type Usage } from "./llm.ts";
+import {
+  type EncodedPrompt,
+  type Endpoint,
+  encodePrompt,
+  type LlmClient,
+  LlmError,
+  type LlmResponse,
+  type Usage,
+} from "./llm.ts";
 import { compact, lastPath, type Remembered } from "./memory.ts";
 import { limitReached, type Prepared, prepare, timedOut } from "./navigator-setup.ts";
 import { primeAgent } from "./policy.ts";
@@ -225,6 +233,21 @@ class Navigation {
 
   /** The model's reply; a Finish when the call ends the run; "again" to retry in JSON mode. */
   private async callModel(): Promise<LlmResponse | Finish | "again"> {
+    const { run } = this.start;
+    // Watchers of the run see "thinking…" from now: a notification, not a write.
+    callStarted(this.prisma, run, this.n + 1);
+    try {
+      // Built and encoded in a call of its own: while the model thinks, this frame holds the
+      // encoded bytes only, not the prompt's parts and messages.
+      return await this.deps.llm(this.p.endpoint, { prompt: this.encodePrompt(), signal: this.callSignal });
+    } catch (err) {
+      if (!(err instanceof LlmError)) throw err;
+      return this.callFailed(err);
+    }
+  }
+
+  /** This step's prompt, from the run's memory and current page, and how it was made (for its step). */
+  private encodePrompt(): EncodedPrompt {
     const { run, agent, tenant, whoami } = this.start;
     const budget = this.deps.promptBudget ?? DEFAULT_PROMPT_BUDGET;
     const page = { path: this.page.path, markdown: this.page.markdown };
@@ -240,29 +263,19 @@ class Navigation {
       jsonMode: this.jsonMode,
       lookup: (n) => registry.actions.get(n),
     });
-    // The current page's usable actions are typed tools of this call, beside the fixed three.
-    const { tools } = input;
-    const messages = buildMessages(input);
     this.prompt = {
       budget,
       ...(this.jsonMode && { json: true }),
       ...(this.feedback && { feedback: this.feedback }),
       ...(!this.pageRecorded && { page: { path: page.path, markdown: capPage(page.markdown) } }),
     };
-    // Watchers of the run see "thinking…" from now: a notification, not a write.
-    callStarted(this.prisma, run, this.n + 1);
-    try {
-      return await this.deps.llm(this.p.endpoint, {
-        model: this.p.model,
-        messages,
-        jsonMode: this.jsonMode,
-        tools,
-        signal: this.callSignal,
-      });
-    } catch (err) {
-      if (!(err instanceof LlmError)) throw err;
-      return this.callFailed(err);
-    }
+    // The current page's usable actions are typed tools of this call, beside the fixed three.
+    return encodePrompt({
+      model: this.p.model,
+      messages: buildMessages(input),
+      jsonMode: this.jsonMode,
+      tools: input.tools,
+    });
   }
 
   private async callFailed(err: LlmError): Promise<Finish | "again"> {
