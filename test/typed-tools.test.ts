@@ -3,7 +3,7 @@
 // read as the same decisions the untyped execute_action made.
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import { describe, expect, it } from "vitest";
-import { toolActions } from "../src/services/agents/prompt.ts";
+import { leftPage, toolActions } from "../src/services/agents/prompt.ts";
 import { parseDecision, TOOLS, toolsFor, toolTokens } from "../src/services/agents/protocol.ts";
 import { registry } from "../src/services/catalog.ts";
 import { paramsJsonSchema } from "../src/services/registry/json-schema.ts";
@@ -22,15 +22,26 @@ describe("typed tools", () => {
     expect(names(tools)).toEqual(["navigate", "finish", "ask_owner", "add_comment", "confirm_read"]);
     const comment = fn(tools[3]!) as { description?: string; parameters?: object };
     expect(comment.description).toContain(action("add_comment").description);
-    // The registry's schema, less its regexes (costly to a model; validation still answers).
-    const { reply_to, ...rest } = paramsJsonSchema(action("add_comment")).properties as Record<
-      string,
-      object
-    >;
-    expect((comment.parameters as { properties: { params: unknown } }).properties.params).toEqual({
-      ...paramsJsonSchema(action("add_comment")),
-      properties: { ...rest, reply_to: { ...reply_to, pattern: undefined } },
+    // The registry's schema as a model needs it: no regexes, no "at least 1 character", no
+    // limit of thousands (validation still answers each); a short limit stays.
+    const { text, reply_to } = paramsJsonSchema(action("add_comment")).properties as Record<string, object>;
+    expect(text).toMatchObject({ minLength: 1, maxLength: 10_000 });
+    expect(reply_to).toHaveProperty("pattern");
+    const typedParams = (comment.parameters as { properties: { params: unknown } }).properties.params;
+    expect(typedParams).toEqual({
+      type: "object",
+      properties: {
+        text: { type: "string", description: "markdown; @handle mentions someone" },
+        reply_to: { type: "string", description: "id of the comment you are replying to" },
+      },
+      required: ["text"],
     });
+    const title = (
+      fn(toolsFor([action("create_note")])[3]!).parameters as {
+        properties: { params: { properties: { title: object } } };
+      }
+    ).properties.params.properties.title;
+    expect(title).toEqual({ type: "string", maxLength: 200 });
     // Only JSON Schema's words: the registry's form hints stay home.
     expect(JSON.stringify(paramsJsonSchema(action("add_comment")))).not.toContain("multiline");
   });
@@ -84,5 +95,20 @@ describe("typed tools", () => {
       "# Note\n\nText\n\n## Actions\n\nEach is one of your tools: `add_comment`.\n\nThrough execute_action:\n- `confirm_read` () — Say you read it\n",
     );
     expect(toolActions(page, undefined)).toBe(page);
+  });
+
+  it("a page the model has left keeps its actions by name only", () => {
+    const page = [
+      "# Note",
+      "Text",
+      "## Actions",
+      "- `add_comment` (text: string) — Comment here",
+      "- `confirm_read` () — Say you read it",
+      "_Describe one with `GET /x/actions/<name>`; run it with `POST /x/actions/<name>`._",
+    ].join("\n\n");
+    expect(leftPage(page)).toBe(
+      "# Note\n\nText\n\n## Actions there\n\n`add_comment`, `confirm_read` (navigate back to use one)\n",
+    );
+    expect(leftPage("# Plain\n\nNo actions")).toBe("# Plain\n\nNo actions");
   });
 });

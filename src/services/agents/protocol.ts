@@ -68,9 +68,10 @@ export const TOOLS: ChatCompletionTool[] = [
 
 const actionTools = new WeakMap<ActionDef, ChatCompletionTool>();
 
-// Short here: every typed action repeats them, and the fixed tools say the rest.
-const REASON = { type: "string", description: "why, in a sentence (reviewers see it)" };
-const SHORT_NOTE = { type: "string", description: "your note, as for navigate" };
+// Bare here: every typed action repeats them, and the system prompt says once what they
+// are for (a description per tool cost ~20 tokens each on a page of five actions).
+const REASON = { type: "string" };
+const SHORT_NOTE = { type: "string" };
 
 /** The untyped way to any action of the current page: offered when the typed ones do not all fit. */
 const EXECUTE_TOOL: ChatCompletionTool = {
@@ -110,18 +111,26 @@ export function toolTokens(tools: readonly ChatCompletionTool[]): number {
 }
 
 /**
- * A schema without its `pattern`s: regexes cost a model many tokens and tell it little (the
- * action's own validation answers a bad value with the field's message).
+ * A schema as a model needs it: without `pattern`s, `minLength` and long `maxLength`s. Regexes
+ * cost a model many tokens and tell it little, "at least 1 character" says what `required`
+ * says, and a limit of thousands of characters is one no model meets by chance; the action's
+ * own validation answers a bad value with the field's message. A short limit (a title's 200)
+ * stays: a model would otherwise spend a step finding it.
  */
-function withoutPatterns(node: unknown): object {
-  if (Array.isArray(node)) return node.map(withoutPatterns);
+const LONG_LIMIT = 1000;
+function forModel(node: unknown): object {
+  if (Array.isArray(node)) return node.map(forModel);
   if (!node || typeof node !== "object") return node as object;
   return Object.fromEntries(
     Object.entries(node)
-      .filter(([k, v]) => !(k === "pattern" && typeof v === "string"))
-      .map(([k, v]) => [k, k === "properties" || typeof v === "object" ? withoutPatterns(v) : v]),
+      .filter(([k, v]) => !dropForModel(k, v))
+      .map(([k, v]) => [k, typeof v === "object" ? forModel(v) : v]),
   );
 }
+const dropForModel = (key: string, value: unknown) =>
+  (key === "pattern" && typeof value === "string") ||
+  (key === "minLength" && typeof value === "number") ||
+  (key === "maxLength" && typeof value === "number" && value > LONG_LIMIT);
 
 /** An action of the current page as a typed tool: its params, your reason, your note. */
 function actionTool(a: ActionDef): ChatCompletionTool {
@@ -134,7 +143,7 @@ function actionTool(a: ActionDef): ChatCompletionTool {
         description: a.description,
         parameters: {
           type: "object",
-          properties: { params: withoutPatterns(paramsJsonSchema(a)), reason: REASON, note: SHORT_NOTE },
+          properties: { params: forModel(paramsJsonSchema(a)), reason: REASON, note: SHORT_NOTE },
           required: ["params"],
           additionalProperties: false,
         },
