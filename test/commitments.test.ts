@@ -92,7 +92,7 @@ describe("create_commitment", () => {
     expect((await db.commitment.findUniqueOrThrow({ where: { id } })).criticalMass).toBe(2);
     const page = await b.get(res.headers.location as string);
     expect(page.body).toContain("Commitment proposed");
-    expect(page.body).toContain(`action="${res.headers.location}/actions/join_commitment"`);
+    expect(page.body).toContain('data-action="join_commitment"');
   });
 
   it("rejects bad input naming every field, writing nothing", async () => {

@@ -387,7 +387,7 @@ describe("the dashboards add up the ledger", () => {
     expect(res.body).toContain("⚠ <code>house_model</code> (no price: counted as $0)");
     expect(res.body).toContain("Some models have no price");
     // The owner's form to change the limit.
-    expect(res.body).toContain('action="/subagents/alpha/usage/actions/set_cost_limit"');
+    expect(res.body).toContain('data-action="set_cost_limit"');
   });
 
   it("a sub-cent day reads as spend, in the table and in the chart's tooltip", async () => {

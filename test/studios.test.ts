@@ -15,6 +15,7 @@ import {
   testPrisma,
   type World,
 } from "./helpers/app.ts";
+import { issuesOf } from "./helpers/bad-input.ts";
 
 const db = testPrisma();
 const CS = "/studios/actions/create_studio";
@@ -36,8 +37,7 @@ afterAll(async () => app.close());
 const go = (world: World, who: Person, url: string, body?: unknown) =>
   md(app, world, who, body === undefined ? "GET" : "POST", url, body);
 /** `- \`field\`: message` lines of a markdown 400, as a map. */
-const issues = (body: string) =>
-  Object.fromEntries([...body.matchAll(/^- `([^`]*)`: (.*)$/gm)].map((m) => [m[1], m[2]]));
+const issues = (body: string) => issuesOf(body);
 const events = (world: World, type: string) =>
   db.event.findMany({ where: { tenantId: world.tenant.id, type } });
 const eventCount = (world: World) => db.event.count({ where: { tenantId: world.tenant.id } });
@@ -131,7 +131,7 @@ describe("/studios: create_studio", () => {
     expect(res.statusCode).toBe(400);
     expect(res.headers["content-type"]).toContain("text/html");
     expect(res.body).toContain('value="&lt;b&gt;Mine&lt;/b&gt;"');
-    expect(res.body).toContain("<strong>handle</strong>: 2–32 characters");
+    expect(issuesOf(res.body).handle).toMatch(/^2–32 characters/);
     expect(res.body).not.toContain("<b>Mine</b>");
   });
 
@@ -160,7 +160,7 @@ describe("/studios: create_studio", () => {
     expect(res.body).toContain("| description | string | no | what the studio is for |");
     const html = await bobB.get(CS);
     expect(html.statusCode).toBe(200);
-    expect(html.body).toContain(`action="${CS}"`);
+    expect(html.body).toContain('data-action="create_studio"');
     expect(html.body).toContain('name="handle"');
   });
 });
@@ -268,7 +268,7 @@ describe("/studios/:studio", () => {
       "unsubscribe",
     ]);
     expect(bob.body).toContain("you are member");
-    expect((await aliceB.get("/studios/general")).body).toContain(`action="${US}"`);
+    expect((await aliceB.get("/studios/general")).body).toContain('data-action="update_studio"');
     expect((await bobB.get("/studios/general")).body).not.toContain("/actions/update_studio");
     const d = await go(w, w.bob, US);
     expect(d.statusCode).toBe(403);
@@ -311,7 +311,7 @@ describe("/studios/:studio", () => {
     expect(html.headers["content-type"]).toContain("text/html");
     const htmlBad = await aliceB.post(US, { name: "x".repeat(81) });
     expect(htmlBad.statusCode).toBe(400);
-    expect(htmlBad.body).toContain("<strong>name</strong>: at most 80 characters");
+    expect(issuesOf(htmlBad.body).name).toBe("at most 80 characters");
     expect(htmlBad.body).toContain(`value="${"x".repeat(81)}"`);
     expect((await db.studio.findUnique({ where: { id: w.studio.id } }))?.name).toBe("General");
     expect(await eventCount(w)).toBe(before);
@@ -358,7 +358,7 @@ describe("/studios/:studio/members", () => {
     expect((await go(w, w.carol, "/studios/general/members")).statusCode).toBe(404);
     const html = await aliceB.get("/studios/general/members");
     expect(html.body).toContain("<td>Bob Brown</td>");
-    expect(html.body).toContain(`action="${MB}/remove_member"`);
+    expect(html.body).toContain('data-action="remove_member"');
   });
 
   it("update_member_role promotes with a member.role_changed event in the same transaction", async () => {

@@ -169,6 +169,7 @@ export const addRule = defineAction({
 
 export const removeRule = defineAction({
   name: "remove_rule",
+  destructive: "The rule no longer decides what the agent may do.",
   description: "Remove a policy rule",
   params: z.object({ name: text(80) }),
   writes: true,

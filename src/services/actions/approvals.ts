@@ -109,6 +109,8 @@ export const approveAction = defineAction({
 
 export const rejectAction = defineAction({
   name: "reject_action",
+  destructive:
+    "The agent's action never runs, and the agent reads your reason. A rejection cannot be taken back.",
   description: "Reject a queued action, saying why: it never executes",
   params: z.object({
     id: idSchema.describe("the pending action's id"),

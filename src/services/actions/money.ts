@@ -125,6 +125,8 @@ export const testApiKey = defineAction({
 
 export const revokeApiKey = defineAction({
   name: "revoke_api_key",
+  destructive:
+    "The key stops working at once: agents that use it fall back to no key until you pick another. This cannot be undone.",
   description: "Revoke a key: agents using it stop until you pick another",
   params: z.object({ key_id: idSchema }),
   writes: true,

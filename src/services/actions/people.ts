@@ -89,6 +89,7 @@ export const createApiTokenAction = defineAction({
 
 export const revokeApiToken = defineAction({
   name: "revoke_api_token",
+  destructive: "Anything that signs in with this token is refused from now on. This cannot be undone.",
   description: "Revoke one of your API tokens",
   params: z.object({ id: idSchema.describe("the token's id") }),
   writes: true,

@@ -163,6 +163,8 @@ export const updateMemberRole = defineAction({
 
 export const removeMember = defineAction({
   name: "remove_member",
+  destructive:
+    "They lose access to the studio's notes, decisions and commitments until someone invites them again.",
   description: "Remove someone from the studio",
   params: z.object({ handle: handleSchema }),
   writes: true,

@@ -174,6 +174,9 @@ export const removeFromStudio = defineAction({
 function archiveAction(archive: boolean) {
   return defineAction({
     name: archive ? "archive_subagent" : "unarchive_subagent",
+    destructive: archive
+      ? "It stops answering mentions, subscriptions, schedules and webhooks, and its queued runs are cancelled."
+      : undefined,
     description: archive ? "Archive it: no more triggers or runs" : "Bring it back from the archive",
     params: z.object({}),
     writes: true,
