@@ -286,7 +286,9 @@ describe("/studios/:studio", () => {
     expect(ev).toMatchObject({ actorId: world.alice.id, subjectId: world.studio.id });
     expect(await sameTransaction("studios WHERE id = $1", [world.studio.id], ev!.id)).not.toBe(false);
     const b = await login(app, world, world.alice);
-    const form = await b.post(US, { name: "", description: "Only this" });
+    // A field left out keeps its value; one emptied in the (prefilled) form is a change, refused for a name.
+    expect((await b.post(US, { name: "", description: "Only this" })).statusCode).toBe(400);
+    const form = await b.post(US, { description: "Only this" });
     expect(form.statusCode).toBe(303);
     const after = await db.studio.findUnique({ where: { id: world.studio.id } });
     expect(after).toMatchObject({ name: "Renamed", description: "Only this" });
@@ -348,8 +350,8 @@ describe("/studios/:studio/members", () => {
   it("lists members; only admins see the invite code and the actions", async () => {
     const a = await go(w, w.alice, "/studios/general/members");
     expect(a.statusCode).toBe(200);
-    expect(a.body).toMatch(/\| Alice Adams \| \[@alice\]\(\/u\/alice\) \| person \| admin \|/);
-    expect(a.body).toMatch(/\| Bob Brown \| \[@bob\]\(\/u\/bob\) \| person \| member \|/);
+    expect(a.body).toMatch(/^- \*\*Alice Adams\*\* \[@alice\]\(\/u\/alice\) · person · \*\*admin\*\*/m);
+    expect(a.body).toMatch(/^- \*\*Bob Brown\*\* \[@bob\]\(\/u\/bob\) · person · \*\*member\*\*/m);
     expect(a.body).toContain(`Invite code: \`${w.studio.inviteCode}\``);
     expect(actionNames(a.body)).toEqual(["update_member_role", "remove_member"]);
     const b = await go(w, w.bob, "/studios/general/members");
@@ -357,8 +359,13 @@ describe("/studios/:studio/members", () => {
     expect(b.body).toContain("_No actions on this page._");
     expect((await go(w, w.carol, "/studios/general/members")).statusCode).toBe(404);
     const html = await aliceB.get("/studios/general/members");
-    expect(html.body).toContain("<td>Bob Brown</td>");
-    expect(html.body).toContain('data-action="remove_member"');
+    expect(html.body).toContain("<strong>Bob Brown</strong>");
+    // Beside each member: a role button (never a preselected role) and a Remove that asks first.
+    expect(html.body).toMatch(
+      /data-action="update_member_role">[\s\S]*?name="handle" value="bob">[\s\S]*?name="role" value="admin">[\s\S]*?Make admin/,
+    );
+    expect(html.body).toMatch(/class="action-form inline destructive"[^>]*data-action="remove_member"/);
+    expect(html.body).not.toMatch(/<select[^>]*name="role"/);
   });
 
   it("update_member_role promotes with a member.role_changed event in the same transaction", async () => {

@@ -171,7 +171,7 @@ export const removeRule = defineAction({
   name: "remove_rule",
   destructive: "The rule no longer decides what the agent may do.",
   description: "Remove a policy rule",
-  params: z.object({ name: text(80) }),
+  params: z.object({ name: text(80).meta({ label: "Rule", pickedBeside: true }) }),
   writes: true,
   available: peopleOnly,
   async execute(ctx, p, scope) {

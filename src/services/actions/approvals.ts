@@ -49,11 +49,20 @@ async function settleRequest(ctx: ActionCtx, pending: { id: string; agent: { han
   });
 }
 
+/** JSON with its object keys sorted, so two equal param sets compare equal whatever their key order. */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x) =>
+    x && typeof x === "object" && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x as object).sort(([a], [b]) => a.localeCompare(b)))
+      : x,
+  );
+}
+
 export const approveAction = defineAction({
   name: "approve_action",
   description: "Approve a queued action (optionally with edited params): it executes once, as the agent",
   params: z.object({
-    id: idSchema.describe("the pending action's id"),
+    id: idSchema.meta({ description: "the pending action's id", pickedBeside: true }),
     params: z
       .string()
       .max(20_000)
@@ -86,6 +95,8 @@ export const approveAction = defineAction({
         throw err;
       }
     }
+    // The review form starts filled with the params as asked: sent back unchanged, they are not an edit.
+    if (edited && canonical(edited) === canonical(pending.params)) edited = undefined;
     await ctx.tx.agentPendingAction.update({
       where: { id: pending.id },
       data: {
@@ -113,7 +124,7 @@ export const rejectAction = defineAction({
     "The agent's action never runs, and the agent reads your reason. A rejection cannot be taken back.",
   description: "Reject a queued action, saying why: it never executes",
   params: z.object({
-    id: idSchema.describe("the pending action's id"),
+    id: idSchema.meta({ description: "the pending action's id", pickedBeside: true }),
     reason: text(2000).describe("the agent reads this"),
   }),
   writes: true,

@@ -65,7 +65,9 @@ export const addApiKey = defineAction({
     let baseUrl: string;
     if (p.provider === "openai_compatible") {
       if (!p.base_url)
-        throw new ValidationError([{ field: "base_url", message: "required for openai_compatible" }]);
+        throw new ValidationError([
+          { field: "base_url", message: "needed for an OpenAI-compatible provider" },
+        ]);
       const bad = checkBaseUrl(p.base_url);
       if (bad) throw new ValidationError([{ field: "base_url", message: bad }]);
       baseUrl = p.base_url;
@@ -164,6 +166,7 @@ export const setAgentApiKey = defineAction({
       .meta({
         label: "Pay for model calls with",
         description: "shared, or the id of one of your keys (listed on your API keys page)",
+        pickedBeside: true,
       }),
   }),
   writes: true,

@@ -52,10 +52,12 @@ export const updateProfile = defineAction({
   name: "update_profile",
   description: "Change your display name or bio",
   params: z.object({
-    name: optionalText(80),
-    bio: optionalText(2000, "a few words about you").meta({ multiline: true }),
+    // A prefilled form sends every field: emptied, the bio clears and the name is refused.
+    name: optionalText(80).meta({ clears: true }),
+    bio: optionalText(2000, "a few words about you").meta({ multiline: true, clears: true }),
   }),
   writes: true,
+  current: (scope) => ({ name: scope.user?.name, bio: scope.user?.bio }),
   async execute(ctx, p, scope) {
     const user = requireScope(scope.user, "user");
     if (p.name === undefined && p.bio === undefined)

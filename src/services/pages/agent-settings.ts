@@ -2,7 +2,7 @@ import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilitie
 import { loadAgent } from "../agents/ownership.ts";
 import { agentConfig } from "../agents/settings.ts";
 import { mdEscape } from "../registry/markdown.ts";
-import type { PageDef } from "../registry/types.ts";
+import type { Block, PageDef } from "../registry/types.ts";
 import { agentCrumbs } from "./subagents.ts";
 
 const code = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
@@ -84,6 +84,12 @@ export const agentSettingsPage: PageDef = {
         {
           md: `## Rules\n\nChecked in order; the first that matches an action (and all its param patterns) decides: **allow**, **require_approval** or **deny** (the agent is told the rule's name). No match: the approval list above.\n\n${rules}`,
         },
+        // A rule is removed with the button naming it, never by typing its name.
+        ...cfg.rules.map(
+          (r): Block => ({
+            form: { action: "remove_rule", fixed: { name: r.name }, label: `Remove “${r.name}”` },
+          }),
+        ),
       ],
     };
   },

@@ -3,7 +3,7 @@ import { agentConfig } from "../agents/settings.ts";
 import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Crumb, PageDef } from "../registry/types.ts";
+import type { Block, Crumb, PageDef } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 import { runLine } from "./runs.ts";
 import { listSchedules, scheduleLine } from "./schedules.ts";
@@ -109,7 +109,7 @@ export const subagentPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
-    const [studios, runs, keys, spent, watching, webhooks, schedules] = await Promise.all([
+    const [studios, runs, keys, spent, watching, webhooks, schedules, mine] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { userId: a.id },
         include: { studio: true },
@@ -131,7 +131,16 @@ export const subagentPage: PageDef = {
         select: { enabled: true },
       }),
       listSchedules(ctx.db, ctx.tenant.id, a.id),
+      // The studios it could join: the actor's own (a studio's agent joins none).
+      a.ownerStudio
+        ? []
+        : ctx.db.studio.findMany({
+            where: { tenantId: ctx.tenant.id, members: { some: { userId: ctx.actor.id } } },
+            orderBy: { name: "asc" },
+            select: { handle: true, name: true, id: true },
+          }),
     ]);
+    const joinable = mine.filter((s) => !studios.some((m) => m.studioId === s.id));
     const watched = (on: boolean) => watching.find((w) => w.enabled === on)?._count ?? 0;
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
     const keyLabel = cfg.api_key_id
@@ -191,8 +200,35 @@ export const subagentPage: PageDef = {
           md: `### Identity prompt\n\n${cfg.identity_prompt ? quote(cfg.identity_prompt) : "_None: it acts as a general helpful assistant._"}`,
         },
         {
-          md: `## Studios\n\n${a.ownerStudio ? `It acts only in its own studio, as a member. ${agentConfig(a).members_may_run ? "Every member of the studio may give it tasks." : "Only the studio's admins give it tasks."}\n\n` : ""}${studios.length ? studios.map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)`).join("\n") : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
+          md: `## Studios\n\n${a.ownerStudio ? `It acts only in its own studio, as a member. ${agentConfig(a).members_may_run ? "Every member of the studio may give it tasks." : "Only the studio's admins give it tasks."}` : studios.length ? "" : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
         },
+        ...studios.flatMap((m): Block[] => [
+          { md: `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)` },
+          ...(a.ownerStudio
+            ? []
+            : [
+                {
+                  form: {
+                    action: "remove_from_studio",
+                    fixed: { studio: m.studio.handle },
+                    label: `Take out of ${m.studio.name}`,
+                  },
+                },
+              ]),
+        ]),
+        ...(joinable.length
+          ? [
+              {
+                form: {
+                  action: "add_to_studio",
+                  fixed: {},
+                  label: "Add to studio",
+                  style: "block" as const,
+                  choices: { studio: joinable.map((s) => ({ value: s.handle, label: s.name })) },
+                },
+              },
+            ]
+          : []),
         ...(a.ownerStudio
           ? [
               {
