@@ -127,7 +127,7 @@ function notificationBlock(n: {
   createdAt: Date;
   actor: { name: string; handle: string };
 }) {
-  const name = `**${mdEscape(n.actor.name)}**`;
+  const name = who(n.actor);
   // Notifications written before the sentences were: "asks: …", "wants to …".
   const text = excerpt(n.excerpt.replace(/^asks: /, ""), 280);
   let line: string;

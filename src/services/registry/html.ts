@@ -167,10 +167,27 @@ export function actionForm(a: ActionDef, o: FormOpts): string {
     const error = at.get(f.name);
     return `<div class="field field-${f.type}${error ? " has-error" : ""}">${fieldInput(field, state?.values[f.name], formId, o.choices?.[f.name], error)}</div>`;
   });
+  grouped(visible, inputs);
   const label = escapeHtml(o.label ?? humanize(a.name));
   const cls = `action-form${o.inline ? " inline" : ""}${a.destructive ? " destructive" : ""}`;
   const button = `<button type="submit" name="_submit" value="1"${a.destructive ? ' class="danger"' : ""}>${label}</button>`;
   return `<form method="post" action="${escapeHtml(o.path)}" class="${cls}" id="${formId}" data-action="${a.name}">${issuesHtml(rest)}${hidden.join("")}${inputs.join("")}${button}</form>`;
+}
+
+/** Consecutive fields of one group become one fieldset under the group's name (in place). */
+function grouped(visible: Field[], inputs: string[]) {
+  for (let i = visible.length - 1; i >= 0; i--) {
+    const g = visible[i]!.group;
+    if (!g || visible[i - 1]?.group === g) continue;
+    let end = i;
+    while (visible[end + 1]?.group === g) end++;
+    const body = inputs.slice(i, end + 1).join("");
+    inputs.splice(
+      i,
+      end - i + 1,
+      `<fieldset class="group"><legend>${escapeHtml(g)}</legend>${body}</fieldset>`,
+    );
+  }
 }
 
 /**

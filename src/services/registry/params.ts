@@ -29,6 +29,8 @@ export interface Field {
   pickedBeside: boolean;
   /** An edit's optional field a form may empty to clear the value (the model: back to the default). */
   clears: boolean;
+  /** Fields of one group sit together in a form under this heading (capabilities by subject). */
+  group?: string;
 }
 
 const ACRONYMS: Record<string, string> = { api: "API", url: "URL", usd: "USD", id: "ID" };
@@ -62,6 +64,7 @@ export function fields(schema: z.ZodObject): Field[] {
       optionLabels?: Record<string, string>;
       pickedBeside?: boolean;
       clears?: boolean;
+      group?: string;
     };
     const meta = (z.globalRegistry.get(t) ?? {}) as Meta;
     while (t._zod.def.type === "optional" || t._zod.def.type === "default") {
@@ -87,6 +90,7 @@ export function fields(schema: z.ZodObject): Field[] {
       defaultValue,
       pickedBeside: Boolean(meta.pickedBeside ?? inner.pickedBeside),
       clears: Boolean(meta.clears ?? inner.clears),
+      group: meta.group ?? inner.group,
     };
   });
 }
