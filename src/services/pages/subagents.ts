@@ -191,7 +191,10 @@ export const subagentPage: PageDef = {
             choices: {
               api_key: [
                 { value: "shared", label: "Shared workspace endpoint" },
-                ...keys.map((k) => ({ value: k.id, label: `${k.label} (…${k.keyHint})` })),
+                ...keys.map((k) => ({
+                  value: k.id,
+                  label: `${k.label} (…${k.keyHint})${k.authFailedAt ? " — refused by the provider" : ""}`,
+                })),
               ],
             },
           },

@@ -47,12 +47,17 @@ const marked = boundedMarked({
   },
 });
 
+/** Statuses pages write in bold (`**failed**`): a browser shows each in its colour. */
+const STATUS_WORDS =
+  /<strong>(queued|running|waiting|completed|failed|cancelled|timed_out|skipped|pending|approved|executed|rejected|expired|archived|paused)<\/strong>/g;
+
 export function markdownToHtml(md: string): string {
   // A wide table scrolls inside its card instead of running under the actions panel.
   return marked
     .parse(md)
     .replace(/<table>/g, '<div class="table-wrap"><table>')
-    .replace(/<\/table>/g, "</table></div>");
+    .replace(/<\/table>/g, "</table></div>")
+    .replace(STATUS_WORDS, '<strong class="status status-$1">$1</strong>');
 }
 
 /** One line of markdown as inline HTML: what a `<summary>` or a `<p>` of our own holds. */
@@ -80,7 +85,8 @@ function fieldInput(f: Field, value: unknown, formId: string, choices?: Choice[]
   // The message sits at its field and the field points at it, so a screen reader reads both.
   const invalid = error ? ` aria-invalid="true" aria-describedby="${id}-error"` : "";
   const label = `${escapeHtml(labelOf(f))}${f.required || f.type === "boolean" ? "" : ' <span class="optional">optional</span>'}`;
-  const help = f.description ? `<small>${escapeHtml(f.description)}</small>` : "";
+  // A select drawn from the data explains itself; the hint (written for callers who type the value) would not.
+  const help = f.description && !choices ? `<small>${escapeHtml(f.description)}</small>` : "";
   const err = error ? `<p class="field-error" id="${id}-error">${escapeHtml(error)}</p>` : "";
   if (f.type === "boolean") {
     const checked = v === true || v === "true" || v === "on" ? " checked" : "";
