@@ -204,9 +204,7 @@ describe("approvals in the browser", () => {
     await reject.getByRole("textbox", { name: "Reason" }).fill(REJECTION);
     await reject.getByRole("button", { name: `Reject #${n.id}` }).click();
     // Rejecting cannot be taken back: the page asks first, and nothing is decided yet.
-    await page
-      .getByRole("heading", { name: "Reject a queued action, saying why: it never executes?" })
-      .waitFor();
+    await page.getByRole("heading", { name: "Reject action?" }).waitFor();
     expect(await db().agentPendingAction.count({ where: { id: n.id, status: "pending" } })).toBe(1);
     await page.getByRole("button", { name: "Yes, reject action" }).click();
     await page.waitForURL(`${base}/subagents/scout/pending/${n.id}`);

@@ -2,6 +2,7 @@ import type { User } from "../../generated/prisma/client.ts";
 import { plural } from "../../lib/plural.ts";
 import { loadUser } from "../access.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilities.ts";
+import { REFUSAL } from "../agents/refusals.ts";
 import { agentConfig } from "../agents/settings.ts";
 import { toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
@@ -132,6 +133,7 @@ function notificationBlock(n: {
   const text = excerpt(n.excerpt.replace(/^asks: /, ""), 280);
   let line: string;
   if (n.kind !== "agent") line = `${name} ${verb(n.kind)} ${link(thingAt(n.path), n.path)}\n\n${quote(text)}`;
+  else if (text.startsWith(REFUSAL)) line = `${name} ${mdEscape(text)} · ${link("See why", n.path)}`;
   else if (n.path.includes("/runs/"))
     line = `${name} asks you: “${mdEscape(text)}” · ${link("Answer", n.path)}`;
   else if (n.path.includes("/pending/")) line = `${name} ${mdEscape(text)} · ${link("Review", n.path)}`;

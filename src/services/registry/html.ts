@@ -212,7 +212,7 @@ export function confirmForm(
       (Array.isArray(v) ? v : [v]).filter((x) => x !== undefined).map((x) => [k, String(x)]),
     ),
   ].map(([k, v]) => `<input type="hidden" name="${escapeHtml(k!)}" value="${escapeHtml(v!)}">`);
-  return `<section class="confirm" role="alertdialog" aria-labelledby="confirm-title"><h2 id="confirm-title">${escapeHtml(a.description)}?</h2><p>${escapeHtml(a.destructive ?? "")}</p><form method="post" action="${escapeHtml(o.path)}" data-action="${a.name}" class="confirm-form">${hidden.join("")}<button type="submit" class="danger">Yes, ${escapeHtml(o.label.charAt(0).toLowerCase() + o.label.slice(1))}</button> <a class="cancel" href="${escapeHtml(o.path)}">Cancel</a></form></section>`;
+  return `<section class="confirm" role="alertdialog" aria-labelledby="confirm-title"><h2 id="confirm-title">${escapeHtml(humanize(a.name))}?</h2><p>${escapeHtml(a.destructive ?? "")}</p><form method="post" action="${escapeHtml(o.path)}" data-action="${a.name}" class="confirm-form">${hidden.join("")}<button type="submit" class="danger">Yes, ${escapeHtml(o.label.charAt(0).toLowerCase() + o.label.slice(1))}</button> <a class="cancel" href="${escapeHtml(o.path)}">Cancel</a></form></section>`;
 }
 
 interface RenderOpts {
