@@ -175,7 +175,7 @@ describe("note page", () => {
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain("# Bob's note\n");
     expect(res.body).toContain("By Bob Brown ([@bob](/u/bob))");
-    expect(res.body).toContain("> Body text\n\nRead by 0 people.");
+    expect(res.body).toContain("> Body text\n\nNobody has confirmed reading it yet.");
     expect(actionNames(res.body)).toEqual([
       "add_comment",
       "confirm_read",
@@ -377,7 +377,7 @@ describe("confirm_read", () => {
     const first = await md(app, w, w.bob, "POST", `${path}/actions/confirm_read`, {});
     expect(first.statusCode).toBe(200);
     expect(first.body).toContain("**Marked as read**");
-    expect(first.body).toMatch(/Read by 1 person — you confirmed at \d{4}-/);
+    expect(first.body).toMatch(/Confirmed read by Bob Brown — you confirmed at \d{4}-/);
     const row = await db.noteRead.findUniqueOrThrow({
       where: { noteId_userId: { noteId: id, userId: w.bob.id } },
     });
@@ -394,7 +394,9 @@ describe("confirm_read", () => {
     expect(await db.noteRead.findMany({ where: { noteId: id } })).toEqual([row]);
     expect(await events(w, "note.read_confirmed", id)).toHaveLength(1);
     await aliceB.post(`${path}/actions/confirm_read`, {});
-    expect((await md(app, w, w.bob, "GET", path)).body).toContain("Read by 2 people");
+    expect((await md(app, w, w.bob, "GET", path)).body).toContain(
+      "Confirmed read by Bob Brown and Alice Adams",
+    );
     const d = await md(app, w, w.bob, "GET", `${path}/actions/confirm_read`);
     expect(d.body).toContain("_This action takes no parameters._");
   });

@@ -313,6 +313,6 @@ function inlineForm(a: ActionDef, b: FormBlock, opts: RenderOpts): string {
     state: failedHere ? opts.state : prefill,
   });
   return b.form.style === "folded"
-    ? `<details class="folded"${failedHere ? " open" : ""}><summary>${escapeHtml(b.form.label)}</summary>${form}</details>`
+    ? `<details class="folded${b.form.depth ? ` depth-${b.form.depth}` : ""}"${failedHere ? " open" : ""}><summary>${escapeHtml(b.form.label)}</summary>${form}</details>`
     : form;
 }

@@ -101,6 +101,8 @@ export interface FormBlock {
     values?: Record<string, unknown>;
     /** `folded`: behind a toggle (a Reply link under each comment); `block`: a full form in the page, prefilled, instead of the side panel. */
     style?: "inline" | "folded" | "block";
+    /** How deep in a thread it sits (a reply's Reply form): a browser indents it as deep. */
+    depth?: number;
     /** Select options for params whose choices depend on the data (the keys you own). */
     choices?: Record<string, { value: string; label: string }[]>;
   };
