@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentConfig } from "../src/services/agents/settings.ts";
 import { respondScript } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents } from "./helpers/agents.ts";
-import { buildTestApp, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";
+import { act, buildTestApp, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";
 import { contentText, launchChromium, listen, logIn } from "./helpers/browser.ts";
 import { confirmThrough, fieldError, look, menuLink, WIDTHS, walker } from "./helpers/walk.ts";
 
@@ -195,4 +195,74 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: people and agents", (width) =
       await walk.close();
     }
   }, 60_000);
+
+  it("every kind of page fits the screen: threads, decisions, commitments, runs, settings, agents' pages", async () => {
+    const w = await makeWorld("wd");
+    await testPrisma().user.update({ where: { id: w.alice.id }, data: { tenantAdmin: true } });
+    await makeAgent(w, w.alice, "scout");
+    const note = await act(w, w.alice, "/studios/general", "create_note", {
+      title: "A note with a long thread and a rather long title that has to wrap on a phone",
+      text: "See https://example.com/a/really/long/address/that/does/not/break/easily/on/small/screens/at/all",
+    });
+    const noteId = note.location.split("/").pop()!;
+    let parent: string | undefined;
+    for (const text of ["First", "A reply", "A reply to the reply", "Deeper", "Deepest of all"]) {
+      await act(w, w.bob, note.location, "add_comment", { text, ...(parent && { reply_to: parent }) });
+      parent = (await db().comment.findFirstOrThrow({ where: { subjectId: noteId, text } })).id;
+    }
+    const decision = await act(w, w.alice, "/studios/general", "create_decision", {
+      question: "Where do we meet?",
+      options: "Lisbon\nA very long option title that goes on and on past the width of a phone screen",
+    });
+    const commitment = await act(w, w.alice, "/studios/general", "create_commitment", {
+      title: "Run the 10k",
+      critical_mass: 3,
+    });
+    await act(w, w.alice, "/subagents/scout/schedules", "add_schedule", {
+      cron: "0 9 * * 1-5",
+      task: "Standup",
+    });
+    await act(w, w.alice, "/subagents/scout/webhooks", "create_webhook", { name: "GitHub issues" });
+    const run = await act(w, w.alice, "/subagents/scout/run", "run_task", { task: "Say hello" });
+    const walk = await walker(browser!, width);
+    try {
+      const { page } = walk;
+      const base = baseOf(w);
+      await logIn(page, base, w.alice);
+      const pages: [string, string][] = [
+        [note.location, "thread"],
+        [decision.location, "decision"],
+        ["/studios/general/decisions", "decisions"],
+        [commitment.location, "commitment"],
+        ["/studios/general/notes", "notes"],
+        ["/runs", "runs-inbox"],
+        [run.location, "run"],
+        ["/subagents/scout/runs?status=failed", "runs-failed"],
+        ["/subagents/scout/schedules", "schedules"],
+        ["/subagents/scout/webhooks", "webhooks"],
+        ["/subagents/scout/subscriptions", "subscriptions"],
+        ["/subagents/scout/run", "run-form"],
+        ["/u/alice", "profile"],
+        ["/u/alice/settings", "settings"],
+        ["/usage/pricing", "pricing"],
+        ["/search?q=reply", "search"],
+        ["/whoami", "whoami"],
+        ["/nowhere", "not-found"],
+      ];
+      for (const [path, name] of pages) {
+        await page.goto(`${base}${path}`);
+        await look(walk, name);
+      }
+      // The reply to a reply sits further in than the reply it answers.
+      await page.goto(`${base}${note.location}`);
+      const left = async (text: string) =>
+        (await page.locator(".comment", { hasText: text }).first().boundingBox())!.x;
+      expect(await left("A reply to the reply")).toBeGreaterThan(await left("A reply"));
+      expect(await left("A reply")).toBeGreaterThan(await left("First"));
+      expect(await contentText(page)).not.toContain("↳");
+      expect(walk.errors.filter((e) => !e.includes("/nowhere"))).toEqual([]);
+    } finally {
+      await walk.close();
+    }
+  }, 90_000);
 });

@@ -49,11 +49,12 @@ export async function commentsBlock(
     const level = Math.min(depth, 4);
     const lead = depth === 0 ? "" : `${"↳ ".repeat(level)}reply · `;
     const badge = c.author.kind === "subagent" ? aiBadge(c, managed.has(c.authorId)) : null;
-    const head = (l: string) =>
-      `${l}**${who(c.author)}**${badge ? ` · ${badge.md}` : ""} · ${when(c.createdAt)} · comment \`${c.id}\`\n\n${quote(c.text)}`;
-    const html = markdownToHtml(head(""));
+    // Agents reply by the comment's id; people reply with the link under it, so their view leaves it out.
+    const head = (l: string, id: string) =>
+      `${l}**${who(c.author)}**${badge ? ` · ${badge.md}` : ""} · ${when(c.createdAt)}${id}\n\n${quote(c.text)}`;
+    const html = markdownToHtml(head("", ""));
     blocks.push({
-      md: head(lead),
+      md: head(lead, ` · comment \`${c.id}\``),
       html: `<div class="comment depth-${level}">${badge ? badge.html(html) : html}</div>`,
     });
     blocks.push({
