@@ -194,7 +194,7 @@ describe("threaded replies", () => {
       reply_to: foreign.id,
     });
     expect(html.statusCode).toBe(400);
-    expect(html.body).toContain("Reply to: no such comment on this page");
+    expect(html.body).toContain("<strong>Reply to</strong>: no such comment on this page");
     expect(html.body).toContain("my &lt;reply&gt;");
     expect(await counts()).toEqual(before);
   });

@@ -271,7 +271,7 @@ describe("notifications", () => {
     const world = await makeWorld("ppl");
     const n = await mention(world, world.alice, world.bob, "list me");
     const res = await md(app, world, world.bob, "GET", "/notifications");
-    expect(res.body).toContain("1 unread.");
+    expect(res.body).toContain("1 unread notification.");
     expect(res.body).toContain(`notification \`${n.id}\``);
     expect(res.body).toContain("> list me @bob");
     expect(actionNames(res.body)).toEqual(["dismiss", "dismiss_all"]);

@@ -66,7 +66,12 @@ export const approveAction = defineAction({
     params: z
       .string()
       .max(20_000)
-      .meta({ multiline: true, description: "edited params as JSON; leave empty to approve as asked" })
+      .meta({
+        multiline: true,
+        label: "Params it will run with",
+        description:
+          "JSON; change them to approve an edited action, or leave them (or empty) to approve as asked",
+      })
       .optional(),
   }),
   writes: true,

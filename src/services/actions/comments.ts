@@ -20,9 +20,11 @@ export const addComment = defineAction({
   params: z.object({
     text: longText(10_000, "markdown; @handle mentions someone"),
     // A person replies with the Reply link under a comment, never by typing its id.
-    reply_to: idSchema
-      .optional()
-      .meta({ label: "Reply to", description: "id of the comment you are replying to", pickedBeside: true }),
+    reply_to: idSchema.optional().meta({
+      label: "Reply to",
+      description: "id of the comment you are replying to",
+      pickedBeside: "field",
+    }),
   }),
   writes: true,
   async execute(ctx, p, scope) {

@@ -1,7 +1,7 @@
 // Page views to HTML: markdown blocks through `marked` (raw HTML escaped, unsafe links
 // dropped), and every action as a form generated from its schema.
 import type { Tokens } from "marked";
-import { type Issue, issueText } from "../../lib/errors.ts";
+import type { Issue } from "../../lib/errors.ts";
 import { boundedMarked } from "./bounded-marked.ts";
 import { type Field, fields, humanize, labelOf } from "./params.ts";
 import type { ActionDef, FormBlock, PageView, Scope } from "./types.ts";
@@ -120,7 +120,11 @@ function fieldInput(f: Field, value: unknown, formId: string, choices?: Choice[]
 /** What went wrong that no field shown here can carry (the request as a whole, a fixed param), named by label. */
 function issuesHtml(issues: Issue[]): string {
   if (!issues.length) return "";
-  const items = issues.map((i) => `<li>${escapeHtml(issueText(i))}</li>`);
+  const items = issues.map((i) =>
+    i.label || i.field
+      ? `<li data-field="${escapeHtml(i.field)}"><strong>${escapeHtml(i.label ?? i.field)}</strong>: ${escapeHtml(i.message)}</li>`
+      : `<li>${escapeHtml(i.message)}</li>`,
+  );
   return `<div class="form-errors" role="alert"><ul>${items.join("")}</ul></div>`;
 }
 
@@ -257,7 +261,7 @@ export function renderPageHtml(
   }
   // An action on one item of a list (its id picked by the buttons beside each, or a select the page
   // fills from the data) has no form of its own: the panel would ask a person to type an id.
-  const besideOnly = (a: ActionDef) => fields(a.params).some((f) => f.pickedBeside && f.required);
+  const besideOnly = (a: ActionDef) => fields(a.params).some((f) => f.besideOnly);
   const failedHere = (a: ActionDef) => opts.state?.action === a.name && !failedInPage;
   const shown = actions.filter((a) => (!covered.has(a.name) && !besideOnly(a)) || failedHere(a));
   const panel = shown.map((a, i) => panelAction(a, i, shown.length, hidden.get(a.name), opts)).join("\n");

@@ -23,10 +23,12 @@ export interface Field {
   defaultValue?: unknown;
   /**
    * Chosen on the page (a button beside each item, a select filled from the data), never typed
-   * into the side panel: a required one keeps its action out of the panel, an optional one
-   * (the comment a reply answers) leaves only its own field out.
+   * into the side panel. Meta `pickedBeside: true`: the action lives only beside its items;
+   * `"field"`: only this field does (a reply's comment), and the action's panel form leaves it out.
    */
   pickedBeside: boolean;
+  /** The action is used only beside items (`pickedBeside: true`): it has no panel form. */
+  besideOnly: boolean;
   /** An edit's optional field a form may empty to clear the value (the model: back to the default). */
   clears: boolean;
   /** Fields of one group sit together in a form under this heading (capabilities by subject). */
@@ -62,7 +64,7 @@ export function fields(schema: z.ZodObject): Field[] {
       description?: string;
       label?: string;
       optionLabels?: Record<string, string>;
-      pickedBeside?: boolean;
+      pickedBeside?: boolean | "field";
       clears?: boolean;
       group?: string;
     };
@@ -89,6 +91,7 @@ export function fields(schema: z.ZodObject): Field[] {
       optionLabels: meta.optionLabels ?? inner.optionLabels,
       defaultValue,
       pickedBeside: Boolean(meta.pickedBeside ?? inner.pickedBeside),
+      besideOnly: (meta.pickedBeside ?? inner.pickedBeside) === true,
       clears: Boolean(meta.clears ?? inner.clears),
       group: meta.group ?? inner.group,
     };
