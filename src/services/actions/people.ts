@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
 import { defineAction } from "../registry/types.ts";
 import { createApiToken } from "../tokens.ts";
@@ -33,7 +34,7 @@ export const dismissAll = defineAction({
     return {
       status: 200,
       location: "/notifications",
-      notice: `Dismissed ${n.count} notification${n.count === 1 ? "" : "s"}`,
+      notice: `Dismissed ${plural(n.count, "notification")}`,
     };
   },
 });

@@ -202,7 +202,7 @@ export const searchPage: PageDef = {
       blocks: [
         {
           md: total
-            ? `${total} result${total === 1 ? "" : "s"} for “${mdEscape(q)}”.`
+            ? `${plural(total, "result")} for “${mdEscape(q)}”.`
             : `Nothing matches “${mdEscape(q)}”.`,
         },
         { md: lines.join("\n") },

@@ -1,5 +1,6 @@
 import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
+import { plural } from "../../lib/plural.ts";
 import { loadRun } from "../access.ts";
 import { loadAgent, mayManage } from "../agents/ownership.ts";
 import { changesFeed, digestOf } from "../live/feed.ts";
@@ -26,7 +27,7 @@ export function triggerText(handle: string, r: Pick<SubagentTaskRun, "triggerKin
 }
 
 export function runLine(handle: string, r: SubagentTaskRun): string {
-  return `- ${link(`Run ${r.id}`, `/subagents/${handle}/runs/${r.id}`)} · **${r.status}**${r.stopReason && r.status !== "completed" ? ` (${r.stopReason})` : ""} · ${triggerText(handle, r)} · ${when(r.createdAt)} · ${r.stepsCount} steps — ${mdEscape(excerpt(r.task, 90))}`;
+  return `- ${link(`Run ${r.id}`, `/subagents/${handle}/runs/${r.id}`)} · **${r.status}**${r.stopReason && r.status !== "completed" ? ` (${r.stopReason})` : ""} · ${triggerText(handle, r)} · ${when(r.createdAt)} · ${plural(r.stepsCount, "step")} — ${mdEscape(excerpt(r.task, 90))}`;
 }
 
 /** What a run's `error` explains, in words: a stop its owner asked for is not an error. */

@@ -1,3 +1,4 @@
+import { plural } from "../../lib/plural.ts";
 import { keysOf, loadAgent, mayManage, visibleTo, withOwnerStudio } from "../agents/ownership.ts";
 import { agentConfig } from "../agents/settings.ts";
 import { spentThisMonth, toMicros } from "../money/ledger.ts";
@@ -47,7 +48,7 @@ export const subagentsPage: PageDef = {
     };
     const lines = agents.map(
       (a) =>
-        `- ${link(a.name, `/subagents/${a.handle}`)} (\`@${a.handle}\`)${a.archivedAt ? " · **archived**" : ""} · ${a._count.memberships} studio${a._count.memberships === 1 ? "" : "s"} · ${a._count.agentRuns} runs · ${model(a)}`,
+        `- ${link(a.name, `/subagents/${a.handle}`)} (\`@${a.handle}\`)${a.archivedAt ? " · **archived**" : ""} · ${plural(a._count.memberships, "studio")} · ${plural(a._count.agentRuns, "run")} · ${model(a)}`,
     );
     const studioLines = studioAgents.map((a) => {
       const studio = a.ownerStudio!;
@@ -56,7 +57,7 @@ export const subagentsPage: PageDef = {
         manages || agentConfig(a).members_may_run
           ? link(a.name, `/subagents/${a.handle}${manages ? "" : "/run"}`)
           : mdEscape(a.name);
-      return `- ${name} (\`@${a.handle}\`) of ${link(studio.name, `/studios/${studio.handle}`)}${a.archivedAt ? " · **archived**" : ""} · ${a._count.agentRuns} runs · ${model(a)} · ${manages ? "you manage it with the studio's other admins" : "its admins manage it"}`;
+      return `- ${name} (\`@${a.handle}\`) of ${link(studio.name, `/studios/${studio.handle}`)}${a.archivedAt ? " · **archived**" : ""} · ${plural(a._count.agentRuns, "run")} · ${model(a)} · ${manages ? "you manage it with the studio's other admins" : "its admins manage it"}`;
     });
     return {
       title: "Subagents",
@@ -137,9 +138,15 @@ export const subagentPage: PageDef = {
         : ctx.db.studio.findMany({
             where: { tenantId: ctx.tenant.id, members: { some: { userId: ctx.actor.id } } },
             orderBy: { name: "asc" },
-            select: { handle: true, name: true, id: true },
+            select: {
+              handle: true,
+              name: true,
+              id: true,
+              members: { where: { userId: ctx.actor.id }, select: { role: true } },
+            },
           }),
     ]);
+    const adminOf = mine.filter((s) => s.members[0]?.role === "admin");
     const joinable = mine.filter((s) => !studios.some((m) => m.studioId === s.id));
     const watched = (on: boolean) => watching.find((w) => w.enabled === on)?._count ?? 0;
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
@@ -232,6 +239,20 @@ export const subagentPage: PageDef = {
               },
             ]
           : []),
+        ...(adminOf.length
+          ? [
+              { md: "### Give it to a studio" },
+              {
+                form: {
+                  action: "transfer_subagent",
+                  fixed: {},
+                  label: "Give it to the studio",
+                  style: "block" as const,
+                  choices: { studio: adminOf.map((s) => ({ value: s.handle, label: s.name })) },
+                },
+              },
+            ]
+          : []),
         ...(a.ownerStudio
           ? [
               {
@@ -251,11 +272,11 @@ export const subagentPage: PageDef = {
             "",
             "Mentions and replies in its studios, the run form, and:",
             "",
-            `### Subscriptions\n\n${link(`${watched(true)} subscription${watched(true) === 1 ? "" : "s"}`, `${base}/subscriptions`)}${watched(false) ? ` (${watched(false)} paused)` : ""}: have it watch a studio, note, decision or commitment from that page.`,
+            `### Subscriptions\n\n${link(plural(watched(true), "subscription"), `${base}/subscriptions`)}${watched(false) ? ` (${watched(false)} paused)` : ""}: have it watch a studio, note, decision or commitment from that page.`,
             "",
             `### Schedules\n\n${schedules.length ? schedules.map((s) => scheduleLine(a.handle, s)).join("\n") : "_None yet._"}\n\n${link("Manage schedules", `${base}/schedules`)}`,
             "",
-            `### Webhooks\n\n${webhooks.length ? `${webhooks.length} webhook${webhooks.length === 1 ? "" : "s"} (${webhooks.filter((h) => h.enabled).length} enabled): other systems start its runs with signed deliveries.` : "None: other systems can start its runs with signed deliveries once you create one."} ${link("Manage its webhooks", `${base}/webhooks`)}.`,
+            `### Webhooks\n\n${webhooks.length ? `${plural(webhooks.length, "webhook")} (${webhooks.filter((h) => h.enabled).length} enabled): other systems start its runs with signed deliveries.` : "None: other systems can start its runs with signed deliveries once you create one."} ${link("Manage its webhooks", `${base}/webhooks`)}.`,
           ].join("\n"),
         },
         {
