@@ -15,7 +15,7 @@ import { backoffMs, isTransient, pause } from "../lib/transient.ts";
 import { registry } from "../services/catalog.ts";
 import { actionForm, confirmForm, escapeHtml, type FormState, humanize } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
-import { parseParams } from "../services/registry/params.ts";
+import { fields, parseParams } from "../services/registry/params.ts";
 import type { Ctx, Query } from "../services/registry/types.ts";
 
 const bodySchema = z.record(z.string(), z.unknown());
@@ -138,7 +138,7 @@ async function getPage(req: FastifyRequest, reply: FastifyReply) {
         { label: view.title, path: target.page },
         { label: action.name },
       ],
-      content: `<p>Action <code>${action.name}</code> on <a href="${escapeHtml(target.page)}">${escapeHtml(view.title)}</a>.</p>${actionForm(action, { path: target.page, csrf: req.csrfToken })}`,
+      content: `<p>Action <code>${action.name}</code> on <a href="${escapeHtml(target.page)}">${escapeHtml(view.title)}</a>.</p>${actionForm(action, { path: target.page, csrf: req.csrfToken, only: fields(action.params).map((f) => f.name) })}`,
     });
   }
   const query = new URLSearchParams(raw.query as Record<string, string>).toString();
