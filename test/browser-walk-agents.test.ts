@@ -72,7 +72,7 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: people and agents", (width) =
       await page.waitForURL(`${base}/notifications`);
       const text = await contentText(page);
       expect(text).toContain("1 unread notification.");
-      expect(text).toContain("Agent scout (@scout) commented on a note");
+      expect(text).toContain("Agent scout (@scout) commented on the note “Retro day”");
       expect(text).not.toContain(notePath);
       expect(text).not.toContain(mine[0]!.id);
       expect(text).toContain(comment.text);

@@ -2,11 +2,9 @@ import type { User } from "../../generated/prisma/client.ts";
 import { plural } from "../../lib/plural.ts";
 import { loadUser } from "../access.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilities.ts";
-import { REFUSAL } from "../agents/refusals.ts";
 import { agentConfig } from "../agents/settings.ts";
 import { toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
-import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
 import { search } from "../search.ts";
@@ -107,76 +105,6 @@ export function verb(kind: string): string {
   if (kind === "agent") return "needs you:";
   return kind === "mention" ? "mentioned you in" : kind === "reply" ? "replied to you on" : "commented on";
 }
-
-/** What a notification is about, named for a person: "a note", not its path. */
-function thingAt(path: string): string {
-  if (path.includes("/notes/")) return "a note";
-  if (path.includes("/decisions/")) return "a decision";
-  if (path.includes("/commitments/")) return "a commitment";
-  return "a page";
-}
-
-/**
- * One notification as a sentence with a link to act on it. Agents read its id (they dismiss by
- * it); people see the sentence without it.
- */
-function notificationBlock(n: {
-  id: string;
-  kind: string;
-  path: string;
-  excerpt: string;
-  createdAt: Date;
-  actor: { name: string; handle: string };
-}) {
-  const name = who(n.actor);
-  // Notifications written before the sentences were: "asks: …", "wants to …".
-  const text = excerpt(n.excerpt.replace(/^asks: /, ""), 280);
-  let line: string;
-  if (n.kind !== "agent") line = `${name} ${verb(n.kind)} ${link(thingAt(n.path), n.path)}\n\n${quote(text)}`;
-  else if (text.startsWith(REFUSAL)) line = `${name} ${mdEscape(text)} · ${link("See why", n.path)}`;
-  else if (n.path.includes("/runs/"))
-    line = `${name} asks you: “${mdEscape(text)}” · ${link("Answer", n.path)}`;
-  else if (n.path.includes("/pending/")) line = `${name} ${mdEscape(text)} · ${link("Review", n.path)}`;
-  else line = `${name} ${mdEscape(text)} · ${link("See its usage", n.path)}`;
-  const [first, ...rest] = line.split("\n\n");
-  const stamp = ` · ${when(n.createdAt)}`;
-  const md = [`- ${first}${stamp} · notification \`${n.id}\``, ...rest].join("\n\n");
-  return { md, html: markdownToHtml([`- ${first}${stamp}`, ...rest].join("\n\n")) };
-}
-
-export const notificationsPage: PageDef = {
-  pattern: "/notifications",
-  actions: ["dismiss", "dismiss_all"],
-  resolve: async () => ({}),
-  async render(ctx, _scope, query) {
-    const pg = paging(query);
-    const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null };
-    const [items, total] = await Promise.all([
-      ctx.db.notification.findMany({
-        where,
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
-        include: { actor: true },
-      }),
-      ctx.db.notification.count({ where }),
-    ]);
-    return {
-      title: "Notifications",
-      breadcrumb: [home, { label: "Notifications" }],
-      blocks: items.length
-        ? [
-            { md: `${plural(total, "unread notification")}.` },
-            ...items.flatMap((n) => [
-              notificationBlock(n),
-              { form: { action: "dismiss", fixed: { id: n.id }, label: "Dismiss" } },
-            ]),
-            { md: pager("/notifications", pg, total) },
-          ]
-        : [{ md: "_You are all caught up._" }],
-    };
-  },
-};
 
 export const searchPage: PageDef = {
   pattern: "/search",
