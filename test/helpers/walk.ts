@@ -32,8 +32,8 @@ export async function walker(browser: Browser, width: Width): Promise<Walker> {
 }
 
 /**
- * The page as a person sees it now: nothing wider than the screen (no sideways scroll), and a
- * full-page screenshot `tmp/walk/<width>-<name>.png`.
+ * The page as a person sees it now: nothing wider than the screen (no sideways scroll), no
+ * field asking them to type an id, and a full-page screenshot `tmp/walk/<width>-<name>.png`.
  */
 export async function look(w: Walker, name: string): Promise<void> {
   mkdirSync(DIR, { recursive: true });
@@ -51,6 +51,10 @@ export async function look(w: Walker, name: string): Promise<void> {
     wide.scroll,
     `${name} at ${w.width}px scrolls sideways: ${wide.over.join(", ")}`,
   ).toBeLessThanOrEqual(wide.width);
+  const typedIds = w.page.locator(
+    'input:not([type=hidden])[name="id"], input:not([type=hidden])[name$="_id"], input:not([type=hidden])[name="reply_to"]',
+  );
+  expect(await typedIds.count(), `${name} asks to type an id`).toBe(0);
 }
 
 /** Opens the menu on a phone (a <details> folded behind "Menu"); on a wide screen it is always there. */

@@ -97,6 +97,9 @@ export const addApiKey = defineAction({
   },
 });
 
+/** A key is tested or revoked with the buttons beside it on the keys page, never by typing its id. */
+const pickedKey = idSchema.meta({ label: "Key", pickedBeside: true });
+
 async function ownKey(ctx: ActionCtx, scope: Scope, id: string) {
   const holder = keyHolder(scope);
   const k = await ctx.tx.agentApiKey.findFirst({ where: { id, tenantId: ctx.tenant.id, ...holder.where } });
@@ -108,7 +111,7 @@ async function ownKey(ctx: ActionCtx, scope: Scope, id: string) {
 export const testApiKey = defineAction({
   name: "test_api_key",
   description: "Check that a key authenticates with its provider",
-  params: z.object({ key_id: idSchema }),
+  params: z.object({ key_id: pickedKey }),
   writes: true,
   callsOut: true,
   available: peopleOnly,
@@ -130,7 +133,7 @@ export const revokeApiKey = defineAction({
   destructive:
     "The key stops working at once: agents that use it fall back to no key until you pick another. This cannot be undone.",
   description: "Revoke a key: agents using it stop until you pick another",
-  params: z.object({ key_id: idSchema }),
+  params: z.object({ key_id: pickedKey }),
   writes: true,
   available: peopleOnly,
   async execute(ctx, p, scope) {

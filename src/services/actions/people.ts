@@ -9,7 +9,7 @@ import { idSchema, optionalText, text } from "../validation.ts";
 export const dismiss = defineAction({
   name: "dismiss",
   description: "Dismiss one notification",
-  params: z.object({ id: idSchema.describe("the notification's id") }),
+  params: z.object({ id: idSchema.meta({ description: "the notification's id", pickedBeside: true }) }),
   writes: true,
   async execute(ctx, p) {
     const n = await ctx.tx.notification.updateMany({
@@ -94,7 +94,7 @@ export const revokeApiToken = defineAction({
   name: "revoke_api_token",
   destructive: "Anything that signs in with this token is refused from now on. This cannot be undone.",
   description: "Revoke one of your API tokens",
-  params: z.object({ id: idSchema.describe("the token's id") }),
+  params: z.object({ id: idSchema.meta({ description: "the token's id", pickedBeside: true }) }),
   writes: true,
   async execute(ctx, p, scope) {
     const user = requireScope(scope.user, "user");

@@ -86,7 +86,8 @@ function fieldInput(f: Field, value: unknown, formId: string, choices?: Choice[]
   const invalid = error ? ` aria-invalid="true" aria-describedby="${id}-error"` : "";
   const label = `${escapeHtml(labelOf(f))}${f.required || f.type === "boolean" ? "" : ' <span class="optional">optional</span>'}`;
   // A select drawn from the data explains itself; the hint (written for callers who type the value) would not.
-  const help = f.description && !choices ? `<small>${escapeHtml(f.description)}</small>` : "";
+  const help =
+    f.description && !choices && !f.optionLabels ? `<small>${escapeHtml(f.description)}</small>` : "";
   const err = error ? `<p class="field-error" id="${id}-error">${escapeHtml(error)}</p>` : "";
   if (f.type === "boolean") {
     const checked = v === true || v === "true" || v === "on" ? " checked" : "";
