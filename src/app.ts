@@ -81,6 +81,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     root: fileURLToPath(new URL("../public", import.meta.url)),
     prefix: "/assets/",
   });
+  // Browsers (and crawlers) ask for /favicon.ico whatever a page links: send them to the real icon.
+  app.get("/favicon.ico", (_req, reply) => reply.redirect("/assets/favicon.svg", 301));
 
   await app.register(live, {
     databaseUrl: config.DATABASE_URL,

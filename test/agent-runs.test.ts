@@ -111,7 +111,7 @@ describe("manual runs over HTTP", () => {
     expect(run).toMatchObject({ status: "completed", task: "From the form", stepsCount: 4 });
     const note = await db().note.findFirstOrThrow({ where: { authorId: scout.id } });
     const html = (await browser.get(`/subagents/scout/runs/${run.id}`)).body;
-    expect(html).toContain("<strong>completed</strong>");
+    expect(html).toContain('<strong class="status status-completed">completed</strong>');
     expect(html).toMatch(/4 · finish/);
     expect(html).toContain("<code>create_note</code>");
     expect(html).toContain(`href="/studios/general/notes/${note.id}"`);

@@ -8,6 +8,7 @@ import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../src/services/agent
 import { makeAgent } from "./helpers/agents.ts";
 import { actionNames, type Browser, buildTestApp, login, makeWorld, md, type World } from "./helpers/app.ts";
 import { configOf, perAction } from "./helpers/approvals.ts";
+import { issuesOf } from "./helpers/bad-input.ts";
 
 let app: FastifyInstance;
 beforeAll(async () => {
@@ -60,12 +61,13 @@ describe("what the page shows", () => {
     const { w, browser } = await setup();
     const page = (await md(app, w, w.alice, "GET", PAGE)).body;
     expect(page).toContain(`# What Agent scout may do`);
+    // In words first; the names stay in the markdown for whoever looks one up.
+    expect(page).toContain("**Always allowed**: reading any page it can see, searching");
+    expect(page).toContain(`**Never allowed**: its identity, studio membership`);
+    expect(page).toContain(`(${ALWAYS_BLOCKED.length} actions)`);
     const allowed = ALWAYS_ALLOWED.map((a) => `\`${a}\``).join(", ");
-    expect(page).toContain(`**Always allowed** (harmless housekeeping and reading): ${allowed}, and reading`);
     const blocked = ALWAYS_BLOCKED.map((a) => `\`${a}\``).join(", ");
-    expect(page).toContain(
-      `**Never allowed** (identity, membership, security, the workspace, other agents): ${blocked}.`,
-    );
+    expect(page).toContain(`Always allowed: ${allowed}. Never allowed: ${blocked}.`);
     expect(page).toContain("**Yours to grant** (content): all of them, until you choose");
     expect(page).toContain("Runs **carry on without** the outcome; unreviewed actions expire after 24 h.");
     expect(page).toContain("_No rules: actions in the approval list wait for you");
@@ -138,7 +140,7 @@ describe("capabilities and the approval list", () => {
     ]);
     const req = await post("set_approval_requirements", perAction(["create_decision"]));
     expect(req.statusCode).toBe(200);
-    expect(req.body).toContain("**1 action now need your approval**");
+    expect(req.body).toContain("**1 action now needs your approval**");
     expect((await configOf(scout.id)).requires_approval).toEqual(["create_decision"]);
     expect((await configOf(scout.id)).capabilities).toEqual(["add_comment", "create_decision"]);
     const none = await post("set_capabilities", perAction([]));
@@ -210,7 +212,7 @@ describe("approval mode", () => {
       expiry_hours: "0",
     });
     expect(badForm.statusCode).toBe(400);
-    expect(badForm.body).toContain("<strong>expiry_hours</strong>: at least 1");
+    expect(issuesOf(badForm.body).expiry_hours).toBe("at least 1");
     expect(await configOf(scout.id)).toMatchObject({ approval_mode: "continue", approval_expiry_hours: 6 });
   });
 });
@@ -268,7 +270,7 @@ describe("rules", () => {
       param_patterns: "text=ok\r\ntext=(oops",
     });
     expect(bad.statusCode).toBe(400);
-    expect(bad.body).toContain("<strong>param_patterns</strong>: line 2: Invalid regular expression");
+    expect(issuesOf(bad.body).param_patterns).toMatch(/^line 2: Invalid regular expression/);
     const gone = await browser.post(`${PAGE}/actions/remove_rule`, { name: "hush" });
     expect(gone.statusCode).toBe(303);
     expect((await browser.get(PAGE)).body).toContain("Rule “hush” removed");

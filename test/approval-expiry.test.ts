@@ -71,7 +71,7 @@ describe("reviewing past the expiry, before any sweep", () => {
     const detailUrl = `/subagents/${edited.scout.handle}/pending/${edited.p.id}`;
     expect((await md(app, w, w.alice, "GET", detailUrl)).body).toContain("· **expired**");
     const html = (await (await login(app, w, w.alice)).get(detailUrl)).body;
-    expect(html).toContain("<strong>expired</strong>");
+    expect(html).toContain('<strong class="status status-expired">expired</strong>');
     expect(html).not.toContain(`Approve #${edited.p.id}`);
     const tries = [
       review(app, w, w.alice, "approve_action", {

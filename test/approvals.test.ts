@@ -147,7 +147,7 @@ describe("queued from a run", () => {
       db().notification.findFirst({ where: { userId: w.alice.id, kind: "agent" } }),
     );
     expect(n).toMatchObject({ actorId: scout.id, path: `/subagents/scout/pending/${p.id}` });
-    expect(n.excerpt).toBe(`wants to create_note on /studios/general: ${REASON}`);
+    expect(n.excerpt).toBe(`wants your approval to create note: ${REASON}`);
     const list = (await md(app, w, w.alice, "GET", "/approvals")).body;
     expect(list).toContain("## Waiting for your review (1)");
     expect(list).toContain(`### #${p.id} · \`create_note\` by [Agent scout](/subagents/scout) · **pending**`);

@@ -115,7 +115,8 @@ describe("approvals in the browser", () => {
     const errors = watchErrors(page);
     const base = baseOf(w);
     await logIn(page, base, w.alice);
-    await page.locator("header nav.nav").getByRole("link", { name: "Approvals", exact: true }).click();
+    // The menu counts what waits for her.
+    await page.locator("header nav.nav").getByRole("link", { name: "Approvals 2" }).click();
     await page.waitForURL(`${base}/approvals`);
     await page.getByRole("heading", { name: "Waiting for your review (2)" }).waitFor();
     for (const p of [c, n]) {
@@ -156,7 +157,8 @@ describe("approvals in the browser", () => {
       expect(text).toContain(`The agent's reason: ${reason}`);
       expect(await content.locator(`a[href="/subagents/scout/pending/${p.id}"]`).count()).toBe(1);
       const reject = content.locator(`form#f-reject_action-${p.id}`);
-      expect(await reject.getAttribute("action")).toBe("/subagents/scout/pending/actions/reject_action");
+      expect(await reject.getAttribute("action")).toBe("/subagents/scout/pending");
+      expect(await reject.getAttribute("data-action")).toBe("reject_action");
       await reject.getByRole("textbox", { name: "Reason" }).waitFor();
     }
     expect(
@@ -201,6 +203,10 @@ describe("approvals in the browser", () => {
     const reject = page.locator(`form#f-reject_action-${n.id}`);
     await reject.getByRole("textbox", { name: "Reason" }).fill(REJECTION);
     await reject.getByRole("button", { name: `Reject #${n.id}` }).click();
+    // Rejecting cannot be taken back: the page asks first, and nothing is decided yet.
+    await page.getByRole("heading", { name: "Reject action?" }).waitFor();
+    expect(await db().agentPendingAction.count({ where: { id: n.id, status: "pending" } })).toBe(1);
+    await page.getByRole("button", { name: "Yes, reject action" }).click();
     await page.waitForURL(`${base}/subagents/scout/pending/${n.id}`);
     expect(await page.locator(".notice").textContent()).toBe(`Rejected #${n.id}`);
     await statusShown(page, n.id, "rejected", 5000);

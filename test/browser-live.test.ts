@@ -54,7 +54,7 @@ describe("live pages in a browser", () => {
     const base = baseOf(w);
     await logIn(page, base, w.alice);
     await page.goto(`${base}/studios/general`);
-    const form = page.locator('form[action$="/actions/create_note"]');
+    const form = page.locator('form[data-action="create_note"]');
     await form.locator('[name="title"]').fill("Offsite");
     await form.locator('[name="text"]').fill("Where should we hold the offsite, @scout?");
     await form.getByRole("button").click();

@@ -71,10 +71,9 @@ describe("a studio's agent in the browser", () => {
       );
       await page.goto(`${base}/notifications`);
       await page
-        .getByRole("link", { name: new RegExp(`/subagents/scribe/pending/${pending.id}`) })
-        .first()
+        .locator(`article.content a[href="/subagents/scribe/pending/${pending.id}"]`, { hasText: "Review" })
         .waitFor();
-      await page.locator("header nav.nav").getByRole("link", { name: "Approvals", exact: true }).click();
+      await page.locator("header nav.nav").getByRole("link", { name: "Approvals 1" }).click();
       await page.getByRole("heading", { name: "Waiting for your review (1)" }).waitFor();
       mkdirSync(TMP, { recursive: true });
       await page.screenshot({ path: `${TMP}browser-studio-agent-approvals.png`, fullPage: true });

@@ -48,7 +48,7 @@ describe("subscriptions in the browser", () => {
     await logIn(page, base, w.alice);
     await page.goto(`${base}${notePath}`);
     await page.locator("details.folded > summary", { hasText: "Have one of your agents watch this" }).click();
-    const form = page.locator('form[action$="/actions/subscribe"]');
+    const form = page.locator('form[data-action="subscribe"]');
     await form.locator('select[name="agent"]').selectOption("scout");
     await form.locator('input[type="checkbox"][name="commented"]').check();
     await form.getByRole("button", { name: "Have one of your agents watch this" }).click();
@@ -63,11 +63,8 @@ describe("subscriptions in the browser", () => {
     const bobErrors = watchErrors(bobPage);
     await logIn(bobPage, base, w.bob);
     await bobPage.goto(`${base}${notePath}`);
-    await bobPage
-      .locator('form[action$="/actions/add_comment"] textarea[name="text"]')
-      .first()
-      .fill("Lisbon!");
-    await bobPage.locator('form[action$="/actions/add_comment"]').first().getByRole("button").click();
+    await bobPage.locator('form[data-action="add_comment"] textarea[name="text"]').first().fill("Lisbon!");
+    await bobPage.locator('form[data-action="add_comment"]').first().getByRole("button").click();
     await bobPage.getByText("Lisbon!").waitFor();
     await bob.close();
 

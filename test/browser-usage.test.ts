@@ -261,9 +261,14 @@ describe("usage, keys and limits in the browser", () => {
     await keyInput().fill(KEY);
     // No base URL: the same page again, saying what is missing, with the key field empty.
     await form().getByRole("button").click();
-    await page.waitForURL(`${base}/u/alice/settings/api-keys/actions/add_api_key`);
-    const problems = (await form().locator(".form-errors").textContent()) ?? "";
-    expect(problems).toContain("base_url: required for openai_compatible");
+    // The same address, and the message at the field, in its label's terms.
+    await page.locator(".field-error").first().waitFor();
+    expect(new URL(page.url()).pathname).toBe("/u/alice/settings/api-keys");
+    const problem = form().locator(".field.has-error");
+    expect(await problem.locator("label").textContent()).toContain("Base URL");
+    expect(await problem.locator(".field-error").textContent()).toBe(
+      "needed for an OpenAI-compatible provider",
+    );
     expect(await form().getByLabel("Label").inputValue()).toBe(KEY_LABEL);
     expect(await form().getByLabel("Provider").inputValue()).toBe("openai_compatible");
     expect(await keyInput().getAttribute("type")).toBe("password");

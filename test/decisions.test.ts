@@ -12,6 +12,7 @@ import {
   testPrisma,
   type World,
 } from "./helpers/app.ts";
+import { issuesOf } from "./helpers/bad-input.ts";
 
 const db = testPrisma();
 let app: FastifyInstance;
@@ -131,8 +132,8 @@ describe("create_decision", () => {
       description: "Kept <context>",
     });
     expect(res.statusCode).toBe(400);
-    expect(res.body).toContain('class="form-errors"');
-    expect(res.body).toContain("<strong>question</strong>: must not be empty");
+    expect(res.body).toContain('class="field-error"');
+    expect(issuesOf(res.body).question).toBe("must not be empty");
     expect(res.body).toContain("Kept &lt;context&gt;");
     expect(await counts(w)).toEqual(before);
   });

@@ -387,7 +387,7 @@ describe("the dashboards add up the ledger", () => {
     expect(res.body).toContain("⚠ <code>house_model</code> (no price: counted as $0)");
     expect(res.body).toContain("Some models have no price");
     // The owner's form to change the limit.
-    expect(res.body).toContain('action="/subagents/alpha/usage/actions/set_cost_limit"');
+    expect(res.body).toContain('data-action="set_cost_limit"');
   });
 
   it("a sub-cent day reads as spend, in the table and in the chart's tooltip", async () => {
@@ -1047,9 +1047,10 @@ describe("before any usage", () => {
     expect(tableRows(page, "Last 30 days")).toHaveLength(31);
     const html = await (await login(app, w, w.carol)).get("/usage");
     expect(html.statusCode).toBe(200);
-    const [spend, tokens] = charts(html.body);
-    expect(spend!.bars.map((b) => b.fills.length)).toEqual(Array(30).fill(0));
-    expect(tokens!.bars.map((b) => b.fills.length)).toEqual(Array(30).fill(0));
+    // No data: no empty axes ("1, 1, 1, 0, 0"), a sentence saying there is nothing yet.
+    expect(charts(html.body)).toHaveLength(0);
+    expect(html.body).toContain('<p class="chart-empty">Nothing spent in the last 30 days yet.</p>');
+    expect(html.body).toContain('<p class="chart-empty">No tokens used in the last 30 days yet.</p>');
     expect(html.body).not.toContain("NaN");
     expect(html.body).not.toContain("Infinity");
   });
@@ -1066,7 +1067,8 @@ describe("before any usage", () => {
     expect(actionNames(page)).toEqual(["set_cost_limit"]);
     const html = await (await login(app, w, w.alice)).get("/subagents/idle/usage");
     expect(html.statusCode).toBe(200);
-    expect(charts(html.body)).toHaveLength(2);
+    expect(charts(html.body)).toHaveLength(0);
+    expect(html.body).toContain("Nothing spent in the last 30 days yet.");
     expect(html.body).not.toContain("NaN");
     const csv = await get(w, w.alice, "/subagents/idle/usage.csv");
     expect(csv.statusCode).toBe(200);

@@ -40,6 +40,7 @@ import {
   type World,
   waitFor,
 } from "./helpers/app.ts";
+import { issuesOf } from "./helpers/bad-input.ts";
 import { databaseDump, redisDump } from "./helpers/dumps.ts";
 import { captureLog } from "./helpers/logs.ts";
 
@@ -440,7 +441,7 @@ describe("the keys page over HTTP", () => {
     const w = await makeWorld();
     const key = fakeKey("sk-rejected");
     const cases: [Record<string, string>, string, string][] = [
-      [{ provider: "openai_compatible" }, "base_url", "required for openai_compatible"],
+      [{ provider: "openai_compatible" }, "base_url", "needed for an OpenAI-compatible provider"],
       [
         { provider: "openai", base_url: "https://llm.example.com/v1" },
         "base_url",
@@ -493,7 +494,7 @@ describe("the keys page over HTTP", () => {
       key,
     });
     expect(failed.statusCode).toBe(400);
-    expect(failed.body).toContain("<strong>base_url</strong>: required for openai_compatible");
+    expect(issuesOf(failed.body).base_url).toBe("needed for an OpenAI-compatible provider");
     // The rest of the input is kept, so only the key has to be pasted again.
     expect(failed.body).toContain('value="From the form"');
     expect(failed.body).toMatch(/<input type="password" id="[\w-]+-key" name="key" value=""/);

@@ -115,7 +115,7 @@ describe("mentions", () => {
       dismissedAt: null,
     });
     const page = await md(app, w, w.bob, "GET", "/notifications");
-    expect(page.body).toContain(`Alice Adams ([@alice](/u/alice)) mentioned you in [${n.path}](${n.path})`);
+    expect(page.body).toContain(`Alice Adams ([@alice](/u/alice)) mentioned you in [a note](${n.path})`);
     expect(page.body).toContain(`notification \`${got[0]!.id}\``);
     expect((await md(app, w, w.carol, "GET", "/notifications")).body).toContain("_You are all caught up._");
   });

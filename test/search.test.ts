@@ -11,6 +11,7 @@ import {
   testPrisma,
   type World,
 } from "./helpers/app.ts";
+import { issuesOf } from "./helpers/bad-input.ts";
 
 const db = testPrisma();
 let app: FastifyInstance;
@@ -176,7 +177,7 @@ describe("the search action", () => {
     const b = await login(app, w, w.bob);
     const form = await b.post("/search/actions/search", { query: "" });
     expect(form.statusCode).toBe(400);
-    expect(form.body).toContain("<strong>query</strong>");
+    expect(issuesOf(form.body).query).toBe("must not be empty");
   });
 });
 

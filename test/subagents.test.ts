@@ -24,6 +24,7 @@ import {
   testPrisma,
   type World,
 } from "./helpers/app.ts";
+import { issuesOf } from "./helpers/bad-input.ts";
 
 const db = testPrisma();
 let app: FastifyInstance;
@@ -115,7 +116,9 @@ describe("/subagents: create_subagent", () => {
     const tooMany = issues(await A(CS, { name: "n", handle: "nn", max_steps: 201 }));
     expect(tooMany).toEqual({ max_steps: "at most 200" });
     const html = await aliceB.post(CS, { name: "<b>Bot</b>", handle: "b", max_steps: "x" });
-    check(html, 400, "<strong>handle</strong>: 2–32 characters", "<strong>max_steps</strong>");
+    check(html, 400);
+    expect(issuesOf(html.body).handle).toMatch(/^2–32 characters/);
+    expect(issuesOf(html.body)).toHaveProperty("max_steps");
     expect(html.body).toContain('value="&lt;b&gt;Bot&lt;/b&gt;"');
     expect(await db.user.count({ where: { tenantId: w.tenant.id } })).toBe(before);
   });
@@ -182,12 +185,19 @@ describe("/subagents/:handle", () => {
     expect((await user(a.id)).agentConfig).toMatchObject(cfg);
     check(await A(U, { model: "" }), 200, "| model | workspace default |");
     expect((await user(a.id)).agentConfig).not.toHaveProperty("model");
+    // The browser's form starts from the current values; a field emptied there clears it.
+    const form = (await aliceB.get("/subagents/editor")).body;
+    expect(form).toMatch(/name="identity_prompt"[^>]*>Edit things\.<\/textarea>/);
+    expect(form).toMatch(/name="max_steps" value="5"/);
+    await A(U, { model: "m-2" });
+    expect((await aliceB.get("/subagents/editor")).body).toMatch(/name="model" value="m-2"/);
     const html = await aliceB.post(U, { name: "Ed 2", identity_prompt: "", model: "", max_steps: "9" });
     check(html, 303);
     expect(html.headers.location).toBe("/subagents/editor");
     const after = await user(a.id);
     expect(after.name).toBe("Ed 2");
-    expect(after.agentConfig).toMatchObject({ identity_prompt: "Edit things.", max_steps: 9 });
+    expect(after.agentConfig).toMatchObject({ identity_prompt: "", max_steps: 9 });
+    expect(after.agentConfig).not.toHaveProperty("model");
   });
 
   it("rejects bad update_subagent input naming each field, in both formats", async () => {
@@ -202,7 +212,8 @@ describe("/subagents/:handle", () => {
     expect(issues(await A(U, { name: "" }))).toEqual({ name: "must not be empty" });
     check(await A(U, {}), 400, "- nothing to change");
     const html = await aliceB.post(U, { timeout_seconds: "3601" });
-    check(html, 400, "<strong>timeout_seconds</strong>: at most 3600");
+    check(html, 400);
+    expect(issuesOf(html.body).timeout_seconds).toBe("at most 3600");
     expect(await user(a.id)).toEqual(before);
   });
 
@@ -298,7 +309,8 @@ describe("/subagents/:handle/run: run_task", () => {
     expect(bad).toEqual({ z: unknown, task: "must not be empty", max_steps: "at least 1" });
     expect(issues(await A(T, { max_steps: 201 }))).toEqual({ task: "required", max_steps: "at most 200" });
     const html = await aliceB.post(T, { task: "t".repeat(10_001) });
-    check(html, 400, "<strong>task</strong>: at most 10000 characters");
+    check(html, 400);
+    expect(issuesOf(html.body).task).toBe("at most 10000 characters");
     expect(await db.subagentTaskRun.count({ where: { agentId: a.id } })).toBe(1);
   });
 

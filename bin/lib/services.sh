@@ -120,14 +120,16 @@ _npm_install_from_lock() {
   elif ! grep -q "can only install packages when your package.json and package-lock.json" "$log"; then
     cat "$log" >&2
   else
-    grep -E '^npm error (.npm ci. can|Missing|Invalid)' "$log" >&2 || true
     # npm 11 leaves optional packages that the registry cannot serve (other platforms' binaries
     # here) out of the lock, then `npm ci` calls the same lock out of sync (npm/cli#9846).
     # `npm install --no-save` installs from the lock without rewriting it; the check below
     # still fails when package.json and the lock really disagree.
-    say "npm ci rejected package-lock.json; installing from it with npm install --no-save instead"
+    # A known npm quirk, not the reader's problem: one line says what happens; npm's own
+    # complaint is shown only if the fallback fails too.
+    say "npm ci rejected package-lock.json (a known npm 11 quirk); installing from it with npm install --no-save"
     status=0
     (cd "$CADRE_ROOT" && npm install --no-save --no-audit --no-fund) || status=1
+    ((status == 0)) || grep -E '^npm error (.npm ci. can|Missing|Invalid)' "$log" >&2 || true
     if ((status == 0)) && ! _node_modules_match_lock verbose; then
       printf '\nerror: node_modules does not match package-lock.json (above): is the lock up to date?\n' >&2
       status=1

@@ -1,9 +1,10 @@
 // Turns registry results into a reply in the negotiated format. Markdown answers
 // carry `Vary: Accept` because the same URL also serves HTML.
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { managedBy } from "../services/agents/ownership.ts";
 import { escapeHtml, type FormState, markdownToHtml, renderPageHtml } from "../services/registry/html.ts";
 import { breadcrumbLine, renderPageMarkdown } from "../services/registry/markdown.ts";
-import type { ActionDef, Crumb, PageView } from "../services/registry/types.ts";
+import type { ActionDef, Crumb, PageView, Scope } from "../services/registry/types.ts";
 import type { Format } from "./format.ts";
 
 export interface PageReply {
@@ -22,6 +23,10 @@ export interface PageReply {
   location?: string;
   /** An error that is not about one field (403, 409), shown above the page. */
   alert?: string;
+  /** What the page resolved: edit forms start from its current values. */
+  scope?: Scope;
+  /** A destructive action's confirmation step (trusted markup), shown above the page. */
+  confirm?: string;
 }
 
 export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: PageReply) {
@@ -40,6 +45,7 @@ export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: Page
     path: r.path,
     csrf: req.csrfToken,
     state: r.state,
+    scope: r.scope,
   });
   return sendLayout(req, reply, {
     title: r.view.title,
@@ -52,6 +58,7 @@ export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: Page
     secretHelpHtml: r.secret && r.secretHelp ? markdownToHtml(r.secretHelp) : undefined,
     live: r.view.live && { path: r.path, since: r.view.live.since },
     alert: r.alert,
+    confirm: r.confirm,
   });
 }
 
@@ -69,6 +76,8 @@ export interface LayoutData {
   /** The page updates live: its path and where its view stands in its feed (public/live.js). */
   live?: { path: string; since: string };
   alert?: string;
+  /** Trusted markup: the confirmation step of a destructive action. */
+  confirm?: string;
 }
 
 export async function sendLayout(req: FastifyRequest, reply: FastifyReply, d: LayoutData) {
@@ -78,14 +87,25 @@ export async function sendLayout(req: FastifyRequest, reply: FastifyReply, d: La
     tenant: req.tenant ?? null,
     actor: req.actor ?? null,
     csrf: req.csrfToken,
-    unread: req.actor ? await unreadCount(req) : 0,
+    ...(await counts(req)),
     escape: escapeHtml,
   });
   return reply.type("text/html; charset=utf-8").send(html);
 }
 
-async function unreadCount(req: FastifyRequest): Promise<number> {
-  return req.server.prisma.notification.count({
-    where: { userId: req.actor!.id, tenantId: req.tenant!.id, dismissedAt: null },
-  });
+/** The menu's badges: unread notifications, and (for a person) agents' actions waiting for their review. */
+async function counts(req: FastifyRequest): Promise<{ unread: number; pendingApprovals: number }> {
+  const actor = req.actor;
+  const tenantId = req.tenant?.id;
+  if (!actor || !tenantId) return { unread: 0, pendingApprovals: 0 };
+  const db = req.server.prisma;
+  const [unread, pendingApprovals] = await Promise.all([
+    db.notification.count({ where: { userId: actor.id, tenantId, dismissedAt: null } }),
+    actor.kind === "person"
+      ? db.agentPendingAction.count({
+          where: { tenantId, status: "pending", expiresAt: { gt: new Date() }, agent: managedBy(actor.id) },
+        })
+      : 0,
+  ]);
+  return { unread, pendingApprovals };
 }

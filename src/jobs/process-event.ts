@@ -2,6 +2,7 @@ import type { Job } from "bullmq";
 import type { PrismaClient } from "../db/prisma.ts";
 import { dispatchTriggers } from "../services/agents/dispatcher.ts";
 import { notifyOwnerOfApproval, notifyOwnerOfRun, notifyOwnerOfSpend } from "../services/agents/notify.ts";
+import { UNANSWERED } from "../services/agents/refusals.ts";
 import { wakeSubscribers } from "../services/agents/subscriptions.ts";
 import { notifyForEvent } from "../services/notifications.ts";
 import { loadSubject } from "../services/subjects.ts";
@@ -20,6 +21,8 @@ export function eventProcessor(
       await queues["agent-runs"].add("run", { runId: e.subjectId }, { jobId: `run-${e.id}` });
       return { enqueued: e.subjectId };
     }
+    // Its notices were written with it (agents/refusals.ts).
+    if (e.type === UNANSWERED) return { notified: 0 };
     if (e.type === "run.waiting") return { notified: await notifyOwnerOfRun(prisma, e) };
     if (e.type === "usage.threshold" || e.type === "agent.paused" || e.type === "agent.resumed")
       return { notified: await notifyOwnerOfSpend(prisma, e) };

@@ -57,8 +57,17 @@ export class ServiceUnavailableError extends AppError {
 }
 
 export interface Issue {
+  /** The param as sent (`options.2.label`); empty for the request as a whole. */
   field: string;
   message: string;
+  /** What a person knows the field as (its form label); the message names the field by it. */
+  label?: string;
+}
+
+/** "Monthly limit (USD): at least 0": the issue as a sentence that names the field by its label. */
+export function issueText(i: Issue): string {
+  const name = i.label ?? i.field;
+  return name ? `${name}: ${i.message}` : i.message;
 }
 
 export class ValidationError extends AppError {
@@ -66,9 +75,6 @@ export class ValidationError extends AppError {
     readonly issues: Issue[],
     message = "Invalid parameters",
   ) {
-    super(
-      400,
-      `${message}: ${issues.map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; ")}`,
-    );
+    super(400, `${message}: ${issues.map(issueText).join("; ")}`);
   }
 }

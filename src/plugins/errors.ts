@@ -35,7 +35,7 @@ export async function sendError(
     return reply.redirect(`/login?next=${encodeURIComponent(req.url)}`, 303);
   const body =
     err instanceof ValidationError
-      ? `<ul class="errors">${err.issues.map((i) => `<li>${i.field ? `<strong>${escapeHtml(i.field)}</strong>: ` : ""}${escapeHtml(i.message)}</li>`).join("")}</ul>`
+      ? `<ul class="errors">${err.issues.map((i) => `<li data-field="${escapeHtml(i.field)}">${i.label || i.field ? `<strong>${escapeHtml(i.label ?? i.field)}</strong>: ` : ""}${escapeHtml(i.message)}</li>`).join("")}</ul>`
       : `<p>${escapeHtml(message)}</p>`;
   if (!req.tenant)
     return reply

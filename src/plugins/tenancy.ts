@@ -19,8 +19,9 @@ export function subdomainOf(host: string | undefined, baseDomain: string): strin
   return /^[a-z0-9][a-z0-9-]{0,62}$/.test(sub) ? sub : null;
 }
 
-// No workspace and no user: static files, the health check, and /metrics (its own bearer token).
-export const PUBLIC_PREFIXES = ["/assets/", "/healthz", "/metrics"];
+// No workspace and no user: static files (and the icon browsers ask for at the root), the health
+// check, and /metrics (its own bearer token).
+export const PUBLIC_PREFIXES = ["/assets/", "/favicon.ico", "/healthz", "/metrics"];
 
 export default fp<{ baseDomain: string }>(
   async (app, opts) => {

@@ -13,8 +13,9 @@ import { serveLive } from "../http/sse.ts";
 import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { backoffMs, isTransient, pause } from "../lib/transient.ts";
 import { registry } from "../services/catalog.ts";
-import { actionForm, escapeHtml, type FormState } from "../services/registry/html.ts";
+import { actionForm, confirmForm, escapeHtml, type FormState, humanize } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
+import { fields, parseParams } from "../services/registry/params.ts";
 import type { Ctx, Query } from "../services/registry/types.ts";
 
 const bodySchema = z.record(z.string(), z.unknown());
@@ -64,11 +65,42 @@ async function showPage(
     state?: FormState;
     location?: string;
     alert?: string;
+    confirm?: string;
   } = {},
 ) {
   const { path, query } = parseUrl(url);
-  const { view, actions } = await registry.view(ctxOf(req), path, query);
-  return sendPage(req, reply, { status: extra.status ?? 200, format, path, view, actions, ...extra });
+  const { view, actions, resolved } = await registry.view(ctxOf(req), path, query);
+  return sendPage(req, reply, {
+    status: extra.status ?? 200,
+    format,
+    path,
+    view,
+    actions,
+    scope: resolved.scope,
+    ...extra,
+  });
+}
+
+/**
+ * A destructive action sent from a browser form without `_confirm=yes`: its params checked
+ * (a mistake shows at the field as usual), then the page again with the question and a real
+ * button that sends the same params confirmed. Nothing ran yet.
+ */
+async function askToConfirm(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  target: { page: string; action: string },
+  body: Record<string, unknown>,
+) {
+  const { action } = await registry.describe(ctxOf(req), target.page, target.action);
+  parseParams(action.params, body, { form: true });
+  const confirm = confirmForm(action, {
+    path: target.page,
+    csrf: req.csrfToken,
+    values: body,
+    label: humanize(action.name),
+  });
+  return showPage(req, reply, "html", target.page, { confirm });
 }
 
 /**
@@ -106,7 +138,7 @@ async function getPage(req: FastifyRequest, reply: FastifyReply) {
         { label: view.title, path: target.page },
         { label: action.name },
       ],
-      content: `<p>Action <code>${action.name}</code> on <a href="${escapeHtml(target.page)}">${escapeHtml(view.title)}</a>.</p>${actionForm(action, { path: target.page, csrf: req.csrfToken })}`,
+      content: `<p>Action <code>${action.name}</code> on <a href="${escapeHtml(target.page)}">${escapeHtml(view.title)}</a>.</p>${actionForm(action, { path: target.page, csrf: req.csrfToken, only: fields(action.params).map((f) => f.name) })}`,
     });
   }
   const query = new URLSearchParams(raw.query as Record<string, string>).toString();
@@ -133,17 +165,32 @@ export default async function pageRoutes(app: FastifyInstance) {
 
   app.post("/*", async (req, reply) => {
     const { format, path } = negotiate(req, parseUrl(req.url).path);
-    const target = splitAction(path);
+    const parsed = bodySchema.safeParse(req.body ?? {});
+    const form = isFormBody(req);
+    // A browser's form posts to the page it is on and names its action: a mistake then shows that
+    // page at its own address. API clients (and agents) post to `<page>/actions/<name>`.
+    const named =
+      form && parsed.success && typeof parsed.data._action === "string" ? parsed.data._action : null;
+    const target = splitAction(path) ?? (named ? { page: path, action: named } : null);
     req.audit = target ?? { page: path };
     if (!target)
       throw new AppError(405, `POST goes to an action: ${path === "/" ? "" : path}/actions/<name>`);
     const ctx = ctxOf(req);
-    const parsed = bodySchema.safeParse(req.body ?? {});
     if (!parsed.success)
       throw new ValidationError([{ field: "", message: "the body must be a JSON object or a form" }]);
-    const { _csrf, _submit, ...body } = parsed.data;
-    const form = isFormBody(req);
+    const { _csrf, _submit, ...sent } = parsed.data;
+    // `_action` and `_confirm` belong to the browser's form only; a JSON client's body is all params.
+    const { _action, _confirm, ...formBody } = sent;
+    const body = form ? formBody : sent;
     try {
+      // Only a browser's form asks first: a client that names the action in the URL means it.
+      if (
+        named &&
+        format === "html" &&
+        _confirm !== "yes" &&
+        registry.actions.get(target.action)?.destructive
+      )
+        return await askToConfirm(req, reply, target, body);
       const outcome = await registry.run(ctx, target.page, target.action, body, { form });
       // Browsers get Post/Redirect/Get so a reload never re-submits; a one-time secret
       // is rendered directly instead, so it never travels in a cookie.

@@ -72,7 +72,8 @@ import { agentPendingPage, approvalsPage, pendingPage } from "./pages/approvals.
 import { commitmentPage, commitmentsPage } from "./pages/commitments.ts";
 import { decisionPage, decisionsPage } from "./pages/decisions.ts";
 import { notePage, notesPage } from "./pages/notes.ts";
-import { notificationsPage, profilePage, searchPage, whoamiPage } from "./pages/people.ts";
+import { notificationsPage } from "./pages/notifications.ts";
+import { profilePage, searchPage, whoamiPage } from "./pages/people.ts";
 import { runStepPage } from "./pages/run-step.ts";
 import { runFormPage, runPage, runsPage } from "./pages/runs.ts";
 import { runsInboxPage } from "./pages/runs-inbox.ts";

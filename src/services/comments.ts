@@ -45,10 +45,18 @@ export async function commentsBlock(
     { md: `## Comments (${total + replies.length})${roots.length ? "" : "\n\n_No comments yet._"}` },
   ];
   const render = (c: (typeof roots)[number], depth: number) => {
-    const lead = depth === 0 ? "" : `${"↳ ".repeat(Math.min(depth, 4))}reply · `;
+    // Agents read the nesting as arrows; a browser indents each reply under the one it answers.
+    const level = Math.min(depth, 4);
+    const lead = depth === 0 ? "" : `${"↳ ".repeat(level)}reply · `;
     const badge = c.author.kind === "subagent" ? aiBadge(c, managed.has(c.authorId)) : null;
-    const md = `${lead}**${who(c.author)}**${badge ? ` · ${badge.md}` : ""} · ${when(c.createdAt)} · comment \`${c.id}\`\n\n${quote(c.text)}`;
-    blocks.push(badge ? { md, html: badge.html(markdownToHtml(md)) } : { md });
+    // Agents reply by the comment's id; people reply with the link under it, so their view leaves it out.
+    const head = (l: string, id: string) =>
+      `${l}**${who(c.author)}**${badge ? ` · ${badge.md}` : ""} · ${when(c.createdAt)}${id}\n\n${quote(c.text)}`;
+    const html = markdownToHtml(head("", ""));
+    blocks.push({
+      md: head(lead, ` · comment \`${c.id}\``),
+      html: `<div class="comment depth-${level}">${badge ? badge.html(html) : html}</div>`,
+    });
     blocks.push({
       form: {
         action: "add_comment",
@@ -56,6 +64,7 @@ export async function commentsBlock(
         fields: ["text"],
         label: "Reply",
         style: "folded",
+        depth: level,
       },
     });
     for (const child of children.get(c.id) ?? []) render(child, depth + 1);

@@ -6,7 +6,7 @@ import { GRANTABLE } from "./agents/capabilities.ts";
 import { registry } from "./catalog.ts";
 import type { Actor, Ctx } from "./registry/types.ts";
 import { createPerson, createTenant } from "./tenants.ts";
-import { createApiToken } from "./tokens.ts";
+import { createApiToken, verifyApiToken } from "./tokens.ts";
 
 export const DEMO = {
   subdomain: "demo",
@@ -16,7 +16,12 @@ export const DEMO = {
   ],
 } as const;
 
-export async function seedDemo(db: PrismaClient) {
+/**
+ * `keep`: the token the last run printed (bin/demo keeps it in .demo/token). While it still
+ * works it stays alice's demo token, so a curl line copied earlier keeps working; otherwise
+ * she gets a fresh one and the old demo tokens are revoked.
+ */
+export async function seedDemo(db: PrismaClient, keep?: string) {
   const tenant =
     (await db.tenant.findUnique({ where: { subdomain: DEMO.subdomain } })) ??
     (await createTenant(db, DEMO.subdomain, "Demo Co"));
@@ -118,15 +123,21 @@ export async function seedDemo(db: PrismaClient) {
   await seedScout(asActor(alice), studio.handle);
   await seedScribe(asActor(alice), studio.handle);
 
-  await db.apiToken.updateMany({
-    where: { userId: alice.id, name: "bin/demo", revokedAt: null },
-    data: { revokedAt: new Date() },
-  });
-  const { token } = await createApiToken(db, tenant.id, alice.id, "bin/demo");
+  const kept = keep ? await verifyApiToken(db, tenant.id, keep) : null;
+  let token = keep;
+  if (!token || kept?.user.id !== alice.id) {
+    await db.apiToken.updateMany({
+      where: { userId: alice.id, name: "bin/demo", revokedAt: null },
+      data: { revokedAt: new Date() },
+    });
+    token = (await createApiToken(db, tenant.id, alice.id, "bin/demo")).token;
+  }
   return {
     tenant: tenant.subdomain,
     studio: studio.handle,
     token,
+    /** The token printed last time still works. */
+    tokenKept: token === keep,
     people: DEMO.people.map((p) => ({ ...p })),
   };
 }

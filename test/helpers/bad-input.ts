@@ -35,8 +35,10 @@ export const LIST_FOR_SCALAR = { json: "must be a single value, not a list", for
 /** The issues of a 400 by field: `- \`field\`: message` in markdown, `<strong>field</strong>: message` in HTML. */
 export function issuesOf(body: string): Record<string, string> {
   const md = [...body.matchAll(/^- `([^`]*)`: (.*)$/gm)];
-  const html = [...body.matchAll(/<strong>([^<]*)<\/strong>: ([^<]*)</g)];
-  return Object.fromEntries([...md, ...html].map((m) => [m[1]!, m[2]!]));
+  // HTML: a message at its form field, or an item of an error page's list.
+  const atField = [...body.matchAll(/id="f-[^"]*?-([a-z0-9_]+)-error">([^<]*)</g)];
+  const listed = [...body.matchAll(/data-field="([^"]*)"><strong>[^<]*<\/strong>: ([^<]*)</g)];
+  return Object.fromEntries([...md, ...atField, ...listed].map((m) => [m[1]!, m[2]!]));
 }
 
 /** A form body: `fields` encoded as a browser would, then `name=raw` appended exactly as given. */

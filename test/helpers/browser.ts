@@ -64,7 +64,8 @@ export async function logIn(page: Page, base: string, who: Person): Promise<void
   await form.locator("#password").fill(PASSWORD);
   await form.getByRole("button", { name: "Log in" }).click();
   await page.waitForURL((u) => u.pathname !== "/login");
-  await page.locator("a.me", { hasText: `@${who.handle}` }).waitFor();
+  // Attached, not visible: on a phone the menu holding it is folded.
+  await page.locator("a.me", { hasText: `@${who.handle}` }).waitFor({ state: "attached" });
 }
 
 /** The page's main text (the rendered markdown blocks), whitespace collapsed. */

@@ -4,6 +4,7 @@
 import { z } from "zod";
 import type { Prisma, Studio } from "../../generated/prisma/client.ts";
 import { ConflictError, ValidationError } from "../../lib/errors.ts";
+import { plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
 import { type ActionCtx, type Ctx, defineAction } from "../registry/types.ts";
@@ -49,13 +50,18 @@ export async function settleInStudio(ctx: ActionCtx, agentId: string, studio: St
   return { studios: left.count, subscriptions: unwatched.count };
 }
 
-const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
-
 export const transferSubagent = defineAction({
   name: "transfer_subagent",
   description: "Give it to a studio you administer: the studio's admins then manage it together",
+  destructive:
+    "It stops being yours alone: the studio's admins manage it, it acts only in that studio, and it cannot be given back to you.",
+  // Chosen from a select of the studios you administer (its page fills it), never typed.
   params: z.object({
-    studio: handleSchema.meta({ label: "Studio", description: "a studio you administer" }),
+    studio: handleSchema.meta({
+      label: "Studio",
+      description: "a studio you administer",
+      pickedBeside: true,
+    }),
   }),
   writes: true,
   available: (ctx: Ctx, scope) =>

@@ -3,8 +3,9 @@
 import { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { agree, plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
-import { ALWAYS_ALLOWED, GRANTABLE } from "../agents/capabilities.ts";
+import { ALWAYS_ALLOWED, GRANTABLE, GRANTABLE_GROUPS } from "../agents/capabilities.ts";
 import { compilePattern } from "../agents/policy.ts";
 import { agentConfig, type Rule } from "../agents/settings.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
@@ -12,9 +13,15 @@ import { text } from "../validation.ts";
 
 const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");
 
-/** One checkbox per grantable action. */
+/** One checkbox per grantable action, grouped, labelled in words, its name as the hint. */
 const perAction = () =>
-  z.object(Object.fromEntries(GRANTABLE.map((a) => [a, z.boolean()])) as Record<string, z.ZodBoolean>);
+  z.object(
+    Object.fromEntries(
+      GRANTABLE_GROUPS.flatMap((g) =>
+        g.actions.map(([a, label]) => [a, z.boolean().meta({ label, description: a, group: g.group })]),
+      ),
+    ) as Record<string, z.ZodBoolean>,
+  );
 
 export async function saveConfig(
   ctx: ActionCtx,
@@ -64,7 +71,7 @@ export const setApprovalRequirements = defineAction({
     return {
       status: 200,
       location,
-      notice: `${chosen.length} action${chosen.length === 1 ? "" : "s"} now need your approval`,
+      notice: `${plural(chosen.length, "action")} now ${agree(chosen.length, "needs", "need")} your approval`,
     };
   },
 });
@@ -169,8 +176,9 @@ export const addRule = defineAction({
 
 export const removeRule = defineAction({
   name: "remove_rule",
+  destructive: "The rule no longer decides what the agent may do.",
   description: "Remove a policy rule",
-  params: z.object({ name: text(80) }),
+  params: z.object({ name: text(80).meta({ label: "Rule", pickedBeside: true }) }),
   writes: true,
   available: peopleOnly,
   async execute(ctx, p, scope) {

@@ -49,15 +49,29 @@ async function settleRequest(ctx: ActionCtx, pending: { id: string; agent: { han
   });
 }
 
+/** JSON with its object keys sorted, so two equal param sets compare equal whatever their key order. */
+function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x) =>
+    x && typeof x === "object" && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x as object).sort(([a], [b]) => a.localeCompare(b)))
+      : x,
+  );
+}
+
 export const approveAction = defineAction({
   name: "approve_action",
   description: "Approve a queued action (optionally with edited params): it executes once, as the agent",
   params: z.object({
-    id: idSchema.describe("the pending action's id"),
+    id: idSchema.meta({ description: "the pending action's id", pickedBeside: true }),
     params: z
       .string()
       .max(20_000)
-      .meta({ multiline: true, description: "edited params as JSON; leave empty to approve as asked" })
+      .meta({
+        multiline: true,
+        label: "Params it will run with",
+        description:
+          "JSON; change them to approve an edited action, or leave them (or empty) to approve as asked",
+      })
       .optional(),
   }),
   writes: true,
@@ -86,6 +100,8 @@ export const approveAction = defineAction({
         throw err;
       }
     }
+    // The review form starts filled with the params as asked: sent back unchanged, they are not an edit.
+    if (edited && canonical(edited) === canonical(pending.params)) edited = undefined;
     await ctx.tx.agentPendingAction.update({
       where: { id: pending.id },
       data: {
@@ -109,9 +125,11 @@ export const approveAction = defineAction({
 
 export const rejectAction = defineAction({
   name: "reject_action",
+  destructive:
+    "The agent's action never runs, and the agent reads your reason. A rejection cannot be taken back.",
   description: "Reject a queued action, saying why: it never executes",
   params: z.object({
-    id: idSchema.describe("the pending action's id"),
+    id: idSchema.meta({ description: "the pending action's id", pickedBeside: true }),
     reason: text(2000).describe("the agent reads this"),
   }),
   writes: true,

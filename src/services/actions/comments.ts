@@ -19,7 +19,12 @@ export const addComment = defineAction({
   description: "Comment here, or reply to a comment",
   params: z.object({
     text: longText(10_000, "markdown; @handle mentions someone"),
-    reply_to: idSchema.optional().describe("id of the comment you are replying to"),
+    // A person replies with the Reply link under a comment, never by typing its id.
+    reply_to: idSchema.optional().meta({
+      label: "Reply to",
+      description: "id of the comment you are replying to",
+      pickedBeside: "field",
+    }),
   }),
   writes: true,
   async execute(ctx, p, scope) {

@@ -106,7 +106,7 @@ export const vote = defineAction({
   name: "vote",
   description: "Vote on an option: accept it, prefer it, or both",
   params: z.object({
-    option_id: idSchema.describe("the option's id, from the results table"),
+    option_id: idSchema.meta({ description: "the option's id, from the results table", pickedBeside: true }),
     accept: z.boolean().describe("you could live with this option"),
     prefer: z.boolean().describe("this is one of your favourites"),
   }),

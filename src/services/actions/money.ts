@@ -65,7 +65,9 @@ export const addApiKey = defineAction({
     let baseUrl: string;
     if (p.provider === "openai_compatible") {
       if (!p.base_url)
-        throw new ValidationError([{ field: "base_url", message: "required for openai_compatible" }]);
+        throw new ValidationError([
+          { field: "base_url", message: "needed for an OpenAI-compatible provider" },
+        ]);
       const bad = checkBaseUrl(p.base_url);
       if (bad) throw new ValidationError([{ field: "base_url", message: bad }]);
       baseUrl = p.base_url;
@@ -95,6 +97,9 @@ export const addApiKey = defineAction({
   },
 });
 
+/** A key is tested or revoked with the buttons beside it on the keys page, never by typing its id. */
+const pickedKey = idSchema.meta({ label: "Key", pickedBeside: true });
+
 async function ownKey(ctx: ActionCtx, scope: Scope, id: string) {
   const holder = keyHolder(scope);
   const k = await ctx.tx.agentApiKey.findFirst({ where: { id, tenantId: ctx.tenant.id, ...holder.where } });
@@ -106,7 +111,7 @@ async function ownKey(ctx: ActionCtx, scope: Scope, id: string) {
 export const testApiKey = defineAction({
   name: "test_api_key",
   description: "Check that a key authenticates with its provider",
-  params: z.object({ key_id: idSchema }),
+  params: z.object({ key_id: pickedKey }),
   writes: true,
   callsOut: true,
   available: peopleOnly,
@@ -125,8 +130,10 @@ export const testApiKey = defineAction({
 
 export const revokeApiKey = defineAction({
   name: "revoke_api_key",
+  destructive:
+    "The key stops working at once: agents that use it fall back to no key until you pick another. This cannot be undone.",
   description: "Revoke a key: agents using it stop until you pick another",
-  params: z.object({ key_id: idSchema }),
+  params: z.object({ key_id: pickedKey }),
   writes: true,
   available: peopleOnly,
   async execute(ctx, p, scope) {
@@ -162,6 +169,7 @@ export const setAgentApiKey = defineAction({
       .meta({
         label: "Pay for model calls with",
         description: "shared, or the id of one of your keys (listed on your API keys page)",
+        pickedBeside: true,
       }),
   }),
   writes: true,

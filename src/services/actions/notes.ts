@@ -45,8 +45,12 @@ export const createNote = defineAction({
 export const updateNote = defineAction({
   name: "update_note",
   description: "Edit this note's title or text",
-  params: z.object({ text: longText(20_000).optional(), title: optionalText(200) }),
+  params: z.object({
+    text: longText(20_000).meta({ clears: true }).optional(),
+    title: optionalText(200).meta({ clears: true }),
+  }),
   writes: true,
+  current: (scope) => ({ text: scope.note?.text, title: scope.note?.title }),
   available: (ctx, scope) =>
     scope.note?.authorId === ctx.actor.id ? null : "only the author can edit a note",
   async execute(ctx, p, scope) {

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
 import { defineAction } from "../registry/types.ts";
 import { createApiToken } from "../tokens.ts";
@@ -8,7 +9,7 @@ import { idSchema, optionalText, text } from "../validation.ts";
 export const dismiss = defineAction({
   name: "dismiss",
   description: "Dismiss one notification",
-  params: z.object({ id: idSchema.describe("the notification's id") }),
+  params: z.object({ id: idSchema.meta({ description: "the notification's id", pickedBeside: true }) }),
   writes: true,
   async execute(ctx, p) {
     const n = await ctx.tx.notification.updateMany({
@@ -33,7 +34,7 @@ export const dismissAll = defineAction({
     return {
       status: 200,
       location: "/notifications",
-      notice: `Dismissed ${n.count} notification${n.count === 1 ? "" : "s"}`,
+      notice: `Dismissed ${plural(n.count, "notification")}`,
     };
   },
 });
@@ -52,10 +53,12 @@ export const updateProfile = defineAction({
   name: "update_profile",
   description: "Change your display name or bio",
   params: z.object({
-    name: optionalText(80),
-    bio: optionalText(2000, "a few words about you").meta({ multiline: true }),
+    // A prefilled form sends every field: emptied, the bio clears and the name is refused.
+    name: optionalText(80).meta({ clears: true }),
+    bio: optionalText(2000, "a few words about you").meta({ multiline: true, clears: true }),
   }),
   writes: true,
+  current: (scope) => ({ name: scope.user?.name, bio: scope.user?.bio }),
   async execute(ctx, p, scope) {
     const user = requireScope(scope.user, "user");
     if (p.name === undefined && p.bio === undefined)
@@ -89,8 +92,9 @@ export const createApiTokenAction = defineAction({
 
 export const revokeApiToken = defineAction({
   name: "revoke_api_token",
+  destructive: "Anything that signs in with this token is refused from now on. This cannot be undone.",
   description: "Revoke one of your API tokens",
-  params: z.object({ id: idSchema.describe("the token's id") }),
+  params: z.object({ id: idSchema.meta({ description: "the token's id", pickedBeside: true }) }),
   writes: true,
   async execute(ctx, p, scope) {
     const user = requireScope(scope.user, "user");

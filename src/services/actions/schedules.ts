@@ -122,6 +122,7 @@ export const resumeSchedule = defineAction({
 
 export const removeSchedule = defineAction({
   name: "remove_schedule",
+  destructive: "The agent is no longer woken on this schedule.",
   description: "Remove a schedule (its past runs stay)",
   params: z.object({ schedule }),
   writes: true,

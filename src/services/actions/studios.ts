@@ -83,9 +83,13 @@ export const joinStudio = defineAction({
 export const updateStudio = defineAction({
   name: "update_studio",
   description: "Rename the studio or change its description",
-  params: z.object({ name: optionalText(80), description: optionalText(2000).meta({ multiline: true }) }),
+  params: z.object({
+    name: optionalText(80).meta({ clears: true }),
+    description: optionalText(2000).meta({ multiline: true, clears: true }),
+  }),
   writes: true,
   available: adminOnly,
+  current: (scope) => ({ name: scope.studio?.name, description: scope.studio?.description }),
   async execute(ctx, p, scope) {
     const studio = requireScope(scope.studio, "studio");
     if (p.name === undefined && p.description === undefined)
@@ -127,7 +131,11 @@ async function assertAnotherAdmin(ctx: Parameters<typeof updateStudio.execute>[0
 export const updateMemberRole = defineAction({
   name: "update_member_role",
   description: "Make a member an admin, or an admin a member",
-  params: z.object({ handle: handleSchema, role: z.enum(["admin", "member"]) }),
+  // Picked with the buttons beside each member: never typed, and no role is preselected.
+  params: z.object({
+    handle: handleSchema.meta({ label: "Member", pickedBeside: true }),
+    role: z.enum(["admin", "member"]).meta({ label: "Role", pickedBeside: true }),
+  }),
   writes: true,
   available: adminOnly,
   async execute(ctx, p, scope) {
@@ -163,8 +171,10 @@ export const updateMemberRole = defineAction({
 
 export const removeMember = defineAction({
   name: "remove_member",
+  destructive:
+    "They lose access to the studio's notes, decisions and commitments until someone invites them again.",
   description: "Remove someone from the studio",
-  params: z.object({ handle: handleSchema }),
+  params: z.object({ handle: handleSchema.meta({ label: "Member", pickedBeside: true }) }),
   writes: true,
   available: adminOnly,
   async execute(ctx, p, scope) {

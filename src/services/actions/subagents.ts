@@ -4,7 +4,7 @@ import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/ownership.ts";
-import { MAX_STEPS_LIMIT } from "../agents/settings.ts";
+import { agentConfig, MAX_STEPS_LIMIT } from "../agents/settings.ts";
 import { emit } from "../events.ts";
 import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, longText, optionalText, text } from "../validation.ts";
@@ -89,9 +89,10 @@ export const updateSubagent = defineAction({
   name: "update_subagent",
   description: "Change its name, identity prompt, model, or step and time limits",
   params: z.object({
-    name: optionalText(80),
-    identity_prompt: z.string().trim().max(10_000).meta({ multiline: true }).optional(),
-    model: modelName.optional().describe("empty for the workspace default"),
+    name: optionalText(80).meta({ clears: true }),
+    // Emptied in a form, these clear: no identity prompt, the workspace's default model.
+    identity_prompt: z.string().trim().max(10_000).meta({ multiline: true, clears: true }).optional(),
+    model: modelName.optional().meta({ description: "empty for the workspace default", clears: true }),
     max_steps: maxSteps.optional(),
     timeout_seconds: z
       .number()
@@ -109,6 +110,18 @@ export const updateSubagent = defineAction({
   }),
   writes: true,
   available: peopleOnly,
+  current(scope) {
+    if (!scope.agent) return {};
+    const cfg = agentConfig(scope.agent);
+    return {
+      name: scope.agent.name,
+      identity_prompt: cfg.identity_prompt,
+      model: cfg.model ?? "",
+      max_steps: cfg.max_steps,
+      timeout_seconds: cfg.timeout_seconds,
+      subscription_window_seconds: cfg.subscription_window_seconds,
+    };
+  },
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
     if (Object.values(p).every((v) => v === undefined))
@@ -133,7 +146,10 @@ export const updateSubagent = defineAction({
 export const addToStudio = defineAction({
   name: "add_to_studio",
   description: "Add it to one of your studios, so it can be mentioned there",
-  params: z.object({ studio: handleSchema.describe("the studio's handle") }),
+  // Chosen from a select of the studios you are in (its page fills it), never typed.
+  params: z.object({
+    studio: handleSchema.meta({ label: "Studio", description: "the studio's handle", pickedBeside: true }),
+  }),
   writes: true,
   available: (ctx, scope) => peopleOnly(ctx) ?? ownStudioOnly(scope),
   async execute(ctx, p, scope) {
@@ -158,7 +174,9 @@ export const addToStudio = defineAction({
 export const removeFromStudio = defineAction({
   name: "remove_from_studio",
   description: "Take it out of a studio",
-  params: z.object({ studio: handleSchema.describe("the studio's handle") }),
+  params: z.object({
+    studio: handleSchema.meta({ label: "Studio", description: "the studio's handle", pickedBeside: true }),
+  }),
   writes: true,
   available: (ctx, scope) => peopleOnly(ctx) ?? ownStudioOnly(scope),
   async execute(ctx, p, scope) {
@@ -174,6 +192,9 @@ export const removeFromStudio = defineAction({
 function archiveAction(archive: boolean) {
   return defineAction({
     name: archive ? "archive_subagent" : "unarchive_subagent",
+    destructive: archive
+      ? "It stops answering mentions, subscriptions, schedules and webhooks, and its queued runs are cancelled."
+      : undefined,
     description: archive ? "Archive it: no more triggers or runs" : "Bring it back from the archive",
     params: z.object({}),
     writes: true,

@@ -147,6 +147,7 @@ export const disableWebhook = toggle(false);
 
 export const deleteWebhook = defineAction({
   name: "delete_webhook",
+  destructive: "Deliveries to its address are refused from now on. This cannot be undone.",
   description: "Delete it: its URL answers 404 from now on (the runs it started stay)",
   params: z.object({ webhook_id: webhookId }),
   writes: true,

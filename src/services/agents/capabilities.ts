@@ -57,21 +57,55 @@ export const ALWAYS_BLOCKED = [
   "delete_webhook",
 ] as const;
 
-export const GRANTABLE = [
-  "create_note",
-  "update_note",
-  "pin_note",
-  "unpin_note",
-  "confirm_read",
-  "add_comment",
-  "create_decision",
-  "add_option",
-  "vote",
-  "create_commitment",
-  "join_commitment",
-  "subscribe",
-  "unsubscribe",
+/**
+ * The content actions an owner grants, grouped by what they touch, each with the words a
+ * person knows it by (the settings form and page show these; the action name is the hint).
+ */
+export const GRANTABLE_GROUPS = [
+  {
+    group: "Notes",
+    actions: [
+      ["create_note", "Post a note"],
+      ["update_note", "Edit its own notes"],
+      ["pin_note", "Pin a note"],
+      ["unpin_note", "Unpin a note"],
+      ["confirm_read", "Confirm it read a note"],
+    ],
+  },
+  { group: "Comments", actions: [["add_comment", "Comment and reply"]] },
+  {
+    group: "Decisions",
+    actions: [
+      ["create_decision", "Ask for a decision"],
+      ["add_option", "Add an option"],
+      ["vote", "Vote on a decision"],
+    ],
+  },
+  {
+    group: "Commitments",
+    actions: [
+      ["create_commitment", "Propose a commitment"],
+      ["join_commitment", "Join a commitment"],
+    ],
+  },
+  {
+    group: "Watching",
+    actions: [
+      ["subscribe", "Watch a page"],
+      ["unsubscribe", "Stop watching a page"],
+    ],
+  },
 ] as const;
+
+type Grantable = (typeof GRANTABLE_GROUPS)[number]["actions"][number][0];
+
+export const GRANTABLE: readonly Grantable[] = GRANTABLE_GROUPS.flatMap((g) => g.actions.map(([a]) => a));
+
+/** "Vote on a decision" for `vote`: how a person reads a grantable action's name. */
+export function capabilityLabel(action: string): string {
+  for (const g of GRANTABLE_GROUPS) for (const [a, label] of g.actions) if (a === action) return label;
+  return action;
+}
 
 const allowed = new Set<string>(ALWAYS_ALLOWED);
 const blocked = new Set<string>(ALWAYS_BLOCKED);

@@ -9,6 +9,7 @@ import type { Event, User } from "../../generated/prisma/client.ts";
 import { quoteAsData } from "../../lib/text.ts";
 import { parseMentions } from "../mentions.ts";
 import type { Subject } from "../subjects.ts";
+import { noticeUnanswered } from "./refusals.ts";
 import { type NewRun, queueRun, recordSkipped } from "./runs.ts";
 import { agentConfig, resolveModel, type TenantSettings, tenantSettings } from "./settings.ts";
 
@@ -107,6 +108,8 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
       timeoutSeconds: cfg.timeout_seconds,
     });
     if (id) created.push(id);
+    // A person who mentioned it is told when it will not answer (paused, rate limited…), once.
+    else if (kind === "mention" && actor.kind === "person") await noticeUnanswered(db, e, agent, s.path);
   }
   return created;
 }

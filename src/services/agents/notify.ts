@@ -5,6 +5,7 @@ import type { PrismaClient } from "../../db/prisma.ts";
 import type { Event } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import { usd } from "../money/pricing.ts";
+import { humanize } from "../registry/params.ts";
 import { managersOf, type Owned } from "./ownership.ts";
 
 interface AgentRef extends Owned {
@@ -33,14 +34,9 @@ async function notifyOwner(db: PrismaClient, e: Event, agent: AgentRef, path: st
 
 export async function notifyOwnerOfRun(db: PrismaClient, e: Event): Promise<number> {
   const run = await db.subagentTaskRun.findUnique({ where: { id: e.subjectId }, include: { agent: true } });
-  if (!run) return 0;
-  return notifyOwner(
-    db,
-    e,
-    run.agent,
-    `/subagents/${run.agent.handle}/runs/${run.id}`,
-    `asks: ${run.question ?? ""}`,
-  );
+  // A run waiting on an approval: the approval's own notification says so, once.
+  if (!run || run.stopReason === "awaiting_approval") return 0;
+  return notifyOwner(db, e, run.agent, `/subagents/${run.agent.handle}/runs/${run.id}`, run.question ?? "");
 }
 
 /** A pending action's review page: its request's notifications link there (and are settled by it). */
@@ -54,7 +50,7 @@ export async function notifyOwnerOfApproval(db: PrismaClient, e: Event): Promise
     e,
     p.agent,
     pendingPath(p.agent.handle, p.id),
-    `wants to ${p.actionName} on ${p.pagePath}${p.reason ? `: ${p.reason}` : ""}`,
+    `wants your approval to ${humanize(p.actionName).toLowerCase()}${p.reason ? `: ${p.reason}` : ""}`,
   );
 }
 

@@ -19,6 +19,10 @@ export interface BarChart {
   axis: (v: number, step: number) => string;
   /** A dashed horizontal line (a daily budget), if any. */
   marker?: { value: number; label: string };
+  /** Counts (tokens): the axis never splits one into quarters ("1, 1, 1, 0, 0"). */
+  whole?: boolean;
+  /** Said instead of a chart when every value is zero. */
+  empty: string;
 }
 
 const W = 720;
@@ -42,7 +46,12 @@ const shortDay = (label: string) => {
 
 export function barChartSvg(c: BarChart): string {
   const totals = c.values.map((v) => v.reduce((a, b) => a + b, 0));
-  const top = niceCeil(Math.max(...totals, c.marker?.value ?? 0));
+  const most = Math.max(0, ...totals);
+  if (most <= 0) return `<p class="chart-empty">${escapeHtml(c.empty)}</p>`;
+  // The scale shows the data: a budget far above it would flatten every bar to a hairline, so
+  // then the budget is only named in the legend, not drawn.
+  const drawMarker = c.marker && c.marker.value > 0 && c.marker.value <= most * 2 ? c.marker : undefined;
+  const top = Math.max(niceCeil(Math.max(most, drawMarker?.value ?? 0)), c.whole ? 4 : 0);
   const plotW = W - PAD.left - PAD.right;
   const plotH = H - PAD.top - PAD.bottom;
   const slot = plotW / Math.max(1, c.labels.length);
@@ -96,13 +105,17 @@ export function barChartSvg(c: BarChart): string {
       );
       legendX += 40 + s.name.length * 6.5;
     }
-  if (c.marker && c.marker.value > 0) {
+  if (c.marker && !drawMarker && c.marker.value > 0)
+    out.push(
+      `<text x="${legendX}" y="17" fill="#c92a2a">${escapeHtml(c.marker.label)}: far above this scale</text>`,
+    );
+  if (drawMarker) {
     // The line spans the plot; its name goes in the legend row, never over the bars.
-    const yy = y(c.marker.value).toFixed(1);
+    const yy = y(drawMarker.value).toFixed(1);
     out.push(
       `<line x1="${PAD.left}" x2="${W - PAD.right}" y1="${yy}" y2="${yy}" stroke="#c92a2a" stroke-width="1.5" stroke-dasharray="5 4"/>`,
       `<line x1="${legendX}" x2="${legendX + 18}" y1="13" y2="13" stroke="#c92a2a" stroke-width="1.5" stroke-dasharray="5 4"/>`,
-      `<text x="${legendX + 24}" y="17" fill="#c92a2a">${escapeHtml(c.marker.label)}</text>`,
+      `<text x="${legendX + 24}" y="17" fill="#c92a2a">${escapeHtml(drawMarker.label)}</text>`,
     );
   }
   out.push("</svg>");

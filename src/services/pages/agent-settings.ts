@@ -1,13 +1,46 @@
-import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilities.ts";
+import { plural } from "../../lib/plural.ts";
+import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, capabilityLabel, GRANTABLE } from "../agents/capabilities.ts";
 import { loadAgent } from "../agents/ownership.ts";
 import { agentConfig } from "../agents/settings.ts";
+import { markdownToHtml } from "../registry/html.ts";
 import { mdEscape } from "../registry/markdown.ts";
-import type { PageDef } from "../registry/types.ts";
+import type { Block, PageDef } from "../registry/types.ts";
 import { agentCrumbs } from "./subagents.ts";
 
 const code = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
 /** Text inside a code span in a table cell: a `|` would end the cell, a backtick the span. */
 const cell = (text: string) => text.replace(/`/g, "'").replace(/\|/g, "\\|");
+
+/** Grantable actions in words, their names after them for whoever calls them: "Post a note (`create_note`)". */
+const labelled = (names: readonly string[]) =>
+  names.map((n) => `${capabilityLabel(n)} (\`${n}\`)`).join(", ");
+
+/**
+ * What the agent may do, in words. The always-allowed and never-allowed action names stay in
+ * the markdown (a client may look one up); a browser folds the long list away.
+ */
+function capabilitiesBlock(unset: boolean, granted: readonly string[], approval: readonly string[]): Block {
+  const head = [
+    "## Capabilities",
+    "",
+    "**Always allowed**: reading any page it can see, searching, dismissing its notifications and keeping its scratchpad.",
+    "",
+    `**Never allowed**: its identity, studio membership, tokens and keys, other agents, approvals, schedules and webhooks (${plural(ALWAYS_BLOCKED.length, "action")}).`,
+  ];
+  const tail = [
+    "",
+    `**Yours to grant** (content): ${unset ? "all of them, until you choose (older agents keep working)" : `${granted.length} of ${GRANTABLE.length} granted`}. An agent can never do more than you could in a studio.`,
+    "",
+    `Granted now: ${labelled(granted) || "none"}.`,
+    "",
+    `Waiting for your approval: ${labelled(approval) || "nothing"}.`,
+  ];
+  const names = `Always allowed: ${code(ALWAYS_ALLOWED)}. Never allowed: ${code(ALWAYS_BLOCKED)}.`;
+  return {
+    md: [...head, "", names, ...tail].join("\n"),
+    html: `${markdownToHtml(head.join("\n"))}<details class="seen"><summary>Which actions, by name</summary>${markdownToHtml(names)}</details>${markdownToHtml(tail.join("\n"))}`,
+  };
+}
 
 export const agentSettingsPage: PageDef = {
   pattern: "/subagents/:handle/settings",
@@ -36,21 +69,7 @@ export const agentSettingsPage: PageDef = {
       title: `What ${a.name} may do`,
       breadcrumb: [...agentCrumbs(a), { label: "Settings" }],
       blocks: [
-        {
-          md: [
-            "## Capabilities",
-            "",
-            `**Always allowed** (harmless housekeeping and reading): ${code(ALWAYS_ALLOWED)}, and reading any page it can see.`,
-            "",
-            `**Never allowed** (identity, membership, security, the workspace, other agents): ${code(ALWAYS_BLOCKED)}.`,
-            "",
-            `**Yours to grant** (content): ${cfg.capabilities === undefined ? "all of them, until you choose (older agents keep working)" : `${granted.length} of ${GRANTABLE.length} granted`}. An agent can never do more than you could in a studio.`,
-            "",
-            `Granted now: ${code(granted) || "none"}.`,
-            "",
-            `Waiting for your approval: ${code(cfg.requires_approval) || "nothing"}.`,
-          ].join("\n"),
-        },
+        capabilitiesBlock(cfg.capabilities === undefined, granted, cfg.requires_approval),
         {
           form: {
             action: "set_capabilities",
@@ -84,6 +103,12 @@ export const agentSettingsPage: PageDef = {
         {
           md: `## Rules\n\nChecked in order; the first that matches an action (and all its param patterns) decides: **allow**, **require_approval** or **deny** (the agent is told the rule's name). No match: the approval list above.\n\n${rules}`,
         },
+        // A rule is removed with the button naming it, never by typing its name.
+        ...cfg.rules.map(
+          (r): Block => ({
+            form: { action: "remove_rule", fixed: { name: r.name }, label: `Remove “${r.name}”` },
+          }),
+        ),
       ],
     };
   },

@@ -37,7 +37,11 @@ export function pendingBlocks(p: Pending, detailed: boolean): Block[] {
   ].join("\n");
   const blocks: Block[] = [
     { md: head },
-    { md: `${p.editedParams ? "Params (as you edited them):" : "Params:"}\n\n${fenced(params, "json")}` },
+    {
+      md: `${p.editedParams ? "Params (as you edited them):" : "Params:"}\n\n${fenced(params, "json")}`,
+      // In a browser the review form right below shows them, editable: not twice.
+      ...(detailed && status === "pending" && { html: "" }),
+    },
   ];
   if (p.reason) blocks.push({ md: `The agent's reason:\n\n${quote(p.reason)}` });
   if (detailed && p.contextSummary)

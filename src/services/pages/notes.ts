@@ -1,5 +1,5 @@
 import { loadNote, loadStudio } from "../access.ts";
-import { link, quote } from "../registry/markdown.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
 import { threadBlocks, threadFeed } from "../threads.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
@@ -29,6 +29,14 @@ export const notesPage: PageDef = {
   },
 };
 
+/** "Confirmed read by Alice Adams and Agent scout (AI)", or that nobody has yet. */
+function readLine(reads: { user: { name: string; kind: string } }[]): string {
+  if (!reads.length) return "Nobody has confirmed reading it yet";
+  const names = reads.map((r) => `${mdEscape(r.user.name)}${r.user.kind === "subagent" ? " (AI)" : ""}`);
+  const list = names.length > 1 ? `${names.slice(0, -1).join(", ")} and ${names.at(-1)}` : names[0];
+  return `Confirmed read by ${list}${reads.length === 10 ? " and others" : ""}`;
+}
+
 export const notePage: PageDef = {
   pattern: "/studios/:studio/notes/:note",
   actions: [
@@ -50,7 +58,13 @@ export const notePage: PageDef = {
     const path = `/studios/${s.handle}/notes/${note.id}`;
     const [author, reads, mine, thread, watch] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: note.authorId } }),
-      ctx.db.noteRead.count({ where: { noteId: note.id } }),
+      // Confirmed reads, named: an agent that opened the note without confirming is not among them.
+      ctx.db.noteRead.findMany({
+        where: { noteId: note.id },
+        orderBy: { confirmedAt: "asc" },
+        take: 10,
+        include: { user: { select: { name: true, kind: true } } },
+      }),
       ctx.db.noteRead.findUnique({ where: { noteId_userId: { noteId: note.id, userId: ctx.actor.id } } }),
       threadBlocks(ctx, "note", note.id, path, query),
       watchBlocks(ctx, scope),
@@ -72,7 +86,7 @@ export const notePage: PageDef = {
         { md: meta.join(" · ") },
         { md: quote(note.text) },
         {
-          md: `Read by ${reads} ${reads === 1 ? "person" : "people"}${mine ? ` — you confirmed at ${when(mine.confirmedAt)}` : ""}.`,
+          md: `${readLine(reads)}${mine ? ` — you confirmed at ${when(mine.confirmedAt)}` : ""}.`,
         },
         ...watch,
         ...thread.blocks,

@@ -1,4 +1,5 @@
 import type { User } from "../../generated/prisma/client.ts";
+import { plural } from "../../lib/plural.ts";
 import { loadUser } from "../access.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilities.ts";
 import { agentConfig } from "../agents/settings.ts";
@@ -101,44 +102,9 @@ export const whoamiPage: PageDef = {
 };
 
 export function verb(kind: string): string {
+  if (kind === "agent") return "needs you:";
   return kind === "mention" ? "mentioned you in" : kind === "reply" ? "replied to you on" : "commented on";
 }
-
-export const notificationsPage: PageDef = {
-  pattern: "/notifications",
-  actions: ["dismiss", "dismiss_all"],
-  resolve: async () => ({}),
-  async render(ctx, _scope, query) {
-    const pg = paging(query);
-    const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null };
-    const [items, total] = await Promise.all([
-      ctx.db.notification.findMany({
-        where,
-        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
-        include: { actor: true },
-      }),
-      ctx.db.notification.count({ where }),
-    ]);
-    return {
-      title: "Notifications",
-      breadcrumb: [home, { label: "Notifications" }],
-      blocks: items.length
-        ? [
-            { md: `${total} unread.` },
-            ...items.flatMap((n) => [
-              {
-                md: `- ${who(n.actor)} ${verb(n.kind)} ${link(n.path, n.path)} · ${when(n.createdAt)} · notification \`${n.id}\`\n\n${quote(excerpt(n.excerpt, 280))}`,
-              },
-              { form: { action: "dismiss", fixed: { id: n.id }, label: "Dismiss" } },
-            ]),
-            { md: pager("/notifications", pg, total) },
-          ]
-        : [{ md: "_You are all caught up._" }],
-    };
-  },
-};
 
 export const searchPage: PageDef = {
   pattern: "/search",
@@ -164,7 +130,7 @@ export const searchPage: PageDef = {
       blocks: [
         {
           md: total
-            ? `${total} result${total === 1 ? "" : "s"} for “${mdEscape(q)}”.`
+            ? `${plural(total, "result")} for “${mdEscape(q)}”.`
             : `Nothing matches “${mdEscape(q)}”.`,
         },
         { md: lines.join("\n") },

@@ -1,10 +1,11 @@
 import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
+import { plural } from "../../lib/plural.ts";
 import { loadRun } from "../access.ts";
 import { loadAgent, mayManage } from "../agents/ownership.ts";
 import { changesFeed, digestOf } from "../live/feed.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef } from "../registry/types.ts";
+import type { Block, Ctx, PageDef, Query } from "../registry/types.ts";
 import { excerpt, type Paging, pager, paging, when } from "./format.ts";
 import { positionOf, runFeed } from "./run-live.ts";
 import { ENDED, progressHtml, progressLine, runState, stepsBlock } from "./run-steps.ts";
@@ -26,7 +27,31 @@ export function triggerText(handle: string, r: Pick<SubagentTaskRun, "triggerKin
 }
 
 export function runLine(handle: string, r: SubagentTaskRun): string {
-  return `- ${link(`Run ${r.id}`, `/subagents/${handle}/runs/${r.id}`)} · **${r.status}**${r.stopReason && r.status !== "completed" ? ` (${r.stopReason})` : ""} · ${triggerText(handle, r)} · ${when(r.createdAt)} · ${r.stepsCount} steps — ${mdEscape(excerpt(r.task, 90))}`;
+  return `- ${link(`Run ${r.id}`, `/subagents/${handle}/runs/${r.id}`)} · **${r.status}**${r.stopReason && r.status !== "completed" ? ` (${r.stopReason})` : ""} · ${triggerText(handle, r)} · ${when(r.createdAt)} · ${plural(r.stepsCount, "step")} — ${mdEscape(excerpt(r.task, 90))}`;
+}
+
+/** What a run's `error` explains, in words: a stop its owner asked for is not an error. */
+function errorHeading(r: Pick<SubagentTaskRun, "status" | "stopReason">): string {
+  if (r.status === "skipped") return "Why it did not run";
+  if (r.status === "cancelled" || r.status === "timed_out" || r.stopReason === "stopped_by_owner")
+    return "Why it stopped";
+  return "What went wrong";
+}
+
+const STATUSES = [
+  "queued",
+  "running",
+  "waiting",
+  "completed",
+  "failed",
+  "cancelled",
+  "timed_out",
+  "skipped",
+] as const;
+
+/** `?status=failed`: one status, or every run when absent or unknown. */
+function statusFilter(query: Query): (typeof STATUSES)[number] | undefined {
+  return STATUSES.find((s) => s === query.status);
 }
 
 export const runFormPage: PageDef = {
@@ -48,15 +73,16 @@ export const runFormPage: PageDef = {
   },
 };
 
-async function agentRuns(ctx: Ctx, agentId: string, pg: Paging) {
+async function agentRuns(ctx: Ctx, agentId: string, pg: Paging, status?: (typeof STATUSES)[number]) {
+  const where = { agentId, ...(status && { status }) };
   const [runs, total] = await Promise.all([
     ctx.db.subagentTaskRun.findMany({
-      where: { agentId },
+      where,
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       skip: pg.skip,
       take: pg.take,
     }),
-    ctx.db.subagentTaskRun.count({ where: { agentId } }),
+    ctx.db.subagentTaskRun.count({ where }),
   ]);
   return { runs, total };
 }
@@ -76,20 +102,33 @@ export const runsPage: PageDef = {
   async render(ctx, scope, query) {
     const a = scope.agent!;
     const pg = paging(query);
-    const { runs, total } = await agentRuns(ctx, a.id, pg);
+    const status = statusFilter(query);
+    const { runs, total } = await agentRuns(ctx, a.id, pg, status);
+    const path = `/subagents/${a.handle}/runs`;
+    const filters = [
+      link(status ? "All" : "**All**", path),
+      ...STATUSES.map((s) => (s === status ? `**${s}**` : link(s, `${path}?status=${s}`))),
+    ];
     return {
       title: `Runs of ${a.name}`,
       breadcrumb: [...agentCrumbs(a), { label: "Runs" }],
       blocks: [
-        { md: runs.length ? runs.map((r) => runLine(a.handle, r)).join("\n") : "_No runs yet._" },
-        { md: pager(`/subagents/${a.handle}/runs`, pg, total) },
+        { md: `Show: ${filters.join(" · ")}` },
+        {
+          md: runs.length
+            ? runs.map((r) => runLine(a.handle, r)).join("\n")
+            : status
+              ? `_No ${status} runs._`
+              : "_No runs yet._",
+        },
+        { md: pager(path, pg, total, status ? { status } : {}) },
       ],
       live: { since: listDigest(runs, total) },
     };
   },
   live: (ctx, scope, query) =>
     changesFeed([`agent:${scope.agent!.id}`], async () => {
-      const { runs, total } = await agentRuns(ctx, scope.agent!.id, paging(query));
+      const { runs, total } = await agentRuns(ctx, scope.agent!.id, paging(query), statusFilter(query));
       return { digest: listDigest(runs, total), data: { total } };
     }),
 };
@@ -127,7 +166,7 @@ export const runPage: PageDef = {
     if (r.finalMessage) blocks.push({ md: `## Final message\n\n${quote(r.finalMessage)}` });
     if (r.error)
       blocks.push({
-        md: `## ${r.status === "skipped" ? "Why it did not run" : "Error"}\n\n${mdEscape(r.error)}`,
+        md: `## ${errorHeading(r)}\n\n${mdEscape(r.error)}`,
       });
     if (r.status === "waiting" && r.stopReason === "asked_owner" && r.question)
       blocks.push({ md: `## Waiting for your answer\n\n${quote(r.question)}` });

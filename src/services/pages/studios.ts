@@ -1,3 +1,4 @@
+import { plural } from "../../lib/plural.ts";
 import { loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, StudioScope } from "../registry/types.ts";
@@ -196,10 +197,34 @@ export const membersPage: PageDef = {
       }),
       ctx.db.studioMember.count({ where: { studioId: s.id, tenantId: ctx.tenant.id } }),
     ]);
-    const rows = members.map(
-      (m) =>
-        `| ${mdEscape(m.user.name)} | [@${m.user.handle}](/u/${m.user.handle}) | ${m.user.kind} | ${m.role} | ${when(m.createdAt)} |`,
-    );
+    const admin = s.role === "admin";
+    // One line per member, its buttons beside it for an admin: a role is changed or a member
+    // removed by picking them, never by typing their handle.
+    const rows: Block[] = members.flatMap((m): Block[] => {
+      const line: Block = {
+        md: `- **${mdEscape(m.user.name)}** ${link(`@${m.user.handle}`, `/u/${m.user.handle}`)} · ${m.user.kind === "subagent" ? "AI agent" : "person"} · **${m.role}** · since ${when(m.createdAt)}`,
+      };
+      if (!admin) return [line];
+      const other = m.role === "admin" ? "member" : "admin";
+      const self = m.userId === ctx.actor.id;
+      return [
+        line,
+        {
+          form: {
+            action: "update_member_role",
+            fixed: { handle: m.user.handle, role: other },
+            label: other === "admin" ? "Make admin" : "Make member",
+          },
+        },
+        {
+          form: {
+            action: "remove_member",
+            fixed: { handle: m.user.handle },
+            label: self ? "Leave the studio" : "Remove",
+          },
+        },
+      ];
+    });
     const invite =
       s.role === "admin"
         ? `Invite code: \`${s.inviteCode}\` — people join with \`join_studio\` on ${link("Studios", "/studios")}.`
@@ -209,7 +234,8 @@ export const membersPage: PageDef = {
       breadcrumb: [...studioCrumbs(s), { label: "Members" }],
       blocks: [
         { md: invite },
-        { md: ["| name | handle | kind | role | since |", "|---|---|---|---|---|", ...rows].join("\n") },
+        { md: `## ${plural(total, "member")}` },
+        ...rows,
         { md: pager(`/studios/${s.handle}/members`, pg, total) },
       ],
     };

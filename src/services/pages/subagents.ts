@@ -1,9 +1,10 @@
+import { plural } from "../../lib/plural.ts";
 import { keysOf, loadAgent, mayManage, visibleTo, withOwnerStudio } from "../agents/ownership.ts";
 import { agentConfig } from "../agents/settings.ts";
 import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Crumb, PageDef } from "../registry/types.ts";
+import type { Block, Crumb, PageDef } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 import { runLine } from "./runs.ts";
 import { listSchedules, scheduleLine } from "./schedules.ts";
@@ -47,7 +48,7 @@ export const subagentsPage: PageDef = {
     };
     const lines = agents.map(
       (a) =>
-        `- ${link(a.name, `/subagents/${a.handle}`)} (\`@${a.handle}\`)${a.archivedAt ? " · **archived**" : ""} · ${a._count.memberships} studio${a._count.memberships === 1 ? "" : "s"} · ${a._count.agentRuns} runs · ${model(a)}`,
+        `- ${link(a.name, `/subagents/${a.handle}`)} (\`@${a.handle}\`)${a.archivedAt ? " · **archived**" : ""} · ${plural(a._count.memberships, "studio")} · ${plural(a._count.agentRuns, "run")} · ${model(a)}`,
     );
     const studioLines = studioAgents.map((a) => {
       const studio = a.ownerStudio!;
@@ -56,7 +57,7 @@ export const subagentsPage: PageDef = {
         manages || agentConfig(a).members_may_run
           ? link(a.name, `/subagents/${a.handle}${manages ? "" : "/run"}`)
           : mdEscape(a.name);
-      return `- ${name} (\`@${a.handle}\`) of ${link(studio.name, `/studios/${studio.handle}`)}${a.archivedAt ? " · **archived**" : ""} · ${a._count.agentRuns} runs · ${model(a)} · ${manages ? "you manage it with the studio's other admins" : "its admins manage it"}`;
+      return `- ${name} (\`@${a.handle}\`) of ${link(studio.name, `/studios/${studio.handle}`)}${a.archivedAt ? " · **archived**" : ""} · ${plural(a._count.agentRuns, "run")} · ${model(a)} · ${manages ? "you manage it with the studio's other admins" : "its admins manage it"}`;
     });
     return {
       title: "Subagents",
@@ -109,7 +110,7 @@ export const subagentPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
-    const [studios, runs, keys, spent, watching, webhooks, schedules] = await Promise.all([
+    const [studios, runs, keys, spent, watching, webhooks, schedules, mine] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { userId: a.id },
         include: { studio: true },
@@ -131,7 +132,22 @@ export const subagentPage: PageDef = {
         select: { enabled: true },
       }),
       listSchedules(ctx.db, ctx.tenant.id, a.id),
+      // The studios it could join: the actor's own (a studio's agent joins none).
+      a.ownerStudio
+        ? []
+        : ctx.db.studio.findMany({
+            where: { tenantId: ctx.tenant.id, members: { some: { userId: ctx.actor.id } } },
+            orderBy: { name: "asc" },
+            select: {
+              handle: true,
+              name: true,
+              id: true,
+              members: { where: { userId: ctx.actor.id }, select: { role: true } },
+            },
+          }),
     ]);
+    const adminOf = mine.filter((s) => s.members[0]?.role === "admin");
+    const joinable = mine.filter((s) => !studios.some((m) => m.studioId === s.id));
     const watched = (on: boolean) => watching.find((w) => w.enabled === on)?._count ?? 0;
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
     const keyLabel = cfg.api_key_id
@@ -182,7 +198,10 @@ export const subagentPage: PageDef = {
             choices: {
               api_key: [
                 { value: "shared", label: "Shared workspace endpoint" },
-                ...keys.map((k) => ({ value: k.id, label: `${k.label} (…${k.keyHint})` })),
+                ...keys.map((k) => ({
+                  value: k.id,
+                  label: `${k.label} (…${k.keyHint})${k.authFailedAt ? " — refused by the provider" : ""}`,
+                })),
               ],
             },
           },
@@ -191,8 +210,49 @@ export const subagentPage: PageDef = {
           md: `### Identity prompt\n\n${cfg.identity_prompt ? quote(cfg.identity_prompt) : "_None: it acts as a general helpful assistant._"}`,
         },
         {
-          md: `## Studios\n\n${a.ownerStudio ? `It acts only in its own studio, as a member. ${agentConfig(a).members_may_run ? "Every member of the studio may give it tasks." : "Only the studio's admins give it tasks."}\n\n` : ""}${studios.length ? studios.map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)`).join("\n") : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
+          md: `## Studios\n\n${a.ownerStudio ? `It acts only in its own studio, as a member. ${agentConfig(a).members_may_run ? "Every member of the studio may give it tasks." : "Only the studio's admins give it tasks."}` : studios.length ? "" : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
         },
+        ...studios.flatMap((m): Block[] => [
+          { md: `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)` },
+          ...(a.ownerStudio
+            ? []
+            : [
+                {
+                  form: {
+                    action: "remove_from_studio",
+                    fixed: { studio: m.studio.handle },
+                    label: `Take out of ${m.studio.name}`,
+                  },
+                },
+              ]),
+        ]),
+        ...(joinable.length
+          ? [
+              {
+                form: {
+                  action: "add_to_studio",
+                  fixed: {},
+                  label: "Add to studio",
+                  style: "block" as const,
+                  choices: { studio: joinable.map((s) => ({ value: s.handle, label: s.name })) },
+                },
+              },
+            ]
+          : []),
+        ...(adminOf.length
+          ? [
+              { md: "### Give it to a studio" },
+              {
+                form: {
+                  action: "transfer_subagent",
+                  fixed: {},
+                  label: "Give it to the studio",
+                  style: "block" as const,
+                  choices: { studio: adminOf.map((s) => ({ value: s.handle, label: s.name })) },
+                },
+              },
+            ]
+          : []),
         ...(a.ownerStudio
           ? [
               {
@@ -212,11 +272,11 @@ export const subagentPage: PageDef = {
             "",
             "Mentions and replies in its studios, the run form, and:",
             "",
-            `### Subscriptions\n\n${link(`${watched(true)} subscription${watched(true) === 1 ? "" : "s"}`, `${base}/subscriptions`)}${watched(false) ? ` (${watched(false)} paused)` : ""}: have it watch a studio, note, decision or commitment from that page.`,
+            `### Subscriptions\n\n${link(plural(watched(true), "subscription"), `${base}/subscriptions`)}${watched(false) ? ` (${watched(false)} paused)` : ""}: have it watch a studio, note, decision or commitment from that page.`,
             "",
             `### Schedules\n\n${schedules.length ? schedules.map((s) => scheduleLine(a.handle, s)).join("\n") : "_None yet._"}\n\n${link("Manage schedules", `${base}/schedules`)}`,
             "",
-            `### Webhooks\n\n${webhooks.length ? `${webhooks.length} webhook${webhooks.length === 1 ? "" : "s"} (${webhooks.filter((h) => h.enabled).length} enabled): other systems start its runs with signed deliveries.` : "None: other systems can start its runs with signed deliveries once you create one."} ${link("Manage its webhooks", `${base}/webhooks`)}.`,
+            `### Webhooks\n\n${webhooks.length ? `${plural(webhooks.length, "webhook")} (${webhooks.filter((h) => h.enabled).length} enabled): other systems start its runs with signed deliveries.` : "None: other systems can start its runs with signed deliveries once you create one."} ${link("Manage its webhooks", `${base}/webhooks`)}.`,
           ].join("\n"),
         },
         {

@@ -62,6 +62,7 @@ function charts(u: Usage, dailyLimitMicros?: number): Block[] {
     labels,
     series: [{ name: "cost", color: "#3b5bdb" }],
     values: u.days.map((d) => [d.costMicros / 1e6]),
+    empty: `Nothing spent in the last ${DAYS} days yet.`,
     format: chartUsd,
     axis: (v, step) => (v === 0 ? "$0" : `$${v.toFixed(step >= 1 ? 0 : step >= 0.01 ? 2 : 4)}`),
     marker: dailyLimitMicros
@@ -77,6 +78,8 @@ function charts(u: Usage, dailyLimitMicros?: number): Block[] {
       { name: "output", color: "#f59f00" },
     ],
     values: u.days.map((d) => [d.input - d.cached, d.cached, d.output]),
+    whole: true,
+    empty: `No tokens used in the last ${DAYS} days yet.`,
     format: (v) =>
       v >= 1e6 ? `${(v / 1e6).toFixed(2)}M` : v >= 1e3 ? `${(v / 1e3).toFixed(1)}k` : v.toFixed(0),
     // One unit for the whole axis: 0, 250k … 1,000k rather than a mix of k and M.

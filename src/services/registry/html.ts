@@ -3,9 +3,10 @@
 import type { Tokens } from "marked";
 import type { Issue } from "../../lib/errors.ts";
 import { boundedMarked } from "./bounded-marked.ts";
-import { actionsBase } from "./markdown.ts";
-import { type Field, fields } from "./params.ts";
-import type { ActionDef, FormBlock, PageView } from "./types.ts";
+import { type Field, fields, humanize, labelOf } from "./params.ts";
+import type { ActionDef, FormBlock, PageView, Scope } from "./types.ts";
+
+export { humanize };
 
 export function escapeHtml(text: string): string {
   return text
@@ -46,12 +47,17 @@ const marked = boundedMarked({
   },
 });
 
+/** Statuses pages write in bold (`**failed**`): a browser shows each in its colour. */
+const STATUS_WORDS =
+  /<strong>(queued|running|waiting|completed|failed|cancelled|timed_out|skipped|pending|approved|executed|rejected|expired|archived|paused)<\/strong>/g;
+
 export function markdownToHtml(md: string): string {
   // A wide table scrolls inside its card instead of running under the actions panel.
   return marked
     .parse(md)
     .replace(/<table>/g, '<div class="table-wrap"><table>')
-    .replace(/<\/table>/g, "</table></div>");
+    .replace(/<\/table>/g, "</table></div>")
+    .replace(STATUS_WORDS, '<strong class="status status-$1">$1</strong>');
 }
 
 /** One line of markdown as inline HTML: what a `<summary>` or a `<p>` of our own holds. */
@@ -67,60 +73,58 @@ export interface FormState {
   issues: Issue[];
 }
 
-const ACRONYMS: Record<string, string> = { api: "API", url: "URL", usd: "USD", id: "ID" };
-
-/** `add_api_key` → "Add API key": a param or action name as a label. */
-export function humanize(name: string): string {
-  const s = name
-    .split("_")
-    .map((w) => ACRONYMS[w] ?? w)
-    .join(" ");
-  return s.charAt(0).toUpperCase() + s.slice(1);
-}
-
 export interface Choice {
   value: string;
   label: string;
 }
 
-function fieldInput(f: Field, value: unknown, formId: string, choices?: Choice[]): string {
+function fieldInput(f: Field, value: unknown, formId: string, choices?: Choice[], error?: string): string {
   const id = `${formId}-${f.name}`;
   const v = value === undefined || value === null ? (f.defaultValue ?? "") : value;
   const req = f.required && f.type !== "boolean" ? " required" : "";
-  const label = `${escapeHtml(f.label ?? humanize(f.name))}${f.required || f.type === "boolean" ? "" : ' <span class="optional">optional</span>'}`;
-  const help = f.description ? `<small>${escapeHtml(f.description)}</small>` : "";
+  // The message sits at its field and the field points at it, so a screen reader reads both.
+  const invalid = error ? ` aria-invalid="true" aria-describedby="${id}-error"` : "";
+  const label = `${escapeHtml(labelOf(f))}${f.required || f.type === "boolean" ? "" : ' <span class="optional">optional</span>'}`;
+  // A select drawn from the data explains itself; the hint (written for callers who type the value) would not.
+  const help =
+    f.description && !choices && !f.optionLabels ? `<small>${escapeHtml(f.description)}</small>` : "";
+  const err = error ? `<p class="field-error" id="${id}-error">${escapeHtml(error)}</p>` : "";
   if (f.type === "boolean") {
     const checked = v === true || v === "true" || v === "on" ? " checked" : "";
-    return `<label class="check" for="${id}"><input type="checkbox" id="${id}" name="${f.name}" value="true"${checked}> ${label}</label>${help}`;
+    return `<label class="check" for="${id}"><input type="checkbox" id="${id}" name="${f.name}" value="true"${checked}${invalid}> ${label}</label>${help}${err}`;
   }
   let control: string;
   if (f.secret) {
-    control = `<input type="password" id="${id}" name="${f.name}" value="" autocomplete="off"${req}>`;
+    control = `<input type="password" id="${id}" name="${f.name}" value="" autocomplete="off"${req}${invalid}>`;
   } else if (choices) {
     const opts = choices.map(
       (o) =>
         `<option value="${escapeHtml(o.value)}"${String(v) === o.value ? " selected" : ""}>${escapeHtml(o.label)}</option>`,
     );
-    control = `<select id="${id}" name="${f.name}"${req}>${opts.join("")}</select>`;
+    control = `<select id="${id}" name="${f.name}"${req}${invalid}>${opts.join("")}</select>`;
   } else if (f.type === "enum") {
     const opts = f.options!.map(
       (o) =>
         `<option value="${escapeHtml(o)}"${String(v) === o ? " selected" : ""}>${escapeHtml(f.optionLabels?.[o] ?? o)}</option>`,
     );
-    control = `<select id="${id}" name="${f.name}"${req}>${opts.join("")}</select>`;
+    control = `<select id="${id}" name="${f.name}"${req}${invalid}>${opts.join("")}</select>`;
   } else if (f.multiline) {
-    control = `<textarea id="${id}" name="${f.name}" rows="4"${req}>${escapeHtml(String(v))}</textarea>`;
+    control = `<textarea id="${id}" name="${f.name}" rows="4"${req}${invalid}>${escapeHtml(String(v))}</textarea>`;
   } else {
     const type = f.type === "number" ? "number" : "text";
-    control = `<input type="${type}" id="${id}" name="${f.name}" value="${escapeHtml(String(v))}"${req}>`;
+    const step = f.type === "number" ? ' step="any"' : "";
+    control = `<input type="${type}"${step} id="${id}" name="${f.name}" value="${escapeHtml(String(v))}"${req}${invalid}>`;
   }
-  return `<label for="${id}">${label}</label>${control}${help}`;
+  return `<label for="${id}">${label}</label>${control}${help}${err}`;
 }
 
+/** What went wrong that no field shown here can carry (the request as a whole, a fixed param), named by label. */
 function issuesHtml(issues: Issue[]): string {
   if (!issues.length) return "";
-  const items = issues.map(
-    (i) => `<li>${i.field ? `<strong>${escapeHtml(i.field)}</strong>: ` : ""}${escapeHtml(i.message)}</li>`,
+  const items = issues.map((i) =>
+    i.label || i.field
+      ? `<li data-field="${escapeHtml(i.field)}"><strong>${escapeHtml(i.label ?? i.field)}</strong>: ${escapeHtml(i.message)}</li>`
+      : `<li>${escapeHtml(i.message)}</li>`,
   );
   return `<div class="form-errors" role="alert"><ul>${items.join("")}</ul></div>`;
 }
@@ -137,35 +141,102 @@ interface FormOpts {
   choices?: Record<string, Choice[]>;
 }
 
+/** The params' issues by the field they belong to (`params.text` is the `params` field's). */
+function issuesByField(issues: Issue[], shown: Set<string>) {
+  const at = new Map<string, string>();
+  const rest: Issue[] = [];
+  for (const i of issues) {
+    const [top, ...path] = i.field.split(".");
+    if (top && shown.has(top) && !at.has(top))
+      at.set(top, path.length ? `${path.join(".")}: ${i.message}` : i.message);
+    else rest.push(i);
+  }
+  return { at, rest };
+}
+
+/**
+ * An action as a form. It posts to the page it is on (naming the action in `_action`), so a
+ * mistake shows that page again, at its own address, with the message at the field.
+ */
 export function actionForm(a: ActionDef, o: FormOpts): string {
   const formId = `f-${a.name}-${Object.values(o.fixed ?? {}).join("-")}`.replace(/[^a-z0-9_-]/gi, "");
   const state = o.state?.action === a.name ? o.state : undefined;
   const hidden = [
     `<input type="hidden" name="_csrf" value="${escapeHtml(o.csrf)}">`,
+    `<input type="hidden" name="_action" value="${a.name}">`,
     ...Object.entries(o.fixed ?? {}).map(
       ([k, v]) => `<input type="hidden" name="${k}" value="${escapeHtml(v)}">`,
     ),
   ];
   const visible = fields(a.params).filter(
-    (f) => !(f.name in (o.fixed ?? {})) && (!o.only || o.only.includes(f.name)),
+    (f) => !(f.name in (o.fixed ?? {})) && (o.only ? o.only.includes(f.name) : !f.pickedBeside),
   );
+  const { at, rest } = issuesByField(state?.issues ?? [], new Set(visible.map((f) => f.name)));
   // Inline forms sit beside content: their params explain themselves, so no help text.
   const inputs = visible.map((f) => {
     const field = o.inline ? { ...f, description: undefined } : f;
-    return `<div class="field field-${f.type}">${fieldInput(field, state?.values[f.name], formId, o.choices?.[f.name])}</div>`;
+    const error = at.get(f.name);
+    return `<div class="field field-${f.type}${error ? " has-error" : ""}">${fieldInput(field, state?.values[f.name], formId, o.choices?.[f.name], error)}</div>`;
   });
+  grouped(visible, inputs);
   const label = escapeHtml(o.label ?? humanize(a.name));
-  const cls = o.inline ? "action-form inline" : "action-form";
-  return `<form method="post" action="${actionsBase(o.path)}/${a.name}" class="${cls}" id="${formId}">${issuesHtml(state?.issues ?? [])}${hidden.join("")}${inputs.join("")}<button type="submit" name="_submit" value="1">${label}</button></form>`;
+  const cls = `action-form${o.inline ? " inline" : ""}${a.destructive ? " destructive" : ""}`;
+  const button = `<button type="submit" name="_submit" value="1"${a.destructive ? ' class="danger"' : ""}>${label}</button>`;
+  return `<form method="post" action="${escapeHtml(o.path)}" class="${cls}" id="${formId}" data-action="${a.name}">${issuesHtml(rest)}${hidden.join("")}${inputs.join("")}${button}</form>`;
+}
+
+/** Consecutive fields of one group become one fieldset under the group's name (in place). */
+function grouped(visible: Field[], inputs: string[]) {
+  for (let i = visible.length - 1; i >= 0; i--) {
+    const g = visible[i]!.group;
+    if (!g || visible[i - 1]?.group === g) continue;
+    let end = i;
+    while (visible[end + 1]?.group === g) end++;
+    const body = inputs.slice(i, end + 1).join("");
+    inputs.splice(
+      i,
+      end - i + 1,
+      `<fieldset class="group"><legend>${escapeHtml(g)}</legend>${body}</fieldset>`,
+    );
+  }
+}
+
+/**
+ * The step between a destructive action's first POST and the one that runs it: what it
+ * will do, and a real button that sends the same params again with `_confirm=yes`.
+ */
+export function confirmForm(
+  a: ActionDef,
+  o: { path: string; csrf: string; values: Record<string, unknown>; label: string },
+): string {
+  const hidden = [
+    ["_csrf", o.csrf],
+    ["_action", a.name],
+    ["_confirm", "yes"],
+    ...Object.entries(o.values).flatMap(([k, v]) =>
+      (Array.isArray(v) ? v : [v]).filter((x) => x !== undefined).map((x) => [k, String(x)]),
+    ),
+  ].map(([k, v]) => `<input type="hidden" name="${escapeHtml(k!)}" value="${escapeHtml(v!)}">`);
+  return `<section class="confirm" role="alertdialog" aria-labelledby="confirm-title"><h2 id="confirm-title">${escapeHtml(humanize(a.name))}?</h2><p>${escapeHtml(a.destructive ?? "")}</p><form method="post" action="${escapeHtml(o.path)}" data-action="${a.name}" class="confirm-form">${hidden.join("")}<button type="submit" class="danger">Yes, ${escapeHtml(o.label.charAt(0).toLowerCase() + o.label.slice(1))}</button> <a class="cancel" href="${escapeHtml(o.path)}">Cancel</a></form></section>`;
+}
+
+interface RenderOpts {
+  path: string;
+  csrf: string;
+  state?: FormState;
+  /** What the page resolved: an edit form starts from its current values (`ActionDef.current`). */
+  scope?: Scope;
 }
 
 export function renderPageHtml(
   view: PageView,
   actions: ActionDef[],
-  opts: { path: string; csrf: string; state?: FormState },
+  opts: RenderOpts,
 ): { content: string; actions: string } {
   const byName = new Map(actions.map((a) => [a.name, a]));
   const inline = view.blocks.filter((b): b is FormBlock => "form" in b && byName.has(b.form.action));
+  // Whether a form in the page shows the failure (then the panel does not repeat the form).
+  const failedInPage = inline.some((b) => failsHere(b, opts.state));
   const content = view.blocks
     .map((b) => {
       if ("md" in b) return b.html ?? markdownToHtml(b.md);
@@ -191,57 +262,62 @@ export function renderPageHtml(
   }
   // An action on one item of a list (its id picked by the buttons beside each, or a select the page
   // fills from the data) has no form of its own: the panel would ask a person to type an id.
-  const besideOnly = (a: ActionDef) => fields(a.params).some((f) => f.pickedBeside);
-  const shown = actions.filter(
-    (a) => (!covered.has(a.name) && !besideOnly(a)) || opts.state?.action === a.name,
-  );
-  const panel = shown
-    .map((a, i) => {
-      // The first action (and the one that just failed) is open; the rest fold away so the panel stays short.
-      const open = opts.state ? opts.state.action === a.name : i === 0 || shown.length <= 2;
-      const skip = hidden.get(a.name);
-      const only = skip
-        ? fields(a.params)
-            .map((f) => f.name)
-            .filter((n) => !skip.has(n))
-        : undefined;
-      if (!fields(a.params).length) {
-        // Nothing to fill in: one button that says what it does.
-        const button = actionForm(a, {
-          path: opts.path,
-          csrf: opts.csrf,
-          state: opts.state,
-          label: a.description,
-        });
-        return `<div class="action simple" id="action-${a.name}">${button}</div>`;
-      }
-      const form = actionForm(a, { path: opts.path, csrf: opts.csrf, state: opts.state, only });
-      return `<details class="action" id="action-${a.name}"${open ? " open" : ""}><summary>${escapeHtml(a.description)}</summary>${form}</details>`;
-    })
-    .join("\n");
+  const besideOnly = (a: ActionDef) => fields(a.params).some((f) => f.besideOnly);
+  const failedHere = (a: ActionDef) => opts.state?.action === a.name && !failedInPage;
+  const shown = actions.filter((a) => (!covered.has(a.name) && !besideOnly(a)) || failedHere(a));
+  const panel = shown.map((a, i) => panelAction(a, i, shown.length, hidden.get(a.name), opts)).join("\n");
   return { content, actions: panel };
 }
 
-function inlineForm(
+function panelAction(
   a: ActionDef,
-  b: FormBlock,
-  opts: { path: string; csrf: string; state?: FormState },
-): string {
-  const failedHere =
-    opts.state?.action === a.name &&
-    Object.entries(b.form.fixed).every(([k, v]) => opts.state?.values[k] === v);
+  i: number,
+  count: number,
+  skip: Set<string> | undefined,
+  opts: RenderOpts,
+) {
+  // The first action (and the one that just failed) is open; the rest fold away so the panel stays short.
+  const open = opts.state ? opts.state.action === a.name : i === 0 || count <= 2;
+  const only = fields(a.params)
+    .filter((f) => !skip?.has(f.name) && !f.pickedBeside)
+    .map((f) => f.name);
+  if (!only.length) {
+    // Nothing to fill in: one button that says what it does.
+    const button = actionForm(a, {
+      path: opts.path,
+      csrf: opts.csrf,
+      state: opts.state,
+      label: a.description,
+      only,
+    });
+    return `<div class="action simple" id="action-${a.name}">${button}</div>`;
+  }
+  const current = a.current && opts.scope ? a.current(opts.scope) : undefined;
+  const state = opts.state ?? (current && { action: a.name, values: current, issues: [] });
+  const form = actionForm(a, { path: opts.path, csrf: opts.csrf, state, only });
+  return `<details class="action" id="action-${a.name}"${open ? " open" : ""}><summary>${escapeHtml(a.description)}</summary>${form}</details>`;
+}
+
+function failsHere(b: FormBlock, state?: FormState): boolean {
+  return (
+    state?.action === b.form.action && Object.entries(b.form.fixed).every(([k, v]) => state.values[k] === v)
+  );
+}
+
+function inlineForm(a: ActionDef, b: FormBlock, opts: RenderOpts): string {
+  const failedHere = failsHere(b, opts.state);
   const prefill = b.form.values ? { action: a.name, values: b.form.values, issues: [] } : undefined;
   const form = actionForm(a, {
     path: opts.path,
     csrf: opts.csrf,
     fixed: b.form.fixed,
-    only: b.form.fields ?? (b.form.style === "block" ? undefined : []),
+    only: b.form.fields ?? (b.form.style === "block" ? fields(a.params).map((f) => f.name) : []),
     label: b.form.label,
     choices: b.form.choices,
     inline: b.form.style === undefined || b.form.style === "inline",
     state: failedHere ? opts.state : prefill,
   });
   return b.form.style === "folded"
-    ? `<details class="folded"${failedHere ? " open" : ""}><summary>${escapeHtml(b.form.label)}</summary>${form}</details>`
+    ? `<details class="folded${b.form.depth ? ` depth-${b.form.depth}` : ""}"${failedHere ? " open" : ""}><summary>${escapeHtml(b.form.label)}</summary>${form}</details>`
     : form;
 }

@@ -21,8 +21,34 @@ export interface Field {
   /** Display text for enum values in a form's select. */
   optionLabels?: Record<string, string>;
   defaultValue?: unknown;
-  /** Chosen on the page (a button beside each item, a select filled from the data), never typed into the side panel. */
+  /**
+   * Chosen on the page (a button beside each item, a select filled from the data), never typed
+   * into the side panel. Meta `pickedBeside: true`: the action lives only beside its items;
+   * `"field"`: only this field does (a reply's comment), and the action's panel form leaves it out.
+   */
   pickedBeside: boolean;
+  /** The action is used only beside items (`pickedBeside: true`): it has no panel form. */
+  besideOnly: boolean;
+  /** An edit's optional field a form may empty to clear the value (the model: back to the default). */
+  clears: boolean;
+  /** Fields of one group sit together in a form under this heading (capabilities by subject). */
+  group?: string;
+}
+
+const ACRONYMS: Record<string, string> = { api: "API", url: "URL", usd: "USD", id: "ID" };
+
+/** `add_api_key` → "Add API key": a param or action name as a label. */
+export function humanize(name: string): string {
+  const s = name
+    .split("_")
+    .map((w) => ACRONYMS[w] ?? w)
+    .join(" ");
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** What a person sees a param called: its label, else its name made readable. */
+export function labelOf(f: Pick<Field, "name" | "label">): string {
+  return f.label ?? humanize(f.name);
 }
 
 type AnyZod = z.ZodType & { _zod: { def: Record<string, unknown> & { type: string } } };
@@ -38,7 +64,9 @@ export function fields(schema: z.ZodObject): Field[] {
       description?: string;
       label?: string;
       optionLabels?: Record<string, string>;
-      pickedBeside?: boolean;
+      pickedBeside?: boolean | "field";
+      clears?: boolean;
+      group?: string;
     };
     const meta = (z.globalRegistry.get(t) ?? {}) as Meta;
     while (t._zod.def.type === "optional" || t._zod.def.type === "default") {
@@ -63,6 +91,9 @@ export function fields(schema: z.ZodObject): Field[] {
       optionLabels: meta.optionLabels ?? inner.optionLabels,
       defaultValue,
       pickedBeside: Boolean(meta.pickedBeside ?? inner.pickedBeside),
+      besideOnly: (meta.pickedBeside ?? inner.pickedBeside) === true,
+      clears: Boolean(meta.clears ?? inner.clears),
+      group: meta.group ?? inner.group,
     };
   });
 }
@@ -154,7 +185,8 @@ export function parseParams<S extends z.ZodObject>(
       if (f.type === "number") v = v.trim() === "" ? undefined : Number(v);
       else if (f.type === "boolean")
         v = TRUE.has(v.toLowerCase()) ? true : FALSE.has(v.toLowerCase()) ? false : v;
-      else if (opts.form && v.trim() === "" && !f.required) v = undefined;
+      // An emptied form field means "not given", except where emptying it is how a form clears the value.
+      else if (opts.form && v.trim() === "" && !f.required && !f.clears) v = undefined;
     }
     if (v === undefined && opts.form && f.type === "boolean") v = false;
     if (v !== undefined) input[f.name] = v;
@@ -169,7 +201,24 @@ export function parseParams<S extends z.ZodObject>(
   }
   if (issues.length) {
     const seen = new Set<string>();
-    throw new ValidationError(issues.filter((i) => !seen.has(i.field) && seen.add(i.field)));
+    throw labelled(
+      schema,
+      new ValidationError(issues.filter((i) => !seen.has(i.field) && seen.add(i.field))),
+    );
   }
   return result.data as z.infer<S>;
+}
+
+/**
+ * The same issues, each naming its field the way the form labels it ("Monthly limit (USD)",
+ * not `monthly_limit_usd`), whoever raised them: the schema or the action's own checks.
+ */
+export function labelled(schema: z.ZodObject, err: ValidationError): ValidationError {
+  const byName = new Map(fields(schema).map((f) => [f.name, f]));
+  const issues = err.issues.map((i) => {
+    if (i.label || !i.field) return i;
+    const top = byName.get(i.field.split(".")[0]!);
+    return top ? { ...i, label: labelOf(top) } : i;
+  });
+  return new ValidationError(issues);
 }

@@ -2,10 +2,10 @@
 // by server-side agents, and (later) MCP all go through these functions.
 
 import type { Db } from "../../db/prisma.ts";
-import { AppError, ForbiddenError, NotFoundError } from "../../lib/errors.ts";
+import { AppError, ForbiddenError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { storable } from "../../lib/text.ts";
 import type { LiveFeed } from "../live/feed.ts";
-import { parseParams } from "./params.ts";
+import { labelled, parseParams } from "./params.ts";
 import { createRouter } from "./router.ts";
 import type {
   ActionCtx,
@@ -186,31 +186,46 @@ export function createRegistry(
     ): Promise<ActionOutcome> {
       const resolved = await resolve(ctx, path);
       const action = await usable(ctx, resolved, name, path);
-      const params = parseParams(action.params, body, opts);
-      if (action.callsOut) {
-        // A call to another service (testing a provider key) must not hold a transaction open.
-        const actx: ActionCtx = { ...ctx, tx: ctx.db, emitted: [] };
-        const held = opts.approved ? null : await policy?.(actx, action, params, resolved.scope, path, opts);
-        return held ?? (await action.execute(actx, params, resolved.scope));
+      try {
+        return await execute(ctx, path, resolved, action, body, opts);
+      } catch (err) {
+        // An action's own check names a field by its param; the person reads its label.
+        throw err instanceof ValidationError ? labelled(action.params, err) : err;
       }
-      const done = await ctx.db.$transaction(async (tx) => {
-        const actx: ActionCtx = { ...ctx, tx, emitted: [] };
-        await opts.claim?.(tx);
-        try {
-          const held = opts.approved
-            ? null
-            : await policy?.(actx, action, params, resolved.scope, path, opts);
-          const outcome = held ?? (await action.execute(actx, params, resolved.scope));
-          await opts.inTx?.(tx, outcome, actx.emitted);
-          return outcome;
-        } catch (err) {
-          // Returned, not thrown, so the transaction commits what the refusal recorded.
-          if (err instanceof AppError && err.commits) return err;
-          throw err;
-        }
-      });
-      if (done instanceof AppError) throw done;
-      return done;
     },
   };
+
+  /** Validates, then executes in one transaction: the write, its event and audit rows commit together or not at all. */
+  async function execute(
+    ctx: Ctx,
+    path: string,
+    resolved: Resolved,
+    action: ActionDef,
+    body: Record<string, unknown>,
+    opts: RunOptions,
+  ): Promise<ActionOutcome> {
+    const params = parseParams(action.params, body, opts);
+    if (action.callsOut) {
+      // A call to another service (testing a provider key) must not hold a transaction open.
+      const actx: ActionCtx = { ...ctx, tx: ctx.db, emitted: [] };
+      const held = opts.approved ? null : await policy?.(actx, action, params, resolved.scope, path, opts);
+      return held ?? (await action.execute(actx, params, resolved.scope));
+    }
+    const done = await ctx.db.$transaction(async (tx) => {
+      const actx: ActionCtx = { ...ctx, tx, emitted: [] };
+      await opts.claim?.(tx);
+      try {
+        const held = opts.approved ? null : await policy?.(actx, action, params, resolved.scope, path, opts);
+        const outcome = held ?? (await action.execute(actx, params, resolved.scope));
+        await opts.inTx?.(tx, outcome, actx.emitted);
+        return outcome;
+      } catch (err) {
+        // Returned, not thrown, so the transaction commits what the refusal recorded.
+        if (err instanceof AppError && err.commits) return err;
+        throw err;
+      }
+    });
+    if (done instanceof AppError) throw done;
+    return done;
+  }
 }

@@ -101,6 +101,8 @@ export interface FormBlock {
     values?: Record<string, unknown>;
     /** `folded`: behind a toggle (a Reply link under each comment); `block`: a full form in the page, prefilled, instead of the side panel. */
     style?: "inline" | "folded" | "block";
+    /** How deep in a thread it sits (a reply's Reply form): a browser indents it as deep. */
+    depth?: number;
     /** Select options for params whose choices depend on the data (the keys you own). */
     choices?: Record<string, { value: string; label: string }[]>;
   };
@@ -175,6 +177,14 @@ export interface ActionDef<S extends z.ZodObject = z.ZodObject> {
   callsOut?: boolean;
   /** null when the actor may use it on this scope, else the reason they may not. */
   available?(ctx: Ctx, scope: Scope): string | null;
+  /**
+   * Cannot be undone (revoking a key, removing a member): what a person is about to lose, asked
+   * before a browser form runs it (one more POST with `_confirm=yes`). Never asked of API,
+   * markdown, MCP or agent callers: they name the action on purpose.
+   */
+  destructive?: string;
+  /** The current values an edit form starts from (the note's text, the agent's model). */
+  current?(scope: Scope): Record<string, unknown>;
   execute(ctx: ActionCtx, params: z.infer<S>, scope: Scope): Promise<ActionOutcome>;
 }
 

@@ -1,0 +1,123 @@
+// The notifications page: each notification one sentence a person reads at a glance (who,
+// what, on which note, linked), with a Dismiss button; agents read the same page in markdown.
+import { plural } from "../../lib/plural.ts";
+import { REFUSAL } from "../agents/refusals.ts";
+import { markdownToHtml } from "../registry/html.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
+import type { Ctx, PageDef } from "../registry/types.ts";
+import { excerpt, home, pager, paging, when, who } from "./format.ts";
+import { verb } from "./people.ts";
+
+const SUBJECT = /^\/studios\/[^/]+\/(notes|decisions|commitments)\/([a-z0-9]+)$/;
+const KIND: Record<string, string> = { notes: "note", decisions: "decision", commitments: "commitment" };
+
+/**
+ * What each notification is about, named for a person: the note "Retro day", not its path.
+ * Only from studios the reader is still in; anything else is "a note".
+ */
+async function titlesOf(ctx: Ctx, paths: string[]): Promise<Map<string, string>> {
+  const ids: Record<string, string[]> = { notes: [], decisions: [], commitments: [] };
+  for (const p of paths) {
+    const m = SUBJECT.exec(p);
+    if (m) ids[m[1]!]!.push(m[2]!);
+  }
+  const where = (list: string[]) => ({
+    id: { in: list },
+    tenantId: ctx.tenant.id,
+    studio: { members: { some: { userId: ctx.actor.id } } },
+  });
+  const [notes, decisions, commitments] = await Promise.all([
+    ids.notes!.length
+      ? ctx.db.note.findMany({ where: where(ids.notes!), select: { id: true, title: true } })
+      : [],
+    ids.decisions!.length
+      ? ctx.db.decision.findMany({ where: where(ids.decisions!), select: { id: true, question: true } })
+      : [],
+    ids.commitments!.length
+      ? ctx.db.commitment.findMany({ where: where(ids.commitments!), select: { id: true, title: true } })
+      : [],
+  ]);
+  return new Map<string, string>([
+    ...notes.filter((n) => n.title).map((n): [string, string] => [n.id, n.title]),
+    ...decisions.map((d): [string, string] => [d.id, d.question]),
+    ...commitments.map((c): [string, string] => [c.id, c.title]),
+  ]);
+}
+
+/** "the note “Retro day”", or "a note" when its title is unknown here. */
+function thingAt(path: string, titles: Map<string, string>): string {
+  const m = SUBJECT.exec(path);
+  if (!m) return "a page";
+  const title = titles.get(m[2]!);
+  return title ? `the ${KIND[m[1]!]} “${excerpt(title, 80)}”` : `a ${KIND[m[1]!]}`;
+}
+
+/**
+ * One notification as a sentence with a link to act on it. Agents read its id (they dismiss by
+ * it); people see the sentence without it.
+ */
+function notificationBlock(
+  titles: Map<string, string>,
+  n: {
+    id: string;
+    kind: string;
+    path: string;
+    excerpt: string;
+    createdAt: Date;
+    actor: { name: string; handle: string };
+  },
+) {
+  const name = who(n.actor);
+  // Notifications written before the sentences were: "asks: …", "wants to …".
+  const text = excerpt(n.excerpt.replace(/^asks: /, ""), 280);
+  let line: string;
+  if (n.kind !== "agent")
+    line = `${name} ${verb(n.kind)} ${link(mdEscape(thingAt(n.path, titles)), n.path)}\n\n${quote(text)}`;
+  else if (text.startsWith(REFUSAL)) line = `${name} ${mdEscape(text)} · ${link("See why", n.path)}`;
+  else if (n.path.includes("/runs/"))
+    line = `${name} asks you: “${mdEscape(text)}” · ${link("Answer", n.path)}`;
+  else if (n.path.includes("/pending/")) line = `${name} ${mdEscape(text)} · ${link("Review", n.path)}`;
+  else line = `${name} ${mdEscape(text)} · ${link("See its usage", n.path)}`;
+  const [first, ...rest] = line.split("\n\n");
+  const stamp = ` · ${when(n.createdAt)}`;
+  const md = [`- ${first}${stamp} · notification \`${n.id}\``, ...rest].join("\n\n");
+  return { md, html: markdownToHtml([`- ${first}${stamp}`, ...rest].join("\n\n")) };
+}
+
+export const notificationsPage: PageDef = {
+  pattern: "/notifications",
+  actions: ["dismiss", "dismiss_all"],
+  resolve: async () => ({}),
+  async render(ctx, _scope, query) {
+    const pg = paging(query);
+    const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null };
+    const [items, total] = await Promise.all([
+      ctx.db.notification.findMany({
+        where,
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        skip: pg.skip,
+        take: pg.take,
+        include: { actor: true },
+      }),
+      ctx.db.notification.count({ where }),
+    ]);
+    const titles = await titlesOf(
+      ctx,
+      items.map((n) => n.path),
+    );
+    return {
+      title: "Notifications",
+      breadcrumb: [home, { label: "Notifications" }],
+      blocks: items.length
+        ? [
+            { md: `${plural(total, "unread notification")}.` },
+            ...items.flatMap((n) => [
+              notificationBlock(titles, n),
+              { form: { action: "dismiss", fixed: { id: n.id }, label: "Dismiss" } },
+            ]),
+            { md: pager("/notifications", pg, total) },
+          ]
+        : [{ md: "_You are all caught up._" }],
+    };
+  },
+};

@@ -1,0 +1,70 @@
+// A mention an agent will not answer is not met with silence: the person who mentioned it and
+// the agent's owner each get one notice saying why, and mentioning it again while that notice
+// is unread adds no more. Real worker (the events queue), real Postgres.
+import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { processed } from "./helpers/agent-scripts.ts";
+import { type AgentEnv, makeAgent, startAgents } from "./helpers/agents.ts";
+import { act, buildTestApp, login, makeWorld, testPrisma } from "./helpers/app.ts";
+
+let app: FastifyInstance;
+let env: AgentEnv;
+beforeAll(async () => {
+  app = await buildTestApp();
+  env = await startAgents("refusals");
+});
+afterAll(async () => {
+  await env.close();
+  await app.close();
+});
+
+const db = testPrisma;
+
+describe("a mention the agent will not answer", () => {
+  it("tells the mentioner and the owner once why, at its cost limit; a second mention adds nothing", async () => {
+    const w = await makeWorld("rf");
+    const scout = await makeAgent(w, w.alice);
+    await db().user.update({
+      where: { id: scout.id },
+      data: { pausedAt: new Date(), pausedKind: "cost_limit", pausedReason: "monthly cost limit reached" },
+    });
+    const note = await act(w, w.alice, "/studios/general", "create_note", { title: "Plan", text: "Draft." });
+    const mention = async (text: string) => {
+      await act(w, w.bob, note.location, "add_comment", { text });
+      const c = await db().comment.findFirstOrThrow({ where: { authorId: w.bob.id, text } });
+      return processed(env, c.id);
+    };
+    await mention("@scout what do you think?");
+    const skipped = await db().subagentTaskRun.findFirstOrThrow({ where: { agentId: scout.id } });
+    expect(skipped).toMatchObject({ status: "skipped", stopReason: "paused" });
+    const notices = async () =>
+      (await db().notification.findMany({ where: { actorId: scout.id }, orderBy: { userId: "asc" } })).map(
+        (n) => [
+          n.userId === w.bob.id ? "bob" : n.userId === w.alice.id ? "alice" : n.userId,
+          n.path,
+          n.excerpt,
+        ],
+      );
+    const expected = [
+      [
+        "alice",
+        `/subagents/scout/runs/${skipped.id}`,
+        "did not answer a mention: it is paused at its monthly cost limit. Its owner can raise the limit on its usage page.",
+      ],
+      [
+        "bob",
+        note.location,
+        "did not answer your mention: it is paused at its monthly cost limit. Its owner can raise the limit on its usage page.",
+      ],
+    ];
+    expect((await notices()).sort()).toEqual(expected.sort());
+    // Bob sees it, in words, with a link to where he asked.
+    const page = (await (await login(app, w, w.bob)).get("/notifications")).body;
+    expect(page).toContain("did not answer your mention: it is paused at its monthly cost limit.");
+    expect(page).toContain(`<a href="${note.location}">See why</a>`);
+
+    await mention("@scout hello again?");
+    expect(await db().subagentTaskRun.count({ where: { agentId: scout.id, status: "skipped" } })).toBe(2);
+    expect((await notices()).sort()).toEqual(expected.sort());
+  }, 30_000);
+});
