@@ -1,9 +1,26 @@
 // The one place that reads the environment. Parsed once at start; every problem is
 // printed together and the process exits, so a misconfigured deploy fails loudly.
 import { availableParallelism } from "node:os";
+import { getHeapStatistics } from "node:v8";
 import { z } from "zod";
 import { DEFAULT_PROMPT_BUDGET, MIN_PROMPT_BUDGET } from "./services/agents/prompt.ts";
 import { DEV_ENCRYPTION_KEYS, parseMasterKeys, usesDevelopmentKey } from "./services/money/secrets.ts";
+
+/** The most agent runs a worker holds by default, whatever its heap. */
+export const MAX_DEFAULT_CONCURRENCY = 1000;
+/**
+ * Heap a waiting run may take, with room for the garbage between collections: a worker
+ * holding 1,000 measured about 60 KB live each (bench/README.md, "Thousands of waiting runs").
+ */
+const HEAP_PER_RUN = 256 * 1024;
+/** What the worker itself takes before any run: modules, Prisma, BullMQ, the relay's thread. */
+const HEAP_BASE = 128 * 2 ** 20;
+
+/** The default WORKER_CONCURRENCY: as many runs as the heap holds, up to 1,000, at least 10. */
+export function workerConcurrency(heapLimitBytes: number): number {
+  const fits = Math.floor((heapLimitBytes - HEAP_BASE) / HEAP_PER_RUN);
+  return Math.max(10, Math.min(MAX_DEFAULT_CONCURRENCY, fits));
+}
 
 const schema = z.object({
   NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
@@ -85,7 +102,19 @@ const schema = z.object({
   LLM_DEFAULT_MODEL: z.string().min(1).optional(),
   LLM_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
   LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
-  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
+  // Agent runs one worker process holds at once. A run spends nearly all its time waiting on
+  // the model (seconds a call), so the limit is memory, not CPU: 1,000, or fewer when the
+  // heap could not hold them (workerConcurrency). Lower it, or LLM_MAX_CONNECTIONS, to
+  // protect a small self-hosted model from more calls than it can serve.
+  WORKER_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(() => workerConcurrency(getHeapStatistics().heap_size_limit)),
+  // The most connections (so concurrent calls) to one LLM endpoint from one worker; unset,
+  // one per run the worker holds. Calls past it wait for a connection.
+  LLM_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(100_000).optional(),
   // The most prompt tokens an agent's step sends, however long its run (prompt.ts): the
   // task, pages and the run's notes fill it by priority. Counted conservatively.
   PROMPT_TOKEN_BUDGET: z.coerce

@@ -1,8 +1,9 @@
 // Configuration: the database pool's size (Prisma's rule by default), the login throttle, the
 // rate limits, audit trail and metrics; the operator's numbers when given, a clear error for a bad one.
 import { availableParallelism } from "node:os";
+import { getHeapStatistics } from "node:v8";
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../src/config.ts";
+import { parseConfig, workerConcurrency } from "../src/config.ts";
 
 describe("DATABASE_POOL_SIZE", () => {
   it("defaults to two connections per core plus one", () => {
@@ -50,5 +51,23 @@ describe("rate limits, audit trail and metrics", () => {
     expect(() => parseConfig({ METRICS_TOKEN: "short" })).toThrow(/METRICS_TOKEN: at least 16 characters/);
     expect(() => parseConfig({ API_RATE_LIMIT_PER_TOKEN: "-1" })).toThrow(/API_RATE_LIMIT_PER_TOKEN/);
     expect(() => parseConfig({ AUDIT_RETENTION_DAYS: "0" })).toThrow(/AUDIT_RETENTION_DAYS/);
+  });
+});
+
+describe("WORKER_CONCURRENCY and LLM_MAX_CONNECTIONS", () => {
+  it("a worker holds 1,000 runs by default, fewer when its heap could not hold them", () => {
+    expect(parseConfig({}).WORKER_CONCURRENCY).toBe(workerConcurrency(getHeapStatistics().heap_size_limit));
+    expect(workerConcurrency(4096 * 2 ** 20)).toBe(1000);
+    expect(workerConcurrency(256 * 2 ** 20)).toBe(512);
+    expect(workerConcurrency(64 * 2 ** 20)).toBe(10);
+  });
+
+  it("takes the operator's numbers; the LLM's connections are unlimited unless set", () => {
+    expect(parseConfig({ WORKER_CONCURRENCY: "4" }).WORKER_CONCURRENCY).toBe(4);
+    expect(parseConfig({ WORKER_CONCURRENCY: "5000" }).WORKER_CONCURRENCY).toBe(5000);
+    expect(() => parseConfig({ WORKER_CONCURRENCY: "0" })).toThrow(/WORKER_CONCURRENCY/);
+    expect(parseConfig({}).LLM_MAX_CONNECTIONS).toBeUndefined();
+    expect(parseConfig({ LLM_MAX_CONNECTIONS: "8" }).LLM_MAX_CONNECTIONS).toBe(8);
+    expect(() => parseConfig({ LLM_MAX_CONNECTIONS: "0" })).toThrow(/LLM_MAX_CONNECTIONS/);
   });
 });

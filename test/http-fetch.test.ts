@@ -12,7 +12,7 @@ import OpenAI, {
 } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeLlm, startFakeLlm } from "../src/dev/fake-llm.ts";
-import { nodeFetch } from "../src/services/agents/http-fetch.ts";
+import { createNodeFetch, nodeFetch } from "../src/services/agents/http-fetch.ts";
 
 let llm: FakeLlm;
 beforeAll(async () => {
@@ -24,6 +24,27 @@ const client = (o: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) =>
   new OpenAI({ baseURL: llm.url, apiKey: "sk-test", maxRetries: 0, fetch: nodeFetch, ...o });
 const ask = (c: OpenAI, signal?: AbortSignal) =>
   c.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }, { signal });
+
+describe("connections per endpoint (LLM_MAX_CONNECTIONS)", () => {
+  /** How many of `n` slow calls the fake model was answering at once, at most. */
+  async function mostAtOnce(fetch: typeof nodeFetch, n: number) {
+    let open = 0;
+    let most = 0;
+    llm.setScript(async () => {
+      most = Math.max(most, ++open);
+      await new Promise((r) => setTimeout(r, 100));
+      open--;
+      return { tool: { name: "finish", args: { message: "ok" } } };
+    });
+    await Promise.all(Array.from({ length: n }, () => ask(client({ fetch }))));
+    return most;
+  }
+
+  it("unset, every call has a connection of its own; set, calls past it wait for one", async () => {
+    expect(await mostAtOnce(createNodeFetch(), 40)).toBe(40);
+    expect(await mostAtOnce(createNodeFetch(3), 12)).toBe(3);
+  });
+});
 
 describe("nodeFetch under the openai SDK", () => {
   it("sends the body and headers and reads the completion back", async () => {

@@ -3,7 +3,7 @@
 import { getEventListeners } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeLlm, startFakeLlm } from "../src/dev/fake-llm.ts";
-import { createLlmClient, type LlmError } from "../src/services/agents/llm.ts";
+import { createLlmClient, encodePrompt, type LlmError } from "../src/services/agents/llm.ts";
 
 let llm: FakeLlm;
 beforeAll(async () => {
@@ -15,7 +15,10 @@ const client = createLlmClient({ timeoutMs: 5_000, maxRetries: 1 });
 const ask = (signal: AbortSignal) =>
   client(
     { baseURL: llm.url, apiKey: "sk-test" },
-    { model: "m", messages: [{ role: "user", content: "hi" }], jsonMode: false, signal },
+    {
+      prompt: encodePrompt({ model: "m", messages: [{ role: "user", content: "hi" }], jsonMode: false }),
+      signal,
+    },
   );
 const finish = { tool: { name: "finish", args: { message: "ok" } } };
 

@@ -5,6 +5,7 @@
 // together as the next batch, so a lone write is sent at once and a burst costs a few
 // statements, not hundreds.
 import pg from "pg";
+import { Prisma } from "../generated/prisma/client.ts";
 import { type Db, ownsPool } from "./prisma.ts";
 
 /** Rows per statement: a step carries up to a few KB of page text. */
@@ -102,4 +103,15 @@ export function grouped<T, R>(o: {
     }
     return g(item);
   };
+}
+
+/**
+ * `LIMIT n` for a batch's rows (`jsonb_to_recordset`), n the batch's size rounded up to a
+ * power of two: a set-returning function is planned as 100 rows, so Postgres planned every
+ * batch, of one row or ten, with hash joins over sequential scans of the runs, users and
+ * keys (auto_explain in the 1,000-run benchmark), where a few index lookups do. Sized, each
+ * size class is a statement of its own (7 at most), planned for about its rows.
+ */
+export function batchRows(n: number): Prisma.Sql {
+  return Prisma.raw(`LIMIT ${2 ** Math.ceil(Math.log2(Math.max(1, n)))}`);
 }

@@ -36,8 +36,12 @@ export function eventProcessor(
       return { enqueued: e.subjectId };
     }
     const subject = await loadSubject(prisma, e);
-    const notified = await notifyForEvent(prisma, e, subject);
-    const runs = subject ? await dispatchTriggers(prisma, e, subject) : [];
+    // A mention's run is queued while its notifications are written, not after them: each is
+    // its own transaction, and a retried job redoes both without doubling either.
+    const [notified, runs] = await Promise.all([
+      notifyForEvent(prisma, e, subject),
+      subject ? dispatchTriggers(prisma, e, subject) : [],
+    ]);
     // After the mentions, so an agent both mentioned and subscribed is woken once.
     const watched = await wakeSubscribers(prisma, e);
     return { notified, runs, watched };

@@ -35,6 +35,7 @@ export type RuntimeConfig = Pick<
   | "LLM_DEFAULT_MODEL"
   | "LLM_TIMEOUT_MS"
   | "LLM_MAX_RETRIES"
+  | "LLM_MAX_CONNECTIONS"
   | "PROMPT_TOKEN_BUDGET"
   | "WORKER_CONCURRENCY"
   | "RUN_LEASE_SECONDS"
@@ -85,7 +86,12 @@ export async function startRuntime(o: RuntimeOptions) {
     ? { baseURL: c.LLM_BASE_URL, apiKey: c.LLM_API_KEY }
     : null;
   const llm = measured(
-    o.llm ?? createLlmClient({ timeoutMs: c.LLM_TIMEOUT_MS, maxRetries: c.LLM_MAX_RETRIES }),
+    o.llm ??
+      createLlmClient({
+        timeoutMs: c.LLM_TIMEOUT_MS,
+        maxRetries: c.LLM_MAX_RETRIES,
+        maxConnections: c.LLM_MAX_CONNECTIONS,
+      }),
   );
 
   const workers = [

@@ -9,7 +9,7 @@ import { bounded, llmCalls, llmCost, llmTokens } from "./metrics.ts";
 export function measured(llm: LlmClient): LlmClient {
   return async (endpoint, req) => {
     const t0 = performance.now();
-    const model = bounded("model", req.model);
+    const model = bounded("model", req.prompt.model);
     try {
       const res = await llm(endpoint, req);
       llmCalls.observe({ model, outcome: "ok" }, res.latencyMs / 1000);

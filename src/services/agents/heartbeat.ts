@@ -1,7 +1,11 @@
-// One heartbeat per worker process for all the runs it holds: a single UPDATE renews
-// every lease and reads back stop requests. A run whose lease was lost (another worker
-// took it over) or whose owner pressed Stop has its AbortController fired, which also
-// cancels its in-flight LLM call.
+// One heartbeat per worker process for all the runs it holds: every RUN_HEARTBEAT_MS one
+// statement reads back stop requests and lost leases, and every third of a lease it is an
+// UPDATE that also renews them all. Renewing every beat rewrote each held run's row (and
+// its indexes) once a second: a worker holding 1,000 waiting runs made more row versions
+// renewing leases than recording steps. A third of a lease still leaves two renewals to
+// miss before a run is given up. A run whose lease was lost (another worker took it over)
+// or whose owner pressed Stop has its AbortController fired, which also cancels its
+// in-flight LLM call.
 import type { PrismaClient } from "../../db/prisma.ts";
 
 export type StopReason = "stopped" | "lease_lost" | "shutdown";
@@ -21,16 +25,14 @@ export function startHeartbeat(
 ): Heartbeat {
   const active = new Map<string, AbortController>();
   let beating = false;
+  const renewEvery = Math.max(intervalMs, (leaseSeconds * 1000) / 3);
+  let renewedAt = 0;
 
-  async function beat() {
-    if (beating || !active.size) return;
-    beating = true;
-    try {
-      const ids = [...active.keys()];
-      // Locked in id order, as the step and ledger batches lock runs: an UPDATE alone
-      // takes rows in whatever order its plan visits them (a bitmap scan: the heap's), and
-      // two statements locking the same runs in different orders can deadlock.
-      const rows = await db.$queryRaw<{ id: string; stop: boolean }[]>`
+  // Locked in id order, as the step and ledger batches lock runs: an UPDATE alone takes rows
+  // in whatever order its plan visits them (a bitmap scan: the heap's), and two statements
+  // locking the same runs in different orders can deadlock.
+  const renew = (ids: string[]) =>
+    db.$queryRaw<{ id: string; stop: boolean }[]>`
         WITH mine AS (
           SELECT id FROM subagent_task_runs
           WHERE id = ANY(${ids}::text[]) AND lease_owner = ${owner} AND status = 'running'
@@ -39,6 +41,21 @@ export function startHeartbeat(
         UPDATE subagent_task_runs r SET lease_expires_at = now() + make_interval(secs => ${leaseSeconds})
         FROM mine WHERE r.id = mine.id
         RETURNING r.id, r.stop_requested_at IS NOT NULL AS stop`;
+  // Between renewals, only a read: the runs still ours, and whether their owners asked them to stop.
+  const check = (ids: string[]) =>
+    db.$queryRaw<{ id: string; stop: boolean }[]>`
+        SELECT id, stop_requested_at IS NOT NULL AS stop FROM subagent_task_runs
+        WHERE id = ANY(${ids}::text[]) AND lease_owner = ${owner} AND status = 'running'`;
+
+  async function beat() {
+    if (beating || !active.size) return;
+    beating = true;
+    try {
+      const ids = [...active.keys()];
+      // A run tracked since the last renewal was claimed with a full lease.
+      const due = performance.now() - renewedAt >= renewEvery - intervalMs / 2;
+      const rows = await (due ? renew(ids) : check(ids));
+      if (due) renewedAt = performance.now();
       const alive = new Map(rows.map((r) => [r.id, r.stop]));
       for (const id of ids) {
         const c = active.get(id);

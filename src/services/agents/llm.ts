@@ -5,16 +5,16 @@
 // message, however it was built, carries a credential out (secret-masking.ts).
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import type {
-  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletion,
   ChatCompletionMessage,
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from "openai/resources/chat/completions";
 import { sha256 } from "../../lib/ids.ts";
-import { nodeFetch } from "./http-fetch.ts";
+import { createNodeFetch } from "./http-fetch.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS } from "./protocol.ts";
 import { type MaskCounts, maskDeep } from "./secret-masking.ts";
-import { fingerprint } from "./step-prompt.ts";
+import { fingerprintJson } from "./step-prompt.ts";
 
 const MAX_CLIENTS = 200;
 
@@ -27,12 +27,27 @@ export interface Endpoint {
   label?: string;
 }
 
-export interface LlmRequest {
+export interface Prompt {
   model: string;
   messages: ChatCompletionMessageParam[];
   jsonMode: boolean;
   /** The step's tools (protocol.ts toolsFor); the fixed ones when absent. */
   tools?: readonly ChatCompletionTool[];
+}
+
+/** A prompt as it leaves for the model: masked, fingerprinted, and encoded once. */
+export interface EncodedPrompt {
+  model: string;
+  /** The request's JSON body, UTF-8. */
+  body: Buffer;
+  /** Of the messages exactly as sent (step-prompt.ts). */
+  fingerprint: string;
+  /** Secrets masked out of it, per kind; absent when there were none. */
+  masked?: MaskCounts;
+}
+
+export interface LlmRequest {
+  prompt: EncodedPrompt;
   signal: AbortSignal;
 }
 
@@ -74,6 +89,8 @@ export class LlmError extends Error {
 export interface LlmOptions {
   timeoutMs: number;
   maxRetries: number;
+  /** Connections per endpoint (LLM_MAX_CONNECTIONS); unset, no limit. */
+  maxConnections?: number;
 }
 
 export type LlmClient = (endpoint: Endpoint, req: LlmRequest) => Promise<LlmResponse>;
@@ -82,6 +99,8 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
   // Clients keep their HTTP connections alive, so they are reused, but only a bounded
   // number: each one holds a plaintext key, and a revoked key's client should not linger.
   const clients = new Map<string, OpenAI>();
+  // One set of HTTP agents for all clients: the connection limit is per endpoint, however many keys call it.
+  const fetch = createNodeFetch(opts.maxConnections);
   // A run keeps its endpoint object: its key is hashed once per run, not once per call.
   const keys = new WeakMap<Endpoint, string>();
   const clientFor = (e: Endpoint) => {
@@ -99,7 +118,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
         apiKey: e.apiKey,
         timeout: opts.timeoutMs,
         maxRetries: opts.maxRetries,
-        fetch: nodeFetch,
+        fetch,
       });
       if (clients.size >= MAX_CLIENTS) clients.delete(clients.keys().next().value!);
     }
@@ -108,16 +127,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
   };
 
   return async (endpoint, req) => {
-    const counts: MaskCounts = {};
-    const messages = maskDeep(
-      req.jsonMode ? [...req.messages, { role: "system", content: JSON_MODE_INSTRUCTIONS }] : req.messages,
-      counts,
-    ) as ChatCompletionMessageParam[];
-    const masked = Object.keys(counts).length ? counts : undefined;
-    const sent = fingerprint(messages);
-    const body: ChatCompletionCreateParamsNonStreaming = req.jsonMode
-      ? { model: req.model, messages, response_format: { type: "json_object" } }
-      : { model: req.model, messages, tools: [...(req.tools ?? TOOLS)], tool_choice: "auto" };
+    const { body, masked, fingerprint } = req.prompt;
     const started = performance.now();
     // A run passes one signal to all its calls, and the SDK adds an abort listener to the
     // signal it is given without ever removing it: each call gets its own, linked here and
@@ -127,7 +137,13 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
     if (req.signal.aborted) onAbort();
     else req.signal.addEventListener("abort", onAbort, { once: true });
     try {
-      const res = await clientFor(endpoint).chat.completions.create(body, { signal: call.signal });
+      // The bytes as they are (the SDK passes a byte body through, and keeps it for its retries).
+      const res = await clientFor(endpoint).post<ChatCompletion>("/chat/completions", {
+        body,
+        headers: { "content-type": "application/json" },
+        signal: call.signal,
+        __security: { bearerAuth: true },
+      });
       const choice = res.choices?.[0];
       if (!choice?.message) throw new LlmError("server", "the model returned no choices");
       return {
@@ -139,7 +155,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
         },
         latencyMs: Math.round(performance.now() - started),
         ...(masked && { masked }),
-        fingerprint: sent,
+        fingerprint,
       };
     } catch (err) {
       const e = classify(err, req.signal);
@@ -150,6 +166,30 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
     } finally {
       req.signal.removeEventListener("abort", onAbort);
     }
+  };
+}
+
+/**
+ * Masks, fingerprints and encodes a prompt, once: a call waiting on the model then holds
+ * its bytes (one byte a character, where the messages' strings take two as soon as one
+ * character is beyond Latin-1, as a page's breadcrumb is), not the messages, and the JSON
+ * of the messages is made once for the fingerprint and the body alike.
+ */
+export function encodePrompt(p: Prompt): EncodedPrompt {
+  const counts: MaskCounts = {};
+  const messages = maskDeep(
+    p.jsonMode ? [...p.messages, { role: "system", content: JSON_MODE_INSTRUCTIONS }] : p.messages,
+    counts,
+  ) as ChatCompletionMessageParam[];
+  const json = JSON.stringify(messages);
+  const rest = p.jsonMode
+    ? `"response_format":{"type":"json_object"}`
+    : `"tools":${JSON.stringify(p.tools ?? TOOLS)},"tool_choice":"auto"`;
+  return {
+    model: p.model,
+    body: Buffer.from(`{"model":${JSON.stringify(p.model)},"messages":${json},${rest}}`),
+    fingerprint: fingerprintJson(json),
+    ...(Object.keys(counts).length && { masked: counts }),
   };
 }
 

@@ -11,6 +11,14 @@ export interface Remembered {
   type: string;
   path?: string | null;
   detail: unknown;
+  /** Its page's excerpt, kept instead of the page once the run can only show it as one (compact). */
+  gist?: Gist;
+}
+
+/** What an older page shows in a prompt: its title and the start of its text (excerptLine). */
+export interface Gist {
+  title: string;
+  text: string;
 }
 
 /** The most a note keeps: longer notes are cut, not refused (the model's step still counts). */
@@ -100,7 +108,9 @@ export function stepLines(steps: Remembered[], tokens: number): string {
 
 export interface SeenPage {
   path: string;
+  /** Whole for the newest two paths (compact); "" when only the gist is kept. */
   markdown: string;
+  gist?: Gist;
   step: number;
 }
 
@@ -109,24 +119,64 @@ export function pagesSeen(steps: Remembered[], current: string): SeenPage[] {
   const seen = new Set([current]);
   const pages: SeenPage[] = [];
   for (let i = steps.length - 1; i >= 0; i--) {
-    const d = detailOf(steps[i]!);
-    if (typeof d.resultPath !== "string" || typeof d.page !== "string" || seen.has(d.resultPath)) continue;
+    const s = steps[i]!;
+    const d = detailOf(s);
+    const page = typeof d.page === "string" ? d.page : undefined;
+    if (typeof d.resultPath !== "string" || (page === undefined && !s.gist) || seen.has(d.resultPath))
+      continue;
     seen.add(d.resultPath);
-    pages.push({ path: d.resultPath, markdown: d.page, step: steps[i]!.number });
+    pages.push({ path: d.resultPath, markdown: page ?? "", gist: s.gist, step: s.number });
   }
   return pages;
 }
 
-/** A page in a line: its path, title and the start of its text, without its actions. */
-export function excerptLine(p: SeenPage): string {
-  const body = p.markdown.split("\n## Actions")[0]!;
+/** A page's title and the start of its text, without its breadcrumb and actions. */
+function gistOf(markdown: string): Gist {
+  const body = markdown.split("\n## Actions")[0]!;
   const title = /^# (.+)$/m.exec(body)?.[1]?.trim() ?? "";
   const text = body
     .replace(/^# .+$/m, "")
     .replace(/^\[Home\]\(\/\) › .*$/m, "") // the breadcrumb: the path says where it was
     .replace(/\s+/g, " ")
     .trim();
-  return `- ${p.path} (step ${p.step})${title ? ` — ${clip(title, 120)}` : ""}: ${clip(text, EXCERPT_CHARS)}`;
+  return { title: copied(clip(title, 120)), text: copied(clip(text, EXCERPT_CHARS)) };
+}
+
+/**
+ * A string of its own: a slice of a longer string keeps the whole of it alive, and a gist
+ * kept for a page it no longer holds must not hold the page. Through JSON, as it is to the
+ * character (half a surrogate pair too, which a UTF-8 round trip would not keep).
+ */
+const copied = (s: string): string => JSON.parse(JSON.stringify(s));
+
+/** A page in a line: its path, title and the start of its text. */
+export function excerptLine(p: SeenPage): string {
+  const { title, text } = p.gist ?? gistOf(p.markdown);
+  return `- ${p.path} (step ${p.step})${title ? ` — ${title}` : ""}: ${text}`;
+}
+
+/**
+ * What a run holds while it waits on the model: a prompt shows the current page and the
+ * previous one whole, older pages as excerpts, and of each path only its newest read
+ * (pagesSeen). So the newest two paths' pages stay whole, older paths keep their gist, and
+ * older reads of a path keep nothing: the prompts are the same, the memory is not (a
+ * 12-step run held a dozen pages of up to 12,000 characters). `steps` is changed in place;
+ * details are copied, never changed, since the record just written may still be in flight.
+ */
+export function compact(steps: Remembered[]): void {
+  const paths = new Set<string>();
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const s = steps[i]!;
+    const { page, ...rest } = detailOf(s);
+    if (typeof page !== "string" && !s.gist) continue;
+    const path = typeof rest.resultPath === "string" ? rest.resultPath : undefined;
+    const shown = path !== undefined && !paths.has(path);
+    if (path !== undefined) paths.add(path);
+    if (shown && paths.size <= 2) continue; // whole
+    if (typeof page !== "string" && shown) continue; // its gist already
+    const gist = shown ? (s.gist ?? gistOf(page as string)) : undefined;
+    steps[i] = { number: s.number, type: s.type, path: s.path, detail: rest, ...(gist && { gist }) };
+  }
 }
 
 /** Where the agent was after its last step (a resumed run continues from there). */

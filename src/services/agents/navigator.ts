@@ -15,8 +15,16 @@ import { priceCall } from "../money/pricing.ts";
 import { ownerText, primeWhoami } from "../pages/whoami-read.ts";
 import { type Ctx, toActor } from "../registry/types.ts";
 import type { StopReason } from "./heartbeat.ts";
-import { type Endpoint, type LlmClient, LlmError, type LlmResponse, type Usage } from "./llm.ts";
-import { lastPath, type Remembered } from "./memory.ts";
+import {
+  type EncodedPrompt,
+  type Endpoint,
+  encodePrompt,
+  type LlmClient,
+  LlmError,
+  type LlmResponse,
+  type Usage,
+} from "./llm.ts";
+import { compact, lastPath, type Remembered } from "./memory.ts";
 import { limitReached, type Prepared, prepare, timedOut } from "./navigator-setup.ts";
 import { primeAgent } from "./policy.ts";
 import { buildMessages, capPage, DEFAULT_PROMPT_BUDGET } from "./prompt.ts";
@@ -96,6 +104,8 @@ class Navigation {
   private readonly deadline: number;
   /** The tenant's price overrides, parsed once per run. */
   private readonly prices: ReturnType<typeof tenantSettings>["pricing"];
+  /** The run's model and endpoint; not the rows it resumed from, which memory holds compacted. */
+  private readonly p: Omit<Prepared, "previous">;
   private budget: Budget;
   private n: number;
   private answers: number;
@@ -116,13 +126,14 @@ class Navigation {
   constructor(
     private readonly deps: NavigatorDeps,
     private readonly start: RunStart,
-    private readonly p: Prepared,
+    p: Prepared,
     private readonly signal: AbortSignal,
     private readonly inFlight: Promise<unknown>[],
     resumable: Resumable,
   ) {
     this.prisma = deps.prisma;
     this.run0 = start.run;
+    this.p = { cfg: p.cfg, model: p.model, endpoint: p.endpoint };
     const { run, agent, tenant } = start;
     this.ctx = {
       db: this.prisma,
@@ -134,7 +145,12 @@ class Navigation {
     // revoke the key meanwhile. Read with the claim; every recorded call returns it as it leaves it.
     this.budget = budgetAtStart(agent.agentConfig, start.whoami.spentMicros);
     this.prices = tenantSettings(tenant).pricing;
-    this.memory = [...p.previous];
+    // A row's columns and prompt facts are the run page's, not the prompt's: memory keeps the rest.
+    this.memory = p.previous.map(({ number, type, path, detail }) => {
+      const { prompt: _, ...rest } = (detail ?? {}) as Record<string, unknown>;
+      return { number, type, path, detail: rest };
+    });
+    compact(this.memory);
     this.n = p.previous.length;
     this.answers = p.previous.filter((s) => CONVERSATION.includes(s.type)).length;
     const spentMs = p.previous.reduce((t, s) => t + s.durationMs, 0);
@@ -188,6 +204,7 @@ class Navigation {
   private remember(number: number, s: Step) {
     runSteps.inc({ type: s.type });
     this.memory.push({ number, type: s.type, path: s.path ?? null, detail: s.detail });
+    compact(this.memory);
   }
 
   private async openFirstPage() {
@@ -216,6 +233,21 @@ class Navigation {
 
   /** The model's reply; a Finish when the call ends the run; "again" to retry in JSON mode. */
   private async callModel(): Promise<LlmResponse | Finish | "again"> {
+    const { run } = this.start;
+    // Watchers of the run see "thinking…" from now: a notification, not a write.
+    callStarted(this.prisma, run, this.n + 1);
+    try {
+      // Built and encoded in a call of its own: while the model thinks, this frame holds the
+      // encoded bytes only, not the prompt's parts and messages.
+      return await this.deps.llm(this.p.endpoint, { prompt: this.encodePrompt(), signal: this.callSignal });
+    } catch (err) {
+      if (!(err instanceof LlmError)) throw err;
+      return this.callFailed(err);
+    }
+  }
+
+  /** This step's prompt, from the run's memory and current page, and how it was made (for its step). */
+  private encodePrompt(): EncodedPrompt {
     const { run, agent, tenant, whoami } = this.start;
     const budget = this.deps.promptBudget ?? DEFAULT_PROMPT_BUDGET;
     const page = { path: this.page.path, markdown: this.page.markdown };
@@ -231,29 +263,19 @@ class Navigation {
       jsonMode: this.jsonMode,
       lookup: (n) => registry.actions.get(n),
     });
-    // The current page's usable actions are typed tools of this call, beside the fixed three.
-    const { tools } = input;
-    const messages = buildMessages(input);
     this.prompt = {
       budget,
       ...(this.jsonMode && { json: true }),
       ...(this.feedback && { feedback: this.feedback }),
       ...(!this.pageRecorded && { page: { path: page.path, markdown: capPage(page.markdown) } }),
     };
-    // Watchers of the run see "thinking…" from now: a notification, not a write.
-    callStarted(this.prisma, run, this.n + 1);
-    try {
-      return await this.deps.llm(this.p.endpoint, {
-        model: this.p.model,
-        messages,
-        jsonMode: this.jsonMode,
-        tools,
-        signal: this.callSignal,
-      });
-    } catch (err) {
-      if (!(err instanceof LlmError)) throw err;
-      return this.callFailed(err);
-    }
+    // The current page's usable actions are typed tools of this call, beside the fixed three.
+    return encodePrompt({
+      model: this.p.model,
+      messages: buildMessages(input),
+      jsonMode: this.jsonMode,
+      tools: input.tools,
+    });
   }
 
   private async callFailed(err: LlmError): Promise<Finish | "again"> {

@@ -1,7 +1,7 @@
 // Run lifecycle in Postgres, the source of truth. Creating a run writes a `run.queued`
 // outbox event in the same transaction; the relay turns it into an `agent-runs` job, so
 // no web request ever writes to Redis and a run can never be lost between the two.
-import { grouped } from "../../db/group-commit.ts";
+import { batchRows, grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma, type RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
@@ -167,7 +167,7 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
     Prisma.sql`
     WITH input AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
-        AS x(i int, agent_id text, run_id text, owner text, lease_seconds int, max_losses int)
+        AS x(i int, agent_id text, run_id text, owner text, lease_seconds int, max_losses int) ${batchRows(input.length)}
     ), wanted AS (
       SELECT input.*, COALESCE(input.agent_id,
         (SELECT r.agent_id FROM subagent_task_runs r WHERE r.id = input.run_id)) AS agent

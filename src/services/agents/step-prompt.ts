@@ -33,7 +33,10 @@ export const CONVERSATION = ["answer", "ask_owner", "approval"];
 
 /** The first 16 hex digits of the SHA-256 of the messages' JSON. */
 export const fingerprint = (messages: ChatCompletionMessageParam[]) =>
-  createHash("sha256").update(JSON.stringify(messages)).digest("hex").slice(0, 16);
+  fingerprintJson(JSON.stringify(messages));
+
+/** The same, of JSON already made (llm.ts encodes the messages once). */
+export const fingerprintJson = (json: string) => createHash("sha256").update(json).digest("hex").slice(0, 16);
 
 /** The input of buildMessages from what a run knows: the navigator's and the rebuild's one recipe. */
 export function promptInput(p: {

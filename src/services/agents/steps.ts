@@ -2,7 +2,7 @@
 // retried or recovered job unable to record — and so to execute — step N twice. The
 // run's step counter moves in the same statement, guarded by the lease; its token and
 // cost totals move with the usage ledger (money/ledger.ts), which counts every call.
-import { grouped } from "../../db/group-commit.ts";
+import { batchRows, grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
@@ -115,7 +115,7 @@ async function writeSteps(db: Db, items: StepItem[]): Promise<boolean[]> {
     Prisma.sql`
     WITH input AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
-        AS x(i int, run_id text, tenant_id text, ${STEP_COLUMNS})
+        AS x(i int, run_id text, tenant_id text, ${STEP_COLUMNS}) ${batchRows(input.length)}
     ), ${stepGateSql}, run AS (
       UPDATE subagent_task_runs r SET steps_count = input.step_number
       FROM gate JOIN input ON input.i = gate.i WHERE r.id = gate.id

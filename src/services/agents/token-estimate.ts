@@ -27,42 +27,39 @@ function otherCharTokens(c: number): number {
   return 1.5; // CJK, Indic and the rest of the basic plane
 }
 
+// One loop and no closure: it runs over every prompt part a few times a step, and under tsx
+// an inner function is also renamed (esbuild's __name, a defineProperty) on every call.
 export function estimateTokens(text: string): number {
   let tokens = 0;
   let letters = 0;
   let vowels = 0;
   let beyondHex = false;
   let digits = 0;
-  const flush = () => {
-    if (letters) tokens += letterRunTokens(letters, vowels, beyondHex);
-    if (digits) tokens += Math.ceil(digits / 3); // digits go in threes
-    letters = 0;
-    vowels = 0;
-    beyondHex = false;
-    digits = 0;
-  };
+  // A run of letters or of digits ends where another kind of character starts (the two
+  // never run at once), and a capital after a small letter starts a word (camelCase).
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c >= 97 && c <= 122) {
-      if (digits) flush();
-      letters++;
-      vowels += VOWEL[c]!;
-      beyondHex ||= c > 102;
-    } else if (isUpper(c)) {
-      // A capital starts a word (camelCase), except inside a run of capitals.
-      if (digits || (letters && !isUpper(text.charCodeAt(i - 1)))) flush();
-      letters++;
-      vowels += VOWEL[c]!;
-      beyondHex ||= c > 70;
-    } else if (c >= 48 && c <= 57) {
-      if (letters) flush();
-      digits++;
-    } else {
-      flush();
-      tokens += otherCharTokens(c);
+    const lower = c >= 97 && c <= 122;
+    const upper = !lower && isUpper(c);
+    const digit = c >= 48 && c <= 57;
+    if (digits && !digit) {
+      tokens += Math.ceil(digits / 3); // digits go in threes
+      digits = 0;
+    } else if (letters && (digit || !(lower || upper) || (upper && !isUpper(text.charCodeAt(i - 1))))) {
+      tokens += letterRunTokens(letters, vowels, beyondHex);
+      letters = 0;
+      vowels = 0;
+      beyondHex = false;
     }
+    if (lower || upper) {
+      letters++;
+      vowels += VOWEL[c]!;
+      beyondHex ||= lower ? c > 102 : c > 70;
+    } else if (digit) digits++;
+    else tokens += otherCharTokens(c);
   }
-  flush();
+  if (letters) tokens += letterRunTokens(letters, vowels, beyondHex);
+  if (digits) tokens += Math.ceil(digits / 3);
   return Math.ceil(tokens * SAFETY);
 }
 

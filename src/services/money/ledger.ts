@@ -4,7 +4,7 @@
 // concurrent calls of one agent: each call sees the total before and after itself, so a
 // threshold is crossed by exactly one call, and the call that reaches the limit pauses
 // the agent in that same statement.
-import { grouped } from "../../db/group-commit.ts";
+import { batchRows, grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery, type PrismaClient } from "../../db/prisma.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
@@ -126,7 +126,7 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(i int, ledger_id text,
         tenant_id text, agent_id text, owner_id text, run_id text, call_step int, api_key_id text, model text,
         pricing_version text, priced boolean, input_tokens int, cached_tokens int, output_tokens int,
-        cost_micros bigint, latency_ms int, at timestamp, month text, event_ids text[], ${STEP_COLUMNS})
+        cost_micros bigint, latency_ms int, at timestamp, month text, event_ids text[], ${STEP_COLUMNS}) ${batchRows(input.length)}
     ), ledger AS (
       INSERT INTO llm_usage (id, tenant_id, agent_id, owner_id, run_id, step_number, api_key_id, model,
         pricing_version, priced, ${sums}, latency_ms, created_at)

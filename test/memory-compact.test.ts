@@ -1,0 +1,72 @@
+// A waiting run keeps only what its prompts can show (memory.ts compact): the newest two
+// paths' pages whole, older paths as excerpts. The prompts must not change by a byte.
+import { describe, expect, it } from "vitest";
+import { compact, type Remembered } from "../src/services/agents/memory.ts";
+import { buildMessages } from "../src/services/agents/prompt.ts";
+
+const page = (path: string, n: number) =>
+  `[Home](/) › ${path}\n\n# Page ${path}\n\nRead at step ${n}. ${"Lorem ipsum dolor sit amet. ".repeat(40)}\n\n## Actions\n\n- \`add_comment\`(text) — Comment`;
+
+/** A wandering run: navigations over a few paths, one failing, one action landing on a page. */
+function walk(length: number): Remembered[] {
+  const paths = ["/a", "/b", "/c", "/a", "/d", "/b", "/b", "/e", "/c", "/a"];
+  return Array.from({ length }, (_, i) => {
+    const path = paths[i % paths.length]!;
+    const number = i + 1;
+    if (i === 4)
+      return { number, type: "navigate", path: "/gone", detail: { ok: false, status: 404, page: "nope" } };
+    if (i === 6)
+      return {
+        number,
+        type: "execute",
+        path,
+        detail: { ok: true, action: "add_comment", resultPath: path, note: "did it" },
+      };
+    return {
+      number,
+      type: "navigate",
+      path,
+      detail: { ok: true, resultPath: path, page: page(path, number), note: `n${i}` },
+    };
+  });
+}
+
+const prompt = (steps: Remembered[], current: string) =>
+  buildMessages({
+    agent: { name: "Scout", handle: "scout", identityPrompt: "" },
+    owner: "Alice",
+    workspace: "Acme",
+    task: "Look around.",
+    steps,
+    page: { path: current, markdown: page(current, 99) },
+    stepsLeft: 10,
+    budget: 6000,
+  });
+
+const wholePages = (steps: Remembered[]) =>
+  steps.filter((s) => typeof (s.detail as { page?: unknown }).page === "string").length;
+
+describe("a run's memory, compacted", () => {
+  it("builds the same prompt at every step, from wherever the run is, holding two pages whole", () => {
+    const kept: Remembered[] = [];
+    for (const step of walk(30)) {
+      kept.push(step);
+      compact(kept);
+      const full = walk(step.number);
+      for (const current of ["/a", "/b", "/c", "/e", "/z"])
+        expect(prompt(kept, current)).toEqual(prompt(full, current));
+      expect(wholePages(kept)).toBeLessThanOrEqual(2);
+    }
+    // Older paths show as excerpts: there is something to compact, and it was.
+    expect(JSON.stringify(prompt(kept, "/z"))).toContain("Pages you read earlier");
+    expect(wholePages(walk(30))).toBeGreaterThan(20);
+  });
+
+  it("leaves the records it was given alone: a step just written may still be on its way to Postgres", () => {
+    const steps = walk(10);
+    const details = steps.map((s) => s.detail);
+    const before = JSON.stringify(details);
+    compact(steps);
+    expect(JSON.stringify(details)).toBe(before);
+  });
+});
