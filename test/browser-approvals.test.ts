@@ -4,34 +4,19 @@
 // the other, and the pending pages, the run page and the database all agree on the outcome.
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { FastifyInstance } from "fastify";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { BrowserContext, Page } from "playwright-core";
+import { afterAll, describe, expect, it } from "vitest";
 import type { ChatRequest } from "../src/dev/fake-llm.ts";
 import { when } from "../src/services/pages/format.ts";
 import { runIdOf, userPrompt } from "./helpers/agent-scripts.ts";
-import { type AgentEnv, makeAgent, startAgents, tool, waitForRun } from "./helpers/agents.ts";
-import { act, buildTestApp, makeWorld, md, testPrisma, waitFor } from "./helpers/app.ts";
-import { contentText, launchChromium, listen, logIn, watchErrors } from "./helpers/browser.ts";
+import { makeAgent, tool, waitForRun } from "./helpers/agents.ts";
+import { act, makeWorld, md, testPrisma, waitFor } from "./helpers/app.ts";
+import { contentText, logIn, watchErrors } from "./helpers/browser.ts";
+import { browserWithAgents } from "./helpers/browser-suite.ts";
 
 const TMP = fileURLToPath(new URL("../tmp/", import.meta.url));
 
-let app: FastifyInstance | undefined;
-let env: AgentEnv | undefined;
-let browser: Browser | undefined;
-let baseOf: Awaited<ReturnType<typeof listen>>;
-
-beforeAll(async () => {
-  app = await buildTestApp();
-  baseOf = await listen(app);
-  env = await startAgents("browser");
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await env?.close();
-  await app?.close();
-});
+const suite = browserWithAgents("browser");
 
 const db = testPrisma;
 const COMMENT = "Friday works for me: the checklist is done.";
@@ -88,10 +73,10 @@ describe("approvals in the browser", () => {
     });
     const notePath = made.location;
     const noteId = notePath.split("/").pop()!;
-    env!.llm.setScript(reviewScript(notePath));
+    suite.env.llm.setScript(reviewScript(notePath));
 
     // The run: both actions are queued (202), the run carries on and completes.
-    const res = await md(app!, w, w.alice, "POST", "/subagents/scout/run/actions/run_task", {
+    const res = await md(suite.app, w, w.alice, "POST", "/subagents/scout/run/actions/run_task", {
       task: "Confirm the launch date",
     });
     expect(res.statusCode).toBe(201);
@@ -110,10 +95,10 @@ describe("approvals in the browser", () => {
     expect(await db().comment.count({ where: { authorId: scout.id } })).toBe(0);
 
     // Log in through the form; the nav leads to the queue.
-    context = await browser!.newContext({ viewport: { width: 1280, height: 900 } });
+    context = await suite.browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     const errors = watchErrors(page);
-    const base = baseOf(w);
+    const base = suite.baseOf(w);
     await logIn(page, base, w.alice);
     // The menu counts what waits for her.
     await page.locator("header nav.nav").getByRole("link", { name: "Approvals 2" }).click();

@@ -5,32 +5,20 @@
 // recorded, "thinking…" while the model is called, and Stop shows the outcome.
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { FastifyInstance } from "fastify";
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
 import { respondScript, runIdOf } from "./helpers/agent-scripts.ts";
-import { type AgentEnv, makeAgent, startAgents, tool } from "./helpers/agents.ts";
-import { act, buildTestApp, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";
-import { launchChromium, listen, logIn, watchErrors } from "./helpers/browser.ts";
+import { makeAgent, tool } from "./helpers/agents.ts";
+import { act, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";
+import { logIn, watchErrors } from "./helpers/browser.ts";
+import { browserWithAgents } from "./helpers/browser-suite.ts";
 
 const TMP = fileURLToPath(new URL("../tmp/", import.meta.url));
 
-let app: FastifyInstance | undefined;
-let env: AgentEnv | undefined;
-let browser: Browser | undefined;
-let baseOf: Awaited<ReturnType<typeof listen>>;
+const suite = browserWithAgents("browser-live");
 
-beforeAll(async () => {
-  app = await buildTestApp();
-  baseOf = await listen(app);
-  env = await startAgents("browser-live");
-  browser = await launchChromium();
+beforeAll(() => {
   mkdirSync(TMP, { recursive: true });
-});
-afterAll(async () => {
-  await browser?.close();
-  await env?.close();
-  await app?.close();
 });
 
 /** Marks the page, so a test can tell it was never reloaded: a reload forgets the mark. */
@@ -47,11 +35,11 @@ describe("live pages in a browser", () => {
     await makeAgent(w, w.alice);
     const reply = respondScript(() => "Lisbon has the best venues for us.");
     // The model takes its time, so there is a moment to see it working.
-    env!.llm.setScript((req) => ({ ...reply(req), delayMs: 700 }));
-    const context = await browser!.newContext({ viewport: { width: 1280, height: 900 } });
+    suite.env.llm.setScript((req) => ({ ...reply(req), delayMs: 700 }));
+    const context = await suite.browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     const errors = watchErrors(page);
-    const base = baseOf(w);
+    const base = suite.baseOf(w);
     await logIn(page, base, w.alice);
     await page.goto(`${base}/studios/general`);
     const form = page.locator('form[data-action="create_note"]');
@@ -87,7 +75,7 @@ describe("live pages in a browser", () => {
     const w = await makeWorld();
     const scout = await makeAgent(w, w.alice, "scout", { max_steps: 60 });
     let calls = 0;
-    env!.llm.setScript(() => {
+    suite.env.llm.setScript(() => {
       calls += 1;
       return {
         ...tool("navigate", { path: calls % 2 ? "/studios/general" : "/whoami", note: `page ${calls}` }),
@@ -103,10 +91,10 @@ describe("live pages in a browser", () => {
       15_000,
     );
 
-    const context = await browser!.newContext({ viewport: { width: 390, height: 844 } });
+    const context = await suite.browser.newContext({ viewport: { width: 390, height: 844 } });
     const page = await context.newPage();
     const errors = watchErrors(page);
-    const base = baseOf(w);
+    const base = suite.baseOf(w);
     await logIn(page, base, w.alice);
     await page.goto(`${base}${location}`);
     await mark(page);

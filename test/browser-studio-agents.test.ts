@@ -4,35 +4,19 @@
 // it, is told, approves it from her queue, and it executes once.
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { FastifyInstance } from "fastify";
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { ChatRequest } from "../src/dev/fake-llm.ts";
 import { userPrompt } from "./helpers/agent-scripts.ts";
-import { type AgentEnv, startAgents, tool, waitForRun } from "./helpers/agents.ts";
-import { act, addMember, buildTestApp, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";
-import { contentText, launchChromium, listen, logIn, watchErrors } from "./helpers/browser.ts";
+import { tool, waitForRun } from "./helpers/agents.ts";
+import { act, addMember, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";
+import { contentText, logIn, watchErrors } from "./helpers/browser.ts";
+import { browserWithAgents } from "./helpers/browser-suite.ts";
 
 const TMP = fileURLToPath(new URL("../tmp/", import.meta.url));
 const NOTE = { title: "Minutes of Monday", text: "We agreed to ship on Friday." };
 
-let app: FastifyInstance | undefined;
-let env: AgentEnv | undefined;
-let browser: Browser | undefined;
-let baseOf: Awaited<ReturnType<typeof listen>>;
+const suite = browserWithAgents("browser-sa");
 const db = testPrisma;
-
-beforeAll(async () => {
-  app = await buildTestApp();
-  baseOf = await listen(app);
-  env = await startAgents("browser-sa");
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await env?.close();
-  await app?.close();
-});
 
 /** The model: opens the studio, writes the minutes (queued for approval), finishes. */
 function minutesScript(req: ChatRequest) {
@@ -54,16 +38,16 @@ describe("a studio's agent in the browser", () => {
       where: { id: scribe.id },
       data: { agentConfig: { ...(scribe.agentConfig as object), requires_approval: ["create_note"] } },
     });
-    env!.llm.setScript(minutesScript);
+    suite.env.llm.setScript(minutesScript);
     await act(w, w.alice, "/subagents/scribe/run", "run_task", { task: "Write the minutes" });
     expect(await waitForRun(scribe.id, undefined, 15_000)).toMatchObject({ status: "completed" });
     const pending = await db().agentPendingAction.findFirstOrThrow({ where: { agentId: scribe.id } });
 
-    const context = await browser!.newContext({ viewport: { width: 1280, height: 900 } });
+    const context = await suite.browser.newContext({ viewport: { width: 1280, height: 900 } });
     try {
       const page = await context.newPage();
       const errors = watchErrors(page);
-      const base = baseOf(w);
+      const base = suite.baseOf(w);
       await logIn(page, base, dana);
       // Her inbox tells her, as it tells alice: one notification each.
       await waitFor(() =>

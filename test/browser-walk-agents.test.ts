@@ -1,35 +1,13 @@
-// A newcomer's walk through people and agents, in headless Chromium at 1280 and 390 px:
-// log in, mention an agent in a note and read its reply (real worker, fake LLM), create an
-// agent and edit it (the form starts from its values; emptying the model clears it), a
-// mistake shown at its field in its label's words on the page's own address, capabilities
-// set and saved, a member removed and an agent archived only after a confirmation. Every
-// page is checked for sideways scrolling and saved under tmp/walk/ (helpers/walk.ts).
-import type { FastifyInstance } from "fastify";
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { agentConfig } from "../src/services/agents/settings.ts";
 import { respondScript } from "./helpers/agent-scripts.ts";
-import { type AgentEnv, makeAgent, startAgents } from "./helpers/agents.ts";
-import { act, buildTestApp, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";
-import { contentText, launchChromium, listen, logIn } from "./helpers/browser.ts";
+import { makeAgent } from "./helpers/agents.ts";
+import { act, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";
+import { contentText, logIn } from "./helpers/browser.ts";
+import { browserWithAgents } from "./helpers/browser-suite.ts";
 import { confirmThrough, fieldError, look, menuLink, WIDTHS, walker } from "./helpers/walk.ts";
 
-let app: FastifyInstance | undefined;
-let env: AgentEnv | undefined;
-let browser: Browser | undefined;
-let baseOf: Awaited<ReturnType<typeof listen>>;
-
-beforeAll(async () => {
-  app = await buildTestApp();
-  baseOf = await listen(app);
-  env = await startAgents("walk-agents");
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await env?.close();
-  await app?.close();
-});
+const suite = browserWithAgents("walk-agents");
 
 const db = testPrisma;
 const REPLY = "Thursday suits everyone I asked.";
@@ -38,11 +16,11 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: people and agents", (width) =
   it("logs in, mentions an agent and reads its reply; one notification for it", async () => {
     const w = await makeWorld("wa");
     await makeAgent(w, w.alice, "scout");
-    env!.llm.setScript(respondScript(() => REPLY));
-    const walk = await walker(browser!, width);
+    suite.env.llm.setScript(respondScript(() => REPLY));
+    const walk = await walker(suite.browser, width);
     try {
       const { page } = walk;
-      const base = baseOf(w);
+      const base = suite.baseOf(w);
       await logIn(page, base, w.alice);
       await look(walk, "home");
       // The menu: folded behind one button on a phone, its links one tap away.
@@ -85,10 +63,10 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: people and agents", (width) =
 
   it("creates an agent, edits it from its current values, sets capabilities, archives it after confirming", async () => {
     const w = await makeWorld("wb");
-    const walk = await walker(browser!, width);
+    const walk = await walker(suite.browser, width);
     try {
       const { page } = walk;
-      const base = baseOf(w);
+      const base = suite.baseOf(w);
       await logIn(page, base, w.alice);
       await (await menuLink(walk, "Subagents")).click();
       await page.waitForURL(`${base}/subagents`);
@@ -168,10 +146,10 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: people and agents", (width) =
 
   it("changes a member's role and removes a member with buttons beside them, confirming the removal", async () => {
     const w = await makeWorld("wc");
-    const walk = await walker(browser!, width);
+    const walk = await walker(suite.browser, width);
     try {
       const { page } = walk;
-      const base = baseOf(w);
+      const base = suite.baseOf(w);
       await logIn(page, base, w.alice);
       await page.goto(`${base}/studios/general/members`);
       await look(walk, "members");
@@ -224,10 +202,10 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: people and agents", (width) =
     });
     await act(w, w.alice, "/subagents/scout/webhooks", "create_webhook", { name: "GitHub issues" });
     const run = await act(w, w.alice, "/subagents/scout/run", "run_task", { task: "Say hello" });
-    const walk = await walker(browser!, width);
+    const walk = await walker(suite.browser, width);
     try {
       const { page } = walk;
-      const base = baseOf(w);
+      const base = suite.baseOf(w);
       await logIn(page, base, w.alice);
       const pages: [string, string][] = [
         [note.location, "thread"],

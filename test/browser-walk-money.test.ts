@@ -1,34 +1,12 @@
-// A newcomer's walk through reviews, keys, tokens and usage, in headless Chromium at 1280 and
-// 390 px: the Approvals menu item counts what waits; approving unchanged params is not "with
-// your edits"; Reject asks first and looks like it; each request notified once; a key added
-// (a mistake at its field, on the page's own address), tested and revoked after confirming;
-// a token revoked after confirming; the usage pages read, a bad limit shown once at its field.
-// Every page is checked for sideways scrolling and saved under tmp/walk/ (helpers/walk.ts).
-import type { FastifyInstance } from "fastify";
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { seedUsage } from "../src/dev/seed-usage.ts";
-import { type AgentEnv, makeAgent, startAgents } from "./helpers/agents.ts";
-import { buildTestApp, makeWorld, md, testPrisma, waitFor } from "./helpers/app.ts";
-import { contentText, launchChromium, listen, logIn } from "./helpers/browser.ts";
+import { makeAgent } from "./helpers/agents.ts";
+import { makeWorld, md, testPrisma, waitFor } from "./helpers/app.ts";
+import { contentText, logIn } from "./helpers/browser.ts";
+import { browserWithAgents } from "./helpers/browser-suite.ts";
 import { confirmThrough, fieldError, look, menuLink, WIDTHS, walker } from "./helpers/walk.ts";
 
-let app: FastifyInstance | undefined;
-let env: AgentEnv | undefined;
-let browser: Browser | undefined;
-let baseOf: Awaited<ReturnType<typeof listen>>;
-
-beforeAll(async () => {
-  app = await buildTestApp();
-  baseOf = await listen(app);
-  env = await startAgents("walk-money");
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await env?.close();
-  await app?.close();
-});
+const suite = browserWithAgents("walk-money");
 
 const db = testPrisma;
 
@@ -40,7 +18,10 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       ["Agenda", "Topics for Monday."],
       ["Second agenda", "A competing agenda."],
     ]) {
-      const res = await md(app!, w, scout, "POST", "/studios/general/actions/create_note", { title, text });
+      const res = await md(suite.app, w, scout, "POST", "/studios/general/actions/create_note", {
+        title,
+        text,
+      });
       expect(res.statusCode).toBe(202);
     }
     const [first, second] = await db().agentPendingAction.findMany({
@@ -56,10 +37,10 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       [first!, second!].map((p) => `/subagents/scout/pending/${p.id}`).sort(),
     );
 
-    const walk = await walker(browser!, width);
+    const walk = await walker(suite.browser, width);
     try {
       const { page } = walk;
-      const base = baseOf(w);
+      const base = suite.baseOf(w);
       await logIn(page, base, w.alice);
       await (await menuLink(walk, /^Notifications/)).click();
       const text = await contentText(page);
@@ -105,10 +86,10 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
 
   it("adds a key (a mistake at its field), tests it, revokes it and a token after confirming", async () => {
     const w = await makeWorld("wk");
-    const walk = await walker(browser!, width);
+    const walk = await walker(suite.browser, width);
     try {
       const { page } = walk;
-      const base = baseOf(w);
+      const base = suite.baseOf(w);
       await logIn(page, base, w.alice);
       await page.goto(`${base}/u/alice/settings/api-keys`);
       await look(walk, "keys");
@@ -167,10 +148,10 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       days: 30,
       seed: 0.3,
     });
-    const walk = await walker(browser!, width);
+    const walk = await walker(suite.browser, width);
     try {
       const { page } = walk;
-      const base = baseOf(w);
+      const base = suite.baseOf(w);
       await logIn(page, base, w.alice);
       await (await menuLink(walk, "Usage")).click();
       await page.waitForURL(`${base}/usage`);
