@@ -16,6 +16,16 @@ const called = (name: string, args: unknown) => ({
   tool_calls: [{ id: "c1", type: "function" as const, function: { name, arguments: JSON.stringify(args) } }],
 });
 
+/** A page as the registry writes it: its actions' signatures, then the HTTP how-to. */
+const NOTE_PAGE = [
+  "# Note",
+  "Text",
+  "## Actions",
+  "- `add_comment` (text: string) — Comment here",
+  "- `confirm_read` () — Say you read it",
+  "_Describe one with `GET /x/actions/<name>`; run it with `POST /x/actions/<name>`._",
+].join("\n\n");
+
 describe("typed tools", () => {
   it("offers the fixed tools and each usable action with its registry schema", () => {
     const tools = toolsFor([action("add_comment"), action("confirm_read")]);
@@ -82,31 +92,15 @@ describe("typed tools", () => {
   });
 
   it("the current page in the prompt names its typed actions instead of repeating their signatures", () => {
-    const page = [
-      "# Note",
-      "Text",
-      "## Actions",
-      "- `add_comment` (text: string) — Comment here",
-      "- `confirm_read` () — Say you read it",
-      "_Describe one with `GET /x/actions/<name>`; run it with `POST /x/actions/<name>`._",
-    ].join("\n\n");
     const typed = toolsFor([action("add_comment")]);
-    expect(toolActions(page, typed)).toBe(
+    expect(toolActions(NOTE_PAGE, typed)).toBe(
       "# Note\n\nText\n\n## Actions\n\nEach is one of your tools: `add_comment`.\n\nThrough execute_action:\n- `confirm_read` () — Say you read it\n",
     );
-    expect(toolActions(page, undefined)).toBe(page);
+    expect(toolActions(NOTE_PAGE, undefined)).toBe(NOTE_PAGE);
   });
 
   it("a page the model has left keeps its actions by name only", () => {
-    const page = [
-      "# Note",
-      "Text",
-      "## Actions",
-      "- `add_comment` (text: string) — Comment here",
-      "- `confirm_read` () — Say you read it",
-      "_Describe one with `GET /x/actions/<name>`; run it with `POST /x/actions/<name>`._",
-    ].join("\n\n");
-    expect(leftPage(page)).toBe(
+    expect(leftPage(NOTE_PAGE)).toBe(
       "# Note\n\nText\n\n## Actions there\n\n`add_comment`, `confirm_read` (navigate back to use one)\n",
     );
     expect(leftPage("# Plain\n\nNo actions")).toBe("# Plain\n\nNo actions");

@@ -4,6 +4,7 @@
 // memory (a line per step with the model's notes), the previous page in full, then older
 // pages as excerpts. Each part is cut to what is left, so the whole never exceeds it.
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import { plural } from "../../lib/plural.ts";
 import { actionsSection } from "../registry/markdown.ts";
 import { excerptLine, NOTE_CHARS, pagesSeen, type Remembered, stepLines } from "./memory.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS, toolTokens } from "./protocol.ts";
@@ -142,7 +143,7 @@ export function buildMessages(p: PromptInput): ChatCompletionMessageParam[] {
     return text;
   };
   const prior = pagesSeen(p.steps, p.page.path);
-  const stepsLeft = `You have ${p.stepsLeft} step${p.stepsLeft === 1 ? "" : "s"} left.`;
+  const stepsLeft = `You have ${plural(p.stepsLeft, "step")} left.`;
   left -= estimateTokens(stepsLeft);
 
   const task = take((t) => `# Task\n\n${cut(p.task, t - 5, "task")}`, SHARE.task);

@@ -8,6 +8,8 @@
 // passwords in URLs and JWTs. Nothing is masked for looking random alone, so ids, commit
 // hashes, checksums and base64 in ordinary text reach the model as they are.
 
+import { plural } from "../../lib/plural.ts";
+
 interface Rule {
   kind: string;
   re: RegExp;
@@ -92,8 +94,6 @@ export function maskDeep<T>(value: T, counts: MaskCounts = {}): T {
   }
   return value;
 }
-
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 /** "3 secrets (2 cadre tokens, 1 OpenAI key)", for the run page; stored counts come back in any order. */
 export function describeMasked(counts: MaskCounts): string {

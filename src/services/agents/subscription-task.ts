@@ -2,6 +2,7 @@
 // burst in a line (with the text, quoted as data, of what was posted), oldest first.
 import type { Db } from "../../db/prisma.ts";
 import type { AgentSubscription, Event } from "../../generated/prisma/client.ts";
+import { plural } from "../../lib/plural.ts";
 import { quoteAsData } from "../../lib/text.ts";
 
 const VERB: Record<string, string> = {
@@ -119,7 +120,7 @@ export async function subscriptionTask(tx: Db, sub: AgentSubscription, events: E
   const loaded = await load(tx, listed);
   const lines = listed.map((e, i) => `${i + 1}. ${line(e, loaded)}`);
   if (events.length > LISTED) lines.push(`… and ${events.length - LISTED} more events.`);
-  const count = events.length === 1 ? "1 new event" : `${events.length} new events`;
+  const count = plural(events.length, "new event");
   return [
     `You watch ${await where(tx, sub)} (your subscription ${sub.id}). ${count} there:`,
     lines.join("\n"),
