@@ -77,7 +77,9 @@ describe("two worker processes", { timeout: 90_000 }, () => {
         databaseUrl: fileDatabaseUrl(),
         llmUrl: llm.url,
         prefix,
-        env: { WORKER_CONCURRENCY: "20" },
+        // Six each for twelve agents: the first runs alone need both workers, so each holds
+        // some whichever fetches faster (with room for all twelve, one could take them all).
+        env: { WORKER_CONCURRENCY: "6" },
       }),
     );
     await Promise.all(workers.map((x) => x.ready));
