@@ -88,6 +88,17 @@ describe("creating and transferring", () => {
     ]);
     const page = await md(app, w, w.bob, "GET", "/studios/general");
     expect(page.body).toMatch(/## Its agents[\s\S]*@scribe[\s\S]*@triage/);
+    // By name, not by handle; an archived one is gone from the list.
+    await db().user.update({ where: { id: scribe.id }, data: { name: "Zed" } });
+    const renamed = await md(app, w, w.bob, "GET", "/studios/general");
+    expect(renamed.body).toMatch(/## Its agents[\s\S]*@triage[\s\S]*@scribe/);
+    await db().user.update({
+      where: { id: (await agentRow("triage")).id },
+      data: { archivedAt: new Date() },
+    });
+    const after = await md(app, w, w.bob, "GET", "/studios/general");
+    expect(after.body).toMatch(/## Its agents[\s\S]*@scribe/);
+    expect(after.body).not.toContain("@triage");
   });
 
   it("transfer: alice's own agent becomes the studio's, leaves other studios and her key", async () => {

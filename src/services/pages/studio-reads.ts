@@ -2,7 +2,7 @@
 // studio's own lookup and the actor's membership (access.ts). These pages are on nearly
 // every agent's path, and a statement costs what its round trip costs whatever it returns:
 // the studio page was six reads once (the studio, pinned, notes, decisions, commitments,
-// counts), then two. Columns are UTC timestamps without a zone: `at` states the zone so
+// counts, its agents), then one. Columns are UTC timestamps without a zone: `at` states the zone so
 // JSON carries it.
 import { Prisma } from "../../generated/prisma/client.ts";
 import { loadStudioWith } from "../access.ts";
@@ -22,6 +22,8 @@ export interface StudioOverview {
   decisions: { id: string; question: string; createdAt: Date; author: Author }[];
   commitments: { id: string; title: string; criticalMass: number; activated: boolean; joined: number }[];
   counts: { notes: number; decisions: number; commitments: number; members: number };
+  /** The agents the studio owns, by name. */
+  agents: Author[];
 }
 
 export type NoteLine = StudioOverview["notes"][number];
@@ -65,6 +67,7 @@ interface Row {
   notes: NoteRow[];
   decisions: { id: string; question: string; at: string; name: string; handle: string }[];
   commitments: { id: string; title: string; critical_mass: number; activated: boolean; joined: number }[];
+  agents: Author[];
   n: number;
   d: number;
   c: number;
@@ -98,6 +101,9 @@ export async function studioOverview(
          FROM commitments c
          WHERE c.tenant_id = ${t} AND c.studio_id = ${studioId}
          ORDER BY c.created_at DESC, c.id DESC LIMIT ${OVERVIEW_ITEMS}) x),
+      'agents', (SELECT coalesce(json_agg(a ORDER BY a.name), '[]') FROM (
+         SELECT name, handle FROM users
+         WHERE tenant_id = ${t} AND owner_studio_id = ${studioId} AND archived_at IS NULL) a),
       'n', ${countSql("notes", t, studioId)}, 'd', ${countSql("decisions", t, studioId)},
       'c', ${countSql("commitments", t, studioId)}, 'm', ${countSql("studio_members", t, studioId)})`,
   );
@@ -122,6 +128,7 @@ function overviewOf(r: Row): StudioOverview {
       joined: c.joined,
     })),
     counts: { notes: r.n, decisions: r.d, commitments: r.c, members: r.m },
+    agents: r.agents.map(authorOf),
   };
 }
 

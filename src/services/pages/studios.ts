@@ -3,7 +3,7 @@ import { loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, StudioScope } from "../registry/types.ts";
 import { home, type Paging, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
-import { type NoteLine, studioOverview } from "./studio-reads.ts";
+import { type NoteLine, type StudioOverview, studioOverview } from "./studio-reads.ts";
 import { watchBlocks } from "./subscriptions.ts";
 
 async function myStudios(ctx: Ctx, pg: Paging) {
@@ -90,7 +90,8 @@ export const studioPage: PageDef = {
   resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
   async view(ctx, p) {
     const { studio: s, overview } = await studioOverview(ctx, p.studio!);
-    const [watch, agents] = await Promise.all([watchBlocks(ctx, { studio: s }), studioAgentBlocks(ctx, s)]);
+    const watch = await watchBlocks(ctx, { studio: s });
+    const agents = studioAgentBlocks(ctx, s, overview.agents);
     const { pinned, notes, decisions, commitments, counts } = overview;
     const base = `/studios/${s.handle}`;
     const more = (n: number, shown: number, path: string, what: string) =>
@@ -147,12 +148,7 @@ export const studioPage: PageDef = {
 };
 
 /** The agents the studio owns; for its admins, a form to create one and links to its keys and usage. */
-async function studioAgentBlocks(ctx: Ctx, s: StudioScope): Promise<Block[]> {
-  const agents = await ctx.db.user.findMany({
-    where: { tenantId: ctx.tenant.id, ownerStudioId: s.id, archivedAt: null },
-    orderBy: { name: "asc" },
-    select: { handle: true, name: true },
-  });
+function studioAgentBlocks(ctx: Ctx, s: StudioScope, agents: StudioOverview["agents"]): Block[] {
   const admin = s.role === "admin" && ctx.actor.kind === "person";
   const list = agents.length
     ? agents
