@@ -3,12 +3,23 @@
 // twice; "thinking…", stopping and the outcome; heartbeats; the page's own authorization.
 // A real worker (in process) runs the agent on the fake LLM; the stream is read over HTTP.
 import type { FastifyInstance } from "fastify";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LIVE_CHANNEL } from "../src/services/events-channel.ts";
 import { LIVE_APPLICATION_NAME } from "../src/services/live/listener.ts";
 import { stepHtml, stepMarkdown, stepPath } from "../src/services/pages/run-steps.ts";
 import { runById, runIdOf, stepsOf } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, tool } from "./helpers/agents.ts";
-import { buildTestApp, login, makeWorld, md, testPrisma, type World, waitFor } from "./helpers/app.ts";
+import {
+  buildTestApp,
+  fileDatabaseUrl,
+  login,
+  makeWorld,
+  md,
+  testPrisma,
+  type World,
+  waitFor,
+} from "./helpers/app.ts";
 import { as, type LiveClient, openLive, portOf, statusOf, stepNumbers } from "./helpers/live.ts";
 
 let app: FastifyInstance;
@@ -117,6 +128,35 @@ describe("a run page's stream", () => {
     expect([...seen, ...stepNumbers(second.events)]).toEqual(all);
     expect([...onPage, ...stepNumbers(third.events)]).toEqual(all);
     expect(statusOf(second.events)).toBe("completed");
+  });
+
+  it("hears of a call from the row before it; only a call no row precedes (a JSON-mode retry) is announced", async () => {
+    const w = await makeWorld();
+    await makeAgent(w, w.alice);
+    const heard: string[] = [];
+    const channel = new pg.Client({ connectionString: fileDatabaseUrl() });
+    await channel.connect();
+    channel.on("notification", (n) => heard.push(n.payload ?? ""));
+    await channel.query(`LISTEN ${LIVE_CHANNEL}`);
+    env.llm.setScript([
+      { ...tool("navigate", { path: "/studios/general" }), delayMs: 100 },
+      { status: 400, content: "this model does not support tools" },
+      { content: '{"type":"finish","message":"done"}', delayMs: 300 },
+    ]);
+    const run = await runTask(w);
+    const stream = await live(w, run.path);
+    await stream.ended;
+    await channel.end();
+    expect(statusOf(stream.events)).toBe("completed");
+    const calls = heard.filter((p) => p.startsWith(`call ${run.id} `)).map((p) => p.split(" ")[2]);
+    expect(calls).toEqual(["3"]);
+    // Every step was heard, so a watcher knew of every call that followed one.
+    expect(heard.filter((p) => p.startsWith(`step ${run.id} `)).map((p) => p.split(" ")[3])).toEqual([
+      "1",
+      "2",
+      "3",
+    ]);
+    expect(stream.events.some((e) => e.event === "thinking" && e.data.step === 3)).toBe(true);
   });
 
   it("shows stopping, then the outcome, when the owner stops a running run", async () => {

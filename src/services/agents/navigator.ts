@@ -117,6 +117,8 @@ class Navigation {
   // The first step only records the /whoami read, so the model need not wait for it: it is
   // written while the first call is out, and awaited before that call is charged as step 2.
   private firstStep: Promise<void> = Promise.resolve();
+  /** Whether watchers must be told a call started: true unless a row they were notified of just said so (see callModel). */
+  private announce: boolean;
   private invalid = 0;
   private feedback: string | undefined;
   private jsonMode = false;
@@ -152,6 +154,8 @@ class Navigation {
     });
     compact(this.memory);
     this.n = p.previous.length;
+    // A fresh run's claim notified its watchers (running: thinking since it started); a resumed one's did not.
+    this.announce = this.n > 0;
     this.answers = p.previous.filter((s) => CONVERSATION.includes(s.type)).length;
     const spentMs = p.previous.reduce((t, s) => t + s.durationMs, 0);
     // Time lost to a transient failure and its retries counts too: a resumed attempt keeps the first one's deadline.
@@ -177,10 +181,15 @@ class Navigation {
       if (limit) return limit;
       const t0 = performance.now();
       const reply = await this.callModel();
-      if (reply === "again") continue;
+      if (reply === "again") {
+        this.announce = true;
+        continue;
+      }
       if ("status" in reply) return reply;
       const end = await this.act({ reply, spent: this.spent(reply), t0, prompt: this.prompt });
       if (end) return end;
+      // A step that lets the run go on was recorded: its row's notification says the next call is out.
+      this.announce = false;
     }
   }
 
@@ -234,8 +243,10 @@ class Navigation {
   /** The model's reply; a Finish when the call ends the run; "again" to retry in JSON mode. */
   private async callModel(): Promise<LlmResponse | Finish | "again"> {
     const { run } = this.start;
-    // Watchers of the run see "thinking…" from now: a notification, not a write.
-    callStarted(this.prisma, run, this.n + 1);
+    // Watchers see "thinking…" from the last row they were notified of (a step, the claim),
+    // since the next call follows at once. Only a call no row precedes is announced: a
+    // statement fewer per step, and a step costs what its statements cost.
+    if (this.announce) callStarted(this.prisma, run, this.n + 1);
     try {
       // Built and encoded in a call of its own: while the model thinks, this frame holds the
       // encoded bytes only, not the prompt's parts and messages.
