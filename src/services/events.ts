@@ -1,8 +1,9 @@
 // The outbox: an event row is written in the same transaction as the change it
-// describes, so an event exists exactly when its change committed. NOTIFY is delivered
-// on commit, which wakes the relay without polling delay.
+// describes, so an event exists exactly when its change committed. Its insert NOTIFYs
+// (a trigger: the `events_notify` migration), delivered on commit, which wakes the relay
+// without polling delay.
 import type { Db } from "../db/prisma.ts";
-import { Prisma } from "../generated/prisma/client.ts";
+import type { Prisma } from "../generated/prisma/client.ts";
 import { newId } from "../lib/ids.ts";
 import { EVENTS_CHANNEL } from "./events-channel.ts";
 import type { ActionCtx } from "./registry/types.ts";
@@ -42,16 +43,8 @@ export async function emitEvent(tx: Db, e: NewEvent): Promise<string> {
       runId: e.runId ?? null,
     },
   });
-  await tx.$executeRaw`SELECT pg_notify(${EVENTS_CHANNEL}, ${id})`;
   return id;
 }
-
-/**
- * For events a statement inserts itself (its CTE `cte` returns their ids): NOTIFY for
- * each, counted, as emitEvent does for one. Delivered when that statement commits.
- */
-export const notifyEventsSql = (cte: string) =>
-  Prisma.sql`(SELECT count(*) FROM ${Prisma.raw(cte)}, LATERAL (SELECT pg_notify(${EVENTS_CHANNEL}, ${Prisma.raw(cte)}.id)) n)::int`;
 
 /** An action's event: the actor, tenant and run come from the context, and the run's resource record sees it. */
 export async function emit(

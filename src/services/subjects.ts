@@ -43,39 +43,45 @@ async function page(db: Db, type: "note" | "decision" | "commitment", id: string
   return c && { title: c.title, text: `${c.title}\n\n${c.description}`.trim(), authorId: c.authorId };
 }
 
+type Content = Omit<Subject, "studioId" | "path">;
+
+/** A comment, what it replies to, and the page it is on. */
+async function commentContent(db: Db, id: string): Promise<Content | null> {
+  const c = await db.comment.findUnique({ where: { id }, include: { parent: true } });
+  if (!c) return null;
+  const on = await page(db, c.subjectType, c.subjectId);
+  return {
+    kind: "comment",
+    id: c.id,
+    text: c.text,
+    title: on?.title ?? "",
+    authorId: c.authorId,
+    parentAuthorId: c.parent?.authorId,
+    subjectAuthorId: on?.authorId,
+    thread: { type: c.subjectType, id: c.subjectId },
+  };
+}
+
+async function pageContent(
+  db: Db,
+  kind: "note" | "decision" | "commitment",
+  id: string,
+): Promise<Content | null> {
+  const p = await page(db, kind, id);
+  return p && { kind, id, text: p.text, title: p.title, authorId: p.authorId };
+}
+
 export async function loadSubject(db: Db, e: Event): Promise<Subject | null> {
   if (!CONTENT_EVENTS.has(e.type) || !e.studioId) return null;
-  const studio = await db.studio.findUnique({ where: { id: e.studioId } });
-  if (!studio) return null;
-  const base = `/studios/${studio.handle}`;
-  if (e.type === "comment.created") {
-    const c = await db.comment.findUnique({ where: { id: e.subjectId }, include: { parent: true } });
-    if (!c) return null;
-    const on = await page(db, c.subjectType, c.subjectId);
-    return {
-      kind: "comment",
-      id: c.id,
-      studioId: studio.id,
-      text: c.text,
-      path: `${base}/${c.subjectType}s/${c.subjectId}`,
-      title: on?.title ?? "",
-      authorId: c.authorId,
-      parentAuthorId: c.parent?.authorId,
-      subjectAuthorId: on?.authorId,
-      thread: { type: c.subjectType, id: c.subjectId },
-    };
-  }
-  const kind = e.type.split(".")[0] as "note" | "decision" | "commitment";
-  const p = await page(db, kind, e.subjectId);
-  return (
-    p && {
-      kind,
-      id: e.subjectId,
-      studioId: studio.id,
-      text: p.text,
-      path: `${base}/${kind}s/${e.subjectId}`,
-      title: p.title,
-      authorId: p.authorId,
-    }
-  );
+  // The studio and the content are read at once: the dispatcher waits on both before a run can start.
+  const [studio, content] = await Promise.all([
+    db.studio.findUnique({ where: { id: e.studioId }, select: { handle: true } }),
+    e.type === "comment.created"
+      ? commentContent(db, e.subjectId)
+      : pageContent(db, e.type.split(".")[0] as "note" | "decision" | "commitment", e.subjectId),
+  ]);
+  if (!studio || !content) return null;
+  // A comment lives on its thread's page.
+  const on = content.thread ?? { type: content.kind, id: content.id };
+  return { ...content, studioId: e.studioId, path: `/studios/${studio.handle}/${on.type}s/${on.id}` };
 }

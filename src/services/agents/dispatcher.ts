@@ -31,52 +31,57 @@ export function triggerTask(kind: Kind, actor: Pick<User, "name" | "handle">, s:
   ].join("\n\n");
 }
 
+/** The agents an event may wake, and why: a mention, a reply to them, or their thread. Read at once: each read is a round trip before the run can start. */
 async function candidates(db: PrismaClient, e: Event, s: Subject): Promise<Map<string, Kind>> {
-  const found = new Map<string, Kind>();
   const handles = parseMentions(s.text);
-  if (handles.length) {
-    const mentioned = await db.user.findMany({
-      where: {
-        tenantId: e.tenantId,
-        kind: "subagent",
-        handle: { in: handles },
-        memberships: { some: { studioId: s.studioId } },
-      },
-      select: { id: true },
-    });
-    for (const u of mentioned) found.set(u.id, "mention");
-  }
   const authors = [s.parentAuthorId, s.subjectAuthorId].filter((x): x is string => Boolean(x));
-  if (authors.length) {
-    const agents = await db.user.findMany({
-      where: { id: { in: authors }, kind: "subagent" },
-      select: { id: true },
-    });
-    for (const a of agents) if (!found.has(a.id)) found.set(a.id, "reply");
-  }
-  if (s.thread) {
-    const inThread = await db.comment.findMany({
-      where: {
-        tenantId: e.tenantId,
-        subjectType: s.thread.type,
-        subjectId: s.thread.id,
-        author: { kind: "subagent" },
-      },
-      select: { authorId: true },
-      distinct: ["authorId"],
-    });
-    for (const c of inThread) if (!found.has(c.authorId)) found.set(c.authorId, "thread");
-  }
+  const [mentioned, replied, inThread] = await Promise.all([
+    handles.length
+      ? db.user.findMany({
+          where: {
+            tenantId: e.tenantId,
+            kind: "subagent",
+            handle: { in: handles },
+            memberships: { some: { studioId: s.studioId } },
+          },
+          select: { id: true },
+        })
+      : [],
+    authors.length
+      ? db.user.findMany({ where: { id: { in: authors }, kind: "subagent" }, select: { id: true } })
+      : [],
+    s.thread
+      ? db.comment.findMany({
+          where: {
+            tenantId: e.tenantId,
+            subjectType: s.thread.type,
+            subjectId: s.thread.id,
+            author: { kind: "subagent" },
+          },
+          select: { authorId: true },
+          distinct: ["authorId"],
+        })
+      : [],
+  ]);
+  // A mention says more than a reply, and a reply more than a thread: the first reason found stays.
+  const found = new Map<string, Kind>();
+  const add = (id: string, kind: Kind) => {
+    if (!found.has(id)) found.set(id, kind);
+  };
+  for (const u of mentioned) add(u.id, "mention");
+  for (const a of replied) add(a.id, "reply");
+  for (const c of inThread) add(c.authorId, "thread");
   found.delete(e.actorId);
   return found;
 }
 
 export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): Promise<string[]> {
-  const tenant = await db.tenant.findUniqueOrThrow({ where: { id: e.tenantId } });
+  const [tenant, found] = await Promise.all([
+    db.tenant.findUniqueOrThrow({ where: { id: e.tenantId } }),
+    candidates(db, e, s),
+  ]);
   const settings = tenantSettings(tenant);
-  if (!settings.agents_enabled) return [];
-  const found = await candidates(db, e, s);
-  if (!found.size) return [];
+  if (!settings.agents_enabled || !found.size) return [];
   const [agents, actor, parentRun] = await Promise.all([
     // Whatever the trigger, an agent acts only in studios it is a member of.
     db.user.findMany({

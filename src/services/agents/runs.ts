@@ -6,7 +6,7 @@ import { type Db, hotQuery } from "../../db/prisma.ts";
 import { Prisma, type RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import { storable } from "../../lib/text.ts";
-import { emitEvent, notifyEventsSql } from "../events.ts";
+import { emitEvent } from "../events.ts";
 import { parseRunStart, type RunStart, runStartSql } from "./run-start.ts";
 import { maskText } from "./secret-masking.ts";
 
@@ -37,20 +37,20 @@ const stored = (r: NewRun): NewRun => ({ ...r, task: maskText(r.task) });
 
 /** Inserts a queued run and its `run.queued` event. Returns null if this (agent, event) already has a run. */
 export async function queueRun(tx: Db, r: NewRun): Promise<SubagentTaskRun | null> {
-  const id = newId();
-  const inserted = await tx.subagentTaskRun.createMany({
-    data: [{ id, ...stored(r) }],
+  // Two statements: the run (none when it exists already), then its event.
+  const [run] = await tx.subagentTaskRun.createManyAndReturn({
+    data: [{ id: newId(), ...stored(r) }],
     skipDuplicates: true,
   });
-  if (!inserted.count) return null;
+  if (!run) return null;
   await emitEvent(tx, {
     tenantId: r.tenantId,
     actorId: r.initiatedById ?? r.agentId,
     type: "run.queued",
     subjectType: "run",
-    subjectId: id,
+    subjectId: run.id,
   });
-  return tx.subagentTaskRun.findUniqueOrThrow({ where: { id } });
+  return run;
 }
 
 /** A trigger that was refused (rate limit, chain depth, paused agent), kept so the owner can see why. */
@@ -271,7 +271,7 @@ export async function finishRun(
       SELECT ${newId()}, ${run.tenantId}, ${`run.${f.status}`}, ${run.agentId}, 'run', id FROM ended
       RETURNING id
     )
-    SELECT ${notifyEventsSql("event")} AS ended`,
+    SELECT (SELECT count(*) FROM event)::int AS ended`,
   );
   return Number(row?.ended) === 1;
 }

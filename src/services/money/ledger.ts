@@ -18,7 +18,7 @@ import {
   MAX_COST_LIMIT_USD,
 } from "../agents/settings.ts";
 import { STEP_COLUMNS, type StepRecord, stepColumns, stepGateSql, steppedSql } from "../agents/steps.ts";
-import { emitEvent, notifyEventsSql } from "../events.ts";
+import { emitEvent } from "../events.ts";
 import { type Priced, usd } from "./pricing.ts";
 
 /** Calendar month in UTC, `2026-11`: the period limits and thresholds apply to. */
@@ -219,16 +219,13 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
       FROM paused p JOIN input ON input.agent_id = p.agent_id JOIN month ON month.agent_id = input.agent_id
         JOIN config ON config.i = input.i
       RETURNING id
-    ), notified AS (
-      SELECT ${notifyEventsSql("notices")} AS n
     )
     SELECT input.i, month.cost_micros AS spent, config.agent_config,
       ${keyGoneSql(Prisma.sql`input.api_key_id`)} AS key_gone,
       (SELECT count(*) FROM crossed c WHERE c.i = input.i)::int AS crossed,
       EXISTS (SELECT 1 FROM paused p WHERE p.agent_id = input.agent_id) AS paused,
       ${steppedSql} AS stepped
-    FROM input JOIN month ON month.agent_id = input.agent_id LEFT JOIN config ON config.i = input.i,
-      notified`,
+    FROM input JOIN month ON month.agent_id = input.agent_id LEFT JOIN config ON config.i = input.i`,
     { groupCommit: true },
   );
   const byItem = new Map(rows.map((r) => [Number(r.i), r]));
@@ -321,20 +318,17 @@ export async function pauseAtLimit(
   runId: string | null,
 ) {
   const month = monthOf(new Date());
-  await db.$queryRaw`
+  await db.$executeRaw`
     WITH paused AS (
       UPDATE users SET paused_at = now(), paused_reason = ${limitReason(b.cfg.cost_limit_usd)}, paused_kind = 'cost_limit'
       WHERE id = ${agent.id} AND paused_at IS NULL
       RETURNING id
-    ), notice AS (
-      INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id, payload, run_id)
-      SELECT ${newId()}, ${agent.tenantId}, 'agent.paused', ${agent.id}, 'user', ${agent.id},
-        jsonb_build_object('reason', 'cost_limit', 'spent_micros', ${b.spentMicros}::bigint,
-          'limit_micros', ${b.limitMicros}::bigint, 'month', ${month}::text), ${runId}
-      FROM paused
-      RETURNING id
     )
-    SELECT ${notifyEventsSql("notice")} AS n`;
+    INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id, payload, run_id)
+    SELECT ${newId()}, ${agent.tenantId}, 'agent.paused', ${agent.id}, 'user', ${agent.id},
+      jsonb_build_object('reason', 'cost_limit', 'spent_micros', ${b.spentMicros}::bigint,
+        'limit_micros', ${b.limitMicros}::bigint, 'month', ${month}::text), ${runId}
+    FROM paused`;
 }
 
 /**
