@@ -182,20 +182,21 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
           cost_micros = m.cost_micros + EXCLUDED.cost_micros
       RETURNING agent_id, cost_micros
     ), config AS (
-      SELECT input.i, ${limitSql} AS limit_micros, users.agent_config,
-        COALESCE(users.agent_config -> 'alert_thresholds_usd', ${defaults.alerts}::jsonb) AS alerts
+      SELECT input.i, input.agent_id, input.cost_micros AS call_micros, ${limitSql} AS limit_micros,
+        users.agent_config, COALESCE(users.agent_config -> 'alert_thresholds_usd', ${defaults.alerts}::jsonb) AS alerts
       FROM input JOIN users ON users.id = input.agent_id
     ), crossed AS (
       -- Each call crosses the thresholds between the total before it and after it. An
       -- amount past any possible limit (a hand-edited config) can never alert and must
-      -- not overflow bigint: skipped.
-      SELECT input.i, (round(t.usd * 1000000))::bigint AS threshold, t.ord
-      FROM input JOIN month ON month.agent_id = input.agent_id JOIN config ON config.i = input.i,
+      -- not overflow bigint: skipped. Two relations joined, not three: with input too, the
+      -- planner looped over the batch once per call (6 of 11 ms for a batch of 64).
+      SELECT config.i, (round(t.usd * 1000000))::bigint AS threshold, t.ord
+      FROM config JOIN month ON month.agent_id = config.agent_id,
         LATERAL (SELECT a.value::text::numeric AS usd, a.ord FROM jsonb_array_elements(
           CASE WHEN jsonb_typeof(config.alerts) = 'array' THEN config.alerts ELSE '[]'::jsonb END
         ) WITH ORDINALITY AS a(value, ord) WHERE jsonb_typeof(a.value) = 'number') t
       WHERE t.ord <= ${MAX_THRESHOLDS} AND t.usd > 0 AND t.usd <= ${MAX_COST_LIMIT_USD}
-        AND round(t.usd * 1000000) > month.cost_micros - input.cost_micros
+        AND round(t.usd * 1000000) > month.cost_micros - config.call_micros
         AND round(t.usd * 1000000) <= month.cost_micros
     ), paused AS (
       UPDATE users SET paused_at = input.at, paused_kind = 'cost_limit',
