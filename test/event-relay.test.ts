@@ -77,6 +77,17 @@ async function publishedWithin(eventId: string, timeoutMs: number, since = Date.
   return Date.now() - since;
 }
 
+describe("waking the relay", () => {
+  it("an event inserted by any statement, not only emitEvent, is published at once, not at the next poll", async () => {
+    await startRelay();
+    // As a ledger batch or a run's end inserts its events: plain SQL, no NOTIFY of its own.
+    const id = newId();
+    await db.$executeRaw`INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id)
+      VALUES (${id}, ${w.tenant.id}, 'test.ping', ${w.alice.id}, 'note', ${newId()})`;
+    expect(await publishedWithin(id, 5000)).toBeLessThan(2000);
+  });
+});
+
 describe("the event relay's connection", () => {
   it("is reconnected after pg_terminate_backend, and a new commit is published at once, not at the next poll", async () => {
     await startRelay();
