@@ -4,8 +4,8 @@
 // per-agent rate limit that holds under concurrency (an advisory lock per agent). Every
 // other trigger (subscriptions, schedules, webhooks) queues its runs through the same
 // guards: `queueTriggered`.
-import { type Db, inTransaction, type PrismaClient } from "../../db/prisma.ts";
-import type { Event, User } from "../../generated/prisma/client.ts";
+import { type Db, hotQuery, inTransaction, type PrismaClient } from "../../db/prisma.ts";
+import { type Event, Prisma, type Tenant, type User } from "../../generated/prisma/client.ts";
 import { quoteAsData } from "../../lib/text.ts";
 import { parseMentions } from "../mentions.ts";
 import type { Subject } from "../subjects.ts";
@@ -31,73 +31,79 @@ export function triggerTask(kind: Kind, actor: Pick<User, "name" | "handle">, s:
   ].join("\n\n");
 }
 
-/** The agents an event may wake, and why: a mention, a reply to them, or their thread. Read at once: each read is a round trip before the run can start. */
-async function candidates(db: PrismaClient, e: Event, s: Subject): Promise<Map<string, Kind>> {
+/** An agent an event wakes, with what queueing its run and telling of a refusal need. */
+type Woken = Pick<
+  User,
+  | "id"
+  | "tenantId"
+  | "handle"
+  | "name"
+  | "agentConfig"
+  | "pausedAt"
+  | "pausedReason"
+  | "pausedKind"
+  | "parentId"
+  | "ownerStudioId"
+> & { why: Kind };
+
+interface Wake {
+  settings: Tenant["settings"];
+  actor: Pick<User, "name" | "handle" | "kind">;
+  depth: number | null;
+  agents: (Omit<Woken, "pausedAt"> & { pausedAt: string | null })[];
+}
+
+/**
+ * What an event's triggers need, in one statement: the tenant's settings, the actor, the
+ * depth of the run that wrote it, and the agents it wakes — mentioned, replied to, or in
+ * its thread (the first reason found stays) — that are members of its studio and not
+ * archived. Each read is a round trip, and Prisma's own cost, before the run can start.
+ */
+async function wakeRead(db: PrismaClient, e: Event, s: Subject): Promise<Wake> {
   const handles = parseMentions(s.text);
   const authors = [s.parentAuthorId, s.subjectAuthorId].filter((x): x is string => Boolean(x));
-  const [mentioned, replied, inThread] = await Promise.all([
-    handles.length
-      ? db.user.findMany({
-          where: {
-            tenantId: e.tenantId,
-            kind: "subagent",
-            handle: { in: handles },
-            memberships: { some: { studioId: s.studioId } },
-          },
-          select: { id: true },
-        })
-      : [],
-    authors.length
-      ? db.user.findMany({ where: { id: { in: authors }, kind: "subagent" }, select: { id: true } })
-      : [],
-    s.thread
-      ? db.comment.findMany({
-          where: {
-            tenantId: e.tenantId,
-            subjectType: s.thread.type,
-            subjectId: s.thread.id,
-            author: { kind: "subagent" },
-          },
-          select: { authorId: true },
-          distinct: ["authorId"],
-        })
-      : [],
-  ]);
-  // A mention says more than a reply, and a reply more than a thread: the first reason found stays.
-  const found = new Map<string, Kind>();
-  const add = (id: string, kind: Kind) => {
-    if (!found.has(id)) found.set(id, kind);
-  };
-  for (const u of mentioned) add(u.id, "mention");
-  for (const a of replied) add(a.id, "reply");
-  for (const c of inThread) add(c.authorId, "thread");
-  found.delete(e.actorId);
-  return found;
+  const [row] = await hotQuery<{ wake: Wake }>(
+    db,
+    Prisma.sql`
+    WITH candidate AS (
+      SELECT u.id, 1 AS rank, 'mention' AS why FROM users u
+      WHERE u.tenant_id = ${e.tenantId} AND u.kind = 'subagent' AND u.handle = ANY(${handles}::text[])
+      UNION ALL
+      SELECT u.id, 2, 'reply' FROM users u
+      WHERE u.tenant_id = ${e.tenantId} AND u.kind = 'subagent' AND u.id = ANY(${authors}::text[])
+      UNION ALL
+      SELECT DISTINCT c.author_id, 3, 'thread' FROM comments c JOIN users u ON u.id = c.author_id
+      WHERE c.tenant_id = ${e.tenantId} AND u.kind = 'subagent'
+        AND c.subject_type = ${s.thread?.type ?? null}::"SubjectType" AND c.subject_id = ${s.thread?.id ?? null}
+    ), woken AS (
+      SELECT DISTINCT ON (id) id, why FROM candidate WHERE id <> ${e.actorId} ORDER BY id, rank
+    )
+    SELECT json_build_object(
+      'settings', (SELECT settings FROM tenants WHERE id = ${e.tenantId}),
+      'actor', (SELECT json_build_object('name', name, 'handle', handle, 'kind', kind) FROM users WHERE id = ${e.actorId}),
+      'depth', (SELECT chain_depth FROM subagent_task_runs WHERE id = ${e.runId}),
+      'agents', (SELECT coalesce(json_agg(json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle,
+          'name', u.name, 'agentConfig', u.agent_config, 'pausedAt', u.paused_at AT TIME ZONE 'UTC', 'pausedReason', u.paused_reason,
+          'pausedKind', u.paused_kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'why', w.why)
+          ORDER BY u.id), '[]')
+        FROM woken w JOIN users u ON u.id = w.id
+        WHERE u.archived_at IS NULL
+          AND EXISTS (SELECT 1 FROM studio_members m WHERE m.user_id = u.id AND m.studio_id = ${s.studioId}))
+    ) AS wake`,
+  );
+  return row!.wake;
 }
 
 export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): Promise<string[]> {
-  const [tenant, found] = await Promise.all([
-    db.tenant.findUniqueOrThrow({ where: { id: e.tenantId } }),
-    candidates(db, e, s),
-  ]);
-  const settings = tenantSettings(tenant);
-  if (!settings.agents_enabled || !found.size) return [];
-  const [agents, actor, parentRun] = await Promise.all([
-    // Whatever the trigger, an agent acts only in studios it is a member of.
-    db.user.findMany({
-      where: {
-        id: { in: [...found.keys()] },
-        archivedAt: null,
-        memberships: { some: { studioId: s.studioId } },
-      },
-    }),
-    db.user.findUniqueOrThrow({ where: { id: e.actorId } }),
-    e.runId ? db.subagentTaskRun.findUnique({ where: { id: e.runId }, select: { chainDepth: true } }) : null,
-  ]);
-  const depth = parentRun ? parentRun.chainDepth + 1 : 0;
+  const wake = await wakeRead(db, e, s);
+  const settings = tenantSettings(wake);
+  if (!settings.agents_enabled || !wake.agents.length) return [];
+  const depth = wake.depth === null ? 0 : wake.depth + 1;
+  const actor = wake.actor;
   const created: string[] = [];
-  for (const agent of agents) {
-    const kind = found.get(agent.id)!;
+  for (const row of wake.agents) {
+    const agent: Woken = { ...row, pausedAt: row.pausedAt ? new Date(row.pausedAt) : null };
+    const kind = agent.why;
     const cfg = agentConfig(agent);
     const id = await queueTriggered(db, agent, settings, {
       tenantId: e.tenantId,
