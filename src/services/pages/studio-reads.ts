@@ -1,9 +1,9 @@
 // What a studio's page and its notes list show, each read in one statement with the
 // studio's own lookup and the actor's membership (access.ts). These pages are on nearly
 // every agent's path, and a statement costs what its round trip costs whatever it returns:
-// the studio page was six reads once (the studio, pinned, notes, decisions, commitments,
-// counts, its agents), then one. Columns are UTC timestamps without a zone: `at` states the zone so
-// JSON carries it.
+// the studio page was seven reads once (the studio, pinned, notes, decisions, commitments,
+// counts, its agents), then one. Columns are UTC timestamps without a zone: `at` states
+// the zone so JSON carries it.
 import { Prisma } from "../../generated/prisma/client.ts";
 import { loadStudioWith } from "../access.ts";
 import type { Ctx, StudioScope } from "../registry/types.ts";
