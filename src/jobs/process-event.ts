@@ -5,7 +5,7 @@ import { notifyOwnerOfApproval, notifyOwnerOfRun, notifyOwnerOfSpend } from "../
 import { UNANSWERED } from "../services/agents/refusals.ts";
 import { wakeSubscribers } from "../services/agents/subscriptions.ts";
 import { notifyForEvent } from "../services/notifications.ts";
-import { loadSubject } from "../services/subjects.ts";
+import { readEvent } from "../services/subjects.ts";
 import type { JobPayloads, Queues } from "./queues.ts";
 
 /** One consumer for the outbox: notifications, agent triggers, and runs to start. */
@@ -14,8 +14,10 @@ export function eventProcessor(
   queues: Pick<Queues, "agent-runs" | "approved-actions">,
 ) {
   return async (job: Job<JobPayloads["events"]>) => {
-    const e = await prisma.event.findUnique({ where: { id: job.data.eventId } });
-    if (!e) return { skipped: "no such event" };
+    // The event with what it is about, in one read: a mention's run waits on it.
+    const read = await readEvent(prisma, job.data.eventId);
+    if (!read) return { skipped: "no such event" };
+    const { event: e, subject } = read;
     // The relay sends queued runs to agent-runs itself; an event published before it did still lands here.
     if (e.type === "run.queued") {
       await queues["agent-runs"].add("run", { runId: e.subjectId }, { jobId: `run-${e.id}` });
@@ -35,7 +37,6 @@ export function eventProcessor(
       );
       return { enqueued: e.subjectId };
     }
-    const subject = await loadSubject(prisma, e);
     // A mention's run is queued while its notifications are written, not after them: each is
     // its own transaction, and a retried job redoes both without doubling either.
     const [notified, runs] = await Promise.all([

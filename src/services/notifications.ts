@@ -5,7 +5,7 @@ import type { PrismaClient } from "../db/prisma.ts";
 import type { Event, NotificationKind } from "../generated/prisma/client.ts";
 import { newId } from "../lib/ids.ts";
 import { parseMentions } from "./mentions.ts";
-import { loadSubject, type Subject } from "./subjects.ts";
+import { loadSubject, readEvent, type Subject } from "./subjects.ts";
 
 /** `subject` may be passed when the caller already loaded it (the event worker shares it with the dispatcher). */
 export async function notifyForEvent(
@@ -13,9 +13,12 @@ export async function notifyForEvent(
   event: string | Event,
   subject?: Subject | null,
 ): Promise<number> {
-  const e = typeof event === "string" ? await db.event.findUnique({ where: { id: event } }) : event;
-  if (!e) return 0;
-  const s = subject === undefined ? await loadSubject(db, e) : subject;
+  const read =
+    typeof event === "string"
+      ? await readEvent(db, event)
+      : { event, subject: subject === undefined ? await loadSubject(db, event) : subject };
+  if (!read) return 0;
+  const { event: e, subject: s } = read;
   if (!s || !e.studioId) return 0;
 
   const recipients = new Map<string, NotificationKind>();
