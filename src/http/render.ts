@@ -1,7 +1,9 @@
 // Turns registry results into a reply in the negotiated format. Markdown answers
 // carry `Vary: Accept` because the same URL also serves HTML.
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { awaitingReview } from "../services/agents/approvals.ts";
 import { managedBy } from "../services/agents/ownership.ts";
+import { unreadOf } from "../services/notifications.ts";
 import { escapeHtml, type FormState, markdownToHtml, renderPageHtml } from "../services/registry/html.ts";
 import { breadcrumbLine, renderPageMarkdown } from "../services/registry/markdown.ts";
 import type { ActionDef, Crumb, PageView, Scope } from "../services/registry/types.ts";
@@ -100,10 +102,10 @@ async function counts(req: FastifyRequest): Promise<{ unread: number; pendingApp
   if (!actor || !tenantId) return { unread: 0, pendingApprovals: 0 };
   const db = req.server.prisma;
   const [unread, pendingApprovals] = await Promise.all([
-    db.notification.count({ where: { userId: actor.id, tenantId, dismissedAt: null } }),
+    db.notification.count({ where: unreadOf(actor.id, tenantId) }),
     actor.kind === "person"
       ? db.agentPendingAction.count({
-          where: { tenantId, status: "pending", expiresAt: { gt: new Date() }, agent: managedBy(actor.id) },
+          where: { tenantId, ...awaitingReview(), agent: managedBy(actor.id) },
         })
       : 0,
   ]);

@@ -13,9 +13,9 @@ import { serveLive } from "../http/sse.ts";
 import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { backoffMs, isTransient, pause } from "../lib/transient.ts";
 import { registry } from "../services/catalog.ts";
-import { actionForm, confirmForm, escapeHtml, type FormState, humanize } from "../services/registry/html.ts";
+import { actionForm, confirmForm, escapeHtml, type FormState } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
-import { fields, parseParams } from "../services/registry/params.ts";
+import { fields, humanize, parseParams } from "../services/registry/params.ts";
 import type { Ctx, Query } from "../services/registry/types.ts";
 
 const bodySchema = z.record(z.string(), z.unknown());

@@ -7,6 +7,9 @@ import { newId } from "../lib/ids.ts";
 import { parseMentions } from "./mentions.ts";
 import { loadSubject, readEvent, type Subject } from "./subjects.ts";
 
+/** A person's notifications not yet dismissed: the menu's badge, their page and "dismiss all" count the same ones. */
+export const unreadOf = (userId: string, tenantId: string) => ({ userId, tenantId, dismissedAt: null });
+
 /** `subject` may be passed when the caller already loaded it (the event worker shares it with the dispatcher). */
 export async function notifyForEvent(
   db: PrismaClient,

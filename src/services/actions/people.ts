@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
+import { unreadOf } from "../notifications.ts";
 import { defineAction } from "../registry/types.ts";
 import { createApiToken } from "../tokens.ts";
 import { idSchema, optionalText, text } from "../validation.ts";
@@ -13,7 +14,7 @@ export const dismiss = defineAction({
   writes: true,
   async execute(ctx, p) {
     const n = await ctx.tx.notification.updateMany({
-      where: { id: p.id, userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
+      where: { id: p.id, ...unreadOf(ctx.actor.id, ctx.tenant.id) },
       data: { dismissedAt: new Date() },
     });
     if (!n.count) throw new NotFoundError(`No unread notification ${p.id}`);
@@ -28,7 +29,7 @@ export const dismissAll = defineAction({
   writes: true,
   async execute(ctx) {
     const n = await ctx.tx.notification.updateMany({
-      where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
+      where: unreadOf(ctx.actor.id, ctx.tenant.id),
       data: { dismissedAt: new Date() },
     });
     return {

@@ -15,6 +15,9 @@ class AlreadySettled extends Error {}
 class ApprovedTooLate extends Error {}
 
 export const EXPIRED_UNREVIEWED = "Nobody reviewed it before it expired.";
+
+/** Actions still waiting for a person's review: pending and not yet expired (an expired one is only settled later). */
+export const awaitingReview = (now = new Date()) => ({ status: "pending" as const, expiresAt: { gt: now } });
 const APPROVED_TOO_LATE = "It was approved after it had expired, so it did not run.";
 
 export type Outcome =

@@ -1,5 +1,6 @@
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
+import { awaitingReview } from "../agents/approvals.ts";
 import { loadAgent, managedBy } from "../agents/ownership.ts";
 import { changesFeed } from "../live/feed.ts";
 import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
@@ -83,7 +84,7 @@ async function listing(
 ) {
   const pg = paging(query);
   const now = new Date();
-  const open = { ...where, status: "pending" as const, expiresAt: { gt: now } };
+  const open = { ...where, ...awaitingReview(now) };
   const [pending, recent, total] = await Promise.all([
     ctx.db.agentPendingAction.findMany({
       where: open,
@@ -93,7 +94,7 @@ async function listing(
       take: pg.take,
     }),
     ctx.db.agentPendingAction.findMany({
-      where: { ...where, NOT: { status: "pending", expiresAt: { gt: now } } },
+      where: { ...where, NOT: awaitingReview(now) },
       include,
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       take: 10,

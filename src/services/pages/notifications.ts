@@ -2,6 +2,7 @@
 // what, on which note, linked), with a Dismiss button; agents read the same page in markdown.
 import { plural } from "../../lib/plural.ts";
 import { REFUSAL } from "../agents/refusals.ts";
+import { unreadOf } from "../notifications.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Ctx, PageDef } from "../registry/types.ts";
@@ -90,7 +91,7 @@ export const notificationsPage: PageDef = {
   resolve: async () => ({}),
   async render(ctx, _scope, query) {
     const pg = paging(query);
-    const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null };
+    const where = unreadOf(ctx.actor.id, ctx.tenant.id);
     const [items, total] = await Promise.all([
       ctx.db.notification.findMany({
         where,

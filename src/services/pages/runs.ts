@@ -1,4 +1,4 @@
-import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
+import { RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { loadRun } from "../access.ts";
@@ -38,19 +38,10 @@ function errorHeading(r: Pick<SubagentTaskRun, "status" | "stopReason">): string
   return "What went wrong";
 }
 
-const STATUSES = [
-  "queued",
-  "running",
-  "waiting",
-  "completed",
-  "failed",
-  "cancelled",
-  "timed_out",
-  "skipped",
-] as const;
+const STATUSES = Object.values(RunStatus);
 
 /** `?status=failed`: one status, or every run when absent or unknown. */
-function statusFilter(query: Query): (typeof STATUSES)[number] | undefined {
+function statusFilter(query: Query): RunStatus | undefined {
   return STATUSES.find((s) => s === query.status);
 }
 
@@ -73,7 +64,7 @@ export const runFormPage: PageDef = {
   },
 };
 
-async function agentRuns(ctx: Ctx, agentId: string, pg: Paging, status?: (typeof STATUSES)[number]) {
+async function agentRuns(ctx: Ctx, agentId: string, pg: Paging, status?: RunStatus) {
   const where = { agentId, ...(status && { status }) };
   const [runs, total] = await Promise.all([
     ctx.db.subagentTaskRun.findMany({

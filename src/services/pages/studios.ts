@@ -1,5 +1,6 @@
 import { plural } from "../../lib/plural.ts";
 import { loadStudio } from "../access.ts";
+import { unreadOf } from "../notifications.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, StudioScope } from "../registry/types.ts";
 import { home, type Paging, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
@@ -29,7 +30,7 @@ export const homePage: PageDef = {
     const [{ memberships, total }, unread] = await Promise.all([
       myStudios(ctx, paging({})),
       ctx.db.notification.count({
-        where: { userId: ctx.actor.id, tenantId: ctx.tenant.id, dismissedAt: null },
+        where: unreadOf(ctx.actor.id, ctx.tenant.id),
       }),
     ]);
     const studios = memberships.length

@@ -146,8 +146,6 @@ export const subagentPage: PageDef = {
             },
           }),
     ]);
-    const adminOf = mine.filter((s) => s.members[0]?.role === "admin");
-    const joinable = mine.filter((s) => !studios.some((m) => m.studioId === s.id));
     const watched = (on: boolean) => watching.find((w) => w.enabled === on)?._count ?? 0;
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
     const keyLabel = cfg.api_key_id
@@ -209,63 +207,7 @@ export const subagentPage: PageDef = {
         {
           md: `### Identity prompt\n\n${cfg.identity_prompt ? quote(cfg.identity_prompt) : "_None: it acts as a general helpful assistant._"}`,
         },
-        {
-          md: `## Studios\n\n${a.ownerStudio ? `It acts only in its own studio, as a member. ${agentConfig(a).members_may_run ? "Every member of the studio may give it tasks." : "Only the studio's admins give it tasks."}` : studios.length ? "" : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
-        },
-        ...studios.flatMap((m): Block[] => [
-          { md: `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)` },
-          ...(a.ownerStudio
-            ? []
-            : [
-                {
-                  form: {
-                    action: "remove_from_studio",
-                    fixed: { studio: m.studio.handle },
-                    label: `Take out of ${m.studio.name}`,
-                  },
-                },
-              ]),
-        ]),
-        ...(joinable.length
-          ? [
-              {
-                form: {
-                  action: "add_to_studio",
-                  fixed: {},
-                  label: "Add to studio",
-                  style: "block" as const,
-                  choices: { studio: joinable.map((s) => ({ value: s.handle, label: s.name })) },
-                },
-              },
-            ]
-          : []),
-        ...(adminOf.length
-          ? [
-              { md: "### Give it to a studio" },
-              {
-                form: {
-                  action: "transfer_subagent",
-                  fixed: {},
-                  label: "Give it to the studio",
-                  style: "block" as const,
-                  choices: { studio: adminOf.map((s) => ({ value: s.handle, label: s.name })) },
-                },
-              },
-            ]
-          : []),
-        ...(a.ownerStudio
-          ? [
-              {
-                form: {
-                  action: "set_member_runs",
-                  fixed: {},
-                  label: "Save",
-                  style: "block" as const,
-                  values: { members_may_run: agentConfig(a).members_may_run },
-                },
-              },
-            ]
-          : []),
+        ...studioBlocks(a, cfg, studios, mine),
         {
           md: [
             "## What wakes it",
@@ -286,3 +228,68 @@ export const subagentPage: PageDef = {
     };
   },
 };
+
+/**
+ * The agent's studios with a button to take it out of each, and the forms to add it to one of
+ * the actor's studios or give it to one they administer (a studio's own agent stays put).
+ */
+function studioBlocks(
+  a: { ownerStudio: unknown },
+  cfg: ReturnType<typeof agentConfig>,
+  studios: { studioId: string; studio: { name: string; handle: string } }[],
+  mine: { id: string; handle: string; name: string; members: { role: string }[] }[],
+): Block[] {
+  const choices = (list: typeof mine) => ({ studio: list.map((s) => ({ value: s.handle, label: s.name })) });
+  const joinable = mine.filter((s) => !studios.some((m) => m.studioId === s.id));
+  const adminOf = mine.filter((s) => s.members[0]?.role === "admin");
+  const blocks: Block[] = [
+    {
+      md: `## Studios\n\n${a.ownerStudio ? `It acts only in its own studio, as a member. ${cfg.members_may_run ? "Every member of the studio may give it tasks." : "Only the studio's admins give it tasks."}` : studios.length ? "" : "_Not in any studio yet: add it to one so it can be mentioned there._"}`,
+    },
+  ];
+  for (const m of studios) {
+    blocks.push({ md: `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`)` });
+    if (!a.ownerStudio)
+      blocks.push({
+        form: {
+          action: "remove_from_studio",
+          fixed: { studio: m.studio.handle },
+          label: `Take out of ${m.studio.name}`,
+        },
+      });
+  }
+  if (joinable.length)
+    blocks.push({
+      form: {
+        action: "add_to_studio",
+        fixed: {},
+        label: "Add to studio",
+        style: "block",
+        choices: choices(joinable),
+      },
+    });
+  if (adminOf.length)
+    blocks.push(
+      { md: "### Give it to a studio" },
+      {
+        form: {
+          action: "transfer_subagent",
+          fixed: {},
+          label: "Give it to the studio",
+          style: "block",
+          choices: choices(adminOf),
+        },
+      },
+    );
+  if (a.ownerStudio)
+    blocks.push({
+      form: {
+        action: "set_member_runs",
+        fixed: {},
+        label: "Save",
+        style: "block",
+        values: { members_may_run: cfg.members_may_run },
+      },
+    });
+  return blocks;
+}

@@ -6,8 +6,6 @@ import { boundedMarked } from "./bounded-marked.ts";
 import { type Field, fields, humanize, labelOf } from "./params.ts";
 import type { ActionDef, FormBlock, PageView, Scope } from "./types.ts";
 
-export { humanize };
-
 export function escapeHtml(text: string): string {
   return text
     .replace(/&/g, "&amp;")
