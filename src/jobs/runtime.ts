@@ -21,7 +21,7 @@ import { configureKeyring } from "../services/money/keyring.ts";
 import { liftLastMonthsPauses } from "../services/money/ledger.ts";
 import { agentRunProcessor, workerId } from "./process-agent-run.ts";
 import { eventProcessor } from "./process-event.ts";
-import { closeQueues, createQueues } from "./queues.ts";
+import { closeQueues, createQueues, type Queues } from "./queues.ts";
 import { startRelayThread } from "./relay-thread.ts";
 import { sweep, sweepApproved } from "./sweeper.ts";
 
@@ -74,6 +74,56 @@ function retryingTransient<J extends Job, R>(fn: (job: J) => Promise<R>) {
   };
 }
 
+/** The queues' consumers: events, agent runs (`runs`), approved actions and maintenance. */
+function startWorkers(
+  d: { c: RuntimeConfig; prisma: PrismaClient; connection: Redis; queues: Queues; log: Logger },
+  runs: ReturnType<typeof agentRunProcessor>,
+): Worker[] {
+  const { c, prisma, connection, queues, log } = d;
+  const base = { connection, prefix: c.QUEUE_PREFIX };
+  const workers = [
+    new Worker("events", retryingTransient(eventProcessor(prisma, queues)), {
+      ...base,
+      concurrency: 16,
+    }),
+    new Worker("agent-runs", runs, {
+      ...base,
+      concurrency: c.WORKER_CONCURRENCY,
+      // A run can take minutes: the BullMQ lock is renewed meanwhile; our own lease is what recovery relies on.
+      lockDuration: 60_000,
+    }),
+    new Worker(
+      "approved-actions",
+      retryingTransient(async (job) => ({
+        outcome: await executeApproved(prisma, (job.data as { pendingId: string }).pendingId),
+      })),
+      { ...base, concurrency: 8 },
+    ),
+    new Worker(
+      "maintenance",
+      async () => ({
+        swept: await sweep(prisma, queues, c.SWEEP_INTERVAL_MS),
+        approved: await sweepApproved(prisma, queues),
+        subscriptions: await flushDueSubscriptions(prisma),
+        expired: await expireOverdue(prisma),
+        resumed: await resumeSettled(prisma),
+        newMonth: await liftLastMonthsPauses(prisma),
+        loginThrottlesTidied: await tidyLoginThrottles(prisma, c),
+        apiCallsPruned: await pruneApiCalls(prisma, c.AUDIT_RETENTION_DAYS),
+        // Last: a passing fault here fails the job, and the housekeeping above is done by then.
+        schedules: await fireDueSchedules(prisma),
+      }),
+      { ...base, concurrency: 1 },
+    ),
+  ];
+  for (const w of workers) {
+    w.on("failed", (job, err) => log.warn({ err }, `job ${w.name}/${job?.id} failed`));
+    // Redis away or flushed under a job (its lock or key gone): said once here, not thrown.
+    w.on("error", (err) => log.warn(`worker ${w.name}: ${err.message}`));
+  }
+  return workers;
+}
+
 export async function startRuntime(o: RuntimeOptions) {
   const { config: c, prisma, connection } = o;
   const log = o.log ?? silentLogger;
@@ -94,59 +144,18 @@ export async function startRuntime(o: RuntimeOptions) {
       }),
   );
 
-  const workers = [
-    new Worker("events", retryingTransient(eventProcessor(prisma, queues)), {
-      connection,
-      prefix,
-      concurrency: 16,
+  const workers = startWorkers(
+    { c, prisma, connection, queues, log },
+    agentRunProcessor({
+      prisma,
+      navigator: { llm, endpoint, defaultModel: c.LLM_DEFAULT_MODEL, promptBudget: c.PROMPT_TOKEN_BUDGET },
+      heartbeat,
+      owner,
+      leaseSeconds: c.RUN_LEASE_SECONDS,
+      maxWorkerLosses: c.RUN_MAX_WORKER_LOSSES,
+      log,
     }),
-    new Worker(
-      "agent-runs",
-      agentRunProcessor({
-        prisma,
-        navigator: { llm, endpoint, defaultModel: c.LLM_DEFAULT_MODEL, promptBudget: c.PROMPT_TOKEN_BUDGET },
-        heartbeat,
-        owner,
-        leaseSeconds: c.RUN_LEASE_SECONDS,
-        maxWorkerLosses: c.RUN_MAX_WORKER_LOSSES,
-        log,
-      }),
-      // A run can take minutes: the BullMQ lock is renewed meanwhile; our own lease is what recovery relies on.
-      { connection, prefix, concurrency: c.WORKER_CONCURRENCY, lockDuration: 60_000 },
-    ),
-    new Worker(
-      "approved-actions",
-      retryingTransient(async (job) => ({
-        outcome: await executeApproved(prisma, (job.data as { pendingId: string }).pendingId),
-      })),
-      { connection, prefix, concurrency: 8 },
-    ),
-    new Worker(
-      "maintenance",
-      async () => ({
-        swept: await sweep(prisma, queues, c.SWEEP_INTERVAL_MS),
-        approved: await sweepApproved(prisma, queues),
-        subscriptions: await flushDueSubscriptions(prisma),
-        expired: await expireOverdue(prisma),
-        resumed: await resumeSettled(prisma),
-        newMonth: await liftLastMonthsPauses(prisma),
-        loginThrottlesTidied: await tidyLoginThrottles(prisma, c),
-        apiCallsPruned: await pruneApiCalls(prisma, c.AUDIT_RETENTION_DAYS),
-        // Last: a passing fault here fails the job, and the housekeeping above is done by then.
-        schedules: await fireDueSchedules(prisma),
-      }),
-      {
-        connection,
-        prefix,
-        concurrency: 1,
-      },
-    ),
-  ];
-  for (const w of workers) {
-    w.on("failed", (job, err) => log.warn({ err }, `job ${w.name}/${job?.id} failed`));
-    // Redis away or flushed under a job (its lock or key gone): said once here, not thrown.
-    w.on("error", (err) => log.warn(`worker ${w.name}: ${err.message}`));
-  }
+  );
   // Re-asserted every ten sweeps (a cheap upsert): if Redis lost its data, the sweeper's
   // schedule comes back by itself, and with it the runs whose jobs were lost.
   const schedule = () =>
