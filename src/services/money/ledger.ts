@@ -83,13 +83,9 @@ export async function recordUsage(
   return recorded;
 }
 
-/**
- * Calls of distinct agents in one statement, each as if alone. Rows that lock the same
- * table are taken in one order (runs by id, months and days by agent, keys by id), the
- * order other batches take them in, so concurrent batches never deadlock.
- */
-async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
-  const input = items.map(({ e, at, step }, i) => ({
+/** A batch's calls as the statement's input rows (`jsonb_to_recordset`). */
+function usageInput(items: UsageItem[]) {
+  return items.map(({ e, at, step }, i) => ({
     i,
     ledger_id: newId(),
     tenant_id: e.tenantId,
@@ -111,27 +107,22 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
     event_ids: Array.from({ length: MAX_THRESHOLDS + 1 }, () => newId()),
     ...stepColumns(step?.owner ?? null, step?.record),
   }));
-  const defaults = {
-    limit: JSON.stringify(DEFAULT_COST_LIMIT_USD),
-    alerts: JSON.stringify(DEFAULT_ALERT_THRESHOLDS_USD),
-  };
-  // The limit in micro-dollars, from a config that may lack it (its default applies).
-  const limitSql = Prisma.sql`(round((CASE WHEN jsonb_typeof(users.agent_config -> 'cost_limit_usd') = 'number'
-    THEN users.agent_config -> 'cost_limit_usd' ELSE ${defaults.limit}::jsonb END)::text::numeric * 1000000))::bigint`;
-  const sums = Prisma.raw(["input_tokens", "cached_tokens", "output_tokens", "cost_micros"].join(", "));
-  const rows = await hotQuery<BudgetRow & { i: number; crossed: number; paused: boolean; stepped: boolean }>(
-    db,
-    Prisma.sql`
-    WITH input AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(i int, ledger_id text,
-        tenant_id text, agent_id text, owner_id text, run_id text, call_step int, api_key_id text, model text,
-        pricing_version text, priced boolean, input_tokens int, cached_tokens int, output_tokens int,
-        cost_micros bigint, latency_ms int, at timestamp, month text, event_ids text[], ${STEP_COLUMNS}) ${batchRows(input.length)}
-    ), ledger AS (
+}
+
+const DEFAULT_LIMIT = JSON.stringify(DEFAULT_COST_LIMIT_USD);
+const DEFAULT_ALERTS = JSON.stringify(DEFAULT_ALERT_THRESHOLDS_USD);
+// The limit in micro-dollars, from a config that may lack it (its default applies).
+const LIMIT_SQL = Prisma.sql`(round((CASE WHEN jsonb_typeof(users.agent_config -> 'cost_limit_usd') = 'number'
+    THEN users.agent_config -> 'cost_limit_usd' ELSE ${DEFAULT_LIMIT}::jsonb END)::text::numeric * 1000000))::bigint`;
+const SUMS = Prisma.raw(["input_tokens", "cached_tokens", "output_tokens", "cost_micros"].join(", "));
+
+/** What every call moves: the ledger row, the step's gate, the run's totals, its key's, the day's and the month's. */
+const TOTALS_SQL = Prisma.sql`
+    ledger AS (
       INSERT INTO llm_usage (id, tenant_id, agent_id, owner_id, run_id, step_number, api_key_id, model,
-        pricing_version, priced, ${sums}, latency_ms, created_at)
+        pricing_version, priced, ${SUMS}, latency_ms, created_at)
       SELECT ledger_id, tenant_id, agent_id, owner_id, run_id, call_step, api_key_id, model, pricing_version,
-        priced, ${sums}, latency_ms, at
+        priced, ${SUMS}, latency_ms, at
       FROM input
       RETURNING id
     ), ${stepGateSql}, run AS (
@@ -161,9 +152,9 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
       WHERE k.id = keys.id
       RETURNING k.id
     ), daily AS (
-      INSERT INTO llm_usage_daily AS d (agent_id, day, model, key_ref, tenant_id, owner_id, calls, unpriced_calls, ${sums})
+      INSERT INTO llm_usage_daily AS d (agent_id, day, model, key_ref, tenant_id, owner_id, calls, unpriced_calls, ${SUMS})
       SELECT agent_id, at::date, model, COALESCE(api_key_id, 'shared'), tenant_id, owner_id, 1,
-        CASE WHEN priced THEN 0 ELSE 1 END, ${sums}
+        CASE WHEN priced THEN 0 ELSE 1 END, ${SUMS}
       FROM input ORDER BY agent_id
       ON CONFLICT (agent_id, day, model, key_ref) DO UPDATE
       SET calls = d.calls + 1, unpriced_calls = d.unpriced_calls + EXCLUDED.unpriced_calls,
@@ -173,17 +164,21 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
           cost_micros = d.cost_micros + EXCLUDED.cost_micros
       RETURNING 1
     ), month AS (
-      INSERT INTO agent_usage_months AS m (agent_id, month, tenant_id, calls, ${sums})
-      SELECT agent_id, month, tenant_id, 1, ${sums} FROM input ORDER BY agent_id
+      INSERT INTO agent_usage_months AS m (agent_id, month, tenant_id, calls, ${SUMS})
+      SELECT agent_id, month, tenant_id, 1, ${SUMS} FROM input ORDER BY agent_id
       ON CONFLICT (agent_id, month) DO UPDATE
       SET calls = m.calls + 1, input_tokens = m.input_tokens + EXCLUDED.input_tokens,
           cached_tokens = m.cached_tokens + EXCLUDED.cached_tokens,
           output_tokens = m.output_tokens + EXCLUDED.output_tokens,
           cost_micros = m.cost_micros + EXCLUDED.cost_micros
       RETURNING agent_id, cost_micros
-    ), config AS (
-      SELECT input.i, input.agent_id, input.cost_micros AS call_micros, ${limitSql} AS limit_micros,
-        users.agent_config, COALESCE(users.agent_config -> 'alert_thresholds_usd', ${defaults.alerts}::jsonb) AS alerts
+    )`;
+
+/** What the month's new total crosses: spend alerts (an event each) and the limit (the agent paused, and an event). */
+const LIMITS_SQL = Prisma.sql`
+    config AS (
+      SELECT input.i, input.agent_id, input.cost_micros AS call_micros, ${LIMIT_SQL} AS limit_micros,
+        users.agent_config, COALESCE(users.agent_config -> 'alert_thresholds_usd', ${DEFAULT_ALERTS}::jsonb) AS alerts
       FROM input JOIN users ON users.id = input.agent_id
     ), crossed AS (
       -- Each call crosses the thresholds between the total before it and after it. An
@@ -200,9 +195,9 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
         AND round(t.usd * 1000000) <= month.cost_micros
     ), paused AS (
       UPDATE users SET paused_at = input.at, paused_kind = 'cost_limit',
-        paused_reason = 'reached its monthly cost limit of $' || to_char(${limitSql} / 1000000.0, 'FM999999990.00')
+        paused_reason = 'reached its monthly cost limit of $' || to_char(${LIMIT_SQL} / 1000000.0, 'FM999999990.00')
       FROM input JOIN month ON month.agent_id = input.agent_id
-      WHERE users.id = input.agent_id AND users.paused_at IS NULL AND month.cost_micros >= ${limitSql}
+      WHERE users.id = input.agent_id AND users.paused_at IS NULL AND month.cost_micros >= ${LIMIT_SQL}
       RETURNING users.id AS agent_id
     ), notices AS (
       INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id, payload, run_id)
@@ -220,7 +215,24 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
       FROM paused p JOIN input ON input.agent_id = p.agent_id JOIN month ON month.agent_id = input.agent_id
         JOIN config ON config.i = input.i
       RETURNING id
-    )
+    )`;
+
+/**
+ * Calls of distinct agents in one statement, each as if alone. Rows that lock the same
+ * table are taken in one order (runs by id, months and days by agent, keys by id), the
+ * order other batches take them in, so concurrent batches never deadlock.
+ */
+async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
+  const input = usageInput(items);
+  const rows = await hotQuery<BudgetRow & { i: number; crossed: number; paused: boolean; stepped: boolean }>(
+    db,
+    Prisma.sql`
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(i int, ledger_id text,
+        tenant_id text, agent_id text, owner_id text, run_id text, call_step int, api_key_id text, model text,
+        pricing_version text, priced boolean, input_tokens int, cached_tokens int, output_tokens int,
+        cost_micros bigint, latency_ms int, at timestamp, month text, event_ids text[], ${STEP_COLUMNS}) ${batchRows(input.length)}
+    ), ${TOTALS_SQL}, ${LIMITS_SQL}
     SELECT input.i, month.cost_micros AS spent, config.agent_config,
       ${keyGoneSql(Prisma.sql`input.api_key_id`)} AS key_gone,
       (SELECT count(*) FROM crossed c WHERE c.i = input.i)::int AS crossed,
