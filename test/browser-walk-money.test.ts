@@ -4,7 +4,7 @@ import { makeAgent } from "./helpers/agents.ts";
 import { makeWorld, md, testPrisma, waitFor } from "./helpers/app.ts";
 import { contentText, logIn } from "./helpers/browser.ts";
 import { browserWithAgents } from "./helpers/browser-suite.ts";
-import { confirmThrough, fieldError, look, menuLink, WIDTHS, walker } from "./helpers/walk.ts";
+import { confirmThrough, fieldError, look, menuLink, WIDTHS, walking } from "./helpers/walk.ts";
 
 const suite = browserWithAgents("walk-money");
 
@@ -37,8 +37,7 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       [first!, second!].map((p) => `/subagents/scout/pending/${p.id}`).sort(),
     );
 
-    const walk = await walker(suite.browser, width);
-    try {
+    await walking(suite.browser, width, async (walk) => {
       const { page } = walk;
       const base = suite.baseOf(w);
       await logIn(page, base, w.alice);
@@ -78,16 +77,12 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       );
       expect(await page.locator("aside.actions").count()).toBe(0);
       await look(walk, "approvals-empty");
-      expect(walk.errors).toEqual([]);
-    } finally {
-      await walk.close();
-    }
+    });
   }, 90_000);
 
   it("adds a key (a mistake at its field), tests it, revokes it and a token after confirming", async () => {
     const w = await makeWorld("wk");
-    const walk = await walker(suite.browser, width);
-    try {
+    await walking(suite.browser, width, async (walk) => {
       const { page } = walk;
       const base = suite.baseOf(w);
       await logIn(page, base, w.alice);
@@ -132,10 +127,7 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       );
       await page.locator(".notice").waitFor();
       expect(await db().apiToken.count({ where: { userId: w.alice.id, revokedAt: null } })).toBe(before - 1);
-      expect(walk.errors).toEqual([]);
-    } finally {
-      await walk.close();
-    }
+    });
   }, 90_000);
 
   it("reads the usage pages; a bad limit is shown once, at its field, on the same page", async () => {
@@ -148,8 +140,7 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       days: 30,
       seed: 0.3,
     });
-    const walk = await walker(suite.browser, width);
-    try {
+    await walking(suite.browser, width, async (walk) => {
       const { page } = walk;
       const base = suite.baseOf(w);
       await logIn(page, base, w.alice);
@@ -171,9 +162,6 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       await limit().getByRole("button").click();
       await page.locator(".notice").waitFor();
       expect(await contentText(page)).toContain("$250.00");
-      expect(walk.errors).toEqual([]);
-    } finally {
-      await walk.close();
-    }
+    });
   }, 90_000);
 });

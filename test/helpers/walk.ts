@@ -32,6 +32,25 @@ export async function walker(browser: Browser, width: Width): Promise<Walker> {
 }
 
 /**
+ * A journey in a fresh browser context at `width`: afterwards no server error, crash or
+ * missing file was seen on the way (but those `expected` matches, caused on purpose).
+ */
+export async function walking(
+  browser: Browser,
+  width: Width,
+  journey: (w: Walker) => Promise<void>,
+  expected?: RegExp,
+): Promise<void> {
+  const walk = await walker(browser, width);
+  try {
+    await journey(walk);
+    expect(walk.errors.filter((e) => !expected?.test(e))).toEqual([]);
+  } finally {
+    await walk.close();
+  }
+}
+
+/**
  * The page as a person sees it now: nothing wider than the screen (no sideways scroll), no
  * field asking them to type an id, and a full-page screenshot `tmp/walk/<width>-<name>.png`.
  */
