@@ -67,11 +67,21 @@ export function prismaFromConfig(
 /** Transaction limits when none are configured: config.ts's defaults (DATABASE_TX_*). */
 const TRANSACTIONS = { maxWait: 20_000, timeout: 15_000 };
 
-export function createPrisma(databaseUrl: string, max = 10, opts: PrismaOptions = {}): PrismaClient {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max });
-  // A connection the server closed while idle (a restart, pg_terminate_backend) leaves the
-  // pool, and the next statement opens another; unhandled, the error event would crash us.
+/**
+ * A connection the server closes (a restart, pg_terminate_backend) leaves the pool, and the
+ * next statement opens another; a statement in flight fails with a transient error. pg also
+ * emits the loss as an `error` event on the client, and one that finds no listener crashes
+ * the process: a fresh-clone CI run once died of a terminated backend's error (run-faults),
+ * on a client with none. Every client, and the pool, get one that does nothing.
+ */
+function survivingPool(pool: pg.Pool): pg.Pool {
   pool.on("error", () => undefined);
+  pool.on("connect", (client) => client.on("error", () => undefined));
+  return pool;
+}
+
+export function createPrisma(databaseUrl: string, max = 10, opts: PrismaOptions = {}): PrismaClient {
+  const pool = survivingPool(new pg.Pool({ connectionString: databaseUrl, max }));
   const name = opts.namedStatements === false ? undefined : statementNamer();
   const adapter = new PrismaPg(pool, { statementNameGenerator: name, disposeExternalPool: true });
   const client = new PrismaClient({ adapter, transactionOptions: opts.transactions ?? TRANSACTIONS });
@@ -79,8 +89,7 @@ export function createPrisma(databaseUrl: string, max = 10, opts: PrismaOptions 
   // queue behind a burst of claims or page reads for the shared pool: in the benchmark's
   // ramp, 200 runs' first steps were recorded only after all 200 claims, and each run's
   // second step waited for its first. Opened when first used (a web process never does).
-  const writes = new pg.Pool({ connectionString: databaseUrl, max: WRITE_CONNECTIONS });
-  writes.on("error", () => undefined);
+  const writes = survivingPool(new pg.Pool({ connectionString: databaseUrl, max: WRITE_CONNECTIONS }));
   const disconnect = client.$disconnect.bind(client);
   client.$disconnect = async () => {
     await disconnect();
