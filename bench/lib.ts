@@ -1,7 +1,7 @@
 // Shared setup for benchmarks: a fresh database migrated from prisma/migrations,
 // dropped at the end, so a benchmark never touches the demo's or a test run's data; the
 // app's own entry points started as child processes; percentiles.
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
@@ -47,17 +47,28 @@ export function percentile(values: number[], p: number): number {
 
 export const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 
+const fromSource = process.env.BENCH_SOURCE === "1";
+let built = false;
+
 /**
- * Starts a TypeScript entry point (`src/worker.ts`, `src/server.ts`) as a node child, with
- * `env` over this process's environment. node itself, no npx wrapper: its pid is the
- * process to measure and to signal.
+ * Starts an entry point (`src/worker.ts`, `src/server.ts`) as a node child, with `env` over
+ * this process's environment: compiled, as production runs it (`npm run build` once per
+ * benchmark, then `dist/worker.js`), or from source under tsx with `BENCH_SOURCE=1`. node
+ * itself, no npm or npx wrapper: its pid is the process to measure and to signal.
  */
 export function startEntry(
   entry: string,
   env: Record<string, string>,
   nodeArgs: string[] = [],
 ): ChildProcess {
-  return spawn(process.execPath, [...nodeArgs, "--import", "tsx", entry], {
+  if (!fromSource && !built) {
+    execFileSync("npm", ["run", "--silent", "build"], { stdio: "inherit" });
+    built = true;
+  }
+  const args = fromSource
+    ? ["--import", "tsx", entry]
+    : [entry.replace(/^src\//, "dist/").replace(/\.ts$/, ".js")];
+  return spawn(process.execPath, [...nodeArgs, ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });

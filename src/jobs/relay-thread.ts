@@ -18,6 +18,13 @@ export interface RelayThreadOptions {
 
 type FromThread = { ready: true } | { log: string; err?: unknown };
 
+// Compiled (dist/, `npm run build`), this module is JavaScript and the thread loads it as it
+// is; run from source, the thread must register the TypeScript loader first, and that costs
+// the thread about 15 MB and a loader thread of its own.
+const threadEntry = import.meta.url.endsWith(".ts")
+  ? new URL("./relay-thread-boot.mjs", import.meta.url)
+  : new URL(import.meta.url);
+
 /** Starts the relay thread; restarts it if it dies, as the outbox must not stop publishing. */
 export function startRelayThread(o: RelayThreadOptions) {
   const { log, ...data } = o;
@@ -27,7 +34,7 @@ export function startRelayThread(o: RelayThreadOptions) {
   let restart: ReturnType<typeof setTimeout> | undefined;
 
   function spawn(): Promise<void> {
-    thread = new Worker(new URL("./relay-thread-boot.mjs", import.meta.url), {
+    thread = new Worker(threadEntry, {
       workerData: { eventRelay: data },
     });
     const t = thread;

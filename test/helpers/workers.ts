@@ -23,9 +23,15 @@ export interface WorkerProcess {
   output(): string;
 }
 
-/** An entry point of ours (src/worker.ts, src/server.ts) as a process of its own, in a process group of its own. */
-function spawnEntry(entry: string, env: Record<string, string>) {
-  const child = spawn(path.join(root, "node_modules/.bin/tsx"), [entry], {
+/**
+ * An entry point of ours (src/worker.ts, src/server.ts) as a process of its own, in a process
+ * group of its own: from source under tsx, or `compiled` from dist/ (`npm run build`).
+ */
+function spawnEntry(entry: string, env: Record<string, string>, compiled = false) {
+  const [command, args] = compiled
+    ? [process.execPath, [entry.replace(/^src\//, "dist/").replace(/\.ts$/, ".js")]]
+    : [path.join(root, "node_modules/.bin/tsx"), [entry]];
+  const child = spawn(command, args, {
     cwd: root,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
@@ -54,22 +60,27 @@ export function spawnWorker(opts: {
   llmUrl: string;
   prefix: string;
   env?: Record<string, string>;
+  compiled?: boolean;
 }): WorkerProcess {
-  const p = spawnEntry("src/worker.ts", {
-    DATABASE_URL: opts.databaseUrl,
-    REDIS_URL: inject("redisUrl"),
-    QUEUE_PREFIX: opts.prefix,
-    LLM_BASE_URL: opts.llmUrl,
-    LLM_API_KEY: "test-key",
-    LLM_DEFAULT_MODEL: "fake-model",
-    RUN_LEASE_SECONDS: "2",
-    RUN_HEARTBEAT_MS: "200",
-    SWEEP_INTERVAL_MS: "500",
-    WORKER_CONCURRENCY: "4",
-    // It says it is running at info (and logs nothing per step at that level).
-    LOG_LEVEL: "info",
-    ...opts.env,
-  });
+  const p = spawnEntry(
+    "src/worker.ts",
+    {
+      DATABASE_URL: opts.databaseUrl,
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: opts.prefix,
+      LLM_BASE_URL: opts.llmUrl,
+      LLM_API_KEY: "test-key",
+      LLM_DEFAULT_MODEL: "fake-model",
+      RUN_LEASE_SECONDS: "2",
+      RUN_HEARTBEAT_MS: "200",
+      SWEEP_INTERVAL_MS: "500",
+      WORKER_CONCURRENCY: "4",
+      // It says it is running at info (and logs nothing per step at that level).
+      LOG_LEVEL: "info",
+      ...opts.env,
+    },
+    opts.compiled,
+  );
   const ready = p.until(async () => p.output().includes('"msg":"running'));
   return { child: p.child, ready, exited: p.exited, output: p.output };
 }
@@ -91,16 +102,21 @@ export async function spawnWeb(opts: {
   databaseUrl: string;
   prefix: string;
   env?: Record<string, string>;
+  compiled?: boolean;
 }): Promise<WebProcess> {
   const port = await freePort();
-  const p = spawnEntry("src/server.ts", {
-    DATABASE_URL: opts.databaseUrl,
-    REDIS_URL: inject("redisUrl"),
-    QUEUE_PREFIX: opts.prefix,
-    HOST: "127.0.0.1",
-    PORT: String(port),
-    ...opts.env,
-  });
+  const p = spawnEntry(
+    "src/server.ts",
+    {
+      DATABASE_URL: opts.databaseUrl,
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: opts.prefix,
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      ...opts.env,
+    },
+    opts.compiled,
+  );
   const ready = p.until(async () => {
     try {
       return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
