@@ -120,6 +120,16 @@ describe("mentions", () => {
     expect((await md(app, w, w.carol, "GET", "/notifications")).body).toContain("_You are all caught up._");
   });
 
+  it("keeps an excerpt cut inside an emoji: its half becomes U+FFFD, the notification is written", async () => {
+    const w = await makeWorld("ntf");
+    // The excerpt is 500 UTF-16 units: the 500th is the first half of the emoji.
+    const text = `@bob ${"a".repeat(494)}😀 and more`;
+    const n = await note(w, w.alice, text);
+    expect(await settled(n.event.id)).toBe(1);
+    const [got] = await all(w);
+    expect(got!.excerpt).toBe(`@bob ${"a".repeat(494)}\ufffd`);
+  });
+
   it("ignores mentions in code spans and code blocks", async () => {
     const w = await makeWorld("ntf");
     const n = await note(w, w.alice, "About `@bob`:\n\n```\n@bob\n```\n\n    @bob indented");

@@ -1,9 +1,10 @@
 // Turns a committed event into notifications: @mentions of studio members, replies
 // to your comment, comments on your content. One per (event, person), so a
 // re-delivered event notifies nobody twice.
-import type { PrismaClient } from "../db/prisma.ts";
-import type { Event, NotificationKind } from "../generated/prisma/client.ts";
+import { type Db, hotQuery, type PrismaClient } from "../db/prisma.ts";
+import { type Event, type NotificationKind, Prisma } from "../generated/prisma/client.ts";
 import { newId } from "../lib/ids.ts";
+import { storable } from "../lib/text.ts";
 import { parseMentions } from "./mentions.ts";
 import { loadSubject, readEvent, type Subject } from "./subjects.ts";
 
@@ -42,18 +43,62 @@ export async function notifyForEvent(
   recipients.delete(e.actorId);
   if (!recipients.size) return 0;
 
-  const result = await db.notification.createMany({
-    data: [...recipients].map(([userId, kind]) => ({
-      id: newId(),
+  const excerpt = s.text.replace(/\s+/g, " ").trim().slice(0, 500);
+  return insertNotifications(
+    db,
+    [...recipients].map(([userId, kind]) => ({
       tenantId: e.tenantId,
       userId,
       actorId: e.actorId,
       eventId: e.id,
       kind,
       path: s.path,
-      excerpt: s.text.replace(/\s+/g, " ").trim().slice(0, 500),
+      excerpt,
     })),
-    skipDuplicates: true,
-  });
-  return result.count;
+  );
+}
+
+export interface NewNotification {
+  tenantId: string;
+  userId: string;
+  actorId: string;
+  eventId: string;
+  kind: NotificationKind;
+  path: string;
+  excerpt: string;
+}
+
+/**
+ * Writes notifications, one per (event, person): those a re-delivered event already wrote
+ * are skipped. Returns how many are new. One statement, not `createMany`: Prisma compiles a
+ * `createMany` on every call (it caches no plan for one), 0.9 ms of the worker's CPU for
+ * every event that notifies anyone.
+ */
+export async function insertNotifications(db: Db, rows: NewNotification[]): Promise<number> {
+  if (!rows.length) return 0;
+  // A cut excerpt may end in half a surrogate pair, which jsonb refuses.
+  const input = rows.map((r) => ({
+    id: newId(),
+    tenant_id: r.tenantId,
+    user_id: r.userId,
+    actor_id: r.actorId,
+    event_id: r.eventId,
+    kind: r.kind,
+    path: storable(r.path, "\ufffd"),
+    excerpt: storable(r.excerpt, "\ufffd"),
+  }));
+  const [row] = await hotQuery<{ added: number }>(
+    db,
+    Prisma.sql`
+    WITH added AS (
+      INSERT INTO notifications (id, tenant_id, user_id, actor_id, event_id, kind, path, excerpt)
+      SELECT x.id, x.tenant_id, x.user_id, x.actor_id, x.event_id, x.kind::"NotificationKind", x.path, x.excerpt
+      FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(id text, tenant_id text, user_id text,
+        actor_id text, event_id text, kind text, path text, excerpt text)
+      ON CONFLICT DO NOTHING
+      RETURNING 1
+    )
+    SELECT count(*)::int AS added FROM added`,
+  );
+  return row!.added;
 }

@@ -3,8 +3,8 @@
 // One notification per (event, manager): a re-delivered event never notifies twice.
 import type { PrismaClient } from "../../db/prisma.ts";
 import type { Event } from "../../generated/prisma/client.ts";
-import { newId } from "../../lib/ids.ts";
 import { usd } from "../money/pricing.ts";
+import { insertNotifications } from "../notifications.ts";
 import { humanize } from "../registry/params.ts";
 import { managersOf, type Owned } from "./ownership.ts";
 
@@ -16,9 +16,9 @@ interface AgentRef extends Owned {
 async function notifyOwner(db: PrismaClient, e: Event, agent: AgentRef, path: string, excerpt: string) {
   const managers = await managersOf(db, agent);
   if (!managers.length) return 0;
-  const res = await db.notification.createMany({
-    data: managers.map((userId) => ({
-      id: newId(),
+  return insertNotifications(
+    db,
+    managers.map((userId) => ({
       tenantId: agent.tenantId,
       userId,
       actorId: agent.id,
@@ -27,9 +27,7 @@ async function notifyOwner(db: PrismaClient, e: Event, agent: AgentRef, path: st
       path,
       excerpt: excerpt.slice(0, 500),
     })),
-    skipDuplicates: true,
-  });
-  return res.count;
+  );
 }
 
 export async function notifyOwnerOfRun(db: PrismaClient, e: Event): Promise<number> {

@@ -4,8 +4,8 @@
 // per mention — while an earlier notice of the same agent is unread, no new one is added.
 import type { PrismaClient } from "../../db/prisma.ts";
 import type { Event, User } from "../../generated/prisma/client.ts";
-import { newId } from "../../lib/ids.ts";
 import { emitEvent } from "../events.ts";
+import { insertNotifications } from "../notifications.ts";
 import { managersOf } from "./ownership.ts";
 
 /** The event a notice hangs on; the events worker has nothing more to do with it. */
@@ -62,9 +62,9 @@ export async function noticeUnanswered(
       subjectId: skipped.id,
       payload: { mention_event: e.id },
     });
-    const res = await tx.notification.createMany({
-      data: [...to].map(([userId, path]) => ({
-        id: newId(),
+    return insertNotifications(
+      tx,
+      [...to].map(([userId, path]) => ({
         tenantId: agent.tenantId,
         userId,
         actorId: agent.id,
@@ -73,8 +73,6 @@ export async function noticeUnanswered(
         path,
         excerpt: `${REFUSAL} ${userId === e.actorId ? "your mention" : "a mention"}: ${why(skipped.stopReason, agent.pausedKind)}`,
       })),
-      skipDuplicates: true,
-    });
-    return res.count;
+    );
   });
 }

@@ -140,6 +140,7 @@ export async function recordStep(
   if (!(await writeStep(tx, { run, owner, s }))) throw new LeaseLostError();
 }
 
+/** What an action step created or changed, for the run page. SQL, not `createMany`, which Prisma compiles on every call. */
 export async function recordResources(
   tx: Db,
   run: { id: string; tenantId: string },
@@ -148,16 +149,17 @@ export async function recordResources(
   emitted: Emitted[],
 ) {
   if (!emitted.length) return;
-  await tx.subagentTaskRunResource.createMany({
-    data: emitted.map((e) => ({
-      id: newId(),
-      runId: run.id,
-      tenantId: run.tenantId,
-      stepNumber: step,
-      resourceType: e.subjectType,
-      resourceId: e.subjectId,
-      action: e.type,
-      path,
-    })),
-  });
+  const input = emitted.map((e) => ({
+    id: newId(),
+    type: e.subjectType,
+    resource: e.subjectId,
+    action: e.type,
+  }));
+  await hotQuery(
+    tx,
+    Prisma.sql`
+    INSERT INTO subagent_task_run_resources (id, run_id, tenant_id, step_number, resource_type, resource_id, action, path)
+    SELECT x.id, ${run.id}, ${run.tenantId}, ${step}::int, x.type, x.resource, x.action, ${storable(path, "\ufffd")}
+    FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(id text, type text, resource text, action text)`,
+  );
 }
