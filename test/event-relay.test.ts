@@ -1,17 +1,21 @@
 // The outbox relay when its database connection dies (it reconnects with backoff, logs
 // the outage once, and publishes promptly again, long before its poll would) and when
-// Redis does (it holds no transaction open meanwhile). The file's database is its own
-// (test/file-database.ts), so no other relay publishes these events.
+// Redis does (it holds no transaction open meanwhile); and a triggered run's job, sent by
+// the worker that queued the run before the relay gets to it. The file's database is its
+// own (test/file-database.ts), so no other relay publishes these events.
+import type { Job } from "bullmq";
 import type { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { createRedis } from "../src/db/redis.ts";
 import { RELAY_APPLICATION_NAME, startEventRelay } from "../src/jobs/event-relay.ts";
+import { eventProcessor } from "../src/jobs/process-event.ts";
 import { createQueues, type Queues } from "../src/jobs/queues.ts";
 import { startRelayThread } from "../src/jobs/relay-thread.ts";
 import { newId } from "../src/lib/ids.ts";
 import { emitEvent } from "../src/services/events.ts";
-import { fileDatabaseUrl, makeWorld, testPrisma, type World, waitFor } from "./helpers/app.ts";
+import { makeAgent } from "./helpers/agents.ts";
+import { act, fileDatabaseUrl, makeWorld, testPrisma, type World, waitFor } from "./helpers/app.ts";
 import { privateRedis } from "./helpers/faults.ts";
 
 const db = testPrisma();
@@ -189,5 +193,33 @@ describe("the event relay's connection", () => {
     } finally {
       await thread.stop();
     }
+  });
+});
+
+describe("a triggered run's job", () => {
+  it("is sent by the worker that queued the run as soon as it commits; the relay's copy is a no-op", async () => {
+    await makeAgent(w, w.alice, "relayed");
+    const note = await act(w, w.alice, "/studios/general", "create_note", { title: "Ping", text: "Hi" });
+    await act(w, w.alice, note.location, "add_comment", { text: "@relayed are you there?" });
+    const mention = await db.event.findFirstOrThrow({
+      where: { tenantId: w.tenant.id, type: "comment.created" },
+    });
+    // No relay runs yet: what follows is the event worker's doing alone.
+    const out = (await eventProcessor(db, queues)({ data: { eventId: mention.id } } as Job)) as {
+      runs: string[];
+    };
+    expect(out.runs).toHaveLength(1);
+    const queued = await db.event.findFirstOrThrow({ where: { type: "run.queued", subjectId: out.runs[0] } });
+    expect(queued.publishedAt).toBeNull();
+    const job = await queues["agent-runs"].getJob(`run-${queued.id}`);
+    expect(job?.data).toEqual({ runId: out.runs[0] });
+
+    await startRelay();
+    await waitFor(
+      async () => (await db.event.findUniqueOrThrow({ where: { id: queued.id } })).publishedAt,
+      5000,
+    );
+    const jobs = await queues["agent-runs"].getJobs(["waiting", "active", "completed", "failed", "delayed"]);
+    expect(jobs.map((j) => j.id)).toEqual([`run-${queued.id}`]);
   });
 });

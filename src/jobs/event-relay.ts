@@ -11,7 +11,7 @@
 // was committed meanwhile.
 import pg from "pg";
 import { EVENTS_CHANNEL } from "../services/events-channel.ts";
-import type { Queues } from "./queues.ts";
+import { type Queues, runJob } from "./queues.ts";
 
 const BATCH = 200;
 // How long a batch waits for Redis before it rolls back and leaves its rows to a later
@@ -48,10 +48,7 @@ async function publish(queues: Queues, rows: Row[]) {
   const runs = rows.filter((r) => r.type === "run.queued");
   const others = rows.filter((r) => r.type !== "run.queued");
   await Promise.all([
-    runs.length &&
-      queues["agent-runs"].addBulk(
-        runs.map((r) => ({ name: "run", data: { runId: r.subject_id }, opts: { jobId: `run-${r.id}` } })),
-      ),
+    runs.length && queues["agent-runs"].addBulk(runs.map((r) => runJob(r.id, r.subject_id))),
     others.length &&
       queues.events.addBulk(
         others.map((r) => ({ name: "event", data: { eventId: r.id }, opts: { jobId: r.id } })),

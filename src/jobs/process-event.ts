@@ -1,12 +1,30 @@
 import type { Job } from "bullmq";
 import type { PrismaClient } from "../db/prisma.ts";
+import type { Event } from "../generated/prisma/client.ts";
 import { dispatchTriggers } from "../services/agents/dispatcher.ts";
 import { notifyOwnerOfApproval, notifyOwnerOfRun, notifyOwnerOfSpend } from "../services/agents/notify.ts";
 import { UNANSWERED } from "../services/agents/refusals.ts";
 import { wakeSubscribers } from "../services/agents/subscriptions.ts";
 import { notifyForEvent } from "../services/notifications.ts";
-import { readEvent } from "../services/subjects.ts";
-import type { JobPayloads, Queues } from "./queues.ts";
+import { readEvent, type Subject } from "../services/subjects.ts";
+import { type JobPayloads, type Queues, runJob } from "./queues.ts";
+
+/**
+ * Queues the runs an event wakes, and sends their jobs as soon as the runs are committed: a
+ * relay round sooner (commit, NOTIFY, the relay's batch: 3–4 ms). The relay sends the same
+ * jobs again, a no-op; if Redis refuses them now, the relay's are the ones that count.
+ */
+async function startTriggered(
+  prisma: PrismaClient,
+  queues: Pick<Queues, "agent-runs">,
+  e: Event,
+  subject: Subject,
+): Promise<string[]> {
+  const queued = await dispatchTriggers(prisma, e, subject);
+  if (queued.length)
+    await queues["agent-runs"].addBulk(queued.map((r) => runJob(r.eventId, r.id))).catch(() => undefined);
+  return queued.map((r) => r.id);
+}
 
 /** One consumer for the outbox: notifications, agent triggers, and runs to start. */
 export function eventProcessor(
@@ -20,7 +38,8 @@ export function eventProcessor(
     const { event: e, subject } = read;
     // The relay sends queued runs to agent-runs itself; an event published before it did still lands here.
     if (e.type === "run.queued") {
-      await queues["agent-runs"].add("run", { runId: e.subjectId }, { jobId: `run-${e.id}` });
+      const job = runJob(e.id, e.subjectId);
+      await queues["agent-runs"].add(job.name, job.data, job.opts);
       return { enqueued: e.subjectId };
     }
     // Its notices were written with it (agents/refusals.ts).
@@ -41,7 +60,7 @@ export function eventProcessor(
     // its own transaction, and a retried job redoes both without doubling either.
     const [notified, runs] = await Promise.all([
       notifyForEvent(prisma, e, subject),
-      subject ? dispatchTriggers(prisma, e, subject) : [],
+      subject ? startTriggered(prisma, queues, e, subject) : [],
     ]);
     // After the mentions, so an agent both mentioned and subscribed is woken once.
     const watched = await wakeSubscribers(prisma, e);

@@ -25,6 +25,17 @@ export const defaultJobOptions: QueueOptions["defaultJobOptions"] = {
 
 export type Queues = { [K in QueueName]: Queue<JobPayloads[K]> };
 
+/**
+ * The job that starts a queued run, named by its `run.queued` event: whoever publishes it
+ * (the relay, or the worker that queued the run, as soon as it committed) publishes the
+ * same job, and a second add of it is a no-op.
+ */
+export const runJob = (eventId: string, runId: string) => ({
+  name: "run" as const,
+  data: { runId },
+  opts: { jobId: `run-${eventId}` },
+});
+
 export function createQueues(connection: ConnectionOptions, prefix: string): Queues {
   const make = <K extends QueueName>(name: K) =>
     new Queue<JobPayloads[K]>(name, { connection, prefix, defaultJobOptions }) as Queues[K];

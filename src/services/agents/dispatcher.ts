@@ -10,7 +10,7 @@ import { quoteAsData } from "../../lib/text.ts";
 import { parseMentions } from "../mentions.ts";
 import type { Subject } from "../subjects.ts";
 import { noticeUnanswered } from "./refusals.ts";
-import { type NewRun, queueRun, recordSkipped } from "./runs.ts";
+import { type NewRun, type QueuedRun, queueRun, recordSkipped } from "./runs.ts";
 import { agentConfig, resolveModel, type TenantSettings, tenantSettings } from "./settings.ts";
 
 type Kind = "mention" | "reply" | "thread";
@@ -94,18 +94,19 @@ async function wakeRead(db: PrismaClient, e: Event, s: Subject): Promise<Wake> {
   return row!.wake;
 }
 
-export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): Promise<string[]> {
+/** Queues the runs the event wakes, each in a transaction of its own: committed when this returns. */
+export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): Promise<QueuedRun[]> {
   const wake = await wakeRead(db, e, s);
   const settings = tenantSettings(wake);
   if (!settings.agents_enabled || !wake.agents.length) return [];
   const depth = wake.depth === null ? 0 : wake.depth + 1;
   const actor = wake.actor;
-  const created: string[] = [];
+  const created: QueuedRun[] = [];
   for (const row of wake.agents) {
     const agent: Woken = { ...row, pausedAt: row.pausedAt ? new Date(row.pausedAt) : null };
     const kind = agent.why;
     const cfg = agentConfig(agent);
-    const id = await queueTriggered(db, agent, settings, {
+    const queued = await queueTriggered(db, agent, settings, {
       tenantId: e.tenantId,
       agentId: agent.id,
       initiatedById: e.actorId,
@@ -118,7 +119,7 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
       maxSteps: cfg.max_steps,
       timeoutSeconds: cfg.timeout_seconds,
     });
-    if (id) created.push(id);
+    if (queued) created.push(queued);
     // A person who mentioned it is told when it will not answer (paused, rate limited…), once.
     else if (kind === "mention" && actor.kind === "person") await noticeUnanswered(db, e, agent, s.path);
   }
@@ -129,8 +130,8 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
  * Queues a run that something other than a person's run form asked for, through the guards
  * every trigger shares: a paused agent, the agent-to-agent chain depth, and (unless the
  * trigger has a limit of its own) the agent's trigger rate. A refused trigger is recorded
- * as a skipped run, so the owner sees why. Returns the run's id, or null when skipped or
- * when this (agent, trigger) already has a run.
+ * as a skipped run, so the owner sees why. Returns the run, or null when skipped or when
+ * this (agent, trigger) already has a run.
  */
 export async function queueTriggered(
   db: PrismaClient | Db,
@@ -138,7 +139,7 @@ export async function queueTriggered(
   settings: TenantSettings,
   run: NewRun,
   opts: { rateLimited?: boolean } = {},
-): Promise<string | null> {
+): Promise<QueuedRun | null> {
   // In the caller's transaction when it has one (a trigger that claims its work in it), else in one of its own.
   return inTransaction(db, async (tx) => {
     // Serializes this agent's trigger decisions, so the rate limit holds however many events arrive at once.
@@ -180,6 +181,6 @@ export async function queueTriggered(
         return null;
       }
     }
-    return (await queueRun(tx, run))?.id ?? null;
+    return queueRun(tx, run);
   });
 }

@@ -52,21 +52,28 @@ function insertRun(r: NewRun, end?: { reason: string; message: string }): Prisma
     ON CONFLICT DO NOTHING`;
 }
 
+/** A run just queued, and its `run.queued` event (whose id names the run's job). */
+export interface QueuedRun {
+  id: string;
+  eventId: string;
+}
+
 /**
  * Inserts a queued run and its `run.queued` event, in one statement. Returns null if this
  * (agent, trigger) already has a run.
  */
-export async function queueRun(tx: Db, r: NewRun): Promise<{ id: string } | null> {
+export async function queueRun(tx: Db, r: NewRun): Promise<QueuedRun | null> {
+  const eventId = newId();
   const [run] = await hotQuery<{ id: string }>(
     tx,
     Prisma.sql`
     WITH run AS (${insertRun(r)} RETURNING id), event AS (
       INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id)
-      SELECT ${newId()}, ${r.tenantId}, 'run.queued', ${r.initiatedById ?? r.agentId}, 'run', id FROM run
+      SELECT ${eventId}, ${r.tenantId}, 'run.queued', ${r.initiatedById ?? r.agentId}, 'run', id FROM run
     )
     SELECT id FROM run`,
   );
-  return run ?? null;
+  return run ? { id: run.id, eventId } : null;
 }
 
 /** A trigger that was refused (rate limit, chain depth, paused agent), kept so the owner can see why. */

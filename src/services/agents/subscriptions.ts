@@ -7,6 +7,7 @@ import type { Db, PrismaClient } from "../../db/prisma.ts";
 import { inTransaction } from "../../db/prisma.ts";
 import type { AgentSubscription, Event, User } from "../../generated/prisma/client.ts";
 import { queueTriggered } from "./dispatcher.ts";
+import type { QueuedRun } from "./runs.ts";
 import { agentConfig, resolveModel, tenantSettings } from "./settings.ts";
 import { subscriptionTask } from "./subscription-task.ts";
 
@@ -113,7 +114,7 @@ export async function flushDueSubscriptions(db: PrismaClient): Promise<number> {
  * subscription (another worker flushing it skips it), clears what it took, and queues the
  * run, keyed by its first event so a retried flush cannot queue a second. Returns the run's id.
  */
-export async function flushSubscription(db: PrismaClient | Db, id: string): Promise<string | null> {
+export async function flushSubscription(db: PrismaClient | Db, id: string): Promise<QueuedRun | null> {
   return inTransaction(db, async (tx) => {
     const [locked] = await tx.$queryRaw<{ id: string }[]>`
       SELECT id FROM agent_subscriptions WHERE id = ${id} FOR UPDATE SKIP LOCKED`;
