@@ -27,7 +27,6 @@ afterAll(async () => {
 });
 
 const db = testPrisma;
-const _get = (w: World, who: Person, url: string) => md(app, w, who, "GET", url);
 const body = (w: World, who: Person, url: string) => pageBody(app, w, who, url);
 
 describe("workspace prices", () => {

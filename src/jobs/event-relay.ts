@@ -87,6 +87,37 @@ async function drainOnce(c: pg.Client, queues: Queues, timeoutMs: number): Promi
   }
 }
 
+/**
+ * A connection that LISTENs for committed events: `notified` on each, `ended` (with the last
+ * error it saw) when it closes, however it closes.
+ */
+async function listen(
+  databaseUrl: string,
+  notified: () => void,
+  ended: (c: pg.Client, err: unknown) => void,
+): Promise<pg.Client> {
+  const c = new pg.Client({
+    connectionString: databaseUrl,
+    application_name: RELAY_APPLICATION_NAME,
+    // A peer that vanished without closing the socket is noticed too, if late.
+    keepAlive: true,
+  });
+  let lastError: unknown;
+  c.on("error", (err) => {
+    lastError = err;
+  });
+  c.on("end", () => ended(c, lastError));
+  c.on("notification", notified);
+  try {
+    await c.connect();
+    await c.query(`LISTEN ${EVENTS_CHANNEL}`);
+  } catch (err) {
+    await c.end().catch(() => undefined);
+    throw err;
+  }
+  return c;
+}
+
 export function startEventRelay(o: RelayOptions) {
   const backoff = o.reconnectMs ?? { min: 100, max: 2000 };
   const timeoutMs = o.publishTimeoutMs ?? PUBLISH_TIMEOUT_MS;
@@ -122,25 +153,7 @@ export function startEventRelay(o: RelayOptions) {
   }
 
   async function connect() {
-    const c = new pg.Client({
-      connectionString: o.databaseUrl,
-      application_name: RELAY_APPLICATION_NAME,
-      // A peer that vanished without closing the socket is noticed too, if late.
-      keepAlive: true,
-    });
-    let lastError: unknown;
-    c.on("error", (err) => {
-      lastError = err;
-    });
-    c.on("end", () => lost(c, lastError));
-    c.on("notification", () => void drain());
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${EVENTS_CHANNEL}`);
-    } catch (err) {
-      await c.end().catch(() => undefined);
-      throw err;
-    }
+    const c = await listen(o.databaseUrl, () => void drain(), lost);
     if (stopped) await c.end();
     else client = c;
   }
