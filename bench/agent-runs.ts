@@ -11,13 +11,12 @@
 // BENCH_PHASES=load skips the first three phases.
 import type { ChildProcess } from "node:child_process";
 import { encode as o200k } from "gpt-tokenizer/encoding/o200k_base";
-import { parseConfig } from "../src/config.ts";
+import { DEFAULT_PROMPT_BUDGET, parseConfig } from "../src/config.ts";
 import { createPrisma, type PrismaClient } from "../src/db/prisma.ts";
 import { type ChatRequest, type FakeReply, startFakeLlm } from "../src/dev/fake-llm.ts";
 import { newId } from "../src/lib/ids.ts";
-import { DEFAULT_PROMPT_BUDGET } from "../src/services/agents/prompt.ts";
-import { queueRun } from "../src/services/agents/runs.ts";
-import { registry } from "../src/services/catalog.ts";
+import { queueRun } from "../src/services/agents/core/runs.ts";
+import { registry } from "../src/services/catalog/catalog.ts";
 import type { Actor, Ctx } from "../src/services/registry/types.ts";
 import { cpuSample, cpuUsed, loopDelay, ownerSampler, ownRedis } from "./agent-load.ts";
 import {

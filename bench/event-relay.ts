@@ -22,7 +22,7 @@ import { createPrisma, type PrismaClient } from "../src/db/prisma.ts";
 import { createRedis } from "../src/db/redis.ts";
 import { QUEUE_NAMES } from "../src/jobs/queues.ts";
 import { newId } from "../src/lib/ids.ts";
-import { registry } from "../src/services/catalog.ts";
+import { registry } from "../src/services/catalog/catalog.ts";
 import { EVENTS_CHANNEL } from "../src/services/events.ts";
 import type { Actor, Ctx } from "../src/services/registry/types.ts";
 import { createApiToken } from "../src/services/tokens.ts";

@@ -3,7 +3,7 @@
 // works; otherwise she gets a fresh one, the previous demo tokens revoked.
 import { loadConfig } from "../src/config.ts";
 import { createPrisma } from "../src/db/prisma.ts";
-import { seedDemo } from "../src/services/demo-seed.ts";
+import { seedDemo } from "../src/dev/demo-seed.ts";
 
 const config = loadConfig();
 const prisma = createPrisma(config.DATABASE_URL);

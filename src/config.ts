@@ -3,11 +3,15 @@
 import { availableParallelism } from "node:os";
 import { getHeapStatistics } from "node:v8";
 import { z } from "zod";
-import { DEFAULT_PROMPT_BUDGET, MIN_PROMPT_BUDGET } from "./services/agents/prompt.ts";
-import { DEV_ENCRYPTION_KEYS, parseMasterKeys, usesDevelopmentKey } from "./services/money/secrets.ts";
+import { DEV_ENCRYPTION_KEYS, parseMasterKeys, usesDevelopmentKey } from "./lib/secrets.ts";
 
 /** The most agent runs a worker holds by default, whatever its heap. */
 export const MAX_DEFAULT_CONCURRENCY = 1000;
+
+// The prompt budget's bounds live here, at the bottom of the layers: the prompt builder
+// (services/agents/prompt/prompt.ts) reads them from its settings, never the other way.
+export const DEFAULT_PROMPT_BUDGET = 6_000;
+export const MIN_PROMPT_BUDGET = 2_000;
 /**
  * Heap a waiting run may take, with room for the garbage between collections: a worker
  * holding 1,000 measured about 60 KB live each (bench/README.md, "Thousands of waiting runs").

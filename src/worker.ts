@@ -4,9 +4,9 @@ import { prismaFromConfig } from "./db/prisma.ts";
 import { createRedis } from "./db/redis.ts";
 import { DEMO_MODEL, demoScript } from "./dev/demo-script.ts";
 import { startFakeLlm } from "./dev/fake-llm.ts";
+import { portOf, serveMetrics } from "./http/metrics-scrape.ts";
 import { startRuntime } from "./jobs/runtime.ts";
 import { createLogger } from "./lib/logger.ts";
-import { portOf, serveMetrics } from "./metrics/scrape.ts";
 
 // A worker holding 1,000 waiting runs keeps about 90 MB live, but V8's default growth let its
 // heap double between collections: peak RSS 600 MB, 410 MB with the heap grown by half

@@ -235,7 +235,7 @@ describe("guards", () => {
   });
 
   // BUG (expected to fail): reply and thread triggers skip the studio-membership check that
-  // mentions have (src/services/agents/dispatcher.ts, candidates(), lines 49-69). An agent
+  // mentions have (src/services/agents/triggers/dispatcher.ts, candidates(), lines 49-69). An agent
   // removed from a studio is still triggered by a reply to its old comment: the new comment's
   // text is copied into the run's task (sent to the LLM, shown on the run page), then the
   // agent gets 404 on the studio.

@@ -19,7 +19,7 @@ import { startEventRelay } from "../src/jobs/event-relay.ts";
 import { createQueues, QUEUE_NAMES } from "../src/jobs/queues.ts";
 import { startRuntime } from "../src/jobs/runtime.ts";
 import { newId } from "../src/lib/ids.ts";
-import { registry } from "../src/services/catalog.ts";
+import { registry } from "../src/services/catalog/catalog.ts";
 import type { Actor } from "../src/services/registry/types.ts";
 import { tool } from "./helpers/agents.ts";
 import { testConfig, waitFor } from "./helpers/app.ts";

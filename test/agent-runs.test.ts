@@ -3,7 +3,7 @@
 // fake LLM over HTTP through the real `openai` client.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { queueRun } from "../src/services/agents/runs.ts";
+import { queueRun } from "../src/services/agents/core/runs.ts";
 import {
   requestsFor,
   runById,

@@ -4,7 +4,7 @@
 // the owner sees or changes any of it.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../src/services/agents/capabilities.ts";
+import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../src/services/agents/policy/capabilities.ts";
 import { makeAgent } from "./helpers/agents.ts";
 import { actionNames, type Browser, buildTestApp, login, makeWorld, md, type World } from "./helpers/app.ts";
 import { configOf, perAction } from "./helpers/approvals.ts";

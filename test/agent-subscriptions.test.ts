@@ -3,7 +3,7 @@
 // by its own writes; a burst becomes one run; an agent that left the studio stops watching.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EVENT_KIND } from "../src/services/agents/subscriptions.ts";
+import { EVENT_KIND } from "../src/services/agents/automations/subscriptions.ts";
 import { processed } from "./helpers/agent-scripts.ts";
 import { type Agent, type AgentEnv, makeAgent, startAgents, tool } from "./helpers/agents.ts";
 import {

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.ts";
-import { openSecret } from "../src/services/agents/webhooks.ts";
+import { openSecret } from "../src/services/agents/automations/webhooks.ts";
 import { requestsFor, userPrompt } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, tool, waitForRun } from "./helpers/agents.ts";
 import { login, makeWorld, md, testConfig, testPrisma, waitFor } from "./helpers/app.ts";

@@ -7,15 +7,9 @@ import { promisify } from "node:util";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
-import { newSecret, TASK_PAYLOAD_CHARS } from "../src/services/agents/webhooks.ts";
+import { DecryptError, open, parseMasterKeys, seal, webhookSecretAad } from "../src/lib/secrets.ts";
+import { newSecret, TASK_PAYLOAD_CHARS } from "../src/services/agents/automations/webhooks.ts";
 import { reencryptWebhookSecrets } from "../src/services/money/rotation.ts";
-import {
-  DecryptError,
-  open,
-  parseMasterKeys,
-  seal,
-  webhookSecretAad,
-} from "../src/services/money/secrets.ts";
 import { makeAgent, runsOf } from "./helpers/agents.ts";
 import { buildTestApp, login, makeWorld, md, testPrisma, type World } from "./helpers/app.ts";
 import { issuesOf } from "./helpers/bad-input.ts";

@@ -5,7 +5,8 @@
 // this whole file (a ten-minute interval), so nothing here can pass because it ran.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXPIRED_UNREVIEWED, executeApproved } from "../src/services/agents/approvals.ts";
+import { EXPIRED_UNREVIEWED, executeApproved } from "../src/services/agents/policy/approvals.ts";
+import { registry } from "../src/services/catalog/catalog.ts";
 import { type AgentEnv, makeAgent, startAgents } from "./helpers/agents.ts";
 import { buildTestApp, login, makeWorld, md, testPrisma, type World } from "./helpers/app.ts";
 import {
@@ -58,7 +59,7 @@ describe("reviewing past the expiry, before any sweep", () => {
     expect(done).toMatchObject({ id: run.id, status: "completed" });
     expect(prompts.at(-1)).toContain(`review of #${p.id} (create_note): expired — ${EXPIRED_UNREVIEWED}`);
     expect(await notesBy(scout.id)).toEqual([]);
-    expect(await executeApproved(db(), p.id)).toBeNull();
+    expect(await executeApproved(registry, db(), p.id)).toBeNull();
   });
 
   it("approve with edits and reject are refused the same way; the pages show it expired, with no forms", async () => {
@@ -104,7 +105,7 @@ describe("executing", () => {
       where: { id: p.id },
       data: { status: "approved", reviewedById: w.alice.id, reviewedAt: new Date() },
     });
-    expect(await executeApproved(db(), p.id)).toMatchObject({ status: "expired" });
+    expect(await executeApproved(registry, db(), p.id)).toMatchObject({ status: "expired" });
     expect(await pendingRow(p.id)).toMatchObject({ status: "expired", executedAt: null });
     expect(await notesBy(scout.id)).toEqual([]);
   });
@@ -116,7 +117,7 @@ describe("executing", () => {
       where: { id: p.id },
       data: { status: "approved", reviewedById: w.alice.id, reviewedAt: ago(5000) },
     });
-    expect(await executeApproved(db(), p.id)).toMatchObject({ status: "executed" });
+    expect(await executeApproved(registry, db(), p.id)).toMatchObject({ status: "executed" });
     expect(await notesBy(scout.id)).toHaveLength(1);
   });
 });

@@ -5,9 +5,9 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
-import { executeApproved } from "../src/services/agents/approvals.ts";
-import { finishRun } from "../src/services/agents/runs.ts";
-import { registry } from "../src/services/catalog.ts";
+import { finishRun } from "../src/services/agents/core/runs.ts";
+import { executeApproved } from "../src/services/agents/policy/approvals.ts";
+import { registry } from "../src/services/catalog/catalog.ts";
 import { toActor } from "../src/services/registry/types.ts";
 import { requestsFor, stepsOf, userPrompt } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, waitForRun } from "./helpers/agents.ts";
@@ -206,7 +206,7 @@ describe("review", () => {
     const jobs = await Promise.all(
       [1, 2, 3].map((i) => q.add("execute", { pendingId: p.id }, { jobId: `again-${i}-${p.id}` })),
     );
-    expect(await Promise.all([1, 2].map(() => executeApproved(db(), p.id)))).toEqual([null, null]);
+    expect(await Promise.all([1, 2].map(() => executeApproved(registry, db(), p.id)))).toEqual([null, null]);
     await waitFor(async () => (await Promise.all(jobs.map((j) => j.isCompleted()))).every(Boolean));
     const notes = await notesBy(scout.id);
     expect(notes).toHaveLength(1);
@@ -230,7 +230,7 @@ describe("review", () => {
     // Approved without the event, so nothing runs it until the racers below do.
     await db().agentPendingAction.update({ where: { id: p.id }, data: { status: "approved" } });
     const q = env.runtime.queues["approved-actions"];
-    const racers = [1, 2, 3, 4, 5].map(() => executeApproved(db(), p.id));
+    const racers = [1, 2, 3, 4, 5].map(() => executeApproved(registry, db(), p.id));
     const jobs = await Promise.all(
       [1, 2, 3].map((i) => q.add("execute", { pendingId: p.id }, { jobId: `race-${i}-${p.id}` })),
     );
@@ -284,7 +284,7 @@ describe("review", () => {
     const rejected = { status: "rejected", reviewNote: reason, executedAt: null };
     expect(await pendingRow(p.id)).toMatchObject(rejected);
     expect((await review(app, w, w.alice, "approve_action", { id: p.id })).statusCode).toBe(409);
-    expect(await executeApproved(db(), p.id)).toBeNull();
+    expect(await executeApproved(registry, db(), p.id)).toBeNull();
     expect(await notesBy(scout.id)).toEqual([]);
     const list = (await md(app, w, w.alice, "GET", "/approvals")).body;
     expect(list).toContain(`\`create_note\` by @scout — **rejected**: ${reason}`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { agentConfig } from "../src/services/agents/settings.ts";
+import { agentConfig } from "../src/services/agents/core/settings.ts";
 import { respondScript } from "./helpers/agent-scripts.ts";
 import { makeAgent } from "./helpers/agents.ts";
 import { act, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";

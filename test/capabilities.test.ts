@@ -6,8 +6,8 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
-import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../src/services/agents/capabilities.ts";
-import { actions, pages, registry } from "../src/services/catalog.ts";
+import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../src/services/agents/policy/capabilities.ts";
+import { actions, pages, registry } from "../src/services/catalog/catalog.ts";
 import type { Actor, Ctx, PageDef } from "../src/services/registry/types.ts";
 import { createApiToken } from "../src/services/tokens.ts";
 import { requestsFor, stepsOf, userPrompt } from "./helpers/agent-scripts.ts";
@@ -387,7 +387,7 @@ describe("the navigator refuses the same way", () => {
       expect((await db().studio.findUniqueOrThrow({ where: { id: w.studio.id } })).name).toBe("General");
     });
 
-    // BUG (src/services/agents/navigator.ts, the `page.actions.includes(d.action)` check before
+    // BUG (src/services/agents/runtime/navigator.ts, the `page.actions.includes(d.action)` check before
     // runAction): an action the page has but the agent may not use is reported as "`x` is not an
     // action on <path>", hiding the capability reason the registry gives over HTTP (403).
     it(`${r.cls}: the step's error names the capability, as the HTTP 403 does`, async () => {

@@ -1,7 +1,7 @@
 // bin/demo re-run: the token it printed last time stays valid (a copied curl line keeps
 // working); only a token that no longer works is replaced, and then the old ones are revoked.
 import { describe, expect, it } from "vitest";
-import { seedDemo } from "../src/services/demo-seed.ts";
+import { seedDemo } from "../src/dev/demo-seed.ts";
 import { verifyApiToken } from "../src/services/tokens.ts";
 import { testPrisma } from "./helpers/app.ts";
 

@@ -12,7 +12,7 @@ import OpenAI, {
 } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeLlm, startFakeLlm } from "../src/dev/fake-llm.ts";
-import { createNodeFetch, nodeFetch } from "../src/services/agents/http-fetch.ts";
+import { createNodeFetch, nodeFetch } from "../src/services/agents/runtime/http-fetch.ts";
 
 let llm: FakeLlm;
 beforeAll(async () => {

@@ -5,7 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ValidationError } from "../src/lib/errors.ts";
-import { readPage } from "../src/services/markdown-api.ts";
+import { readPage } from "../src/services/catalog/markdown-api.ts";
 import { createRegistry } from "../src/services/registry/registry.ts";
 import { type Actor, type Ctx, defineAction, type PageDef } from "../src/services/registry/types.ts";
 import { stepsOf, userPrompt } from "./helpers/agent-scripts.ts";

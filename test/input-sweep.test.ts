@@ -1,4 +1,4 @@
-// Bad input, driven by the registry: every action on every page of src/services/catalog.ts,
+// Bad input, driven by the registry: every action on every page of src/services/catalog/catalog.ts,
 // each of its params given text Postgres cannot store (NUL, a lone UTF-16 surrogate) or
 // bytes that are not UTF-8, and each scalar param given as a list — as JSON with a token
 // (markdown), as a browser form (HTML) and in process, the way the navigator calls
@@ -8,8 +8,8 @@
 // actor can use fails the suite.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { actions, pages, registry } from "../src/services/catalog.ts";
-import { runAction } from "../src/services/markdown-api.ts";
+import { actions, pages, registry } from "../src/services/catalog/catalog.ts";
+import { runAction } from "../src/services/catalog/markdown-api.ts";
 import { fields } from "../src/services/registry/params.ts";
 import type { ActionDef, Actor, Ctx, PageDef } from "../src/services/registry/types.ts";
 import { type Browser, buildTestApp, login, makeWorld, md, testPrisma, type World } from "./helpers/app.ts";

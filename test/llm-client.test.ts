@@ -3,7 +3,7 @@
 import { getEventListeners } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeLlm, startFakeLlm } from "../src/dev/fake-llm.ts";
-import { createLlmClient, encodePrompt, type LlmError } from "../src/services/agents/llm.ts";
+import { createLlmClient, encodePrompt, type LlmError } from "../src/services/agents/runtime/llm.ts";
 
 let llm: FakeLlm;
 beforeAll(async () => {

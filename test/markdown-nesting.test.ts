@@ -6,7 +6,7 @@
 import type { FastifyInstance } from "fastify";
 import { Marked } from "marked";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readPage } from "../src/services/markdown-api.ts";
+import { readPage } from "../src/services/catalog/markdown-api.ts";
 import { parseMentions } from "../src/services/mentions.ts";
 import { boundedMarked, MAX_NESTING } from "../src/services/registry/bounded-marked.ts";
 import { markdownToHtml } from "../src/services/registry/html.ts";

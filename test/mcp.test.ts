@@ -5,7 +5,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { registry } from "../src/services/catalog.ts";
+import { registry } from "../src/services/catalog/catalog.ts";
 import { paramsJsonSchema } from "../src/services/registry/json-schema.ts";
 import { makeAgent } from "./helpers/agents.ts";
 import { buildTestApp, makeWorld, md, testPrisma, type World } from "./helpers/app.ts";

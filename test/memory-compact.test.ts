@@ -1,8 +1,8 @@
 // A waiting run keeps only what its prompts can show (memory.ts compact): the newest two
 // paths' pages whole, older paths as excerpts. The prompts must not change by a byte.
 import { describe, expect, it } from "vitest";
-import { compact, type Remembered } from "../src/services/agents/memory.ts";
-import { buildMessages } from "../src/services/agents/prompt.ts";
+import { compact, type Remembered } from "../src/services/agents/prompt/memory.ts";
+import { buildMessages } from "../src/services/agents/prompt/prompt.ts";
 
 const page = (path: string, n: number) =>
   `[Home](/) › ${path}\n\n# Page ${path}\n\nRead at step ${n}. ${"Lorem ipsum dolor sit amet. ".repeat(40)}\n\n## Actions\n\n- \`add_comment\`(text) — Comment`;

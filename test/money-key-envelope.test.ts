@@ -6,7 +6,6 @@ import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../src/config.ts";
 import { newId } from "../src/lib/ids.ts";
-import { reencryptKeys } from "../src/services/money/rotation.ts";
 import {
   apiKeyAad,
   DEV_ENCRYPTION_KEYS,
@@ -16,7 +15,8 @@ import {
   parseMasterKeys,
   seal,
   usesDevelopmentKey,
-} from "../src/services/money/secrets.ts";
+} from "../src/lib/secrets.ts";
+import { reencryptKeys } from "../src/services/money/rotation.ts";
 import { fileDatabaseUrl, makeWorld, testPrisma, type World } from "./helpers/app.ts";
 import { fakeKey, keyRow, last4 } from "./helpers/keys.ts";
 

@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPrisma, type PrismaClient } from "../src/db/prisma.ts";
 import type { ChatRequest, FakeReply } from "../src/dev/fake-llm.ts";
 import { newId } from "../src/lib/ids.ts";
-import { queueRun } from "../src/services/agents/runs.ts";
-import { LeaseLostError, recordStep } from "../src/services/agents/steps.ts";
+import { queueRun } from "../src/services/agents/core/runs.ts";
+import { LeaseLostError, recordStep } from "../src/services/agents/core/steps.ts";
 import { createKey } from "../src/services/money/keys.ts";
 import {
   liftLastMonthsPauses,

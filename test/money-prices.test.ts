@@ -2,7 +2,7 @@
 // override pricing the next real LLM call (a worker and the fake model). Real Postgres.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tenantSettings } from "../src/services/agents/settings.ts";
+import { tenantSettings } from "../src/services/agents/core/settings.ts";
 import { PRICE_LIST_VERSION, priceCall } from "../src/services/money/pricing.ts";
 import { type AgentEnv, makeAgent, startAgents, tool } from "./helpers/agents.ts";
 import {

@@ -4,8 +4,8 @@
 import type { Server } from "node:http";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { portOf, serveMetrics } from "../src/http/metrics-scrape.ts";
 import { openLiveStream } from "../src/metrics/metrics.ts";
-import { portOf, serveMetrics } from "../src/metrics/scrape.ts";
 import { runIdOf } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, tool, waitForRun } from "./helpers/agents.ts";
 import { buildTestApp, makeWorld, md, type World } from "./helpers/app.ts";

@@ -3,8 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { createPrisma } from "../src/db/prisma.ts";
 import { newId } from "../src/lib/ids.ts";
-import { claimNext, MAX_WORKER_LOSSES, queueRun, requeue } from "../src/services/agents/runs.ts";
-import { readWhoami } from "../src/services/pages/whoami-read.ts";
+import { claimNext, MAX_WORKER_LOSSES, queueRun, requeue } from "../src/services/agents/core/runs.ts";
+import { readWhoami } from "../src/services/agents/core/whoami-read.ts";
 import { toActor } from "../src/services/registry/types.ts";
 import { makeAgent } from "./helpers/agents.ts";
 import { fileDatabaseUrl, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";

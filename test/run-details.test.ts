@@ -6,8 +6,8 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { rebuildPrompt } from "../src/services/agents/step-prompt.ts";
-import { registry } from "../src/services/catalog.ts";
+import { rebuildPrompt } from "../src/services/agents/prompt/step-prompt.ts";
+import { registry } from "../src/services/catalog/catalog.ts";
 import { requestsFor, respondScript, runIdOf, stepsOf } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, tool, waitForRun } from "./helpers/agents.ts";
 import { buildTestApp, login, makeWorld, md, testPrisma, type World } from "./helpers/app.ts";

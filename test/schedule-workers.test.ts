@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type FakeLlm, startFakeLlm } from "../src/dev/fake-llm.ts";
-import { fireDueSchedules } from "../src/services/agents/schedule-firing.ts";
+import { fireDueSchedules } from "../src/services/agents/automations/schedule-firing.ts";
 import { sleep, userPrompt } from "./helpers/agent-scripts.ts";
 import { runsOf, tool } from "./helpers/agents.ts";
 import { buildTestApp, fileDatabaseUrl, md, testPrisma, waitFor } from "./helpers/app.ts";

@@ -8,7 +8,7 @@ import {
   type MaskCounts,
   maskDeep,
   maskText,
-} from "../src/services/agents/secret-masking.ts";
+} from "../src/services/agents/core/secret-masking.ts";
 import { mdEscape } from "../src/services/registry/markdown.ts";
 
 const hex = (n: number) => randomBytes(n).toString("hex");

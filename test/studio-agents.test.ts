@@ -4,7 +4,7 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
-import { notifyOwnerOfApproval } from "../src/services/agents/notify.ts";
+import { notifyOwnerOfApproval } from "../src/services/agents/core/notify.ts";
 import { createApiToken } from "../src/services/tokens.ts";
 import {
   act,

@@ -6,7 +6,7 @@
 // Positive control: A's own credentials stream each of A's pages.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { pages } from "../src/services/catalog.ts";
+import { pages } from "../src/services/catalog/catalog.ts";
 import { buildTestApp, login, makeWorld, type World } from "./helpers/app.ts";
 import {
   attackers,

@@ -1,12 +1,12 @@
 // Tenant isolation, driven by the registry: every page pattern and every action in
-// src/services/catalog.ts is tried against tenant A's objects by tenant B — B's token
+// src/services/catalog/catalog.ts is tried against tenant A's objects by tenant B — B's token
 // and B's session, on B's host (A's ids under B's host) and on A's host — in markdown
 // and HTML. Expected: 404 (403) or not-authenticated, none of A's data in any answer,
 // and not one row of A written. Positive controls show the same requests succeed for A.
 // A page, param or action the suite cannot build a request for fails it loudly.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { actions, pages, registry } from "../src/services/catalog.ts";
+import { actions, pages, registry } from "../src/services/catalog/catalog.ts";
 import type { Actor, Ctx, PageDef } from "../src/services/registry/types.ts";
 import {
   buildTestApp,

@@ -5,11 +5,11 @@ import { encode as cl100k } from "gpt-tokenizer/encoding/cl100k_base";
 import { encode as o200k } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
-import type { Remembered } from "../src/services/agents/memory.ts";
-import { buildMessages, fitPage, TOOL_TOKENS } from "../src/services/agents/prompt.ts";
-import { JSON_MODE_INSTRUCTIONS, TOOLS } from "../src/services/agents/protocol.ts";
-import { estimateTokens, prefixWithin } from "../src/services/agents/token-estimate.ts";
-import { readPage } from "../src/services/markdown-api.ts";
+import type { Remembered } from "../src/services/agents/prompt/memory.ts";
+import { buildMessages, fitPage, TOOL_TOKENS } from "../src/services/agents/prompt/prompt.ts";
+import { JSON_MODE_INSTRUCTIONS, TOOLS } from "../src/services/agents/prompt/protocol.ts";
+import { estimateTokens, prefixWithin } from "../src/services/agents/prompt/token-estimate.ts";
+import { readPage } from "../src/services/catalog/markdown-api.ts";
 import { makeAgent } from "./helpers/agents.ts";
 import { act, makeWorld, testPrisma } from "./helpers/app.ts";
 

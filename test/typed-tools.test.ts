@@ -3,9 +3,9 @@
 // read as the same decisions the untyped execute_action made.
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import { describe, expect, it } from "vitest";
-import { leftPage, toolActions } from "../src/services/agents/prompt.ts";
-import { parseDecision, TOOLS, toolsFor, toolTokens } from "../src/services/agents/protocol.ts";
-import { registry } from "../src/services/catalog.ts";
+import { leftPage, toolActions } from "../src/services/agents/prompt/prompt.ts";
+import { parseDecision, TOOLS, toolsFor, toolTokens } from "../src/services/agents/prompt/protocol.ts";
+import { registry } from "../src/services/catalog/catalog.ts";
 import { paramsJsonSchema } from "../src/services/registry/json-schema.ts";
 
 const action = (name: string) => registry.actions.get(name)!;

@@ -2,8 +2,8 @@
 // newest master key in APP_ENCRYPTION_KEYS. Safe to run repeatedly and while the app runs.
 import { loadConfig } from "../config.ts";
 import { createPrisma } from "../db/prisma.ts";
+import { parseMasterKeys } from "../lib/secrets.ts";
 import { reencryptKeys, reencryptWebhookSecrets } from "../services/money/rotation.ts";
-import { parseMasterKeys } from "../services/money/secrets.ts";
 
 const config = loadConfig();
 const master = parseMasterKeys(config.APP_ENCRYPTION_KEYS);

@@ -1,7 +1,7 @@
 // What a request to the registry's one route (routes/pages.ts) asks for, read from its URL
 // alone: the page and, at `<page>/actions/<name>`, the action. The route itself, the audit
 // trail and the request metrics all read it the same way.
-import { registry } from "../services/catalog.ts";
+import { registry } from "../services/catalog/catalog.ts";
 import type { Query } from "../services/registry/types.ts";
 import { withoutMdSuffix } from "./format.ts";
 

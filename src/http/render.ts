@@ -1,8 +1,8 @@
 // Turns registry results into a reply in the negotiated format. Markdown answers
 // carry `Vary: Accept` because the same URL also serves HTML.
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { awaitingReview } from "../services/agents/approvals.ts";
-import { managedBy } from "../services/agents/ownership.ts";
+import { managedBy } from "../services/agents/core/ownership.ts";
+import { awaitingReview } from "../services/agents/policy/approvals.ts";
 import { unreadOf } from "../services/notifications.ts";
 import { escapeHtml, type FormState, markdownToHtml, renderPageHtml } from "../services/registry/html.ts";
 import { breadcrumbLine, renderPageMarkdown } from "../services/registry/markdown.ts";

@@ -7,11 +7,16 @@ import { newId } from "../lib/ids.ts";
 import type { Logger } from "../lib/logger.ts";
 import { isTransient, retryTransient } from "../lib/transient.ts";
 import { runsEnded, runsStarted } from "../metrics/metrics.ts";
-import type { Heartbeat } from "../services/agents/heartbeat.ts";
-import { type NavigatorDeps, type Resumable, runNavigator, stopped } from "../services/agents/navigator.ts";
-import type { RunStart } from "../services/agents/run-start.ts";
-import { claimNext, type Finish, finishRun, reloadRun, TERMINAL } from "../services/agents/runs.ts";
-import { LeaseLostError } from "../services/agents/steps.ts";
+import type { RunStart } from "../services/agents/core/run-start.ts";
+import { claimNext, type Finish, finishRun, reloadRun, TERMINAL } from "../services/agents/core/runs.ts";
+import { LeaseLostError } from "../services/agents/core/steps.ts";
+import type { Heartbeat } from "../services/agents/runtime/heartbeat.ts";
+import {
+  type NavigatorDeps,
+  type Resumable,
+  runNavigator,
+  stopped,
+} from "../services/agents/runtime/navigator.ts";
 import type { JobPayloads } from "./queues.ts";
 
 export function workerId(): string {

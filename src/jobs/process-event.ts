@@ -1,10 +1,14 @@
 import type { Job } from "bullmq";
 import type { PrismaClient } from "../db/prisma.ts";
 import type { Event } from "../generated/prisma/client.ts";
-import { dispatchTriggers } from "../services/agents/dispatcher.ts";
-import { notifyOwnerOfApproval, notifyOwnerOfRun, notifyOwnerOfSpend } from "../services/agents/notify.ts";
-import { UNANSWERED } from "../services/agents/refusals.ts";
-import { wakeSubscribers } from "../services/agents/subscriptions.ts";
+import { wakeSubscribers } from "../services/agents/automations/subscriptions.ts";
+import {
+  notifyOwnerOfApproval,
+  notifyOwnerOfRun,
+  notifyOwnerOfSpend,
+} from "../services/agents/core/notify.ts";
+import { dispatchTriggers } from "../services/agents/triggers/dispatcher.ts";
+import { UNANSWERED } from "../services/agents/triggers/refusals.ts";
 import { notifyForEvent } from "../services/notifications.ts";
 import { readEvent, type Subject } from "../services/subjects.ts";
 import { type JobPayloads, type Queues, runJob } from "./queues.ts";

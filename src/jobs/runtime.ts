@@ -8,16 +8,18 @@ import type { Config } from "../config.ts";
 import type { PrismaClient } from "../db/prisma.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { isTransient } from "../lib/transient.ts";
-import { measured } from "../metrics/llm-calls.ts";
 import { addWorkerGauges } from "../metrics/metrics.ts";
-import { executeApproved, expireOverdue, resumeSettled } from "../services/agents/approvals.ts";
-import { startHeartbeat } from "../services/agents/heartbeat.ts";
-import { createLlmClient, type Endpoint, type LlmClient } from "../services/agents/llm.ts";
-import { fireDueSchedules } from "../services/agents/schedule-firing.ts";
-import { flushDueSubscriptions } from "../services/agents/subscriptions.ts";
+import { fireDueSchedules } from "../services/agents/automations/schedule-firing.ts";
+import { flushDueSubscriptions } from "../services/agents/automations/subscriptions.ts";
+import { executeApproved, expireOverdue, resumeSettled } from "../services/agents/policy/approvals.ts";
+import { startHeartbeat } from "../services/agents/runtime/heartbeat.ts";
+import { createLlmClient, type LlmClient } from "../services/agents/runtime/llm.ts";
+import { measured } from "../services/agents/runtime/llm-metrics.ts";
 import { pruneApiCalls } from "../services/audit.ts";
+import { registry } from "../services/catalog/catalog.ts";
 import { type ThrottleSettings, tidyLoginThrottles } from "../services/login-throttle.ts";
 import { configureKeyring } from "../services/money/keyring.ts";
+import type { Endpoint } from "../services/money/keys.ts";
 import { liftLastMonthsPauses } from "../services/money/ledger.ts";
 import { agentRunProcessor, workerId } from "./process-agent-run.ts";
 import { eventProcessor } from "./process-event.ts";
@@ -95,7 +97,7 @@ function startWorkers(
     new Worker(
       "approved-actions",
       retryingTransient(async (job) => ({
-        outcome: await executeApproved(prisma, (job.data as { pendingId: string }).pendingId),
+        outcome: await executeApproved(registry, prisma, (job.data as { pendingId: string }).pendingId),
       })),
       { ...base, concurrency: 8 },
     ),

@@ -1,10 +1,10 @@
-// Request metrics for every route, and GET /metrics (src/metrics/scrape.ts) when
+// Request metrics for every route, and GET /metrics (src/http/metrics-scrape.ts) when
 // METRICS_TOKEN is set; without it the address is a plain 404.
 import fp from "fastify-plugin";
+import { scrape } from "../http/metrics-scrape.ts";
 import { routePattern, UNMATCHED } from "../http/page-target.ts";
 import { NotFoundError } from "../lib/errors.ts";
 import { httpRequests } from "../metrics/metrics.ts";
-import { scrape } from "../metrics/scrape.ts";
 
 export default fp<{ token: string | undefined }>(
   async (app, opts) => {

@@ -1,7 +1,7 @@
 // /mcp on a tenant's host: the workspace for MCP clients (Claude Desktop, Cursor, agent
 // SDKs), over Streamable HTTP, stateless: each POST carries its own JSON-RPC message and is
 // answered in JSON. The official SDK negotiates the protocol; the tools come from the
-// registry (services/mcp-tools.ts). Authentication is the API's own Bearer token, checked on
+// registry (services/catalog/mcp-tools.ts). Authentication is the API's own Bearer token, checked on
 // every request by the auth plugin: a missing or bad one gets 401 with `WWW-Authenticate`.
 // The SDK's web-standard transport answers with a Response that Fastify sends, so the route
 // keeps Fastify's whole lifecycle (its hooks, limits and audit) instead of hijacking the socket.
@@ -11,7 +11,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprot
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { AppError, TooManyRequestsError } from "../lib/errors.ts";
 import { isTransient } from "../lib/transient.ts";
-import { callMcpTool, mcpTools } from "../services/mcp-tools.ts";
+import { callMcpTool, mcpTools } from "../services/catalog/mcp-tools.ts";
 import type { Ctx } from "../services/registry/types.ts";
 import { ctxOf } from "./pages.ts";
 

@@ -12,7 +12,7 @@ import { sendLayout, sendPage } from "../http/render.ts";
 import { serveLive } from "../http/sse.ts";
 import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { backoffMs, isTransient, pause } from "../lib/transient.ts";
-import { registry } from "../services/catalog.ts";
+import { registry } from "../services/catalog/catalog.ts";
 import { actionForm, confirmForm, escapeHtml, type FormState } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
 import { fields, humanize, parseParams } from "../services/registry/params.ts";

@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { PrismaClient } from "../db/prisma.ts";
 import { Prisma } from "../generated/prisma/client.ts";
-import { loadAgent } from "../services/agents/ownership.ts";
+import { loadAgent } from "../services/agents/core/ownership.ts";
 import { type UsageFilter, usageWhere, windowStart } from "../services/money/dashboard.ts";
 import { usageFilter } from "../services/pages/usage.ts";
 import { ctxOf } from "./pages.ts";

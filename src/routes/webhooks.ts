@@ -8,7 +8,6 @@ import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import { AppError, NotFoundError, TooManyRequestsError } from "../lib/errors.ts";
 import { textProblem } from "../lib/text.ts";
 import { isTransient } from "../lib/transient.ts";
-import { tenantSettings } from "../services/agents/settings.ts";
 import {
   type Delivery,
   deliver,
@@ -16,7 +15,8 @@ import {
   openSecret,
   verifySignature,
   type WebhookWithAgent,
-} from "../services/agents/webhooks.ts";
+} from "../services/agents/automations/webhooks.ts";
+import { tenantSettings } from "../services/agents/core/settings.ts";
 
 export const WEBHOOK_BODY_LIMIT = 64 * 1024;
 const TYPES = { "application/json": "json", "text/plain": "text" } as const;

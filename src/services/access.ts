@@ -4,8 +4,8 @@
 import { hotQuery } from "../db/prisma.ts";
 import { Prisma, type Studio, type StudioRole } from "../generated/prisma/client.ts";
 import { NotFoundError } from "../lib/errors.ts";
-import { managedBy, maySee, ownerCeilingSql } from "./agents/ownership.ts";
-import { primeOwnerMembership } from "./agents/policy.ts";
+import { managedBy, maySee, ownerCeilingSql } from "./agents/core/ownership.ts";
+import { primeOwnerMembership } from "./agents/policy/policy.ts";
 import type { Ctx, StudioScope } from "./registry/types.ts";
 
 /**

@@ -4,7 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { expect } from "vitest";
 import type { ChatRequest, FakeReply } from "../../src/dev/fake-llm.ts";
 import type { PendingStatus } from "../../src/generated/prisma/client.ts";
-import { GRANTABLE } from "../../src/services/agents/capabilities.ts";
+import { GRANTABLE } from "../../src/services/agents/policy/capabilities.ts";
 import { requestsFor, runIdOf, userPrompt } from "./agent-scripts.ts";
 import { type AgentEnv, makeAgent, tool, waitForRun } from "./agents.ts";
 import { act, makeWorld, md, type Person, testPrisma, type World, waitFor } from "./app.ts";

@@ -8,7 +8,7 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import { createPrisma, type PrismaClient } from "../../src/db/prisma.ts";
 import type { ChatRequest, FakeReply } from "../../src/dev/fake-llm.ts";
-import { queueRun } from "../../src/services/agents/runs.ts";
+import { queueRun } from "../../src/services/agents/core/runs.ts";
 import { agentOf, userPrompt } from "./agent-scripts.ts";
 import { type Agent, tool } from "./agents.ts";
 import { fileDatabaseUrl, testPrisma, type World } from "./app.ts";

@@ -4,9 +4,9 @@
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { rebuildTotals } from "../../src/dev/seed-usage.ts";
 import { newId } from "../../src/lib/ids.ts";
-import { GRANTABLE } from "../../src/services/agents/capabilities.ts";
-import { SUBSCRIPTION_EVENTS } from "../../src/services/agents/subscriptions.ts";
-import { pages } from "../../src/services/catalog.ts";
+import { SUBSCRIPTION_EVENTS } from "../../src/services/agents/automations/subscriptions.ts";
+import { GRANTABLE } from "../../src/services/agents/policy/capabilities.ts";
+import { pages } from "../../src/services/catalog/catalog.ts";
 import { notifyForEvent } from "../../src/services/notifications.ts";
 import { hashPassword } from "../../src/services/passwords.ts";
 import { fields } from "../../src/services/registry/params.ts";

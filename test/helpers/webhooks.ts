@@ -1,7 +1,7 @@
 // Webhooks in tests: one created through the registry over HTTP (its secret read from the
 // one answer that shows it), and deliveries signed the way another system would sign them.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
-import { sign } from "../../src/services/agents/webhooks.ts";
+import { sign } from "../../src/services/agents/automations/webhooks.ts";
 import { md, type Person, type World } from "./app.ts";
 
 export interface Hook {

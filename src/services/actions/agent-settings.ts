@@ -5,9 +5,9 @@ import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { agree, plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
-import { ALWAYS_ALLOWED, GRANTABLE, GRANTABLE_GROUPS } from "../agents/capabilities.ts";
-import { compilePattern } from "../agents/policy.ts";
-import { agentConfig, type Rule } from "../agents/settings.ts";
+import { agentConfig, type Rule } from "../agents/core/settings.ts";
+import { ALWAYS_ALLOWED, GRANTABLE, GRANTABLE_GROUPS } from "../agents/policy/capabilities.ts";
+import { compilePattern } from "../agents/policy/policy.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { text } from "../validation.ts";
 

@@ -1,9 +1,8 @@
 import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
-import { expirePending, resumeWaitingRun } from "../agents/approvals.ts";
-import { pendingPath } from "../agents/notify.ts";
-import { managedBySql } from "../agents/ownership.ts";
-import { registry } from "../catalog.ts";
+import { pendingPath } from "../agents/core/notify.ts";
+import { managedBySql } from "../agents/core/ownership.ts";
+import { expirePending, resumeWaitingRun } from "../agents/policy/approvals.ts";
 import { emit } from "../events.ts";
 import { when } from "../pages/format.ts";
 import { parseParams } from "../registry/params.ts";
@@ -88,7 +87,7 @@ export const approveAction = defineAction({
       }
       if (!edited || typeof edited !== "object" || Array.isArray(edited))
         throw new ValidationError([{ field: "params", message: "must be a JSON object" }]);
-      const action = registry.actions.get(pending.actionName);
+      const action = ctx.actionDefs.get(pending.actionName);
       if (!action) throw new ConflictError(`The action \`${pending.actionName}\` no longer exists`);
       try {
         parseParams(action.params, edited, { form: false });

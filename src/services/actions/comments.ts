@@ -2,8 +2,8 @@ import { z } from "zod";
 import { ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
-import { commentChain } from "../comments.ts";
 import { emit } from "../events.ts";
+import { commentChain } from "../pages/comments.ts";
 import { defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, longText } from "../validation.ts";
 

@@ -4,8 +4,8 @@ import { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { requireScope } from "../access.ts";
-import { agentsOf, keyHolder, keysOf, mayManage } from "../agents/ownership.ts";
-import { agentConfig, MAX_COST_LIMIT_USD, tenantSettings } from "../agents/settings.ts";
+import { agentsOf, keyHolder, keysOf, mayManage } from "../agents/core/ownership.ts";
+import { agentConfig, MAX_COST_LIMIT_USD, tenantSettings } from "../agents/core/settings.ts";
 import {
   checkBaseUrl,
   createKey,

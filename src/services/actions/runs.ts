@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
 import { requireScope } from "../access.ts";
-import { queueRun, requeue } from "../agents/runs.ts";
-import { agentConfig, MAX_STEPS_LIMIT, resolveModel, tenantSettings } from "../agents/settings.ts";
-import { recordStep } from "../agents/steps.ts";
+import { queueRun, requeue } from "../agents/core/runs.ts";
+import { agentConfig, MAX_STEPS_LIMIT, resolveModel, tenantSettings } from "../agents/core/settings.ts";
+import { recordStep } from "../agents/core/steps.ts";
 import { defineAction } from "../registry/types.ts";
 import { longText } from "../validation.ts";
 

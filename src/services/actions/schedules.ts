@@ -5,7 +5,7 @@ import { z } from "zod";
 import { NotFoundError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
-import { checkSchedule } from "../agents/schedules.ts";
+import { checkSchedule } from "../agents/automations/schedules.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, longText } from "../validation.ts";
 

@@ -6,8 +6,8 @@ import type { User } from "../../generated/prisma/client.ts";
 import { ForbiddenError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
-import { loadAgent } from "../agents/ownership.ts";
-import { SUBSCRIPTION_EVENTS, type Subscribable } from "../agents/subscriptions.ts";
+import { SUBSCRIPTION_EVENTS, type Subscribable } from "../agents/automations/subscriptions.ts";
+import { loadAgent } from "../agents/core/ownership.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, idSchema } from "../validation.ts";
 

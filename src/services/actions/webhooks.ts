@@ -5,7 +5,7 @@ import { z } from "zod";
 import { NotFoundError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
-import { DEFAULT_RATE_PER_MINUTE, newSecret, sealSecret } from "../agents/webhooks.ts";
+import { DEFAULT_RATE_PER_MINUTE, newSecret, sealSecret } from "../agents/automations/webhooks.ts";
 import { fenced } from "../registry/markdown.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";

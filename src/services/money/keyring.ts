@@ -1,7 +1,7 @@
 // The process's master keys and BYOK URL policy, set once at start from the validated
 // config (web app and worker). Code that seals or opens a secret asks for them here
 // instead of threading the config through every page and action context.
-import { DEV_ENCRYPTION_KEYS, type MasterKeys, parseMasterKeys } from "./secrets.ts";
+import { DEV_ENCRYPTION_KEYS, type MasterKeys, parseMasterKeys } from "../../lib/secrets.ts";
 
 interface Keyring {
   master: MasterKeys;

@@ -6,10 +6,19 @@ import OpenAI, { APIError } from "openai";
 import type { Db } from "../../db/prisma.ts";
 import type { AgentApiKey } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
-import type { Endpoint } from "../agents/llm.ts";
-import { keysOf, type Owned } from "../agents/ownership.ts";
+import { apiKeyAad, DecryptError, open, seal } from "../../lib/secrets.ts";
+import { keysOf, type Owned } from "../agents/core/ownership.ts";
 import { keyring } from "./keyring.ts";
-import { apiKeyAad, DecryptError, open, seal } from "./secrets.ts";
+
+/** Where a model call goes, and with which key: what keys resolve to and the LLM client calls. */
+export interface Endpoint {
+  baseURL: string;
+  apiKey: string;
+  /** The owner's BYOK key row; absent for the shared endpoint. */
+  keyId?: string;
+  /** How the run page names it ("Work key (…abcd)"). */
+  label?: string;
+}
 
 export const PROVIDERS = ["openai", "anthropic", "openai_compatible"] as const;
 export type Provider = (typeof PROVIDERS)[number];

@@ -8,18 +8,17 @@ import { batchRows, grouped } from "../../db/group-commit.ts";
 import { type Db, hotQuery, type PrismaClient } from "../../db/prisma.ts";
 import { Prisma } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
-import { countCharged } from "../../metrics/llm-calls.ts";
-import type { Usage } from "../agents/llm.ts";
+import { bounded, llmCost, llmTokens } from "../../metrics/metrics.ts";
 import {
   type AgentConfig,
   agentConfig,
   DEFAULT_ALERT_THRESHOLDS_USD,
   DEFAULT_COST_LIMIT_USD,
   MAX_COST_LIMIT_USD,
-} from "../agents/settings.ts";
-import { STEP_COLUMNS, type StepRecord, stepColumns, stepGateSql, steppedSql } from "../agents/steps.ts";
+} from "../agents/core/settings.ts";
+import { STEP_COLUMNS, type StepRecord, stepColumns, stepGateSql, steppedSql } from "../agents/core/steps.ts";
 import { emitEvent } from "../events.ts";
-import { type Priced, usd } from "./pricing.ts";
+import { type Priced, type Usage, usd } from "./pricing.ts";
 
 /** Calendar month in UTC, `2026-11`: the period limits and thresholds apply to. */
 export const monthOf = (d: Date) => d.toISOString().slice(0, 7);
@@ -371,4 +370,13 @@ export async function liftLastMonthsPauses(db: PrismaClient, at = new Date()): P
     }
     return agents.length;
   });
+}
+
+/** A call the ledger recorded: its tokens (input counts cached input too, as the ledger does) and cost. */
+export function countCharged(e: Pick<UsageEntry, "model" | "usage" | "price">): void {
+  const model = bounded("model", e.model);
+  llmTokens.inc({ model, kind: "input" }, e.usage.input);
+  llmTokens.inc({ model, kind: "cached" }, e.usage.cached);
+  llmTokens.inc({ model, kind: "output" }, e.usage.output);
+  llmCost.inc({ model }, e.price.costMicros / 1e6);
 }

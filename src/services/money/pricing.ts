@@ -2,7 +2,13 @@
 // (and whether a tenant override applied), so an old row's cost can always be explained.
 // A model in no list costs zero and is flagged `priced: false` on the dashboards.
 import { z } from "zod";
-import type { Usage } from "../agents/llm.ts";
+
+/** A model call's tokens, as the provider reported them (cached input is part of input). */
+export interface Usage {
+  input: number;
+  output: number;
+  cached: number;
+}
 
 export const priceSchema = z.object({
   input: z.number().min(0).max(10_000),

@@ -2,7 +2,7 @@
 // already use it), this moves every stored secret (provider keys, webhook secrets) to it,
 // so the old version can be retired.
 import type { Db } from "../../db/prisma.ts";
-import { apiKeyAad, type MasterKeys, open, type Sealed, seal, webhookSecretAad } from "./secrets.ts";
+import { apiKeyAad, type MasterKeys, open, type Sealed, seal, webhookSecretAad } from "../../lib/secrets.ts";
 
 export interface RotationReport {
   reencrypted: number;

@@ -1,11 +1,11 @@
 import { plural } from "../../lib/plural.ts";
-import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, capabilityLabel, GRANTABLE } from "../agents/capabilities.ts";
-import { loadAgent } from "../agents/ownership.ts";
-import { agentConfig } from "../agents/settings.ts";
+import { loadAgent } from "../agents/core/ownership.ts";
+import { agentConfig } from "../agents/core/settings.ts";
+import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, capabilityLabel, GRANTABLE } from "../agents/policy/capabilities.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { mdEscape } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
-import { agentCrumbs } from "./subagents.ts";
+import { agentCrumbs } from "./format.ts";
 
 const code = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
 /** Text inside a code span in a table cell: a `|` would end the cell, a backtick the span. */

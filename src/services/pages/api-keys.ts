@@ -1,6 +1,6 @@
 import { loadStudio } from "../access.ts";
-import { agentsOf, type KeyHolder, keyHolder } from "../agents/ownership.ts";
-import { agentConfig } from "../agents/settings.ts";
+import { agentsOf, type KeyHolder, keyHolder } from "../agents/core/ownership.ts";
+import { agentConfig } from "../agents/core/settings.ts";
 import { PROVIDER_LABELS, type Provider } from "../money/keys.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";

@@ -1,12 +1,11 @@
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
-import { awaitingReview } from "../agents/approvals.ts";
-import { loadAgent, managedBy } from "../agents/ownership.ts";
+import { loadAgent, managedBy } from "../agents/core/ownership.ts";
+import { awaitingReview } from "../agents/policy/approvals.ts";
 import { changesFeed } from "../live/feed.ts";
 import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef } from "../registry/types.ts";
-import { home, pager, paging, when } from "./format.ts";
-import { agentCrumbs } from "./subagents.ts";
+import { agentCrumbs, home, pager, paging, when } from "./format.ts";
 
 type Pending = Prisma.AgentPendingActionGetPayload<{ include: { agent: true; run: true; reviewedBy: true } }>;
 const include = { agent: true, run: true, reviewedBy: true } as const;

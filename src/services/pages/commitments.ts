@@ -1,9 +1,9 @@
 import { loadCommitment, loadStudio } from "../access.ts";
 import { link, quote } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
-import { threadBlocks, threadFeed } from "../threads.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { watchBlocks } from "./subscriptions.ts";
+import { threadBlocks, threadFeed } from "./threads.ts";
 
 // A commitment can gather thousands; the first ones and the count say enough.
 const SHOWN_PARTICIPANTS = 50;

@@ -1,9 +1,9 @@
 import { loadDecision, loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
-import { threadBlocks, threadFeed } from "../threads.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { watchBlocks } from "./subscriptions.ts";
+import { threadBlocks, threadFeed } from "./threads.ts";
 
 export const decisionsPage: PageDef = {
   pattern: "/studios/:studio/decisions",

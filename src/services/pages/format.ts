@@ -41,6 +41,12 @@ export function excerpt(text: string, max = 140): string {
 
 export const home: Crumb = { label: "Home", path: "/" };
 
+export const subagentsCrumb: Crumb = { label: "Subagents", path: "/subagents" };
+
+export function agentCrumbs(agent: { handle: string; name: string }): Crumb[] {
+  return [home, subagentsCrumb, { label: agent.name, path: `/subagents/${agent.handle}` }];
+}
+
 export function studioCrumbs(studio: { handle: string; name: string }): Crumb[] {
   return [
     home,

@@ -1,10 +1,10 @@
 import { loadNote, loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
-import { threadBlocks, threadFeed } from "../threads.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { studioNotes } from "./studio-reads.ts";
 import { watchBlocks } from "./subscriptions.ts";
+import { threadBlocks, threadFeed } from "./threads.ts";
 
 export const notesPage: PageDef = {
   pattern: "/studios/:studio/notes",

@@ -1,7 +1,7 @@
 // The notifications page: each notification one sentence a person reads at a glance (who,
 // what, on which note, linked), with a Dismiss button; agents read the same page in markdown.
 import { plural } from "../../lib/plural.ts";
-import { REFUSAL } from "../agents/refusals.ts";
+import { REFUSAL } from "../agents/triggers/refusals.ts";
 import { unreadOf } from "../notifications.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";

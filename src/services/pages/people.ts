@@ -1,15 +1,15 @@
 import type { User } from "../../generated/prisma/client.ts";
 import { plural } from "../../lib/plural.ts";
 import { loadUser } from "../access.ts";
-import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/capabilities.ts";
-import { agentConfig } from "../agents/settings.ts";
+import { agentConfig } from "../agents/core/settings.ts";
+import { readWhoami, type Whoami } from "../agents/core/whoami-read.ts";
+import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/policy/capabilities.ts";
 import { toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
 import { search } from "../search.ts";
 import { excerpt, home, pager, paging, when, who } from "./format.ts";
-import { readWhoami, type Whoami } from "./whoami-read.ts";
 
 /** What a subagent needs to know about itself at the start of every run. */
 function agentBlocks(

@@ -4,13 +4,12 @@
 
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadRun } from "../access.ts";
-import { loadAgent } from "../agents/ownership.ts";
-import { rebuildPrompt } from "../agents/step-prompt.ts";
-import { registry } from "../catalog.ts";
+import { loadAgent } from "../agents/core/ownership.ts";
+import { rebuildPrompt } from "../agents/prompt/step-prompt.ts";
 import { fenced, link } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
+import { agentCrumbs } from "./format.ts";
 import { runPath, stepHead, stepPath, stepText } from "./run-steps.ts";
-import { agentCrumbs } from "./subagents.ts";
 
 function messageText(content: unknown): string {
   if (typeof content === "string") return content;
@@ -46,9 +45,7 @@ export const runStepPage: PageDef = {
     const r = scope.taskRun!;
     const s = scope.step!;
     const page = (s.detail as { page?: unknown } | null)?.page;
-    const prompt = await rebuildPrompt(ctx.db, r, a, ctx.tenant.name, s.number, (n) =>
-      registry.actions.get(n),
-    );
+    const prompt = await rebuildPrompt(ctx.db, r, a, ctx.tenant.name, s.number, (n) => ctx.actionDefs.get(n));
     const nav = [
       s.number > 1 ? link(`← Step ${s.number - 1}`, stepPath(a.handle, r.id, s.number - 1)) : null,
       link("The whole run", `${runPath(a.handle, r.id)}#step-${s.number}`),

@@ -2,7 +2,7 @@
 // the step's own page all show them through these functions, so a step that arrives live
 // is the step a reload shows.
 import type { RunStatus, SubagentTaskRun, SubagentTaskRunStep } from "../../generated/prisma/client.ts";
-import { describeMasked, type MaskCounts } from "../agents/secret-masking.ts";
+import { describeMasked, type MaskCounts } from "../agents/core/secret-masking.ts";
 import { usd } from "../money/pricing.ts";
 import { escapeHtml, inlineHtml, markdownToHtml } from "../registry/html.ts";
 import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";

@@ -2,14 +2,13 @@ import { RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.t
 import { NotFoundError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { loadRun } from "../access.ts";
-import { loadAgent, mayManage } from "../agents/ownership.ts";
+import { loadAgent, mayManage } from "../agents/core/ownership.ts";
 import { changesFeed, digestOf } from "../live/feed.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, Query } from "../registry/types.ts";
-import { excerpt, type Paging, pager, paging, when } from "./format.ts";
+import { agentCrumbs, excerpt, type Paging, pager, paging, when } from "./format.ts";
 import { positionOf, runFeed } from "./run-live.ts";
 import { ENDED, progressHtml, progressLine, runState, stepsBlock } from "./run-steps.ts";
-import { agentCrumbs } from "./subagents.ts";
 
 // A trigger of its own (not an event in a thread) links to the agent's list of them.
 const TRIGGER_PAGES: Record<string, string> = {

@@ -1,10 +1,9 @@
 import type { AgentSchedule, SubagentTaskRun } from "../../generated/prisma/client.ts";
-import { loadAgent } from "../agents/ownership.ts";
-import { nextSlots, slotLabel } from "../agents/schedules.ts";
+import { nextSlots, slotLabel } from "../agents/automations/schedules.ts";
+import { loadAgent } from "../agents/core/ownership.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
-import { when } from "./format.ts";
-import { agentCrumbs } from "./subagents.ts";
+import { agentCrumbs, when } from "./format.ts";
 
 type Listed = AgentSchedule & { lastRun: Pick<SubagentTaskRun, "id" | "status"> | null };
 

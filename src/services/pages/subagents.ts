@@ -1,19 +1,13 @@
 import { plural } from "../../lib/plural.ts";
-import { keysOf, loadAgent, mayManage, visibleTo, withOwnerStudio } from "../agents/ownership.ts";
-import { agentConfig } from "../agents/settings.ts";
+import { keysOf, loadAgent, mayManage, visibleTo, withOwnerStudio } from "../agents/core/ownership.ts";
+import { agentConfig } from "../agents/core/settings.ts";
 import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, Crumb, PageDef } from "../registry/types.ts";
-import { home, pager, paging, when } from "./format.ts";
+import type { Block, PageDef } from "../registry/types.ts";
+import { home, pager, paging, subagentsCrumb, when } from "./format.ts";
 import { runLine } from "./runs.ts";
 import { listSchedules, scheduleLine } from "./schedules.ts";
-
-export const subagentsCrumb: Crumb = { label: "Subagents", path: "/subagents" };
-
-export function agentCrumbs(agent: { handle: string; name: string }): Crumb[] {
-  return [home, subagentsCrumb, { label: agent.name, path: `/subagents/${agent.handle}` }];
-}
 
 export const subagentsPage: PageDef = {
   pattern: "/subagents",

@@ -3,14 +3,13 @@
 // one of your agents watch it too.
 import type { AgentSubscription } from "../../generated/prisma/client.ts";
 import { watchedBy } from "../actions/subscriptions.ts";
-import { loadAgent, managedBy } from "../agents/ownership.ts";
-import { agentConfig } from "../agents/settings.ts";
-import { SUBSCRIPTION_EVENTS } from "../agents/subscriptions.ts";
+import { SUBSCRIPTION_EVENTS } from "../agents/automations/subscriptions.ts";
+import { loadAgent, managedBy } from "../agents/core/ownership.ts";
+import { agentConfig } from "../agents/core/settings.ts";
 import { link, mdEscape } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
-import { when } from "./format.ts";
+import { agentCrumbs, when } from "./format.ts";
 import { runLine } from "./runs.ts";
-import { agentCrumbs } from "./subagents.ts";
 
 /** Where each subscription's subject lives, and what to call it. */
 export async function describeSubjects(ctx: Ctx, subs: AgentSubscription[]) {

@@ -2,8 +2,8 @@
 // the whole workspace's. Charts are SVG in browsers and tables in markdown.
 import { ForbiddenError } from "../../lib/errors.ts";
 import { loadStudio } from "../access.ts";
-import { loadAgent } from "../agents/ownership.ts";
-import { agentConfig, tenantSettings } from "../agents/settings.ts";
+import { loadAgent } from "../agents/core/ownership.ts";
+import { agentConfig, tenantSettings } from "../agents/core/settings.ts";
 import { barChartSvg } from "../money/chart.ts";
 import {
   DAYS,
@@ -18,8 +18,7 @@ import { PRICE_LIST, PRICE_LIST_VERSION, usd } from "../money/pricing.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, Query, Scope } from "../registry/types.ts";
-import { excerpt, home, when } from "./format.ts";
-import { agentCrumbs } from "./subagents.ts";
+import { agentCrumbs, excerpt, home, when } from "./format.ts";
 
 const n = (v: number) => v.toLocaleString("en-US");
 /** Dollars on a chart axis or tooltip: sub-cent days keep two significant digits instead of reading $0.000. */

@@ -1,11 +1,10 @@
 import type { AgentWebhook, SubagentTaskRun } from "../../generated/prisma/client.ts";
-import { loadAgent } from "../agents/ownership.ts";
-import { SIGNATURE_TOLERANCE_SECONDS, TASK_PAYLOAD_CHARS } from "../agents/webhooks.ts";
+import { SIGNATURE_TOLERANCE_SECONDS, TASK_PAYLOAD_CHARS } from "../agents/automations/webhooks.ts";
+import { loadAgent } from "../agents/core/ownership.ts";
 import { code, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
-import { when } from "./format.ts";
+import { agentCrumbs, when } from "./format.ts";
 import { runLine } from "./runs.ts";
-import { agentCrumbs } from "./subagents.ts";
 
 const RECENT_RUNS = 5;
 

@@ -13,6 +13,7 @@ import type {
   ActionOutcome,
   Ctx,
   Emitted,
+  PageCtx,
   PageDef,
   PageView,
   Query,
@@ -83,6 +84,8 @@ export function createRegistry(
     for (const name of p.actions)
       if (!byName.has(name)) throw new Error(`page ${p.pattern} lists unknown action ${name}`);
 
+  const handed = (ctx: Ctx): PageCtx => ({ ...ctx, actionDefs: byName });
+
   function page(path: string) {
     const m = match(path);
     if (!m) throw new NotFoundError(`No page at ${path}`);
@@ -132,10 +135,11 @@ export function createRegistry(
     },
 
     async view(
-      ctx: Ctx,
+      caller: Ctx,
       path: string,
       raw: Query,
     ): Promise<{ view: PageView; actions: ActionDef[]; resolved: Resolved }> {
+      const ctx = handed(caller);
       const m = page(path);
       const query = storableQuery(raw);
       if (m.page.view) {
@@ -170,7 +174,8 @@ export function createRegistry(
     },
 
     /** The view of a page already resolved (an action's page, for its title and breadcrumb). */
-    async render(ctx: Ctx, r: Resolved, query: Query): Promise<PageView> {
+    async render(caller: Ctx, r: Resolved, query: Query): Promise<PageView> {
+      const ctx = handed(caller);
       return r.page.view
         ? (await r.page.view(ctx, r.params, query)).view
         : r.page.render(ctx, r.scope, query);
@@ -207,12 +212,12 @@ export function createRegistry(
     const params = parseParams(action.params, body, opts);
     if (action.callsOut) {
       // A call to another service (testing a provider key) must not hold a transaction open.
-      const actx: ActionCtx = { ...ctx, tx: ctx.db, emitted: [] };
+      const actx: ActionCtx = { ...ctx, actionDefs: byName, tx: ctx.db, emitted: [] };
       const held = opts.approved ? null : await policy?.(actx, action, params, resolved.scope, path, opts);
       return held ?? (await action.execute(actx, params, resolved.scope));
     }
     const done = await ctx.db.$transaction(async (tx) => {
-      const actx: ActionCtx = { ...ctx, tx, emitted: [] };
+      const actx: ActionCtx = { ...ctx, actionDefs: byName, tx, emitted: [] };
       await opts.claim?.(tx);
       try {
         const held = opts.approved ? null : await policy?.(actx, action, params, resolved.scope, path, opts);

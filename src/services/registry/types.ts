@@ -13,7 +13,6 @@ import type {
   User,
   UserKind,
 } from "../../generated/prisma/client.ts";
-import type { AgentScope } from "../agents/ownership.ts";
 import type { LiveFeed } from "../live/feed.ts";
 
 export interface Actor {
@@ -59,12 +58,26 @@ export interface Emitted {
   subjectId: string;
 }
 
-export interface ActionCtx extends Ctx {
+/**
+ * What the registry hands the pages and actions it runs: the caller's ctx and the registry's
+ * own actions, so a page or action that needs another's definition (an approval parsing the
+ * params it holds) asks the registry that runs it instead of importing the catalog above it.
+ */
+export interface PageCtx extends Ctx {
+  actionDefs: ReadonlyMap<string, ActionDef>;
+}
+
+export interface ActionCtx extends PageCtx {
   tx: Db;
   emitted: Emitted[];
 }
 
 export type StudioScope = Studio & { role: StudioRole };
+
+/** An agent as its pages load it: with its owning studio and the reader's role there (agents/core/ownership.ts). */
+export type AgentScope = User & {
+  ownerStudio: { id: string; handle: string; name: string; members: { role: StudioRole }[] } | null;
+};
 
 /** What a page resolved (and so authorized) for the actor; its actions act on it. */
 export interface Scope {
@@ -134,7 +147,7 @@ interface PageBase {
 
 /** Renders what `resolve` authorized: most pages. */
 interface RenderedPage extends PageBase {
-  render(ctx: Ctx, scope: Scope, query: Query): Promise<PageView>;
+  render(ctx: PageCtx, scope: Scope, query: Query): Promise<PageView>;
   view?: undefined;
 }
 
@@ -144,7 +157,7 @@ interface RenderedPage extends PageBase {
  * `resolve` refuses (both go through the same loader); actions still authorize with `resolve`.
  */
 interface ReadPage extends PageBase {
-  view(ctx: Ctx, params: Record<string, string>, query: Query): Promise<{ scope: Scope; view: PageView }>;
+  view(ctx: PageCtx, params: Record<string, string>, query: Query): Promise<{ scope: Scope; view: PageView }>;
   render?: undefined;
 }
 

@@ -1,0 +1,74 @@
+// Tells an agent's managers when it needs them: a question, an action to review, its spend.
+// Its managers are its owner, or each admin of the studio that owns it (ownership.ts).
+// One notification per (event, manager): a re-delivered event never notifies twice.
+import type { PrismaClient } from "../../../db/prisma.ts";
+import type { Event } from "../../../generated/prisma/client.ts";
+import { usd } from "../../money/pricing.ts";
+import { insertNotifications } from "../../notifications.ts";
+import { humanize } from "../../registry/params.ts";
+import { managersOf, type Owned } from "./ownership.ts";
+
+interface AgentRef extends Owned {
+  id: string;
+  tenantId: string;
+}
+
+async function notifyOwner(db: PrismaClient, e: Event, agent: AgentRef, path: string, excerpt: string) {
+  const managers = await managersOf(db, agent);
+  if (!managers.length) return 0;
+  return insertNotifications(
+    db,
+    managers.map((userId) => ({
+      tenantId: agent.tenantId,
+      userId,
+      actorId: agent.id,
+      eventId: e.id,
+      kind: "agent" as const,
+      path,
+      excerpt: excerpt.slice(0, 500),
+    })),
+  );
+}
+
+export async function notifyOwnerOfRun(db: PrismaClient, e: Event): Promise<number> {
+  const run = await db.subagentTaskRun.findUnique({ where: { id: e.subjectId }, include: { agent: true } });
+  // A run waiting on an approval: the approval's own notification says so, once.
+  if (!run || run.stopReason === "awaiting_approval") return 0;
+  return notifyOwner(db, e, run.agent, `/subagents/${run.agent.handle}/runs/${run.id}`, run.question ?? "");
+}
+
+/** A pending action's review page: its request's notifications link there (and are settled by it). */
+export const pendingPath = (handle: string, id: string) => `/subagents/${handle}/pending/${id}`;
+
+export async function notifyOwnerOfApproval(db: PrismaClient, e: Event): Promise<number> {
+  const p = await db.agentPendingAction.findUnique({ where: { id: e.subjectId }, include: { agent: true } });
+  if (!p) return 0;
+  return notifyOwner(
+    db,
+    e,
+    p.agent,
+    pendingPath(p.agent.handle, p.id),
+    `wants your approval to ${humanize(p.actionName).toLowerCase()}${p.reason ? `: ${p.reason}` : ""}`,
+  );
+}
+
+/** A spend alert crossed, the agent paused at its limit, or resumed by a new month. */
+export async function notifyOwnerOfSpend(db: PrismaClient, e: Event): Promise<number> {
+  const agent = await db.user.findUnique({ where: { id: e.subjectId } });
+  if (!agent) return 0;
+  const p = e.payload as {
+    threshold_micros?: number;
+    spent_micros?: number;
+    limit_micros?: number;
+    month?: string;
+  };
+  const spent = usd(p.spent_micros ?? 0);
+  const limit = usd(p.limit_micros ?? 0);
+  const excerpt =
+    e.type === "agent.paused"
+      ? `was paused: it reached its monthly cost limit (${spent} spent of ${limit} in ${p.month}). Raise the limit or resume it.`
+      : e.type === "agent.resumed"
+        ? `runs again: a new month (${p.month}) began, and its cost limit counts from zero.`
+        : `has spent ${spent} in ${p.month}, past your ${usd(p.threshold_micros ?? 0)} alert (limit ${limit}).`;
+  return notifyOwner(db, e, agent, `/subagents/${agent.handle}/usage`, excerpt);
+}

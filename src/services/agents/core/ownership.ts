@@ -1,0 +1,162 @@
+// Who owns an agent, and what that allows: the one place the rule lives.
+//
+// An agent's owner is a person (users.parent_id) or a studio (users.owner_studio_id), never
+// both. Its managers configure it, review its queued actions, stop its runs, read its usage
+// and hear its alerts: the person, or every admin of the studio, read afresh on every request
+// (so a demoted admin loses control at once). Members of an owning studio see the agent and
+// may mention it, and use its run form if its admins allow it; anyone else never sees it.
+// An agent's rights never exceed its owner's (ownerCeilingSql).
+import type { Db } from "../../../db/prisma.ts";
+import { Prisma, type User } from "../../../generated/prisma/client.ts";
+import { ForbiddenError, NotFoundError } from "../../../lib/errors.ts";
+import type { Actor, AgentScope, Ctx, Scope } from "../../registry/types.ts";
+import { agentConfig } from "./settings.ts";
+
+export type Owned = Pick<User, "parentId" | "ownerStudioId">;
+
+/** What the reader may do with an agent: manage it, see it as a member of its studio, or nothing. */
+export type Access = "manage" | "member" | null;
+
+/** The include that gives an agent row what `accessOf` needs for `actorId`. */
+export const withOwnerStudio = (actorId: string) =>
+  ({
+    ownerStudio: {
+      select: {
+        id: true,
+        handle: true,
+        name: true,
+        members: { where: { userId: actorId }, select: { role: true } },
+      },
+    },
+  }) satisfies Prisma.UserInclude;
+
+export function accessOf(actor: Actor, agent: AgentScope): Access {
+  if (agent.parentId) return agent.parentId === actor.id ? "manage" : null;
+  const role = agent.ownerStudio?.members[0]?.role;
+  return role === "admin" ? "manage" : role === "member" ? "member" : null;
+}
+
+export const mayManage = (actor: Actor, agent: AgentScope) => accessOf(actor, agent) === "manage";
+
+/** Agents `actorId` manages, as a filter on users. */
+export function managedBy(actorId: string): Prisma.UserWhereInput {
+  return {
+    kind: "subagent",
+    OR: [{ parentId: actorId }, { ownerStudio: { members: { some: { userId: actorId, role: "admin" } } } }],
+  };
+}
+
+/** The same rule in SQL, for an agent row aliased `alias`. */
+export function managedBySql(alias: string, actorId: string): Prisma.Sql {
+  const a = Prisma.raw(alias);
+  return Prisma.sql`(${a}.parent_id = ${actorId} OR EXISTS (
+    SELECT 1 FROM studio_members mgr
+    WHERE mgr.studio_id = ${a}.owner_studio_id AND mgr.user_id = ${actorId} AND mgr.role = 'admin'))`;
+}
+
+/** Agents `actorId` may see: the ones they manage, and their studios' agents. */
+export function visibleTo(actorId: string): Prisma.UserWhereInput {
+  return {
+    kind: "subagent",
+    OR: [{ parentId: actorId }, { ownerStudio: { members: { some: { userId: actorId } } } }],
+  };
+}
+
+/** The keys an agent may call its model with: its owner's (a person's, or its studio's). */
+export function keysOf(agent: Owned): Prisma.AgentApiKeyWhereInput {
+  return agent.ownerStudioId ? { studioId: agent.ownerStudioId } : { ownerId: agent.parentId ?? "" };
+}
+
+/** The agents whose model calls a holder's keys pay for. */
+export function agentsOf(holder: KeyHolder): Prisma.UserWhereInput {
+  return holder.kind === "studio"
+    ? { kind: "subagent", ownerStudioId: holder.id }
+    : { kind: "subagent", parentId: holder.id };
+}
+
+/**
+ * Whose keys a keys page shows and its actions manage: the person's own (/u/…), or a
+ * studio's (/studios/…, its admins only).
+ */
+export interface KeyHolder {
+  kind: "person" | "studio";
+  id: string;
+  /** The keys page. */
+  path: string;
+  where: Prisma.AgentApiKeyWhereInput;
+}
+
+export function keyHolder(scope: Scope): KeyHolder {
+  if (scope.studio) {
+    if (scope.studio.role !== "admin")
+      throw new ForbiddenError(`Only the admins of ${scope.studio.name} manage its model API keys`);
+    const s = scope.studio;
+    return {
+      kind: "studio",
+      id: s.id,
+      path: `/studios/${s.handle}/settings/api-keys`,
+      where: { studioId: s.id },
+    };
+  }
+  const u = scope.user!;
+  return { kind: "person", id: u.id, path: `/u/${u.handle}/settings/api-keys`, where: { ownerId: u.id } };
+}
+
+/** Whether the actor may see this user at all: a studio's agent exists only for its studio's members. */
+export async function maySee(ctx: Ctx, user: Pick<User, "id" | "ownerStudioId">): Promise<boolean> {
+  if (!user.ownerStudioId || user.id === ctx.actor.id) return true;
+  const member = await ctx.db.studioMember.findUnique({
+    where: { studioId_userId: { studioId: user.ownerStudioId, userId: ctx.actor.id } },
+    select: { role: true },
+  });
+  return Boolean(member);
+}
+
+/** Who hears an agent's questions, approval requests and spend alerts: its managers, now. */
+export async function managersOf(db: Db, agent: Owned): Promise<string[]> {
+  if (agent.parentId) return [agent.parentId];
+  if (!agent.ownerStudioId) return [];
+  const admins = await db.studioMember.findMany({
+    where: { studioId: agent.ownerStudioId, role: "admin", user: { kind: "person", archivedAt: null } },
+    select: { userId: true },
+    orderBy: { createdAt: "asc" },
+  });
+  return admins.map((m) => m.userId);
+}
+
+/**
+ * The most the agent `agentId` may be in the studio `studioId` (SQL id expressions), as
+ * text: its owner's role there, or for a studio's agent `member` in its own studio and
+ * nothing (NULL) anywhere else. Read live, so a transfer or an owner's removal applies at
+ * the agent's next step.
+ */
+export function ownerCeilingSql(agentId: Prisma.Sql, studioId: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`(SELECT CASE
+      WHEN ag.owner_studio_id IS NOT NULL THEN CASE WHEN ag.owner_studio_id = ${studioId} THEN 'member' END
+      ELSE (SELECT om.role::text FROM studio_members om WHERE om.studio_id = ${studioId} AND om.user_id = ag.parent_id)
+    END FROM users ag WHERE ag.id = ${agentId})`;
+}
+
+/**
+ * A subagent the actor manages; a member of its owning studio gets a 403 saying who does
+ * (or, with `members: "run"`, the agent itself when its admins let members run it), and
+ * anyone else a 404. With `adminReads`, a workspace admin may read any agent (its usage);
+ * what they may change is still up to `mayManage`.
+ */
+export async function loadAgent(
+  ctx: Ctx,
+  handle: string,
+  opts: { adminReads?: boolean; members?: "run" } = {},
+): Promise<AgentScope> {
+  const agent = await ctx.db.user.findFirst({
+    where: { tenantId: ctx.tenant.id, handle, kind: "subagent" },
+    include: withOwnerStudio(ctx.actor.id),
+  });
+  const access = agent ? accessOf(ctx.actor, agent) : null;
+  if (agent && (access === "manage" || (opts.adminReads && ctx.actor.tenantAdmin))) return agent;
+  if (agent && access === "member") {
+    if (opts.members === "run" && agentConfig(agent).members_may_run) return agent;
+    throw new ForbiddenError(`Only the admins of ${agent.ownerStudio!.name} manage @${handle}`);
+  }
+  throw new NotFoundError(`No subagent @${handle} of yours`);
+}

@@ -1,0 +1,288 @@
+// Run lifecycle in Postgres, the source of truth. Creating a run writes a `run.queued`
+// outbox event in the same transaction; the relay turns it into an `agent-runs` job, so
+// no web request ever writes to Redis and a run can never be lost between the two.
+import { batchRows, grouped } from "../../../db/group-commit.ts";
+import { type Db, hotQuery } from "../../../db/prisma.ts";
+import { Prisma, type RunStatus, type SubagentTaskRun } from "../../../generated/prisma/client.ts";
+import { newId } from "../../../lib/ids.ts";
+import { storable } from "../../../lib/text.ts";
+import { emitEvent } from "../../events.ts";
+import { parseRunStart, type RunStart, runStartSql } from "./run-start.ts";
+import { maskText } from "./secret-masking.ts";
+
+export const TERMINAL: RunStatus[] = ["completed", "failed", "cancelled", "timed_out", "skipped"];
+/** Lost workers before a run is given up, when the worker's configuration says nothing (RUN_MAX_WORKER_LOSSES). */
+export const MAX_WORKER_LOSSES = 3;
+
+export interface NewRun {
+  tenantId: string;
+  agentId: string;
+  initiatedById: string | null;
+  triggerEventId?: string;
+  triggerKind: string;
+  /** The subscription, schedule or webhook that woke the run. */
+  triggerRef?: string;
+  /** The note, decision or commitment whose thread woke it: the thread shows it working. */
+  threadId?: string;
+  chainDepth: number;
+  task: string;
+  model: string | null;
+  maxSteps: number;
+  timeoutSeconds: number;
+}
+
+/**
+ * The run's row: queued, or skipped with why (`end`). No row when this (agent, trigger)
+ * has one already. Written as SQL, not `createMany`: Prisma compiles a `createMany` on
+ * every call (it caches no plan for one), 1.4 ms of the worker's CPU on a trigger's path.
+ * Stamped when inserted, to the microsecond, not when its transaction began: runs are
+ * claimed oldest first, and one transaction may queue several.
+ */
+function insertRun(r: NewRun, end?: { reason: string; message: string }): Prisma.Sql {
+  // A task quotes what woke the agent: stored as the model reads it, so a key pasted into a
+  // comment is not copied into its runs (secret-masking.ts).
+  return Prisma.sql`
+    INSERT INTO subagent_task_runs (id, tenant_id, agent_id, initiated_by_id, trigger_event_id, trigger_kind,
+      trigger_ref, thread_id, chain_depth, task, model, max_steps, timeout_seconds, status, stop_reason, error, completed_at,
+      created_at)
+    VALUES (${newId()}, ${r.tenantId}, ${r.agentId}, ${r.initiatedById}, ${r.triggerEventId ?? null}, ${r.triggerKind},
+      ${r.triggerRef ?? null}, ${r.threadId ?? null}, ${r.chainDepth}, ${maskText(r.task)}, ${r.model}, ${r.maxSteps},
+      ${r.timeoutSeconds}, ${end ? "skipped" : "queued"}::"RunStatus", ${end?.reason ?? null}, ${end?.message ?? null},
+      ${end ? new Date() : null}::timestamp, clock_timestamp() AT TIME ZONE 'UTC')
+    ON CONFLICT DO NOTHING`;
+}
+
+/** A run just queued, and its `run.queued` event (whose id names the run's job). */
+export interface QueuedRun {
+  id: string;
+  eventId: string;
+}
+
+/**
+ * Inserts a queued run and its `run.queued` event, in one statement. Returns null if this
+ * (agent, trigger) already has a run.
+ */
+export async function queueRun(tx: Db, r: NewRun): Promise<QueuedRun | null> {
+  const eventId = newId();
+  const [run] = await hotQuery<{ id: string }>(
+    tx,
+    Prisma.sql`
+    WITH run AS (${insertRun(r)} RETURNING id), event AS (
+      INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id)
+      SELECT ${eventId}, ${r.tenantId}, 'run.queued', ${r.initiatedById ?? r.agentId}, 'run', id FROM run
+    )
+    SELECT id FROM run`,
+  );
+  return run ? { id: run.id, eventId } : null;
+}
+
+/** A trigger that was refused (rate limit, chain depth, paused agent), kept so the owner can see why. */
+export async function recordSkipped(tx: Db, r: NewRun, reason: string, message: string) {
+  await hotQuery(tx, insertRun(r, { reason, message }));
+}
+
+/** Requeues a run (after an answer or an approval) through the outbox. */
+export async function requeue(
+  tx: Db,
+  run: Pick<SubagentTaskRun, "id" | "tenantId" | "agentId">,
+  actorId: string,
+) {
+  // `attempts` counts the claims of one stretch of work: waiting for a person is not a lost worker.
+  await tx.subagentTaskRun.update({
+    where: { id: run.id },
+    data: { status: "queued", leaseOwner: null, leaseExpiresAt: null, attempts: 0 },
+  });
+  await emitEvent(tx, {
+    tenantId: run.tenantId,
+    actorId,
+    type: "run.queued",
+    subjectType: "run",
+    subjectId: run.id,
+  });
+}
+
+/** A run that may be claimed: queued, or running under a lease that expired (its worker died). */
+const CLAIMABLE = Prisma.sql`(r.status = 'queued' OR (r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now())))`;
+
+/**
+ * A running run being claimed again lost the worker of each claim since it was queued
+ * (`attempts`, reset when it waits for a person): at the limit it is given up, not claimed.
+ */
+const EXHAUSTED = Prisma.sql`(next.status = 'running' AND next.attempts >= next.max_losses)`;
+
+export interface Claim {
+  /** The claimed run and what it starts with; null: nothing was claimed. */
+  start: RunStart | null;
+  /** The agent whose runs were looked at (null: no such run or agent). */
+  agentId: string | null;
+  /** A run was given up (too many lost workers): claim again for the next one. */
+  retry: boolean;
+  /** What woke the run that was given up, for the worker's metrics. */
+  gaveUp?: { triggerKind: string };
+}
+
+/**
+ * Claims the agent's next run, oldest first, if the agent has no run holding a live
+ * lease: one running run per agent, the others wait their turn. The agent is named, or
+ * found from one of its runs (a job's). One statement, so one round trip: the agent's row
+ * lock serializes concurrent claims, and the UPDATE re-checks the run is still claimable
+ * on the row it locks — a claim whose snapshot predates another's commit claims nothing.
+ * A run whose lease expired is claimable again, up to `maxLosses` lost workers. The claimed run comes
+ * back with its agent, owner, tenant and first page (run-start.ts), read in the same statement.
+ */
+export async function claimNext(
+  db: Db,
+  by: { agentId: string } | { runId: string },
+  owner: string,
+  leaseSeconds: number,
+  maxLosses = MAX_WORKER_LOSSES,
+): Promise<Claim> {
+  return claim(db, { by, owner, leaseSeconds, maxLosses });
+}
+
+interface ClaimItem {
+  by: { agentId: string } | { runId: string };
+  owner: string;
+  leaseSeconds: number;
+  maxLosses: number;
+}
+
+// Jobs that start together claim together: 200 runs queued at once were 200 claims
+// flooding the pool ahead of the first steps of the runs they started.
+const claim = grouped<ClaimItem, Claim>({
+  write: writeClaims,
+  key: (t) => ("agentId" in t.by ? t.by.agentId : t.by.runId),
+});
+
+/**
+ * Claims for several jobs in one statement, each as claimNext says. The agents are locked
+ * in id order; two claims that name one agent (two of its runs' jobs) take it once: the
+ * first claims its oldest run, the second finds it taken, as it would one statement later.
+ */
+async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
+  const input = items.map((t, i) => ({
+    i,
+    agent_id: "agentId" in t.by ? t.by.agentId : null,
+    run_id: "runId" in t.by ? t.by.runId : null,
+    owner: t.owner,
+    lease_seconds: t.leaseSeconds,
+    max_losses: t.maxLosses,
+  }));
+  const rows = await hotQuery<{
+    i: number;
+    agent_id: string | null;
+    start: Parameters<typeof parseRunStart>[0];
+    gave_up: string | null;
+  }>(
+    db,
+    Prisma.sql`
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
+        AS x(i int, agent_id text, run_id text, owner text, lease_seconds int, max_losses int) ${batchRows(input.length)}
+    ), wanted AS (
+      SELECT input.*, COALESCE(input.agent_id,
+        (SELECT r.agent_id FROM subagent_task_runs r WHERE r.id = input.run_id)) AS agent
+      FROM input
+    ), locked AS (
+      SELECT u.id FROM users u WHERE u.id IN (SELECT agent FROM wanted) ORDER BY u.id FOR UPDATE
+    ), agent AS (
+      SELECT DISTINCT ON (w.agent) w.agent AS id, w.i, w.owner, w.lease_seconds, w.max_losses
+      FROM wanted w JOIN locked ON locked.id = w.agent
+      ORDER BY w.agent, w.i
+    ), next AS (
+      SELECT agent.i, agent.owner, agent.lease_seconds, agent.max_losses, n.id, n.attempts, n.status
+      FROM agent, LATERAL (
+        SELECT r.id, r.attempts, r.status FROM subagent_task_runs r
+        WHERE r.agent_id = agent.id AND ${CLAIMABLE} AND NOT EXISTS (
+          -- The agent's id is a value here, so it is an index condition: the partial index
+          -- of running runs reads this agent's, not every running run there is.
+          SELECT 1 FROM subagent_task_runs b
+          WHERE b.agent_id = agent.id AND b.status = 'running' AND b.lease_expires_at > now())
+        ORDER BY r.created_at, r.id LIMIT 1) n
+    ), gave_up AS (
+      UPDATE subagent_task_runs r
+      SET status = 'failed', stop_reason = 'worker_lost', completed_at = now(), lease_owner = NULL,
+          error = 'Its worker was lost ' || next.attempts
+            || CASE WHEN next.attempts = 1 THEN ' time' ELSE ' times' END || ' in a row (the process stopped, or '
+            || 'could not renew the run''s lease), which is the limit (RUN_MAX_WORKER_LOSSES); giving up.'
+      FROM next WHERE r.id = next.id AND ${EXHAUSTED} AND ${CLAIMABLE}
+      RETURNING r.id, r.trigger_kind, next.i
+    ), claimed AS (
+      UPDATE subagent_task_runs r
+      SET status = 'running', lease_owner = next.owner,
+          lease_expires_at = now() + make_interval(secs => next.lease_seconds),
+          started_at = COALESCE(r.started_at, now()), attempts = r.attempts + 1
+      FROM next WHERE r.id = next.id AND NOT ${EXHAUSTED} AND ${CLAIMABLE}
+      RETURNING r.*, next.i AS claim_i
+    )
+    SELECT w.i, (SELECT locked.id FROM locked WHERE locked.id = w.agent) AS agent_id,
+      (SELECT ${runStartSql(new Date())} FROM claimed c WHERE c.claim_i = w.i) AS start,
+      (SELECT g.trigger_kind FROM gave_up g WHERE g.i = w.i) AS gave_up
+    FROM wanted w`,
+    { groupCommit: true },
+  );
+  const byItem = new Map(rows.map((r) => [Number(r.i), r]));
+  return items.map((_, i) => {
+    const row = byItem.get(i);
+    return {
+      start: parseRunStart(row?.start ?? null),
+      agentId: row?.agent_id ?? null,
+      retry: Boolean(row?.gave_up),
+      ...(row?.gave_up && { gaveUp: { triggerKind: row.gave_up } }),
+    };
+  });
+}
+
+/** The run this worker holds, read afresh to resume it (run-start.ts); null once its lease is gone. */
+export async function reloadRun(db: Db, runId: string, owner: string): Promise<RunStart | null> {
+  const [row] = await hotQuery<{ start: Parameters<typeof parseRunStart>[0] }>(
+    db,
+    Prisma.sql`SELECT ${runStartSql(new Date())} AS start FROM subagent_task_runs c
+      WHERE c.id = ${runId} AND c.lease_owner = ${owner} AND c.status = 'running'`,
+  );
+  return parseRunStart(row?.start ?? null);
+}
+
+export interface Finish {
+  status: RunStatus;
+  stopReason?: string;
+  finalMessage?: string;
+  error?: string;
+  question?: string;
+}
+
+/**
+ * Ends (or pauses) a run this worker holds, and writes its `run.<status>` event: one
+ * statement, so one round trip and atomic without a transaction. A worker that lost its
+ * lease changes nothing and emits nothing.
+ */
+export async function finishRun(
+  db: Db,
+  run: Pick<SubagentTaskRun, "id" | "tenantId" | "agentId">,
+  owner: string,
+  f: Finish,
+): Promise<boolean> {
+  const done = TERMINAL.includes(f.status);
+  // The model's own words (its final message, its question) may hold text Postgres refuses.
+  const text = (s: string | undefined) => (s === undefined ? null : storable(s, "\ufffd"));
+  const [row] = await hotQuery<{ ended: number }>(
+    db,
+    Prisma.sql`
+    WITH ended AS (
+      UPDATE subagent_task_runs
+      SET status = ${f.status}::"RunStatus", stop_reason = ${f.stopReason ?? null},
+          final_message = COALESCE(${text(f.finalMessage)}, final_message),
+          error = COALESCE(${text(f.error)}, error), question = COALESCE(${text(f.question)}, question),
+          lease_owner = NULL, lease_expires_at = NULL,
+          completed_at = CASE WHEN ${done}::boolean THEN ${new Date()}::timestamp ELSE completed_at END
+      WHERE id = ${run.id} AND lease_owner = ${owner} AND status = 'running'
+      RETURNING id
+    ), event AS (
+      INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id)
+      SELECT ${newId()}, ${run.tenantId}, ${`run.${f.status}`}, ${run.agentId}, 'run', id FROM ended
+      RETURNING id
+    )
+    SELECT (SELECT count(*) FROM event)::int AS ended`,
+  );
+  return Number(row?.ended) === 1;
+}

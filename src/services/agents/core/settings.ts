@@ -1,0 +1,93 @@
+// Per-agent configuration (users.agent_config) and per-tenant agent settings
+// (tenants.settings), each read through one zod schema with defaults, so a row written
+// by an older version still reads cleanly.
+import { z } from "zod";
+import type { Tenant, User } from "../../../generated/prisma/client.ts";
+import { tenantPricesSchema } from "../../money/pricing.ts";
+
+// Long runs are bounded by their prompt budget, time and cost limits, not by forgetting (prompt.ts).
+export const MAX_STEPS_LIMIT = 200;
+export const DEFAULT_COST_LIMIT_USD = 100;
+export const MAX_COST_LIMIT_USD = 100_000;
+export const DEFAULT_ALERT_THRESHOLDS_USD = [1, 5, 10, 50] as const;
+
+export const ruleSchema = z.object({
+  name: z.string().min(1).max(80),
+  /** An action name, or `*` for every action. */
+  action: z.string().min(1).max(64),
+  /** Param name → regex its value (as text) must match for the rule to apply. */
+  params: z.record(z.string(), z.string()).default({}),
+  decision: z.enum(["allow", "require_approval", "deny"]),
+});
+export type Rule = z.infer<typeof ruleSchema>;
+
+export const agentConfigSchema = z
+  .object({
+    identity_prompt: z.string().max(10_000).default(""),
+    model: z.string().max(200).optional(),
+    max_steps: z.number().int().min(1).max(MAX_STEPS_LIMIT).default(30),
+    timeout_seconds: z.number().int().min(10).max(3600).default(300),
+    /** Granted grantable actions; absent means all of them (agents made before the setting keep working). */
+    capabilities: z.array(z.string()).optional(),
+    requires_approval: z.array(z.string()).default([]),
+    /** Ordered: the first rule that matches decides. */
+    rules: z.array(ruleSchema).default([]),
+    /** `wait`: a run pauses until its queued action is reviewed; `continue`: it carries on. */
+    approval_mode: z.enum(["continue", "wait"]).default("continue"),
+    /** A burst of events on one subscription within this many seconds is one run (0: each at once). */
+    subscription_window_seconds: z.number().int().min(0).max(3600).default(30),
+    approval_expiry_hours: z
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 30)
+      .default(24),
+    /** A studio's agent: may the studio's members (not only its admins) give it tasks from its run form? */
+    members_may_run: z.boolean().default(false),
+    /** The owner's BYOK key it calls its provider with; absent: the shared endpoint. */
+    api_key_id: z.string().optional(),
+    /** Month-to-date spend (UTC calendar month) at which runs stop and the agent pauses. */
+    cost_limit_usd: z.number().min(0).max(MAX_COST_LIMIT_USD).default(DEFAULT_COST_LIMIT_USD),
+    /** Each notifies the owner once per month when spend reaches it. */
+    // No upper bound here: one bad stored amount must not make the whole config unreadable
+    // (set_cost_limit refuses amounts over the limit maximum; the ledger skips them).
+    alert_thresholds_usd: z
+      .array(z.number().positive())
+      .max(10)
+      .default([...DEFAULT_ALERT_THRESHOLDS_USD]),
+  })
+  .loose();
+
+export type AgentConfig = z.infer<typeof agentConfigSchema>;
+
+export const tenantSettingsSchema = z
+  .object({
+    default_model: z.string().max(200).optional(),
+    trigger_rate_per_minute: z.number().int().min(1).max(1000).default(3),
+    chain_depth_limit: z.number().int().min(1).max(20).default(3),
+    agents_enabled: z.boolean().default(true),
+    /** Model → USD per 1M tokens, over the repo's price list (money/pricing.ts). */
+    pricing: tenantPricesSchema.default({}),
+  })
+  .loose();
+
+export type TenantSettings = z.infer<typeof tenantSettingsSchema>;
+
+export function agentConfig(user: Pick<User, "agentConfig">): AgentConfig {
+  const parsed = agentConfigSchema.safeParse(user.agentConfig ?? {});
+  return parsed.success ? parsed.data : agentConfigSchema.parse({});
+}
+
+export function tenantSettings(tenant: Pick<Tenant, "settings">): TenantSettings {
+  const parsed = tenantSettingsSchema.safeParse(tenant.settings ?? {});
+  return parsed.success ? parsed.data : tenantSettingsSchema.parse({});
+}
+
+/** Agent's model, else the tenant default, else the server default; null when none is set anywhere. */
+export function resolveModel(
+  cfg: AgentConfig,
+  settings: TenantSettings,
+  serverDefault: string | undefined,
+): string | null {
+  return cfg.model || settings.default_model || serverDefault || null;
+}

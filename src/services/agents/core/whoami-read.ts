@@ -1,0 +1,117 @@
+// What /whoami shows, read in one statement. It is the first page of every agent run, so
+// 200 runs starting at once read it 200 times before their first LLM call: as five reads
+// (the user and owner, studios, unread notifications, their count, the month's spend) it
+// was most of a run's start; a run's claim now brings it. Columns are UTC timestamps
+// without a zone: `at` states it.
+import { hotQuery } from "../../../db/prisma.ts";
+import { Prisma, type User } from "../../../generated/prisma/client.ts";
+import { monthOf } from "../../money/ledger.ts";
+import type { Ctx } from "../../registry/types.ts";
+
+const WHOAMI_UNREAD = 10;
+
+interface Author {
+  name: string;
+  handle: string;
+}
+
+export interface Whoami {
+  user: Pick<User, "handle" | "name" | "kind" | "bio" | "agentConfig" | "scratchpad"> & {
+    parent: Author | null;
+    /** A studio's agent: the studio that owns it (its admins manage it). */
+    ownerStudio: Author | null;
+  };
+  studios: { name: string; handle: string; role: string }[];
+  /** What an agent watches (subscriptions): where, and for which events. */
+  watching: { path: string; events: string[]; enabled: boolean }[];
+  unread: { kind: string; path: string; excerpt: string; createdAt: Date; actor: Author }[];
+  unreadCount: number;
+  /** This month's spend on model calls, in micro-dollars (agents pay; people do not). */
+  spentMicros: bigint;
+}
+
+interface WhoamiJson {
+  user: Whoami["user"];
+  studios: Whoami["studios"];
+  watching: Whoami["watching"];
+  unread: { kind: string; path: string; excerpt: string; at: string; name: string; handle: string }[];
+  unreadCount: number;
+  spent: string | null;
+}
+
+/**
+ * One JSON value with everything /whoami shows of a user, or null: a subquery, so a run's
+ * claim reads it in the same statement (agents/run-start.ts). Its aliases are its own, so
+ * the user and tenant may name an outer query's columns.
+ */
+export const whoamiSql = (userId: Prisma.Sql, tenantId: Prisma.Sql, at = new Date()) => Prisma.sql`(
+  SELECT json_build_object(
+    'user', json_build_object('handle', wu.handle, 'name', wu.name, 'kind', wu.kind, 'bio', wu.bio,
+      'agentConfig', wu.agent_config, 'scratchpad', wu.scratchpad,
+      'parent', CASE WHEN wp.id IS NULL THEN NULL ELSE json_build_object('name', wp.name, 'handle', wp.handle) END,
+      'ownerStudio', CASE WHEN wos.id IS NULL THEN NULL ELSE json_build_object('name', wos.name, 'handle', wos.handle) END),
+    'studios', (SELECT coalesce(json_agg(x ORDER BY x.created_at, x.handle), '[]') FROM (
+       SELECT ws.name, ws.handle, wm.role, wm.created_at
+       FROM studio_members wm JOIN studios ws ON ws.id = wm.studio_id
+       WHERE wm.user_id = wu.id AND wm.tenant_id = wu.tenant_id) x),
+    'watching', (SELECT coalesce(json_agg(x ORDER BY x.created_at), '[]') FROM (
+       SELECT '/studios/' || ws.handle || CASE WHEN wsub.subject_type = 'studio' THEN ''
+                ELSE '/' || wsub.subject_type || 's/' || wsub.subject_id END AS path,
+              wsub.events, wsub.enabled, wsub.created_at
+       FROM agent_subscriptions wsub JOIN studios ws ON ws.id = wsub.studio_id
+       WHERE wsub.agent_id = wu.id AND wsub.tenant_id = wu.tenant_id) x),
+    'unread', (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
+       SELECT wn.id, wn.kind, wn.path, wn.excerpt, wn.created_at, wn.created_at AT TIME ZONE 'UTC' AS at,
+         wa.name, wa.handle
+       FROM notifications wn JOIN users wa ON wa.id = wn.actor_id
+       WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL
+       ORDER BY wn.created_at DESC, wn.id DESC LIMIT ${WHOAMI_UNREAD}) x),
+    'unreadCount', (SELECT count(*) FROM notifications wn
+       WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL),
+    'spent', (SELECT wmo.cost_micros FROM agent_usage_months wmo
+       WHERE wmo.agent_id = wu.id AND wmo.month = ${monthOf(at)})::text)
+  FROM users wu LEFT JOIN users wp ON wp.id = wu.parent_id LEFT JOIN studios wos ON wos.id = wu.owner_studio_id
+  WHERE wu.id = ${userId} AND wu.tenant_id = ${tenantId})`;
+
+/** Whom an agent works for, in words: its owner, or its studio's admins. */
+export function ownerText(user: Pick<Whoami["user"], "parent" | "ownerStudio">): string {
+  if (user.parent) return `your owner, ${user.parent.name} (@${user.parent.handle})`;
+  if (user.ownerStudio)
+    return `the studio ${user.ownerStudio.name} (\`${user.ownerStudio.handle}\`), which owns you: its admins are your owners, and you act only in that studio`;
+  return "nobody: you have no owner";
+}
+
+export function parseWhoami(json: WhoamiJson): Whoami {
+  return {
+    user: json.user,
+    studios: json.studios,
+    watching: json.watching.map((w) => ({ path: w.path, events: w.events, enabled: w.enabled })),
+    unread: json.unread.map((n) => ({
+      kind: n.kind,
+      path: n.path,
+      excerpt: n.excerpt,
+      createdAt: new Date(n.at),
+      actor: { name: n.name, handle: n.handle },
+    })),
+    unreadCount: json.unreadCount,
+    spentMicros: BigInt(json.spent ?? 0),
+  };
+}
+
+// Read by the caller already (a run's claim): the page renders that instead of reading again.
+const primed = new WeakMap<Ctx, Whoami>();
+
+export function primeWhoami(ctx: Ctx, whoami: Whoami) {
+  primed.set(ctx, whoami);
+}
+
+export async function readWhoami(ctx: Ctx): Promise<Whoami> {
+  const ready = primed.get(ctx);
+  if (ready) return ready;
+  const [row] = await hotQuery<{ whoami: WhoamiJson | null }>(
+    ctx.db,
+    Prisma.sql`SELECT ${whoamiSql(Prisma.sql`${ctx.actor.id}`, Prisma.sql`${ctx.tenant.id}`)} AS whoami`,
+  );
+  if (!row?.whoami) throw new Error(`no user ${ctx.actor.id} in tenant ${ctx.tenant.id}`);
+  return parseWhoami(row.whoami);
+}

@@ -1,0 +1,202 @@
+// After review: approved actions execute once, as the agent, with authorization and
+// capabilities checked again at that moment; rejected and expired ones never execute.
+// A run that waits for the outcome gets it as a step and is queued again.
+import type { Db, PrismaClient } from "../../../db/prisma.ts";
+import type { AgentPendingAction, Prisma } from "../../../generated/prisma/client.ts";
+import { AppError } from "../../../lib/errors.ts";
+import { emitEvent } from "../../events.ts";
+import type { Registry } from "../../registry/registry.ts";
+import { toActor } from "../../registry/types.ts";
+import { requeue } from "../core/runs.ts";
+import { recordResources, recordStep } from "../core/steps.ts";
+
+class AlreadySettled extends Error {}
+/** Approved only after its expiry had passed (by an older version, or by hand): it must not run. */
+class ApprovedTooLate extends Error {}
+
+export const EXPIRED_UNREVIEWED = "Nobody reviewed it before it expired.";
+
+/** Actions still waiting for a person's review: pending and not yet expired (an expired one is only settled later). */
+export const awaitingReview = (now = new Date()) => ({ status: "pending" as const, expiresAt: { gt: now } });
+const APPROVED_TOO_LATE = "It was approved after it had expired, so it did not run.";
+
+export type Outcome =
+  | { status: "executed"; notice: string; path: string }
+  | { status: "failed" | "rejected" | "expired"; message: string };
+
+/** Hands the outcome to a run that waits for it: recorded as a step the model will read, then the run is queued again. */
+export async function resumeWaitingRun(tx: Db, p: AgentPendingAction, outcome: Outcome, actorId: string) {
+  if (!p.waits || !p.runId) return;
+  const [run] = await tx.$queryRaw<
+    { status: string; steps_count: number; tenant_id: string; agent_id: string }[]
+  >`
+    SELECT status, steps_count, tenant_id, agent_id FROM subagent_task_runs WHERE id = ${p.runId} FOR UPDATE`;
+  if (run?.status !== "waiting") return;
+  const last = await tx.subagentTaskRunStep.findFirst({
+    where: { runId: p.runId },
+    orderBy: { number: "desc" },
+  });
+  const resultPath = (last?.detail as Record<string, unknown> | null)?.resultPath;
+  await recordStep(tx, { id: p.runId, tenantId: run.tenant_id }, null, {
+    number: run.steps_count + 1,
+    type: "approval",
+    path: p.pagePath,
+    detail: { pending: p.id, action: p.actionName, ...outcome, resultPath },
+  });
+  await requeue(tx, { id: p.runId, tenantId: run.tenant_id, agentId: run.agent_id }, actorId);
+}
+
+/**
+ * First in the executing transaction: whoever flips approved → executed runs it; any other
+ * attempt rolls back. The statement that locks the row is the one that checks the expiry.
+ */
+async function claimApproved(tx: Db, id: string, now: Date) {
+  const [row] = await tx.$queryRaw<{ status: string; in_time: boolean | null }[]>`
+    SELECT status::text, (expires_at > ${now} OR reviewed_at <= expires_at) AS in_time
+    FROM agent_pending_actions WHERE id = ${id} FOR UPDATE`;
+  if (row?.status !== "approved") throw new AlreadySettled();
+  if (!row.in_time) throw new ApprovedTooLate();
+  await tx.agentPendingAction.update({ where: { id }, data: { status: "executed", executedAt: now } });
+}
+
+/** An approved action that will not run, settled so; null if another worker settled it first. */
+async function settleUnrun(db: Db, id: string, status: "failed" | "expired", message: string) {
+  const n = await db.agentPendingAction.updateMany({
+    where: { id, status: "approved" },
+    data: { status, error: message, executedAt: status === "failed" ? new Date() : null },
+  });
+  return n.count === 1 ? ({ status, message } satisfies Outcome) : null;
+}
+
+/**
+ * Executes an approved action once. An approval given before the expiry runs however late
+ * the worker gets to it: the owner decided in time, and authorization, capabilities and
+ * params are checked again now. One given after it (only an older version or a hand-made
+ * row can hold one) never runs: it is marked expired.
+ */
+export async function executeApproved(
+  registry: Pick<Registry, "run">,
+  db: PrismaClient,
+  pendingId: string,
+): Promise<Outcome | null> {
+  const p = await db.agentPendingAction.findUnique({ where: { id: pendingId } });
+  if (p?.status !== "approved") return null;
+  const now = new Date();
+  const [agent, tenant, run] = await Promise.all([
+    db.user.findUniqueOrThrow({ where: { id: p.agentId } }),
+    db.tenant.findUniqueOrThrow({ where: { id: p.tenantId } }),
+    p.runId
+      ? db.subagentTaskRun.findUnique({ where: { id: p.runId }, select: { id: true, chainDepth: true } })
+      : null,
+  ]);
+  const ctx = {
+    db,
+    tenant,
+    actor: toActor(agent),
+    ...(run && { run: { id: run.id, chainDepth: run.chainDepth } }),
+  };
+  const params = (p.editedParams ?? p.params) as Record<string, unknown>;
+  let outcome: Outcome;
+  try {
+    const done = await registry.run(ctx, p.pagePath, p.actionName, params, {
+      form: false,
+      approved: true,
+      claim: (tx) => claimApproved(tx, p.id, now),
+      inTx: async (tx, o, emitted) => {
+        await tx.agentPendingAction.update({
+          where: { id: p.id },
+          data: { result: o.notice, resultPath: o.location },
+        });
+        if (run) {
+          // Attributed to the step that asked for it, so the run page reads in order.
+          const [asked] = await tx.$queryRaw<{ number: number }[]>`
+            SELECT number FROM subagent_task_run_steps WHERE run_id = ${run.id} AND detail->>'pending' = ${p.id}`;
+          await recordResources(
+            tx,
+            { id: run.id, tenantId: p.tenantId },
+            asked?.number ?? 0,
+            o.location,
+            emitted,
+          );
+        }
+      },
+    });
+    outcome = { status: "executed", notice: done.notice, path: done.location };
+  } catch (err) {
+    if (err instanceof AlreadySettled) return null;
+    let refused: Outcome | null;
+    if (err instanceof ApprovedTooLate) refused = await settleUnrun(db, p.id, "expired", APPROVED_TOO_LATE);
+    // Refused at execution time (capability revoked, content gone, params no longer valid): failed, safely.
+    else if (err instanceof AppError && err.status < 500)
+      refused = await settleUnrun(db, p.id, "failed", err.message);
+    else throw err;
+    if (!refused) return null;
+    outcome = refused;
+  }
+  await db.$transaction(async (tx) => {
+    await emitEvent(tx, {
+      tenantId: p.tenantId,
+      actorId: p.agentId,
+      type: `approval.${outcome.status}`,
+      subjectType: "pending_action",
+      subjectId: p.id,
+    });
+    await resumeWaitingRun(tx, p, outcome, p.reviewedById ?? p.agentId);
+  });
+  return outcome;
+}
+
+/**
+ * Marks a pending action expired and hands that to a run waiting for it: the review that
+ * finds it overdue and the sweep end it the same way. False if it was no longer pending.
+ */
+export async function expirePending(tx: Db, p: AgentPendingAction): Promise<boolean> {
+  const res = await tx.agentPendingAction.updateMany({
+    where: { id: p.id, status: "pending" },
+    data: { status: "expired", error: EXPIRED_UNREVIEWED },
+  });
+  if (!res.count) return false;
+  await resumeWaitingRun(tx, p, { status: "expired", message: EXPIRED_UNREVIEWED }, p.agentId);
+  return true;
+}
+
+/**
+ * Tidies up pending actions past their expiry. Reviews check the expiry themselves, so
+ * nothing depends on when this runs: it only moves rows nobody looked at and wakes their runs.
+ */
+export async function expireOverdue(db: PrismaClient): Promise<number> {
+  const due = await db.agentPendingAction.findMany({
+    where: { status: "pending", expiresAt: { lte: new Date() } },
+    take: 500,
+  });
+  let n = 0;
+  for (const p of due) if (await db.$transaction((tx) => expirePending(tx, p))) n += 1;
+  return n;
+}
+
+export type PendingWithAgent = Prisma.AgentPendingActionGetPayload<{ include: { agent: true; run: true } }>;
+
+/**
+ * Waiting runs whose review already settled but never reached them — the review landed
+ * before the run was marked waiting, or the hand-over transaction failed after the
+ * action executed. The maintenance job closes that gap, as the sweeper does for runs.
+ */
+export async function resumeSettled(db: PrismaClient): Promise<number> {
+  const missed = await db.$queryRaw<{ id: string }[]>`
+    SELECT p.id FROM agent_pending_actions p JOIN subagent_task_runs r ON r.id = p.run_id
+    WHERE p.waits AND r.status = 'waiting' AND r.stop_reason = 'awaiting_approval'
+      AND p.status IN ('executed', 'failed', 'rejected', 'expired')
+      AND NOT EXISTS (SELECT 1 FROM subagent_task_run_steps s
+                      WHERE s.run_id = r.id AND s.type = 'approval' AND s.detail->>'pending' = p.id)
+    LIMIT 200`;
+  for (const { id } of missed)
+    await db.$transaction(async (tx) => {
+      const p = await tx.agentPendingAction.findUniqueOrThrow({ where: { id } });
+      const outcome: Outcome =
+        p.status === "executed"
+          ? { status: "executed", notice: p.result ?? "", path: p.resultPath ?? p.pagePath }
+          : { status: p.status as "failed" | "rejected" | "expired", message: p.reviewNote ?? p.error ?? "" };
+      await resumeWaitingRun(tx, p, outcome, p.reviewedById ?? p.agentId);
+    });
+  return missed.length;
+}

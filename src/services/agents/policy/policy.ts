@@ -1,0 +1,171 @@
+// The acting pipeline for subagents, after the action's own checks:
+//   capabilities — may this agent use this action at all (and could its owner)?
+//   policy rules — ordered, first match decides: allow, require approval, or deny;
+//                  no match: the agent's `requires_approval` list, else allow.
+// The guard runs when pages list actions and again when one executes; the policy runs
+// at execution, when the params are known.
+import type { Db } from "../../../db/prisma.ts";
+import { Prisma, type User } from "../../../generated/prisma/client.ts";
+import { ForbiddenError } from "../../../lib/errors.ts";
+import { newId } from "../../../lib/ids.ts";
+import { emit } from "../../events.ts";
+import type { Guard, Policy } from "../../registry/registry.ts";
+import type { Ctx } from "../../registry/types.ts";
+import { ownerCeilingSql } from "../core/ownership.ts";
+import { type AgentConfig, agentConfig, type Rule } from "../core/settings.ts";
+import { capabilityDenial } from "./capabilities.ts";
+
+/** A rule's regex; a leading `(?i)` (common in other engines, not in JavaScript's) means case-insensitive. */
+export function compilePattern(pattern: string): RegExp {
+  return pattern.startsWith("(?i)") ? new RegExp(pattern.slice(4), "iu") : new RegExp(pattern, "u");
+}
+
+export type Verdict = { kind: "allow"; rule?: string } | { kind: "deny" | "approve"; rule: string };
+
+export function ruleMatches(rule: Rule, action: string, params: Record<string, unknown>): boolean {
+  if (rule.action !== "*" && rule.action !== action) return false;
+  return Object.entries(rule.params).every(([name, pattern]) => {
+    const v = params[name];
+    return compilePattern(pattern).test(
+      v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v),
+    );
+  });
+}
+
+export function decide(
+  cfg: Pick<AgentConfig, "rules" | "requires_approval">,
+  action: string,
+  params: Record<string, unknown>,
+): Verdict {
+  const rule = cfg.rules.find((r) => ruleMatches(r, action, params));
+  if (rule)
+    return rule.decision === "allow"
+      ? { kind: "allow", rule: rule.name }
+      : { kind: rule.decision === "deny" ? "deny" : "approve", rule: rule.name };
+  if (cfg.requires_approval.includes(action)) return { kind: "approve", rule: "requires_approval" };
+  return { kind: "allow" };
+}
+
+// One lookup per request for the agent row and its owner's memberships, or none when
+// the caller already has them (a run's navigator holds its agent; loading a studio
+// reads the owner's membership with the agent's).
+type AgentRow = Pick<User, "id" | "parentId" | "ownerStudioId" | "agentConfig">;
+const agents = new WeakMap<Ctx, Promise<AgentRow>>();
+
+// A page lists several actions, each guarded: the agent's configuration is parsed once per row read.
+const configs = new WeakMap<AgentRow, AgentConfig>();
+function configOf(agent: AgentRow): AgentConfig {
+  let cfg = configs.get(agent);
+  if (!cfg) {
+    cfg = agentConfig(agent);
+    configs.set(agent, cfg);
+  }
+  return cfg;
+}
+
+/** The agent row this request acts as, read by the caller as fresh as this request needs. */
+export function primeAgent(ctx: Ctx, agent: AgentRow) {
+  agents.set(ctx, Promise.resolve(agent));
+}
+function agentOf(ctx: Ctx, db: Db = ctx.db) {
+  let p = agents.get(ctx);
+  if (!p) {
+    p = db.user.findUniqueOrThrow({
+      where: { id: ctx.actor.id },
+      select: { id: true, parentId: true, ownerStudioId: true, agentConfig: true },
+    });
+    agents.set(ctx, p);
+  }
+  return p;
+}
+
+const memberships = new WeakMap<Ctx, Map<string, Promise<{ role: string } | null>>>();
+function membershipsOf(ctx: Ctx) {
+  let byStudio = memberships.get(ctx);
+  if (!byStudio) {
+    byStudio = new Map();
+    memberships.set(ctx, byStudio);
+  }
+  return byStudio;
+}
+
+/** What the agent's owner makes it at most in a studio (null: nothing), read with the studio. */
+export function primeOwnerMembership(ctx: Ctx, studioId: string, ceiling: { role: string } | null) {
+  membershipsOf(ctx).set(studioId, Promise.resolve(ceiling));
+}
+
+function ownerCeiling(ctx: Ctx, studioId: string) {
+  const byStudio = membershipsOf(ctx);
+  let p = byStudio.get(studioId);
+  if (!p) {
+    p = ctx.db.$queryRaw<{ role: string | null }[]>`
+        SELECT ${ownerCeilingSql(Prisma.sql`${ctx.actor.id}`, Prisma.sql`${studioId}`)} AS role`.then(
+      ([r]) => (r?.role ? { role: r.role } : null),
+    );
+    byStudio.set(studioId, p);
+  }
+  return p;
+}
+
+export const agentGuard: Guard = async (ctx, action, scope) => {
+  if (ctx.actor.kind !== "subagent") return null;
+  const agent = await agentOf(ctx);
+  const denial = capabilityDenial(action.name, configOf(agent).capabilities);
+  if (denial) return denial;
+  if (!scope.studio) return null;
+  // Never more than its owner could do: a person owner must be in the studio, a studio's agent
+  // acts only in its own studio and as a member there; the agent acts with the lesser role.
+  const owner = await ownerCeiling(ctx, scope.studio.id);
+  if (!owner)
+    return agent.ownerStudioId
+      ? "it belongs to another studio and acts only there"
+      : "its owner is not a member of this studio";
+  if (owner.role === "admin" || scope.studio.role === "member") return null;
+  const reason = action.available?.(ctx, { ...scope, studio: { ...scope.studio, role: "member" } });
+  if (!reason) return null;
+  return agent.ownerStudioId
+    ? `it acts as a member here, and ${reason}`
+    : `its owner could not do this either: ${reason}`;
+};
+
+export const agentPolicy: Policy = async (actx, action, params, _scope, path, opts) => {
+  if (actx.actor.kind !== "subagent") return null;
+  // In the action's transaction, never beside it: a transaction that waits for a second
+  // pooled connection can starve the pool in a burst until every transaction expires.
+  const agent = await agentOf(actx, actx.tx);
+  const cfg = configOf(agent);
+  const verdict = decide(cfg, action.name, params);
+  if (verdict.kind === "allow") return null;
+  if (verdict.kind === "deny")
+    throw new ForbiddenError(
+      `\`${action.name}\` is denied by the rule “${verdict.rule}”; try something else or finish.`,
+    );
+  const id = newId();
+  const run = actx.run
+    ? await actx.tx.subagentTaskRun.findUnique({ where: { id: actx.run.id }, select: { task: true } })
+    : null;
+  const waits = Boolean(actx.run) && cfg.approval_mode === "wait";
+  await actx.tx.agentPendingAction.create({
+    data: {
+      id,
+      tenantId: actx.tenant.id,
+      runId: actx.run?.id ?? null,
+      agentId: agent.id,
+      actionName: action.name,
+      params: params as object,
+      pagePath: path,
+      contextSummary: run ? run.task.slice(0, 600) : "Called with the agent's API token, outside a run.",
+      reason: (opts.reason ?? "").slice(0, 2000),
+      matchedRule: verdict.rule,
+      waits,
+      expiresAt: new Date(Date.now() + cfg.approval_expiry_hours * 3600_000),
+    },
+  });
+  await emit(actx, { type: "approval.requested", subjectType: "pending_action", subjectId: id });
+  return {
+    status: 202,
+    location: path,
+    notice: `Queued for approval as #${id}: ${agent.ownerStudioId ? "an admin of your studio" : "your owner"} reviews it${waits ? "; this run waits for the outcome" : ""}.`,
+    pending: { id, waits },
+  };
+};

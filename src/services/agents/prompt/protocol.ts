@@ -1,0 +1,278 @@
+// The protocol any OpenAI-compatible model drives the navigator with: three fixed function
+// tools (navigate, finish, ask_owner) and, typed, each action the current page lists, its
+// params' JSON Schema from the registry (registry/json-schema.ts, the one source MCP uses
+// too); a JSON-mode fallback for endpoints without tool calling. The typed actions take at
+// most their share of the prompt budget: those that do not fit are reached through the
+// untyped `execute_action {action, params}`, offered then (and always understood).
+//
+// Every tool takes an optional `note`, the model's memory for the run (memory.ts). An
+// argument rather than the text a model may send beside a tool call: many models send no
+// text with tool calls, the schema tells every model the note exists and what it is for,
+// and JSON mode (no tools) carries it the same way.
+import type { ChatCompletionMessage, ChatCompletionTool } from "openai/resources/chat/completions";
+import { z } from "zod";
+import { paramsJsonSchema } from "../../registry/json-schema.ts";
+import type { ActionDef } from "../../registry/types.ts";
+import { NOTE_CHARS } from "./memory.ts";
+
+const NOTE = {
+  type: "string",
+  description: `Your memory for this run (at most ${NOTE_CHARS} characters): what you learned that you will need later, and what you plan next`,
+};
+
+/** The tools every step offers, whatever the page. */
+export const TOOLS: ChatCompletionTool[] = [
+  {
+    type: "function",
+    function: {
+      name: "navigate",
+      description: "Open a page of the workspace and read its markdown and actions.",
+      parameters: {
+        type: "object",
+        properties: {
+          path: { type: "string", description: "A path such as /studios/general or /search?q=offsite" },
+          note: NOTE,
+        },
+        required: ["path"],
+        additionalProperties: false,
+      },
+    },
+  },
+  {
+    type: "function",
+    function: {
+      name: "finish",
+      description: "End the run with a short summary of what you did.",
+      parameters: {
+        type: "object",
+        properties: { message: { type: "string" }, note: NOTE },
+        required: ["message"],
+        additionalProperties: false,
+      },
+    },
+  },
+  {
+    type: "function",
+    function: {
+      name: "ask_owner",
+      description: "Ask your owner a question; the run pauses until they answer.",
+      parameters: {
+        type: "object",
+        properties: { question: { type: "string" }, note: NOTE },
+        required: ["question"],
+        additionalProperties: false,
+      },
+    },
+  },
+];
+
+const actionTools = new WeakMap<ActionDef, ChatCompletionTool>();
+
+// Bare here: every typed action repeats them, and the system prompt says once what they
+// are for (a description per tool cost ~20 tokens each on a page of five actions).
+const REASON = { type: "string" };
+const SHORT_NOTE = { type: "string" };
+
+/** The untyped way to any action of the current page: offered when the typed ones do not all fit. */
+const EXECUTE_TOOL: ChatCompletionTool = {
+  type: "function",
+  function: {
+    name: "execute_action",
+    description:
+      "Run an action listed under '## Actions' on the current page that has no tool of its own here.",
+    parameters: {
+      type: "object",
+      properties: {
+        action: { type: "string", description: "The action's name, e.g. add_comment" },
+        params: { type: "object", description: "The action's parameters", additionalProperties: true },
+        reason: REASON,
+        note: SHORT_NOTE,
+      },
+      required: ["action", "params"],
+      additionalProperties: false,
+    },
+  },
+};
+
+// Providers render tool schemas in a format of their own; half the JSON's characters
+// counts them generously (test/token-estimate.test.ts checks it against real tokenizers).
+const toolSizes = new WeakMap<ChatCompletionTool, number>();
+export function toolTokens(tools: readonly ChatCompletionTool[]): number {
+  let n = 0;
+  for (const t of tools) {
+    let size = toolSizes.get(t);
+    if (size === undefined) {
+      size = Math.ceil(JSON.stringify(t).length / 2);
+      toolSizes.set(t, size);
+    }
+    n += size;
+  }
+  return n;
+}
+
+/**
+ * A schema as a model needs it: without `pattern`s, `minLength` and long `maxLength`s. Regexes
+ * cost a model many tokens and tell it little, "at least 1 character" says what `required`
+ * says, and a limit of thousands of characters is one no model meets by chance; the action's
+ * own validation answers a bad value with the field's message. A short limit (a title's 200)
+ * stays: a model would otherwise spend a step finding it.
+ */
+const LONG_LIMIT = 1000;
+function forModel(node: unknown): object {
+  if (Array.isArray(node)) return node.map(forModel);
+  if (!node || typeof node !== "object") return node as object;
+  return Object.fromEntries(
+    Object.entries(node)
+      .filter(([k, v]) => !dropForModel(k, v))
+      .map(([k, v]) => [k, typeof v === "object" ? forModel(v) : v]),
+  );
+}
+const dropForModel = (key: string, value: unknown) =>
+  (key === "pattern" && typeof value === "string") ||
+  (key === "minLength" && typeof value === "number") ||
+  (key === "maxLength" && typeof value === "number" && value > LONG_LIMIT);
+
+/** An action of the current page as a typed tool: its params, your reason, your note. */
+function actionTool(a: ActionDef): ChatCompletionTool {
+  let tool = actionTools.get(a);
+  if (!tool) {
+    tool = {
+      type: "function",
+      function: {
+        name: a.name,
+        description: a.description,
+        parameters: {
+          type: "object",
+          properties: { params: forModel(paramsJsonSchema(a)), reason: REASON, note: SHORT_NOTE },
+          required: ["params"],
+          additionalProperties: false,
+        },
+      },
+    };
+    actionTools.set(a, tool);
+  }
+  return tool;
+}
+
+/**
+ * The tools of a step: the fixed three and the current page's usable actions, typed, in the
+ * page's order while they fit in `maxTokens`; the rest through `execute_action`.
+ */
+export function toolsFor(
+  actions: readonly ActionDef[],
+  maxTokens = Number.POSITIVE_INFINITY,
+): ChatCompletionTool[] {
+  const tools = [...TOOLS];
+  let left = maxTokens - toolTokens(TOOLS) - toolTokens([EXECUTE_TOOL]);
+  let untyped = false;
+  for (const a of actions) {
+    const t = actionTool(a);
+    const size = toolTokens([t]);
+    if (size <= left) {
+      tools.push(t);
+      left -= size;
+    } else untyped = true;
+  }
+  if (untyped) tools.push(EXECUTE_TOOL);
+  return tools;
+}
+
+export const JSON_MODE_INSTRUCTIONS = `Answer with exactly one JSON object and nothing else, one of:
+{"type":"navigate","path":"/some/path","note":"your note"}
+{"type":"execute","action":"action_name","params":{...},"reason":"why","note":"your note"}
+{"type":"finish","message":"what you did"}
+{"type":"ask_owner","question":"what you need to know","note":"your note"}
+"note" is optional: your memory for this run, at most ${NOTE_CHARS} characters.`;
+
+// A long note is cut, not refused: refusing would cost the model a step for being thorough.
+const note = z
+  .string()
+  .trim()
+  .transform((s) => (s.length > NOTE_CHARS ? `${s.slice(0, NOTE_CHARS - 1)}…` : s))
+  .optional()
+  .catch(undefined);
+
+const decisionSchema = z.discriminatedUnion("type", [
+  z.object({
+    type: z.literal("navigate"),
+    path: z.string().trim().startsWith("/", "a path starts with /").max(500),
+    note,
+  }),
+  z.object({
+    type: z.literal("execute"),
+    action: z
+      .string()
+      .trim()
+      .regex(/^[a-z_]{1,64}$/, "an action name such as add_comment"),
+    params: z.record(z.string(), z.unknown()).default({}),
+    reason: z.string().max(2000).optional(),
+    note,
+  }),
+  z.object({ type: z.literal("finish"), message: z.string().max(5000).default(""), note }),
+  z.object({ type: z.literal("ask_owner"), question: z.string().trim().min(1).max(2000), note }),
+]);
+
+export type Decision = z.infer<typeof decisionSchema>;
+
+const TOOL_TYPES: Record<string, Decision["type"]> = {
+  navigate: "navigate",
+  execute_action: "execute",
+  finish: "finish",
+  ask_owner: "ask_owner",
+};
+
+/** A typed action's arguments as an execute decision; params sent flat (a common slip) count too. */
+function typedCall(action: string, args: Record<string, unknown>) {
+  const { params, reason, note, ...flat } = args ?? {};
+  return { type: "execute", action, params: params ?? flat, reason, note };
+}
+
+export type Parsed = { ok: true; decision: Decision } | { ok: false; error: string };
+
+function validate(candidate: unknown): Parsed {
+  const r = decisionSchema.safeParse(candidate);
+  if (r.success) return { ok: true, decision: r.data };
+  return {
+    ok: false,
+    error: r.error.issues.map((i) => `${i.path.join(".") || "reply"}: ${i.message}`).join("; "),
+  };
+}
+
+/**
+ * Reads the model's reply: a tool call (one of the fixed tools, or one of `actions`, the
+ * current page's typed actions), or (fallback) a JSON object in the content.
+ */
+export function parseDecision(
+  message: Pick<ChatCompletionMessage, "content" | "tool_calls">,
+  actions: readonly string[] = [],
+): Parsed {
+  const call = message.tool_calls?.[0];
+  if (call) {
+    if (call.type !== "function") return { ok: false, error: `unsupported tool call type ${call.type}` };
+    const name = call.function.name;
+    const type = TOOL_TYPES[name];
+    const typed = !type && actions.includes(name);
+    if (!type && !typed)
+      return {
+        ok: false,
+        error: `unknown tool \`${name}\`; use navigate, finish, ask_owner or an action of the current page${actions.length ? ` (${actions.join(", ")})` : ""}`,
+      };
+    let args: unknown;
+    try {
+      args = JSON.parse(call.function.arguments || "{}");
+    } catch {
+      return { ok: false, error: `the arguments of \`${name}\` are not valid JSON` };
+    }
+    return validate(typed ? typedCall(name, args as Record<string, unknown>) : { ...(args as object), type });
+  }
+  const text = (message.content ?? "").trim();
+  if (!text) return { ok: false, error: "empty reply: call one of the tools" };
+  const json =
+    /```(?:json)?\s*([\s\S]*?)```/.exec(text)?.[1] ??
+    text.slice(text.indexOf("{"), text.lastIndexOf("}") + 1);
+  try {
+    return validate(JSON.parse(json));
+  } catch {
+    return { ok: false, error: "your reply was neither a tool call nor a JSON action object" };
+  }
+}

@@ -1,0 +1,98 @@
+// What a run needs before its first LLM call, and the ends it can come to without one: no
+// model, no endpoint, a key that cannot be used; the limits checked before every call.
+import type { PrismaClient } from "../../../db/prisma.ts";
+import type { SubagentTaskRunStep } from "../../../generated/prisma/client.ts";
+import { DecryptError } from "../../../lib/secrets.ts";
+import type { Endpoint } from "../../money/keys.ts";
+import { endpointFor, KeyUnavailableError } from "../../money/keys.ts";
+import { type Budget, pauseAtLimit } from "../../money/ledger.ts";
+import { usd } from "../../money/pricing.ts";
+import type { RunStart } from "../core/run-start.ts";
+import type { Finish } from "../core/runs.ts";
+import { type AgentConfig, agentConfig, resolveModel, tenantSettings } from "../core/settings.ts";
+
+export interface Prepared {
+  cfg: AgentConfig;
+  model: string;
+  endpoint: Endpoint;
+  /** The steps recorded so far: a resumed run continues from them. */
+  previous: SubagentTaskRunStep[];
+}
+
+export async function prepare(
+  prisma: PrismaClient,
+  start: RunStart,
+  shared: Endpoint | null,
+  defaultModel: string | undefined,
+): Promise<Prepared | Finish> {
+  const { run, agent, tenant } = start;
+  // The claim read the agent, its owner and the tenant; a run that never recorded a step has none to resume from.
+  const previous = run.stepsCount
+    ? await prisma.subagentTaskRunStep.findMany({ where: { runId: run.id }, orderBy: { number: "asc" } })
+    : [];
+  const cfg = agentConfig(agent);
+  const model = run.model ?? resolveModel(cfg, tenantSettings(tenant), defaultModel);
+  if (!model)
+    return {
+      status: "failed",
+      stopReason: "no_model",
+      error:
+        "No model is configured: set one on the agent, a tenant default, or LLM_DEFAULT_MODEL on the server.",
+    };
+  let endpoint: Endpoint | null;
+  try {
+    endpoint = await endpointFor(prisma, agent, cfg.api_key_id, shared);
+  } catch (err) {
+    if (!(err instanceof KeyUnavailableError || err instanceof DecryptError)) throw err;
+    const error =
+      err instanceof DecryptError
+        ? `This agent's API key (id ${cfg.api_key_id}) cannot be decrypted with the server's keys (APP_ENCRYPTION_KEYS): add it again.`
+        : err.message;
+    return { status: "failed", stopReason: "api_key_unavailable", error };
+  }
+  if (!endpoint)
+    return {
+      status: "failed",
+      stopReason: "no_endpoint",
+      error: "No LLM endpoint is configured (LLM_BASE_URL), and the agent has no API key of its own.",
+    };
+  return { cfg, model, endpoint, previous };
+}
+
+export const timedOut = (seconds: number): Finish => ({
+  status: "timed_out",
+  stopReason: "timeout",
+  error: `Ran out of time (${seconds} s).`,
+});
+
+/** The limits a run may have reached before its next LLM call; null while it may go on. */
+export async function limitReached(
+  prisma: PrismaClient,
+  start: RunStart,
+  s: { counted: number; deadline: number; budget: Budget; endpoint: Endpoint },
+): Promise<Finish | null> {
+  const { run, agent } = start;
+  if (s.counted >= run.maxSteps)
+    return {
+      status: "failed",
+      stopReason: "max_steps",
+      error: `Reached the limit of ${run.maxSteps} steps before finishing.`,
+    };
+  if (Date.now() >= s.deadline) return timedOut(run.timeoutSeconds);
+  // Revoking a key is often urgent (it leaked): a run using it stops at its next call.
+  if (s.budget.keyGone)
+    return {
+      status: "failed",
+      stopReason: "api_key_unavailable",
+      error: `The API key ${s.endpoint.label ?? ""} was revoked during the run: pick another key, or the shared endpoint, on the agent's page.`,
+    };
+  if (s.budget.spentMicros >= s.budget.limitMicros) {
+    await pauseAtLimit(prisma, agent, s.budget, run.id);
+    return {
+      status: "cancelled",
+      stopReason: "cost_limit",
+      error: `Stopped at the monthly cost limit: ${usd(s.budget.spentMicros)} spent of ${usd(s.budget.limitMicros)}. The agent is paused until you raise its limit or resume it.`,
+    };
+  }
+  return null;
+}

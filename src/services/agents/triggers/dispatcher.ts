@@ -1,0 +1,186 @@
+// Turns content events into agent runs: @mentions of subagents in the studio, replies
+// to what a subagent wrote, and new comments in a thread a subagent took part in.
+// Guards: no self-trigger, archived agents ignored, agent-to-agent chain depth, and a
+// per-agent rate limit that holds under concurrency (an advisory lock per agent). Every
+// other trigger (subscriptions, schedules, webhooks) queues its runs through the same
+// guards: `queueTriggered`.
+import { type Db, hotQuery, inTransaction, type PrismaClient } from "../../../db/prisma.ts";
+import { type Event, Prisma, type Tenant, type User } from "../../../generated/prisma/client.ts";
+import { quoteAsData } from "../../../lib/text.ts";
+import { parseMentions } from "../../mentions.ts";
+import type { Subject } from "../../subjects.ts";
+import { type NewRun, type QueuedRun, queueRun, recordSkipped } from "../core/runs.ts";
+import { agentConfig, resolveModel, type TenantSettings, tenantSettings } from "../core/settings.ts";
+import { noticeUnanswered } from "./refusals.ts";
+
+type Kind = "mention" | "reply" | "thread";
+
+const VERB: Record<Kind, string> = {
+  mention: "mentioned you",
+  reply: "replied to something you wrote",
+  thread: "commented in a thread you took part in",
+};
+
+export function triggerTask(kind: Kind, actor: Pick<User, "name" | "handle">, s: Subject): string {
+  const where = s.kind === "comment" ? `a comment on “${s.title}”` : `the ${s.kind} “${s.title}”`;
+  return [
+    `${actor.name} (@${actor.handle}) ${VERB[kind]} in ${where} at ${s.path}.`,
+    s.kind === "comment" ? `The comment (id \`${s.id}\`) says:` : "It says:",
+    quoteAsData(s.text, 1500),
+    `Open ${s.path}, read it in context, and respond if a response is useful${s.kind === "comment" ? ` — usually with \`add_comment\` and \`reply_to: "${s.id}"\`` : " — usually with `add_comment`"}. If nothing needs doing, finish.`,
+  ].join("\n\n");
+}
+
+/** An agent an event wakes, with what queueing its run and telling of a refusal need. */
+type Woken = Pick<
+  User,
+  | "id"
+  | "tenantId"
+  | "handle"
+  | "name"
+  | "agentConfig"
+  | "pausedAt"
+  | "pausedReason"
+  | "pausedKind"
+  | "parentId"
+  | "ownerStudioId"
+> & { why: Kind };
+
+interface Wake {
+  settings: Tenant["settings"];
+  actor: Pick<User, "name" | "handle" | "kind">;
+  depth: number | null;
+  agents: (Omit<Woken, "pausedAt"> & { pausedAt: string | null })[];
+}
+
+/**
+ * What an event's triggers need, in one statement: the tenant's settings, the actor, the
+ * depth of the run that wrote it, and the agents it wakes — mentioned, replied to, or in
+ * its thread (the first reason found stays) — that are members of its studio and not
+ * archived. Each read is a round trip, and Prisma's own cost, before the run can start.
+ */
+async function wakeRead(db: PrismaClient, e: Event, s: Subject): Promise<Wake> {
+  const handles = parseMentions(s.text);
+  const authors = [s.parentAuthorId, s.subjectAuthorId].filter((x): x is string => Boolean(x));
+  const [row] = await hotQuery<{ wake: Wake }>(
+    db,
+    Prisma.sql`
+    WITH candidate AS (
+      SELECT u.id, 1 AS rank, 'mention' AS why FROM users u
+      WHERE u.tenant_id = ${e.tenantId} AND u.kind = 'subagent' AND u.handle = ANY(${handles}::text[])
+      UNION ALL
+      SELECT u.id, 2, 'reply' FROM users u
+      WHERE u.tenant_id = ${e.tenantId} AND u.kind = 'subagent' AND u.id = ANY(${authors}::text[])
+      UNION ALL
+      SELECT DISTINCT c.author_id, 3, 'thread' FROM comments c JOIN users u ON u.id = c.author_id
+      WHERE c.tenant_id = ${e.tenantId} AND u.kind = 'subagent'
+        AND c.subject_type = ${s.thread?.type ?? null}::"SubjectType" AND c.subject_id = ${s.thread?.id ?? null}
+    ), woken AS (
+      SELECT DISTINCT ON (id) id, why FROM candidate WHERE id <> ${e.actorId} ORDER BY id, rank
+    )
+    SELECT json_build_object(
+      'settings', (SELECT settings FROM tenants WHERE id = ${e.tenantId}),
+      'actor', (SELECT json_build_object('name', name, 'handle', handle, 'kind', kind) FROM users WHERE id = ${e.actorId}),
+      'depth', (SELECT chain_depth FROM subagent_task_runs WHERE id = ${e.runId}),
+      'agents', (SELECT coalesce(json_agg(json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle,
+          'name', u.name, 'agentConfig', u.agent_config, 'pausedAt', u.paused_at AT TIME ZONE 'UTC', 'pausedReason', u.paused_reason,
+          'pausedKind', u.paused_kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'why', w.why)
+          ORDER BY u.id), '[]')
+        FROM woken w JOIN users u ON u.id = w.id
+        WHERE u.archived_at IS NULL
+          AND EXISTS (SELECT 1 FROM studio_members m WHERE m.user_id = u.id AND m.studio_id = ${s.studioId}))
+    ) AS wake`,
+  );
+  return row!.wake;
+}
+
+/** Queues the runs the event wakes, each in a transaction of its own: committed when this returns. */
+export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): Promise<QueuedRun[]> {
+  const wake = await wakeRead(db, e, s);
+  const settings = tenantSettings(wake);
+  if (!settings.agents_enabled || !wake.agents.length) return [];
+  const depth = wake.depth === null ? 0 : wake.depth + 1;
+  const actor = wake.actor;
+  const created: QueuedRun[] = [];
+  for (const row of wake.agents) {
+    const agent: Woken = { ...row, pausedAt: row.pausedAt ? new Date(row.pausedAt) : null };
+    const kind = agent.why;
+    const cfg = agentConfig(agent);
+    const queued = await queueTriggered(db, agent, settings, {
+      tenantId: e.tenantId,
+      agentId: agent.id,
+      initiatedById: e.actorId,
+      triggerEventId: e.id,
+      triggerKind: kind,
+      threadId: s.thread?.id ?? (s.kind === "comment" ? undefined : s.id),
+      chainDepth: depth,
+      task: triggerTask(kind, actor, s),
+      model: resolveModel(cfg, settings, undefined),
+      maxSteps: cfg.max_steps,
+      timeoutSeconds: cfg.timeout_seconds,
+    });
+    if (queued) created.push(queued);
+    // A person who mentioned it is told when it will not answer (paused, rate limited…), once.
+    else if (kind === "mention" && actor.kind === "person") await noticeUnanswered(db, e, agent, s.path);
+  }
+  return created;
+}
+
+/**
+ * Queues a run that something other than a person's run form asked for, through the guards
+ * every trigger shares: a paused agent, the agent-to-agent chain depth, and (unless the
+ * trigger has a limit of its own) the agent's trigger rate. A refused trigger is recorded
+ * as a skipped run, so the owner sees why. Returns the run, or null when skipped or when
+ * this (agent, trigger) already has a run.
+ */
+export async function queueTriggered(
+  db: PrismaClient | Db,
+  agent: Pick<User, "id" | "pausedAt" | "pausedReason">,
+  settings: TenantSettings,
+  run: NewRun,
+  opts: { rateLimited?: boolean } = {},
+): Promise<QueuedRun | null> {
+  // In the caller's transaction when it has one (a trigger that claims its work in it), else in one of its own.
+  return inTransaction(db, async (tx) => {
+    // Serializes this agent's trigger decisions, so the rate limit holds however many events arrive at once.
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger:${agent.id}`}))`;
+    if (agent.pausedAt) {
+      await recordSkipped(
+        tx,
+        run,
+        "paused",
+        `The agent is paused${agent.pausedReason ? `: ${agent.pausedReason}` : ""}.`,
+      );
+      return null;
+    }
+    if (run.chainDepth >= settings.chain_depth_limit) {
+      await recordSkipped(
+        tx,
+        run,
+        "chain_depth",
+        `Agent-to-agent chain reached the depth limit (${settings.chain_depth_limit}).`,
+      );
+      return null;
+    }
+    if (opts.rateLimited !== false) {
+      const recent = await tx.subagentTaskRun.count({
+        where: {
+          agentId: agent.id,
+          triggerKind: { not: "manual" },
+          status: { not: "skipped" },
+          createdAt: { gt: new Date(Date.now() - 60_000) },
+        },
+      });
+      if (recent >= settings.trigger_rate_per_minute) {
+        await recordSkipped(
+          tx,
+          run,
+          "rate_limited",
+          `More than ${settings.trigger_rate_per_minute} triggers in a minute.`,
+        );
+        return null;
+      }
+    }
+    return queueRun(tx, run);
+  });
+}

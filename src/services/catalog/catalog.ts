@@ -1,0 +1,203 @@
+// Every page and action of the workspace, in one list: the registry is built from it.
+
+import { setMemberRuns, transferSubagent } from "../actions/agent-ownership.ts";
+import {
+  addRule,
+  removeRule,
+  setApprovalMode,
+  setApprovalRequirements,
+  setCapabilities,
+} from "../actions/agent-settings.ts";
+import { approveAction, rejectAction } from "../actions/approvals.ts";
+import { addComment } from "../actions/comments.ts";
+import { createCommitment, joinCommitment } from "../actions/commitments.ts";
+import { addOption, createDecision, vote } from "../actions/decisions.ts";
+import {
+  addApiKey,
+  removeModelPrice,
+  revokeApiKey,
+  setAgentApiKey,
+  setCostLimit,
+  setModelPrice,
+  testApiKey,
+} from "../actions/money.ts";
+import { confirmRead, createNote, pinNote, unpinNote, updateNote } from "../actions/notes.ts";
+import {
+  createApiTokenAction,
+  dismiss,
+  dismissAll,
+  revokeApiToken,
+  searchAction,
+  updateProfile,
+  updateScratchpad,
+} from "../actions/people.ts";
+import { answerQuestion, runTask, stopRun } from "../actions/runs.ts";
+import {
+  addSchedule,
+  pauseSchedule,
+  removeSchedule,
+  resumeSchedule,
+  updateSchedule,
+} from "../actions/schedules.ts";
+import {
+  createStudio,
+  joinStudio,
+  removeMember,
+  updateMemberRole,
+  updateStudio,
+} from "../actions/studios.ts";
+import {
+  addToStudio,
+  archiveSubagent,
+  createSubagent,
+  pauseSubagent,
+  removeFromStudio,
+  resumeSubagent,
+  unarchiveSubagent,
+  updateSubagent,
+} from "../actions/subagents.ts";
+import {
+  pauseSubscription,
+  removeSubscription,
+  resumeSubscription,
+  subscribe,
+  unsubscribe,
+} from "../actions/subscriptions.ts";
+import {
+  createWebhook,
+  deleteWebhook,
+  disableWebhook,
+  enableWebhook,
+  rotateWebhookSecret,
+} from "../actions/webhooks.ts";
+import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
+import { agentSettingsPage } from "../pages/agent-settings.ts";
+import { apiKeysPage, studioApiKeysPage } from "../pages/api-keys.ts";
+import { apiTokenPage } from "../pages/api-token.ts";
+import { agentPendingPage, approvalsPage, pendingPage } from "../pages/approvals.ts";
+import { commitmentPage, commitmentsPage } from "../pages/commitments.ts";
+import { decisionPage, decisionsPage } from "../pages/decisions.ts";
+import { notePage, notesPage } from "../pages/notes.ts";
+import { notificationsPage } from "../pages/notifications.ts";
+import { profilePage, searchPage, whoamiPage } from "../pages/people.ts";
+import { runStepPage } from "../pages/run-step.ts";
+import { runFormPage, runPage, runsPage } from "../pages/runs.ts";
+import { runsInboxPage } from "../pages/runs-inbox.ts";
+import { schedulesPage } from "../pages/schedules.ts";
+import { settingsPage, tokensPage } from "../pages/settings.ts";
+import { homePage, membersPage, studioPage, studiosPage } from "../pages/studios.ts";
+import { subagentPage, subagentsPage } from "../pages/subagents.ts";
+import { subscriptionsPage } from "../pages/subscriptions.ts";
+import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "../pages/usage.ts";
+import { webhooksPage } from "../pages/webhooks.ts";
+import { createRegistry } from "../registry/registry.ts";
+
+export const pages = [
+  homePage,
+  whoamiPage,
+  studiosPage,
+  studioPage,
+  membersPage,
+  notesPage,
+  notePage,
+  decisionsPage,
+  decisionPage,
+  commitmentsPage,
+  commitmentPage,
+  notificationsPage,
+  searchPage,
+  profilePage,
+  settingsPage,
+  tokensPage,
+  apiTokenPage,
+  apiKeysPage,
+  studioApiKeysPage,
+  subagentsPage,
+  subagentPage,
+  runFormPage,
+  runsPage,
+  runPage,
+  runStepPage,
+  runsInboxPage,
+  subscriptionsPage,
+  agentSettingsPage,
+  schedulesPage,
+  agentPendingPage,
+  pendingPage,
+  approvalsPage,
+  agentUsagePage,
+  usagePage,
+  studioUsagePage,
+  pricingPage,
+  webhooksPage,
+];
+
+export const actions = [
+  createStudio,
+  joinStudio,
+  updateStudio,
+  updateMemberRole,
+  removeMember,
+  createNote,
+  updateNote,
+  pinNote,
+  unpinNote,
+  confirmRead,
+  addComment,
+  createDecision,
+  addOption,
+  vote,
+  createCommitment,
+  joinCommitment,
+  subscribe,
+  unsubscribe,
+  pauseSubscription,
+  resumeSubscription,
+  removeSubscription,
+  dismiss,
+  dismissAll,
+  searchAction,
+  updateProfile,
+  createApiTokenAction,
+  revokeApiToken,
+  updateScratchpad,
+  createSubagent,
+  updateSubagent,
+  addToStudio,
+  removeFromStudio,
+  pauseSubagent,
+  resumeSubagent,
+  archiveSubagent,
+  unarchiveSubagent,
+  transferSubagent,
+  setMemberRuns,
+  runTask,
+  stopRun,
+  answerQuestion,
+  setCapabilities,
+  setApprovalRequirements,
+  setApprovalMode,
+  addRule,
+  removeRule,
+  addSchedule,
+  updateSchedule,
+  pauseSchedule,
+  resumeSchedule,
+  removeSchedule,
+  approveAction,
+  rejectAction,
+  addApiKey,
+  testApiKey,
+  revokeApiKey,
+  setAgentApiKey,
+  setCostLimit,
+  setModelPrice,
+  removeModelPrice,
+  createWebhook,
+  rotateWebhookSecret,
+  disableWebhook,
+  enableWebhook,
+  deleteWebhook,
+];
+
+export const registry = createRegistry(pages, actions, { guard: agentGuard, policy: agentPolicy });

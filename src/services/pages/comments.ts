@@ -1,0 +1,109 @@
+import type { Db } from "../../db/prisma.ts";
+import type { SubjectType } from "../../generated/prisma/client.ts";
+import { managedAmong } from "../access.ts";
+import { escapeHtml, markdownToHtml } from "../registry/html.ts";
+import { link, quote } from "../registry/markdown.ts";
+import type { Block, Ctx, Query } from "../registry/types.ts";
+import { pager, paging, when, who } from "./format.ts";
+import { runPath } from "./run-steps.ts";
+
+export const COMMENTS_PER_PAGE = 20;
+
+/** Top-level comments paginated, each followed by its replies, oldest first, as one markdown block. */
+export async function commentsBlock(
+  ctx: Ctx,
+  subjectType: SubjectType,
+  subjectId: string,
+  path: string,
+  query: Query,
+): Promise<Block[]> {
+  const where = { tenantId: ctx.tenant.id, subjectType, subjectId };
+  const pg = paging(query, COMMENTS_PER_PAGE);
+  const [roots, total] = await Promise.all([
+    ctx.db.comment.findMany({
+      where: { ...where, parentId: null },
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      skip: pg.skip,
+      take: pg.take,
+      include: { author: true },
+    }),
+    ctx.db.comment.count({ where: { ...where, parentId: null } }),
+  ]);
+  const replies = total
+    ? await ctx.db.comment.findMany({
+        where: { ...where, parentId: { not: null } },
+        orderBy: { createdAt: "asc" },
+        include: { author: true },
+      })
+    : [];
+  const children = new Map<string, typeof replies>();
+  for (const r of replies) children.set(r.parentId!, [...(children.get(r.parentId!) ?? []), r]);
+
+  const agents = [...roots, ...replies].filter((c) => c.author.kind === "subagent").map((c) => c.authorId);
+  const managed = await managedAmong(ctx, agents);
+  const blocks: Block[] = [
+    { md: `## Comments (${total + replies.length})${roots.length ? "" : "\n\n_No comments yet._"}` },
+  ];
+  const render = (c: (typeof roots)[number], depth: number) => {
+    // Agents read the nesting as arrows; a browser indents each reply under the one it answers.
+    const level = Math.min(depth, 4);
+    const lead = depth === 0 ? "" : `${"↳ ".repeat(level)}reply · `;
+    const badge = c.author.kind === "subagent" ? aiBadge(c, managed.has(c.authorId)) : null;
+    // Agents reply by the comment's id; people reply with the link under it, so their view leaves it out.
+    const head = (l: string, id: string) =>
+      `${l}**${who(c.author)}**${badge ? ` · ${badge.md}` : ""} · ${when(c.createdAt)}${id}\n\n${quote(c.text)}`;
+    const html = markdownToHtml(head("", ""));
+    blocks.push({
+      md: head(lead, ` · comment \`${c.id}\``),
+      html: `<div class="comment depth-${level}">${badge ? badge.html(html) : html}</div>`,
+    });
+    blocks.push({
+      form: {
+        action: "add_comment",
+        fixed: { reply_to: c.id },
+        fields: ["text"],
+        label: "Reply",
+        style: "folded",
+        depth: level,
+      },
+    });
+    for (const child of children.get(c.id) ?? []) render(child, depth + 1);
+  };
+  for (const root of roots) render(root, 0);
+  const more = pager(path, pg, total);
+  if (more) blocks.push({ md: more });
+  return blocks;
+}
+
+/**
+ * Says a comment was written by an AI agent, linked to the run that wrote it for whoever
+ * may open that run (the agent's manager), to the agent's profile for everyone else.
+ */
+function aiBadge(c: { runId: string | null; author: { handle: string } }, managesAgent: boolean) {
+  const href = managesAgent && c.runId ? runPath(c.author.handle, c.runId) : `/u/${c.author.handle}`;
+  const label = managesAgent && c.runId ? "AI · its run" : "AI agent";
+  const md = link(label, href);
+  return {
+    md,
+    html: (html: string) =>
+      html.replace(
+        `<a href="${escapeHtml(href)}">${escapeHtml(label)}</a>`,
+        `<a class="ai-badge" href="${escapeHtml(href)}" title="Written by an AI agent">${escapeHtml(label)}</a>`,
+      ),
+  };
+}
+
+/** The chain from a comment up to its subject: [{comment parent}, …, {note}]. */
+export async function commentChain(tx: Db, parentId: string | null, subjectType: string, subjectId: string) {
+  // One recursive query, not one query per ancestor.
+  const ancestors = parentId
+    ? await tx.$queryRaw<{ id: string }[]>`
+        WITH RECURSIVE up(id, parent_id, depth) AS (
+          SELECT id, parent_id, 0 FROM comments WHERE id = ${parentId}
+          UNION ALL
+          SELECT c.id, c.parent_id, up.depth + 1 FROM comments c JOIN up ON c.id = up.parent_id WHERE up.depth < 50
+        )
+        SELECT id FROM up ORDER BY depth`
+    : [];
+  return [...ancestors.map((r) => ({ type: "comment", id: r.id })), { type: subjectType, id: subjectId }];
+}

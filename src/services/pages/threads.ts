@@ -1,0 +1,115 @@
+// A thread (a note's, a decision's or a commitment's comments) as it lives: who is working
+// on it right now (an agent its comments or mentions woke) and its comments. The page shows
+// both; its live feed says `changed` when either changes, and the browser reads the page
+// again. Where the thread stands is a digest of its comments and working runs, computed by
+// one statement that the page and the feed share.
+import { hotQuery } from "../../db/prisma.ts";
+import { Prisma, type RunStatus, type SubjectType } from "../../generated/prisma/client.ts";
+import { managedAmong } from "../access.ts";
+import { changesFeed, digestOf, type LiveFeed, sharedReads } from "../live/feed.ts";
+import { inlineHtml } from "../registry/html.ts";
+import { link } from "../registry/markdown.ts";
+import type { Block, Ctx, Query } from "../registry/types.ts";
+import { commentsBlock } from "./comments.ts";
+import { type RunState, runPath, runState } from "./run-steps.ts";
+
+interface Working {
+  run: string;
+  agentId: string;
+  handle: string;
+  state: RunState;
+}
+
+interface ThreadState {
+  digest: string;
+  comments: number;
+  working: Working[];
+}
+
+async function threadState(ctx: Ctx, type: SubjectType, id: string): Promise<ThreadState> {
+  const [row] = await hotQuery<{
+    comments: number;
+    last: string | null;
+    working: { run: string; agentId: string; handle: string; status: RunStatus; stopping: boolean }[];
+  }>(
+    ctx.db,
+    Prisma.sql`
+    SELECT (SELECT count(*)::int FROM comments c
+        WHERE c.tenant_id = ${ctx.tenant.id} AND c.subject_type = ${type}::"SubjectType" AND c.subject_id = ${id}) AS comments,
+      (SELECT c.id FROM comments c
+        WHERE c.tenant_id = ${ctx.tenant.id} AND c.subject_type = ${type}::"SubjectType" AND c.subject_id = ${id}
+        ORDER BY c.created_at DESC, c.id DESC LIMIT 1) AS last,
+      COALESCE((SELECT json_agg(json_build_object('run', r.id, 'agentId', r.agent_id, 'handle', u.handle,
+          'status', r.status, 'stopping', r.stop_requested_at IS NOT NULL) ORDER BY r.created_at, r.id)
+        FROM subagent_task_runs r JOIN users u ON u.id = r.agent_id
+        WHERE r.thread_id = ${id} AND r.tenant_id = ${ctx.tenant.id}
+          AND r.status IN ('queued', 'running', 'waiting')), '[]') AS working`,
+  );
+  const working = (row?.working ?? []).map((w) => ({
+    run: w.run,
+    agentId: w.agentId,
+    handle: w.handle,
+    state: runState({ status: w.status, stopRequestedAt: w.stopping ? new Date() : null }),
+  }));
+  const comments = row?.comments ?? 0;
+  return {
+    digest: digestOf([comments, row?.last ?? null, working.map((w) => [w.run, w.state])]),
+    comments,
+    working,
+  };
+}
+
+const DOING: Record<string, string> = {
+  queued: "is about to work on this",
+  running: "is working on this",
+  stopping: "is stopping",
+  waiting: "is waiting for its owner",
+};
+
+/** "@scout is working on this", linked to the run for whoever may open it. */
+async function workingBlock(ctx: Ctx, working: Working[]): Promise<Block | null> {
+  if (!working.length) return null;
+  const managed = await managedAmong(
+    ctx,
+    working.map((w) => w.agentId),
+  );
+  const lines = working.map((w) => {
+    const doing = `@${w.handle} ${DOING[w.state] ?? w.state}`;
+    return managed.has(w.agentId) ? `${doing} — ${link("see its run", runPath(w.handle, w.run))}` : doing;
+  });
+  return {
+    md: lines.map((l) => `- ${l}`).join("\n"),
+    html: `<ul id="working" class="working" aria-live="polite">${lines.map((l) => `<li>${inlineHtml(l)}</li>`).join("")}</ul>`,
+  };
+}
+
+/** The thread's blocks (who is working on it, then its comments) and where it stands, for the page's `live`. */
+export async function threadBlocks(
+  ctx: Ctx,
+  type: SubjectType,
+  id: string,
+  path: string,
+  query: Query,
+): Promise<{ blocks: Block[]; since: string }> {
+  const [state, comments] = await Promise.all([
+    threadState(ctx, type, id),
+    commentsBlock(ctx, type, id, path, query),
+  ]);
+  const working = await workingBlock(ctx, state.working);
+  return { blocks: working ? [working, ...comments] : comments, since: state.digest };
+}
+
+// Where a thread stands is the same for everyone who may see it: the streams of one process
+// watching it (a note many people have open) share a read.
+const shared = sharedReads<ThreadState>();
+
+/** A thread's live feed: `changed`, with how many comments it has and who is working on it. */
+export function threadFeed(ctx: Ctx, type: SubjectType, id: string): LiveFeed {
+  return changesFeed([`thread:${id}`], async () => {
+    const s = await shared(`${ctx.tenant.id}:${id}`, () => threadState(ctx, type, id));
+    return {
+      digest: s.digest,
+      data: { comments: s.comments, working: s.working.map((w) => ({ agent: w.handle, state: w.state })) },
+    };
+  });
+}
