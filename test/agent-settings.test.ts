@@ -23,6 +23,7 @@ const ACTIONS = [
   "set_capabilities",
   "set_approval_requirements",
   "set_approval_mode",
+  "try_rule",
   "add_rule",
   "remove_rule",
 ];
@@ -57,8 +58,8 @@ const rule = (name: string, extra: Record<string, unknown> = {}) => ({
 });
 
 describe("what the page shows", () => {
-  it("explains the always-allowed and never-allowed lists; an agent without a choice has every content action", async () => {
-    const { w, browser } = await setup();
+  it("explains the always-allowed and never-allowed lists; an agent without a choice may comment and confirm reads", async () => {
+    const { w, browser } = await setup({ capabilities: undefined });
     const page = (await md(app, w, w.alice, "GET", PAGE)).body;
     expect(page).toContain(`# What Agent scout may do`);
     // In words first; the names stay in the markdown for whoever looks one up.
@@ -68,11 +69,13 @@ describe("what the page shows", () => {
     const allowed = ALWAYS_ALLOWED.map((a) => `\`${a}\``).join(", ");
     const blocked = ALWAYS_BLOCKED.map((a) => `\`${a}\``).join(", ");
     expect(page).toContain(`Always allowed: ${allowed}. Never allowed: ${blocked}.`);
-    expect(page).toContain("**Yours to grant** (content): all of them, until you choose");
+    expect(page).toContain(
+      "**Yours to grant** (content): 2 of 13 granted. A new agent starts able to read and comment",
+    );
     expect(page).toContain("Runs **carry on without** the outcome; unreviewed actions expire after 24 h.");
     expect(page).toContain("_No rules: actions in the approval list wait for you");
     expect(actionNames(page)).toEqual(ACTIONS);
-    expect(await checked(browser, "set_capabilities")).toEqual([...GRANTABLE]);
+    expect(await checked(browser, "set_capabilities")).toEqual(["confirm_read", "add_comment"]);
     expect(await checked(browser, "set_approval_requirements")).toEqual([]);
   });
 
@@ -346,6 +349,10 @@ describe("only the owner", () => {
       (await md(app, foreign, other.alice, "POST", `${PAGE}/actions/add_rule`, rule("x"))).statusCode,
     ).toBe(401);
     expect((await md(app, other, other.alice, "GET", PAGE)).statusCode).toBe(404);
-    expect(await configOf(scout.id)).toEqual({ identity_prompt: "You help the team.", max_steps: 10 });
+    expect(await configOf(scout.id)).toEqual({
+      identity_prompt: "You help the team.",
+      max_steps: 10,
+      capabilities: [...GRANTABLE],
+    });
   });
 });

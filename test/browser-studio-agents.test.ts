@@ -36,7 +36,13 @@ describe("a studio's agent in the browser", () => {
     expect(scribe.ownerStudioId).toBe(w.studio.id);
     await db().user.update({
       where: { id: scribe.id },
-      data: { agentConfig: { ...(scribe.agentConfig as object), requires_approval: ["create_note"] } },
+      data: {
+        agentConfig: {
+          ...(scribe.agentConfig as object),
+          capabilities: ["create_note"],
+          requires_approval: ["create_note"],
+        },
+      },
     });
     suite.env.llm.setScript(minutesScript);
     await act(w, w.alice, "/subagents/scribe/run", "run_task", { task: "Write the minutes" });

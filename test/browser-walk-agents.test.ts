@@ -110,7 +110,9 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: people and agents", (width) =
       await page.waitForURL(`${base}/subagents/helper/settings`);
       await look(walk, "capabilities");
       const caps = page.locator('form[data-action="set_capabilities"]');
-      await caps.getByLabel("Vote on a decision").uncheck();
+      // A new agent starts able to comment and confirm reads: grant it notes, leave votes off.
+      expect(await caps.getByLabel("Vote on a decision").isChecked()).toBe(false);
+      await caps.getByLabel("Post a note").check();
       await caps.getByRole("button", { name: "Save capabilities" }).click();
       await page.locator(".notice").waitFor();
       const saved = await db().user.findUniqueOrThrow({ where: { id: helper.id } });

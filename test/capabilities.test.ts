@@ -6,6 +6,7 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
+import { DEFAULT_CAPABILITIES } from "../src/services/agents/core/settings.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../src/services/agents/policy/capabilities.ts";
 import { actions, pages, registry } from "../src/services/catalog/catalog.ts";
 import type { Actor, Ctx, PageDef } from "../src/services/registry/types.ts";
@@ -48,8 +49,11 @@ const capsFor = (c: Case, name: string): string[] | undefined =>
       : c === "granted"
         ? [name]
         : GRANTABLE.filter((g) => g !== name);
+/** Absent: what a new agent starts with (read, comment, confirm reads). */
 const allowed = (name: string, c: Case) =>
-  has(ALWAYS_ALLOWED, name) || (has(GRANTABLE, name) && (c === "capabilities absent" || c === "granted"));
+  has(ALWAYS_ALLOWED, name) ||
+  (has(GRANTABLE, name) &&
+    ((c === "capabilities absent" && has(DEFAULT_CAPABILITIES, name)) || c === "granted"));
 
 /** Replaces the agent's config; an undefined value leaves its key out (capabilities absent). */
 async function configure(agent: Agent, config: Record<string, unknown>) {
@@ -295,7 +299,7 @@ describe("/whoami tells an agent what it may do", () => {
     expect(body).toMatch(/wait for your owner's approval \(`create_note`\).*the run pauses/);
     await configure(agent, {});
     const absent = await who();
-    expect(absent).toContain(`Granted by your owner: ${list(GRANTABLE)}.`);
+    expect(absent).toContain(`Granted by your owner: ${list(DEFAULT_CAPABILITIES)}.`);
     expect(absent).toContain("Nothing you may do needs approval.");
     await configure(agent, {
       capabilities: [],

@@ -5,6 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
 import { notifyOwnerOfApproval } from "../src/services/agents/core/notify.ts";
+import { GRANTABLE } from "../src/services/agents/policy/capabilities.ts";
 import { createApiToken } from "../src/services/tokens.ts";
 import {
   act,
@@ -16,6 +17,7 @@ import {
   testPrisma,
   type World,
 } from "./helpers/app.ts";
+import { perAction } from "./helpers/approvals.ts";
 
 let app: FastifyInstance;
 const db = testPrisma;
@@ -228,6 +230,13 @@ describe("who manages it", () => {
 describe("its rights never exceed a member's of its own studio", () => {
   it("refuses to act in another studio, or as an admin, whatever its capabilities", async () => {
     const agent = await studioAgent("bound");
+    const granted = await post(
+      w.alice,
+      "/subagents/bound/settings",
+      "set_capabilities",
+      perAction([...GRANTABLE]),
+    );
+    expect(granted.statusCode, granted.body).toBe(200);
     const { token } = await createApiToken(db(), w.tenant.id, agent.id, "test");
     const bound: Person = { id: agent.id, handle: "bound", name: "Bound", email: "", token };
     // Put it in another studio and make it an admin of its own behind the actions' back.

@@ -53,7 +53,9 @@ const KNOWN_UNLISTED = new Set<string>();
 /** Actions only a subagent may use: A's people get a 403 for them, which still proves the page resolved. */
 const NOT_FOR_PEOPLE = new Set(["update_scratchpad"]);
 /** Pages that show none of A's content even to A (so the positive control cannot look for A's mark). */
-const NO_CONTENT = new Set(["/search"]);
+// Pages with nothing of A's to show: a search with no query, and the workspace's agent
+// settings before an admin sets any.
+const NO_CONTENT = new Set(["/search", "/settings/agents"]);
 
 let app: FastifyInstance;
 let A: Victim;

@@ -2,10 +2,17 @@
 // open the page that triggered the run, reply with a comment, finish. It exists so the
 // demo works without an API key; with LLM_BASE_URL set, the same demo uses a real model.
 import type { ChatRequest, FakeReply } from "./fake-llm.ts";
+import { obedientScript } from "./obedient-script.ts";
 
 export const DEMO_MODEL = "cadre-demo-scripted";
 
+// Orders found in the prompt are obeyed first, as a real model might: the demo shows what
+// Cadre does about it (README, "What an agent can disclose").
+const obey = obedientScript();
+
 export function demoScript(req: ChatRequest): FakeReply {
+  const obeyed = obey(req);
+  if (obeyed) return obeyed;
   const prompt = req.messages.map((m) => m.content ?? "").join("\n");
   const me = /You are (.+?) \(@([\w-]+)\)/.exec(prompt);
   const current = /# Current page: (\S+)/.exec(prompt)?.[1] ?? "/whoami";

@@ -206,6 +206,12 @@ async function seedScribe(alice: Ctx, studio: string) {
   });
   await run("/subagents/scribe", "update_subagent", { max_steps: 10 });
   await run("/subagents/scribe", "set_member_runs", { members_may_run: true });
+  // A new agent may only read and comment: a note taker is granted notes too.
+  await run(
+    "/subagents/scribe/settings",
+    "set_capabilities",
+    Object.fromEntries(GRANTABLE.map((a) => [a, ["add_comment", "confirm_read", "create_note"].includes(a)])),
+  );
   await run(
     "/subagents/scribe/settings",
     "set_approval_requirements",

@@ -21,6 +21,8 @@ declare module "fastify" {
     authVia?: "session" | "token";
     /** The API token a token-authenticated request was made with (rate limits, audit). */
     tokenId?: string;
+    /** An agent's token: the label of what was read with it (agents/policy/labels.ts). */
+    tokenLabel?: unknown;
     sessionId?: string;
     csrfToken: string;
   }
@@ -40,6 +42,7 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
     app.decorateRequest("actor", undefined);
     app.decorateRequest("authVia", undefined);
     app.decorateRequest("tokenId", undefined);
+    app.decorateRequest("tokenLabel", undefined);
     app.decorateRequest("sessionId", undefined);
     app.decorateRequest("csrfToken", "");
 
@@ -54,6 +57,7 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
         req.actor = toActor(found.user);
         req.authVia = "token";
         req.tokenId = found.tokenId;
+        req.tokenLabel = found.label;
         return;
       }
       const raw = jar.read(req, "session");

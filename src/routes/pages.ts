@@ -12,6 +12,7 @@ import { sendLayout, sendPage } from "../http/render.ts";
 import { serveLive } from "../http/sse.ts";
 import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { backoffMs, isTransient, pause } from "../lib/transient.ts";
+import { storedFlow } from "../services/agents/policy/labels.ts";
 import { registry } from "../services/catalog/catalog.ts";
 import { actionForm, confirmForm, escapeHtml, type FormState } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
@@ -23,11 +24,24 @@ const bodySchema = z.record(z.string(), z.unknown());
 /** The request as a page/action context; also used by the CSV export. */
 export function ctxOf(req: FastifyRequest): Ctx {
   if (!req.actor || !req.tenant) throw new UnauthorizedError();
+  const { tokenId } = req;
+  const db = req.server.prisma;
   return {
-    db: req.server.prisma,
+    db,
     tenant: req.tenant,
     actor: req.actor,
     origin: `${req.protocol}://${req.headers.host}`,
+    // An agent acting with its token (the markdown API, MCP) carries a label like a run: kept
+    // on the token, merged in SQL so two requests at once both leave what they read.
+    ...(tokenId &&
+      req.actor.kind === "subagent" && {
+        flow: storedFlow(
+          req.tokenLabel,
+          (label) =>
+            db.$executeRaw`UPDATE api_tokens SET label = (SELECT coalesce(jsonb_agg(DISTINCT x), '[]')
+            FROM jsonb_array_elements(label || ${JSON.stringify(label)}::jsonb) x) WHERE id = ${tokenId}`,
+        ),
+      }),
   };
 }
 

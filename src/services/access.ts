@@ -112,3 +112,24 @@ export async function loadRun(ctx: Ctx, agentId: string, id: string) {
   if (!run) throw new NotFoundError(`No run ${id}`);
   return run;
 }
+
+/** Whom the actor acts within the view of (a run woken by someone who does not manage its agent). */
+export const viewerIds = (ctx: Ctx): string[] => (ctx.viewers ?? []).map((v) => v.id);
+
+/**
+ * SQL: every viewer (a text[] of user ids) is a member of the studio; true when there are
+ * none. Pages listing several studios' content filter with it, as resolve does for one.
+ */
+export function seenByViewers(viewers: Prisma.Sql, studioId: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`NOT EXISTS (SELECT 1 FROM unnest(${viewers}::text[]) AS v(id) WHERE NOT EXISTS (
+    SELECT 1 FROM studio_members vm WHERE vm.studio_id = ${studioId} AND vm.user_id = v.id))`;
+}
+
+/** The studios every viewer is a member of, for model queries; null when the actor has no viewers. */
+export async function studiosSeenByViewers(ctx: Ctx): Promise<string[] | null> {
+  const viewers = viewerIds(ctx);
+  if (!viewers.length) return null;
+  const rows = await ctx.db.$queryRaw<{ id: string }[]>`
+    SELECT s.id FROM studios s WHERE s.tenant_id = ${ctx.tenant.id} AND ${seenByViewers(Prisma.sql`${viewers}`, Prisma.sql`s.id`)}`;
+  return rows.map((r) => r.id);
+}

@@ -27,19 +27,24 @@ export async function notifyForEvent(
 
   const recipients = new Map<string, NotificationKind>();
   const handles = parseMentions(s.text);
-  if (handles.length) {
-    const members = await db.studioMember.findMany({
-      where: {
-        studioId: e.studioId,
-        user: { handle: { in: handles }, tenantId: e.tenantId, archivedAt: null },
-      },
-      select: { userId: true },
-    });
-    for (const m of members) recipients.set(m.userId, "mention");
-  }
+  const authors = [s.parentAuthorId, s.subjectAuthorId].filter((a): a is string => Boolean(a));
+  // A notification quotes the text: only people who can read it where it was written get one
+  // (an author who has since left the studio does not).
+  const members = await db.studioMember.findMany({
+    where: {
+      studioId: e.studioId,
+      user: { tenantId: e.tenantId, archivedAt: null },
+      OR: [{ user: { handle: { in: handles } } }, { userId: { in: authors } }],
+    },
+    select: { userId: true, user: { select: { handle: true } } },
+  });
+  const member = new Set(members.map((m) => m.userId));
+  for (const m of members) if (handles.includes(m.user.handle)) recipients.set(m.userId, "mention");
   // A mention says more than a reply, and a reply more than a comment: keep the strongest.
-  if (s.parentAuthorId && !recipients.has(s.parentAuthorId)) recipients.set(s.parentAuthorId, "reply");
-  if (s.subjectAuthorId && !recipients.has(s.subjectAuthorId)) recipients.set(s.subjectAuthorId, "comment");
+  if (s.parentAuthorId && member.has(s.parentAuthorId) && !recipients.has(s.parentAuthorId))
+    recipients.set(s.parentAuthorId, "reply");
+  if (s.subjectAuthorId && member.has(s.subjectAuthorId) && !recipients.has(s.subjectAuthorId))
+    recipients.set(s.subjectAuthorId, "comment");
   recipients.delete(e.actorId);
   if (!recipients.size) return 0;
 

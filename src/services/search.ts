@@ -1,10 +1,13 @@
 // Full-text search over the studios the actor belongs to. Visibility is part of the
 // query itself (a join on the actor's memberships), so no result can leak past it.
+import { Prisma } from "../generated/prisma/client.ts";
+import { seenByViewers, viewerIds } from "./access.ts";
 import type { Ctx } from "./registry/types.ts";
 
 export interface Hit {
   kind: "note" | "decision" | "commitment" | "comment";
   id: string;
+  studioId: string;
   studio: string;
   title: string;
   snippet: string;
@@ -15,6 +18,7 @@ export interface Hit {
 interface Row {
   kind: Hit["kind"];
   id: string;
+  studio_id: string;
   studio: string;
   title: string;
   body: string;
@@ -34,19 +38,19 @@ export async function search(
     WITH mine AS (
       SELECT s.id, s.handle FROM studios s
       JOIN studio_members m ON m.studio_id = s.id AND m.user_id = ${ctx.actor.id}
-      WHERE s.tenant_id = ${ctx.tenant.id}
+      WHERE s.tenant_id = ${ctx.tenant.id} AND ${seenByViewers(Prisma.sql`${viewerIds(ctx)}`, Prisma.sql`s.id`)}
     ), q AS (SELECT websearch_to_tsquery('english', ${q}) AS query),
     docs AS (
-      SELECT 'note' AS kind, n.id, mine.handle AS studio, n.title, n.text AS body, NULL AS subject_type, NULL AS subject_id, n.created_at
+      SELECT 'note' AS kind, n.id, mine.id AS studio_id, mine.handle AS studio, n.title, n.text AS body, NULL AS subject_type, NULL AS subject_id, n.created_at
         FROM notes n JOIN mine ON mine.id = n.studio_id WHERE n.tenant_id = ${ctx.tenant.id}
       UNION ALL
-      SELECT 'decision', d.id, mine.handle, d.question, d.description, NULL, NULL, d.created_at
+      SELECT 'decision', d.id, mine.id, mine.handle, d.question, d.description, NULL, NULL, d.created_at
         FROM decisions d JOIN mine ON mine.id = d.studio_id WHERE d.tenant_id = ${ctx.tenant.id}
       UNION ALL
-      SELECT 'commitment', c.id, mine.handle, c.title, c.description, NULL, NULL, c.created_at
+      SELECT 'commitment', c.id, mine.id, mine.handle, c.title, c.description, NULL, NULL, c.created_at
         FROM commitments c JOIN mine ON mine.id = c.studio_id WHERE c.tenant_id = ${ctx.tenant.id}
       UNION ALL
-      SELECT 'comment', c.id, mine.handle, '', c.text, c.subject_type::text, c.subject_id, c.created_at
+      SELECT 'comment', c.id, mine.id, mine.handle, '', c.text, c.subject_type::text, c.subject_id, c.created_at
         FROM comments c JOIN mine ON mine.id = c.studio_id WHERE c.tenant_id = ${ctx.tenant.id}
     ), matched AS (
       SELECT docs.*, ts_rank(to_tsvector('english', docs.title || ' ' || docs.body), q.query) AS rank
@@ -54,13 +58,14 @@ export async function search(
       WHERE to_tsvector('english', docs.title || ' ' || docs.body) @@ q.query
          OR (docs.title || ' ' || docs.body) ILIKE '%' || ${likeEscape(q)} || '%'
     )
-    SELECT kind, id, studio, title, body, subject_type, subject_id, created_at, count(*) OVER () AS total
+    SELECT kind, id, studio_id, studio, title, body, subject_type, subject_id, created_at, count(*) OVER () AS total
     FROM matched ORDER BY rank DESC, created_at DESC, kind, id OFFSET ${skip} LIMIT ${take}`;
   return {
     total: rows.length ? Number(rows[0]!.total) : 0,
     hits: rows.map((r) => ({
       kind: r.kind,
       id: r.id,
+      studioId: r.studio_id,
       studio: r.studio,
       title: r.title || (r.kind === "comment" ? "Comment" : "Untitled"),
       snippet: snippet(r.body, q),

@@ -23,5 +23,5 @@ export async function verifyApiToken(db: Db, tenantId: string, token: string) {
   if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     await db.apiToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } });
   }
-  return { user: row.user, tokenId: row.id };
+  return { user: row.user, tokenId: row.id, label: row.label };
 }

@@ -10,6 +10,7 @@ import { QUEUE_NAMES } from "../../src/jobs/queues.ts";
 import { startRuntime } from "../../src/jobs/runtime.ts";
 import { newId } from "../../src/lib/ids.ts";
 import type { Logger } from "../../src/lib/logger.ts";
+import { GRANTABLE } from "../../src/services/agents/policy/capabilities.ts";
 import { createApiToken } from "../../src/services/tokens.ts";
 import { type Person, testConfig, testPrisma, type World, waitFor } from "./app.ts";
 
@@ -65,7 +66,11 @@ export interface Agent extends Person {
   ownerId: string;
 }
 
-/** A subagent owned by `owner`, member of the world's studio. */
+/**
+ * A subagent owned by `owner`, member of the world's studio, granted every content action
+ * (as agents made before new ones started restrictive were by their migration) unless
+ * `config` says otherwise.
+ */
 export async function makeAgent(
   w: World,
   owner: Person,
@@ -81,7 +86,12 @@ export async function makeAgent(
       name: `Agent ${handle}`,
       kind: "subagent",
       parentId: owner.id,
-      agentConfig: { identity_prompt: "You help the team.", max_steps: 10, ...config },
+      agentConfig: {
+        identity_prompt: "You help the team.",
+        max_steps: 10,
+        capabilities: [...GRANTABLE],
+        ...config,
+      },
     },
   });
   await db.studioMember.create({ data: { studioId: w.studio.id, userId: agent.id, tenantId: w.tenant.id } });

@@ -836,6 +836,11 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "add_rule.decision": () => ({ value: "allow" }),
   "add_rule.param_patterns": () => ({ value: `query=^${PROBE}` }),
   "add_rule.position": () => ({ value: 1 }),
+  // try_rule saves nothing: the same rule, tried.
+  "try_rule.action": () => ({ value: "search" }),
+  "try_rule.decision": () => ({ value: "allow" }),
+  "try_rule.param_patterns": () => ({ value: `query=^${PROBE}` }),
+  "try_rule.position": () => ({ value: 1 }),
   "remove_rule.name": () => ({ value: `${PROBE} rule` }),
   // add_schedule adds one of its own; the others act on the seeded schedule, remove_schedule last.
   cron: () => ({ value: "0 9 * * *" }),
@@ -846,6 +851,8 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
     GRANTABLE.flatMap((g) => [
       [`set_capabilities.${g}`, () => ({ value: true })],
       [`set_approval_requirements.${g}`, () => ({ value: false })],
+      // Keeping an action for people would change what the other probes' agents may do.
+      [`set_human_only.${g}`, () => ({ value: false })],
     ]),
   ),
   "revoke_api_token.id": (s) => ({ value: s.token.id, aRef: true }),

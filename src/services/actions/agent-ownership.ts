@@ -7,6 +7,7 @@ import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
+import { toAgentManagers } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction } from "../registry/types.ts";
 import { handleSchema } from "../validation.ts";
 import { saveConfig } from "./agent-settings.ts";
@@ -64,6 +65,7 @@ export const transferSubagent = defineAction({
     }),
   }),
   writes: true,
+  audience: toAgentManagers("transfer"),
   available: (ctx: Ctx, scope) =>
     ctx.actor.kind !== "person"
       ? "only people transfer agents"
@@ -114,6 +116,7 @@ export const setMemberRuns = defineAction({
     }),
   }),
   writes: true,
+  audience: toAgentManagers("setting"),
   available: (ctx: Ctx, scope) =>
     ctx.actor.kind !== "person"
       ? "only people configure agents"

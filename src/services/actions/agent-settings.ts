@@ -5,16 +5,22 @@ import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { agree, plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
-import { agentConfig, type Rule } from "../agents/core/settings.ts";
-import { ALWAYS_ALLOWED, GRANTABLE, GRANTABLE_GROUPS } from "../agents/policy/capabilities.ts";
+import { agentConfig, type Rule, tenantSettings } from "../agents/core/settings.ts";
+import {
+  ALWAYS_ALLOWED,
+  GRANTABLE,
+  GRANTABLE_GROUPS,
+  HUMAN_ONLY_WHY,
+} from "../agents/policy/capabilities.ts";
 import { compilePattern } from "../agents/policy/policy.ts";
+import { toAgentManagers } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { text } from "../validation.ts";
 
 const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");
 
 /** One checkbox per grantable action, grouped, labelled in words, its name as the hint. */
-const perAction = () =>
+export const perAction = () =>
   z.object(
     Object.fromEntries(
       GRANTABLE_GROUPS.flatMap((g) =>
@@ -43,9 +49,14 @@ export const setCapabilities = defineAction({
   description: "Choose which content actions it may use",
   params: perAction(),
   writes: true,
+  audience: toAgentManagers("setting"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const granted = GRANTABLE.filter((a) => (p as Record<string, boolean>)[a]);
+    const humanOnly = tenantSettings(ctx.tenant).human_only;
+    const refused = granted.filter((a) => humanOnly.includes(a));
+    if (refused.length)
+      throw new ValidationError(refused.map((field) => ({ field, message: HUMAN_ONLY_WHY })));
     const location = await saveConfig(ctx, scope, (cfg) => {
       cfg.capabilities = granted;
     });
@@ -62,6 +73,7 @@ export const setApprovalRequirements = defineAction({
   description: "Choose which actions wait for your approval",
   params: perAction(),
   writes: true,
+  audience: toAgentManagers("setting"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const chosen = GRANTABLE.filter((a) => (p as Record<string, boolean>)[a]);
@@ -91,6 +103,7 @@ export const setApprovalMode = defineAction({
       .describe("unreviewed actions expire after this"),
   }),
   writes: true,
+  audience: toAgentManagers("setting"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const location = await saveConfig(ctx, scope, (cfg) => {
@@ -104,7 +117,7 @@ export const setApprovalMode = defineAction({
 const RULE_ACTIONS = ["*", ...GRANTABLE, ...ALWAYS_ALLOWED] as [string, ...string[]];
 
 /** `param=regex` lines → a map, each regex compiled now so a bad one is a 400 when saved, not a failure later. */
-function parsePatterns(textValue: string | undefined): Record<string, string> {
+export function parsePatterns(textValue: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [i, raw] of (textValue ?? "").split(/\r\n|\r|\n/).entries()) {
     const line = raw.trim();
@@ -132,29 +145,59 @@ function parsePatterns(textValue: string | undefined): Record<string, string> {
   return out;
 }
 
+/** What a rule is, for adding one and for trying one first. */
+const ruleFields = {
+  action: z.enum(RULE_ACTIONS).describe("which action, or * for all"),
+  decision: z.enum(["allow", "require_approval", "deny"]),
+  param_patterns: z
+    .string()
+    .max(2000)
+    .meta({
+      multiline: true,
+      description: "optional, one per line: param=regex (the rule applies only when all match)",
+    })
+    .optional(),
+  position: z
+    .number()
+    .int("a whole number")
+    .min(1, "at least 1")
+    .optional()
+    .describe("1 = first; default: last"),
+};
+
+/**
+ * Shows what a rule would have done to the agent's actions of the last 30 days, before it is
+ * added: the settings page, with the rule in its address, computes it (agents/policy/backtest.ts).
+ */
+export const tryRule = defineAction({
+  name: "try_rule",
+  description: "Try a rule on the agent's actions of the last 30 days, without saving it",
+  params: z.object(ruleFields),
+  writes: false,
+  available: peopleOnly,
+  async execute(_ctx, p, scope) {
+    parsePatterns(p.param_patterns);
+    const agent = requireScope(scope.agent, "agent");
+    const q = new URLSearchParams({
+      try_action: p.action,
+      try_decision: p.decision,
+      ...(p.param_patterns && { try_patterns: p.param_patterns }),
+      ...(p.position && { try_position: String(p.position) }),
+    });
+    return {
+      status: 200,
+      location: `/subagents/${agent.handle}/settings?${q}`,
+      notice: "What this rule would have done is below; nothing was saved",
+    };
+  },
+});
+
 export const addRule = defineAction({
   name: "add_rule",
   description: "Add a policy rule (the first rule that matches decides)",
-  params: z.object({
-    name: text(80),
-    action: z.enum(RULE_ACTIONS).describe("which action, or * for all"),
-    decision: z.enum(["allow", "require_approval", "deny"]),
-    param_patterns: z
-      .string()
-      .max(2000)
-      .meta({
-        multiline: true,
-        description: "optional, one per line: param=regex (the rule applies only when all match)",
-      })
-      .optional(),
-    position: z
-      .number()
-      .int("a whole number")
-      .min(1, "at least 1")
-      .optional()
-      .describe("1 = first; default: last"),
-  }),
+  params: z.object({ name: text(80), ...ruleFields }),
   writes: true,
+  audience: toAgentManagers("rule"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const rule: Rule = {
@@ -180,6 +223,7 @@ export const removeRule = defineAction({
   description: "Remove a policy rule",
   params: z.object({ name: text(80).meta({ label: "Rule", pickedBeside: true }) }),
   writes: true,
+  audience: toAgentManagers("rule"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const location = await saveConfig(ctx, scope, (cfg) => {

@@ -5,6 +5,7 @@ import { managedBySql } from "../agents/core/ownership.ts";
 import { expirePending, resumeWaitingRun } from "../agents/policy/approvals.ts";
 import { emit } from "../events.ts";
 import { when } from "../pages/format.ts";
+import { toAgentManagers } from "../registry/audiences.ts";
 import { parseParams } from "../registry/params.ts";
 import { type ActionCtx, defineAction } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";
@@ -74,6 +75,7 @@ export const approveAction = defineAction({
       .optional(),
   }),
   writes: true,
+  audience: toAgentManagers("review"),
   available: ownerOnly,
   async execute(ctx, p) {
     const now = new Date();
@@ -132,6 +134,7 @@ export const rejectAction = defineAction({
     reason: text(2000).describe("the agent reads this"),
   }),
   writes: true,
+  audience: toAgentManagers("review"),
   available: ownerOnly,
   async execute(ctx, p) {
     const now = new Date();

@@ -4,6 +4,7 @@ import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
 import { commentChain } from "../pages/comments.ts";
+import { inStudio } from "../registry/audiences.ts";
 import { defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, longText } from "../validation.ts";
 
@@ -27,6 +28,7 @@ export const addComment = defineAction({
     }),
   }),
   writes: true,
+  audience: inStudio("comment"),
   async execute(ctx, p, scope) {
     const studio = requireScope(scope.studio, "studio");
     const subject = subjectOf(scope);

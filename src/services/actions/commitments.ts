@@ -3,6 +3,7 @@ import { ConflictError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
+import { inStudio } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
 import { optionalText, text } from "../validation.ts";
 
@@ -20,6 +21,7 @@ export const createCommitment = defineAction({
     description: optionalText(10_000, "what joining means").meta({ multiline: true }),
   }),
   writes: true,
+  audience: inStudio("commitment"),
   async execute(ctx, p, scope) {
     const studio = requireScope(scope.studio, "studio");
     const c = await ctx.tx.commitment.create({
@@ -52,6 +54,7 @@ export const joinCommitment = defineAction({
   description: "Join this commitment",
   params: z.object({}),
   writes: true,
+  audience: inStudio("commitment sign-up"),
   async execute(ctx, _p, scope) {
     const studio = requireScope(scope.studio, "studio");
     const c = requireScope(scope.commitment, "commitment");

@@ -3,6 +3,7 @@ import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
+import { inStudio } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
 import { idSchema, longText, optionalText, text } from "../validation.ts";
 
@@ -17,6 +18,7 @@ export const createDecision = defineAction({
     options: longText(5_000, "one option per line").optional(),
   }),
   writes: true,
+  audience: inStudio("decision"),
   async execute(ctx, p, scope) {
     const studio = requireScope(scope.studio, "studio");
     const titles = [
@@ -69,6 +71,7 @@ export const addOption = defineAction({
   description: "Add an option to this decision",
   params: z.object({ title: text(200) }),
   writes: true,
+  audience: inStudio("option"),
   async execute(ctx, p, scope) {
     const studio = requireScope(scope.studio, "studio");
     const decision = requireScope(scope.decision, "decision");
@@ -111,6 +114,7 @@ export const vote = defineAction({
     prefer: z.boolean().describe("this is one of your favourites"),
   }),
   writes: true,
+  audience: inStudio("vote"),
   async execute(ctx, p, scope) {
     const studio = requireScope(scope.studio, "studio");
     const decision = requireScope(scope.decision, "decision");

@@ -17,6 +17,7 @@ import {
 } from "../money/keys.ts";
 import { readBudget, spentThisMonth, toMicros } from "../money/ledger.ts";
 import { priceSchema, type TenantPrices, usd } from "../money/pricing.ts";
+import { toAgentManagers, toSelf } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";
 import { saveConfig } from "./agent-settings.ts";
@@ -59,6 +60,7 @@ export const addApiKey = defineAction({
       }),
   }),
   writes: true,
+  audience: toSelf("API key"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const holder = keyHolder(scope);
@@ -113,6 +115,7 @@ export const testApiKey = defineAction({
   description: "Check that a key authenticates with its provider",
   params: z.object({ key_id: pickedKey }),
   writes: true,
+  audience: toSelf("key test"),
   callsOut: true,
   available: peopleOnly,
   async execute(ctx, p, scope) {
@@ -135,6 +138,7 @@ export const revokeApiKey = defineAction({
   description: "Revoke a key: agents using it stop until you pick another",
   params: z.object({ key_id: pickedKey }),
   writes: true,
+  audience: toSelf("API key"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const { holder, k } = await ownKey(ctx, scope, p.key_id);
@@ -173,6 +177,7 @@ export const setAgentApiKey = defineAction({
       }),
   }),
   writes: true,
+  audience: toAgentManagers("key choice"),
   available: ownerOnly,
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
@@ -244,6 +249,7 @@ export const setCostLimit = defineAction({
     }),
   }),
   writes: true,
+  audience: toAgentManagers("cost limit"),
   available: ownerOnly,
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
@@ -328,6 +334,7 @@ export const setModelPrice = defineAction({
     output: priceSchema.shape.output.describe("USD per 1M output tokens"),
   }),
   writes: true,
+  audience: toSelf("price"),
   available: adminOnly,
   async execute(ctx, p) {
     await changePricing(ctx, (pricing) => {
@@ -343,6 +350,7 @@ export const removeModelPrice = defineAction({
   description: "Drop a workspace price: the built-in list applies again",
   params: z.object({ model: modelName }),
   writes: true,
+  audience: toSelf("price"),
   available: adminOnly,
   async execute(ctx, p) {
     await changePricing(ctx, (pricing) => {

@@ -3,6 +3,7 @@ import { ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
+import { inStudio } from "../registry/audiences.ts";
 import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { longText, optionalText } from "../validation.ts";
 
@@ -20,6 +21,7 @@ export const createNote = defineAction({
     title: optionalText(200),
   }),
   writes: true,
+  audience: inStudio("note"),
   async execute(ctx, p, scope) {
     const studio = requireScope(scope.studio, "studio");
     const note = await ctx.tx.note.create({
@@ -50,6 +52,7 @@ export const updateNote = defineAction({
     title: optionalText(200).meta({ clears: true }),
   }),
   writes: true,
+  audience: inStudio("note edit"),
   current: (scope) => ({ text: scope.note?.text, title: scope.note?.title }),
   available: (ctx, scope) =>
     scope.note?.authorId === ctx.actor.id ? null : "only the author can edit a note",
@@ -80,6 +83,7 @@ function pinAction(pin: boolean) {
     description: pin ? "Pin this note to the top of the studio" : "Unpin this note",
     params: z.object({}),
     writes: true,
+    audience: inStudio(pin ? "pin" : "unpin"),
     available: (ctx, scope) =>
       authorOrAdmin(ctx, scope) ??
       (Boolean(scope.note?.pinnedAt) === pin ? (pin ? "already pinned" : "not pinned") : null),
@@ -109,6 +113,7 @@ export const confirmRead = defineAction({
   description: "Confirm you have read this note",
   params: z.object({}),
   writes: true,
+  audience: inStudio("read confirmation"),
   async execute(ctx, _p, scope) {
     const note = requireScope(scope.note, "note");
     // Idempotent: confirming twice keeps the first time and writes no second event.

@@ -3,6 +3,7 @@ import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.
 import { plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
 import { unreadOf } from "../notifications.ts";
+import { toSelf, toWorkspace } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
 import { createApiToken } from "../tokens.ts";
 import { idSchema, optionalText, text } from "../validation.ts";
@@ -12,6 +13,7 @@ export const dismiss = defineAction({
   description: "Dismiss one notification",
   params: z.object({ id: idSchema.meta({ description: "the notification's id", pickedBeside: true }) }),
   writes: true,
+  audience: toSelf("notification dismissal"),
   async execute(ctx, p) {
     const n = await ctx.tx.notification.updateMany({
       where: { id: p.id, ...unreadOf(ctx.actor.id, ctx.tenant.id) },
@@ -27,6 +29,7 @@ export const dismissAll = defineAction({
   description: "Dismiss all your notifications",
   params: z.object({}),
   writes: true,
+  audience: toSelf("notification dismissal"),
   async execute(ctx) {
     const n = await ctx.tx.notification.updateMany({
       where: unreadOf(ctx.actor.id, ctx.tenant.id),
@@ -59,6 +62,7 @@ export const updateProfile = defineAction({
     bio: optionalText(2000, "a few words about you").meta({ multiline: true, clears: true }),
   }),
   writes: true,
+  audience: toWorkspace("profile"),
   current: (scope) => ({ name: scope.user?.name, bio: scope.user?.bio }),
   async execute(ctx, p, scope) {
     const user = requireScope(scope.user, "user");
@@ -79,6 +83,7 @@ export const createApiTokenAction = defineAction({
   description: "Create a personal API token (shown once)",
   params: z.object({ name: text(80).describe("what the token is for, e.g. “laptop script”") }),
   writes: true,
+  audience: toSelf("API token"),
   async execute(ctx, p, scope) {
     const user = requireScope(scope.user, "user");
     const { token } = await createApiToken(ctx.tx, ctx.tenant.id, user.id, p.name);
@@ -97,6 +102,7 @@ export const revokeApiToken = defineAction({
   description: "Revoke one of your API tokens",
   params: z.object({ id: idSchema.meta({ description: "the token's id", pickedBeside: true }) }),
   writes: true,
+  audience: toSelf("API token"),
   async execute(ctx, p, scope) {
     const user = requireScope(scope.user, "user");
     const t = await ctx.tx.apiToken.findFirst({
@@ -114,9 +120,16 @@ export const updateScratchpad = defineAction({
   description: "Replace your scratchpad: notes to yourself that you will see at the start of every run",
   params: z.object({ text: z.string().max(4000, "at most 4000 characters").meta({ multiline: true }) }),
   writes: true,
+  audience: toSelf("scratchpad"),
   available: (ctx) => (ctx.actor.kind === "subagent" ? null : "only subagents have a scratchpad"),
   async execute(ctx, p) {
-    await ctx.tx.user.update({ where: { id: ctx.actor.id }, data: { scratchpad: p.text.trim() } });
+    // The scratchpad carries the label of what its writer had read (added to what it carried),
+    // so a later run reading it takes that in too: memory cannot launder content.
+    const label = JSON.stringify(ctx.flow?.label() ?? []);
+    await ctx.tx.$executeRaw`
+      UPDATE users SET scratchpad = ${p.text.trim()},
+        scratchpad_label = (SELECT coalesce(jsonb_agg(DISTINCT x), '[]') FROM jsonb_array_elements(scratchpad_label || ${label}::jsonb) x)
+      WHERE id = ${ctx.actor.id}`;
     return { status: 200, location: "/whoami", notice: "Scratchpad saved" };
   },
 });

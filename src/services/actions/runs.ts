@@ -1,9 +1,11 @@
 import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
 import { requireScope } from "../access.ts";
+import { mayManage } from "../agents/core/ownership.ts";
 import { queueRun, requeue } from "../agents/core/runs.ts";
 import { agentConfig, MAX_STEPS_LIMIT, resolveModel, tenantSettings } from "../agents/core/settings.ts";
 import { recordStep } from "../agents/core/steps.ts";
+import { toAgentManagers } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
 import { longText } from "../validation.ts";
 
@@ -23,6 +25,7 @@ export const runTask = defineAction({
       .optional(),
   }),
   writes: true,
+  audience: toAgentManagers("task"),
   available: (ctx, scope) =>
     ownerOnly(ctx) ??
     (scope.agent?.archivedAt
@@ -42,6 +45,8 @@ export const runTask = defineAction({
       triggerKind: "manual",
       chainDepth: 0,
       task: p.task,
+      // A studio member who may give it tasks but does not manage it: the run reads within their view.
+      viewerIds: mayManage(ctx.actor, agent) ? [] : [ctx.actor.id],
       model: resolveModel(cfg, tenantSettings(ctx.tenant), undefined),
       maxSteps: p.max_steps ?? cfg.max_steps,
       timeoutSeconds: cfg.timeout_seconds,
@@ -56,6 +61,7 @@ export const stopRun = defineAction({
   description: "Stop this run",
   params: z.object({}),
   writes: true,
+  audience: toAgentManagers("stop request"),
   available: (ctx, scope) =>
     ownerOnly(ctx) ??
     (["queued", "running", "waiting"].includes(scope.taskRun?.status ?? "") ? null : "the run is not active"),
@@ -90,6 +96,7 @@ export const answerQuestion = defineAction({
   description: "Answer the agent's question; the run resumes",
   params: z.object({ answer: longText(5_000, "your answer") }),
   writes: true,
+  audience: toAgentManagers("answer"),
   available: (ctx, scope) =>
     ownerOnly(ctx) ??
     (scope.taskRun?.status === "waiting" && scope.taskRun.stopReason === "asked_owner"

@@ -6,6 +6,7 @@ import { NotFoundError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { checkSchedule } from "../agents/automations/schedules.ts";
+import { toAgentManagers } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, longText } from "../validation.ts";
 
@@ -43,6 +44,7 @@ export const addSchedule = defineAction({
   description: "Add a schedule: a cron expression in a time zone, and a task",
   params: z.object({ cron, time_zone: timeZone.default("UTC"), task }),
   writes: true,
+  audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
@@ -74,6 +76,7 @@ export const updateSchedule = defineAction({
     task: task.optional(),
   }),
   writes: true,
+  audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const s = await loadSchedule(ctx, scope, p.schedule);
@@ -97,6 +100,7 @@ export const pauseSchedule = defineAction({
   description: "Pause a schedule: it fires nothing until resumed",
   params: z.object({ schedule }),
   writes: true,
+  audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const s = await loadSchedule(ctx, scope, p.schedule);
@@ -110,6 +114,7 @@ export const resumeSchedule = defineAction({
   description: "Resume a paused schedule from its next slot",
   params: z.object({ schedule }),
   writes: true,
+  audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const s = await loadSchedule(ctx, scope, p.schedule);
@@ -126,6 +131,7 @@ export const removeSchedule = defineAction({
   description: "Remove a schedule (its past runs stay)",
   params: z.object({ schedule }),
   writes: true,
+  audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const s = await loadSchedule(ctx, scope, p.schedule);

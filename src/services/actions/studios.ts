@@ -4,6 +4,7 @@ import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
+import { inStudio, toSelf } from "../registry/audiences.ts";
 import { defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, optionalText, text } from "../validation.ts";
 
@@ -23,6 +24,7 @@ export const createStudio = defineAction({
     description: optionalText(2000, "what the studio is for"),
   }),
   writes: true,
+  audience: toSelf("studio"),
   async execute(ctx, p) {
     const taken = await ctx.tx.studio.findUnique({
       where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: p.handle } },
@@ -57,6 +59,7 @@ export const joinStudio = defineAction({
   description: "Join a studio with its invite code",
   params: z.object({ invite_code: z.string().trim().min(1, "must not be empty").max(64) }),
   writes: true,
+  audience: toSelf("membership"),
   async execute(ctx, p) {
     const studio = await ctx.tx.studio.findUnique({
       where: { tenantId_inviteCode: { tenantId: ctx.tenant.id, inviteCode: p.invite_code } },
@@ -88,6 +91,7 @@ export const updateStudio = defineAction({
     description: optionalText(2000).meta({ multiline: true, clears: true }),
   }),
   writes: true,
+  audience: inStudio("studio description"),
   available: adminOnly,
   current: (scope) => ({ name: scope.studio?.name, description: scope.studio?.description }),
   async execute(ctx, p, scope) {
@@ -137,6 +141,7 @@ export const updateMemberRole = defineAction({
     role: z.enum(["admin", "member"]).meta({ label: "Role", pickedBeside: true }),
   }),
   writes: true,
+  audience: inStudio("role change"),
   available: adminOnly,
   async execute(ctx, p, scope) {
     const studio = requireScope(scope.studio, "studio");
@@ -176,6 +181,7 @@ export const removeMember = defineAction({
   description: "Remove someone from the studio",
   params: z.object({ handle: handleSchema.meta({ label: "Member", pickedBeside: true }) }),
   writes: true,
+  audience: inStudio("membership change"),
   available: adminOnly,
   async execute(ctx, p, scope) {
     const studio = requireScope(scope.studio, "studio");

@@ -6,6 +6,7 @@ import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import { agentConfig, MAX_STEPS_LIMIT } from "../agents/core/settings.ts";
 import { emit } from "../events.ts";
+import { toAgentManagers, toSelf } from "../registry/audiences.ts";
 import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, longText, optionalText, text } from "../validation.ts";
 import { adminStudio, settleInStudio } from "./agent-ownership.ts";
@@ -45,6 +46,7 @@ export const createSubagent = defineAction({
     max_steps: maxSteps.optional(),
   }),
   writes: true,
+  audience: toSelf("agent"),
   // On a studio's page: its admins create the studio's agents there.
   available: (ctx, scope) =>
     peopleOnly(ctx) ??
@@ -109,6 +111,7 @@ export const updateSubagent = defineAction({
       .describe("seconds a burst of watched events gathers into one run (default 30; 0: each at once)"),
   }),
   writes: true,
+  audience: toAgentManagers("setting"),
   available: peopleOnly,
   current(scope) {
     if (!scope.agent) return {};
@@ -151,6 +154,7 @@ export const addToStudio = defineAction({
     studio: handleSchema.meta({ label: "Studio", description: "the studio's handle", pickedBeside: true }),
   }),
   writes: true,
+  audience: toAgentManagers("studio membership"),
   available: (ctx, scope) => peopleOnly(ctx) ?? ownStudioOnly(scope),
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
@@ -178,6 +182,7 @@ export const removeFromStudio = defineAction({
     studio: handleSchema.meta({ label: "Studio", description: "the studio's handle", pickedBeside: true }),
   }),
   writes: true,
+  audience: toAgentManagers("studio membership"),
   available: (ctx, scope) => peopleOnly(ctx) ?? ownStudioOnly(scope),
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
@@ -198,6 +203,7 @@ function archiveAction(archive: boolean) {
     description: archive ? "Archive it: no more triggers or runs" : "Bring it back from the archive",
     params: z.object({}),
     writes: true,
+    audience: toAgentManagers("archive"),
     available: (ctx, scope) =>
       peopleOnly(ctx) ??
       (Boolean(scope.agent?.archivedAt) === archive ? (archive ? "already archived" : "not archived") : null),
@@ -233,6 +239,7 @@ function pauseAction(pause: boolean) {
       : "Resume it: triggers start runs again",
     params: pause ? z.object({ reason: optionalText(200, "why, for the record") }) : z.object({}),
     writes: true,
+    audience: toAgentManagers("pause"),
     available: (ctx, scope) =>
       peopleOnly(ctx) ??
       // A workspace admin reads any agent's usage page; only its managers pause or resume it.

@@ -8,6 +8,7 @@ import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { SUBSCRIPTION_EVENTS, type Subscribable } from "../agents/automations/subscriptions.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
+import { toAgentManagers } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, idSchema } from "../validation.ts";
 
@@ -62,6 +63,7 @@ export const subscribe = defineAction({
   description: "Have an agent watch this: what happens here starts one of its runs",
   params: z.object({ agent: agentParam }).extend(eventFlags.shape),
   writes: true,
+  audience: toAgentManagers("subscription"),
   async execute(ctx, p, scope) {
     const target = watchedBy(scope);
     const agent = await agentFor(ctx, p.agent);
@@ -103,6 +105,7 @@ export const unsubscribe = defineAction({
   description: "Stop an agent watching this",
   params: z.object({ agent: agentParam }),
   writes: true,
+  audience: toAgentManagers("subscription"),
   async execute(ctx, p, scope) {
     const target = watchedBy(scope);
     const agent = await agentFor(ctx, p.agent);
@@ -145,6 +148,7 @@ function toggle(enabled: boolean) {
     description: enabled ? "Resume this subscription" : "Pause this subscription",
     params: z.object({ subscription: pickedSubscription }),
     writes: true,
+    audience: toAgentManagers("subscription"),
     available: peopleOnly,
     async execute(ctx, p, scope) {
       const { sub, location } = await ownSubscription(ctx, scope, p.subscription);
@@ -167,6 +171,7 @@ export const removeSubscription = defineAction({
   description: "Remove this subscription",
   params: z.object({ subscription: pickedSubscription }),
   writes: true,
+  audience: toAgentManagers("subscription"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const { sub, location } = await ownSubscription(ctx, scope, p.subscription);

@@ -6,6 +6,7 @@ import { NotFoundError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { DEFAULT_RATE_PER_MINUTE, newSecret, sealSecret } from "../agents/automations/webhooks.ts";
+import { toAgentManagers } from "../registry/audiences.ts";
 import { fenced } from "../registry/markdown.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";
@@ -55,6 +56,7 @@ export const createWebhook = defineAction({
     }),
   }),
   writes: true,
+  audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
@@ -99,6 +101,7 @@ export const rotateWebhookSecret = defineAction({
   description: "Give it a new secret: the old one stops working at once",
   params: z.object({ webhook_id: webhookId }),
   writes: true,
+  audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const { agent, hook } = await ownWebhook(ctx, scope, p.webhook_id);
@@ -129,6 +132,7 @@ function toggle(enable: boolean) {
     description: enable ? "Accept its deliveries again" : "Refuse its deliveries (404) until enabled",
     params: z.object({ webhook_id: webhookId }),
     writes: true,
+    audience: toAgentManagers("webhook"),
     available: peopleOnly,
     async execute(ctx, p, scope) {
       const { agent, hook } = await ownWebhook(ctx, scope, p.webhook_id);
@@ -151,6 +155,7 @@ export const deleteWebhook = defineAction({
   description: "Delete it: its URL answers 404 from now on (the runs it started stay)",
   params: z.object({ webhook_id: webhookId }),
   writes: true,
+  audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const { agent, hook } = await ownWebhook(ctx, scope, p.webhook_id);

@@ -7,6 +7,7 @@ import {
   setApprovalMode,
   setApprovalRequirements,
   setCapabilities,
+  tryRule,
 } from "../actions/agent-settings.ts";
 import { approveAction, rejectAction } from "../actions/approvals.ts";
 import { addComment } from "../actions/comments.ts";
@@ -70,6 +71,7 @@ import {
   enableWebhook,
   rotateWebhookSecret,
 } from "../actions/webhooks.ts";
+import { setHumanOnly } from "../actions/workspace-agents.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
 import { agentSettingsPage } from "../pages/agent-settings.ts";
 import { apiKeysPage, studioApiKeysPage } from "../pages/api-keys.ts";
@@ -90,6 +92,7 @@ import { subagentPage, subagentsPage } from "../pages/subagents.ts";
 import { subscriptionsPage } from "../pages/subscriptions.ts";
 import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "../pages/usage.ts";
 import { webhooksPage } from "../pages/webhooks.ts";
+import { workspaceAgentsPage } from "../pages/workspace-agents.ts";
 import { createRegistry } from "../registry/registry.ts";
 
 export const pages = [
@@ -130,6 +133,7 @@ export const pages = [
   studioUsagePage,
   pricingPage,
   webhooksPage,
+  workspaceAgentsPage,
 ];
 
 export const actions = [
@@ -178,6 +182,7 @@ export const actions = [
   setApprovalRequirements,
   setApprovalMode,
   addRule,
+  tryRule,
   removeRule,
   addSchedule,
   updateSchedule,
@@ -198,6 +203,7 @@ export const actions = [
   disableWebhook,
   enableWebhook,
   deleteWebhook,
+  setHumanOnly,
 ];
 
 export const registry = createRegistry(pages, actions, { guard: agentGuard, policy: agentPolicy });

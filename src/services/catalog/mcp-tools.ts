@@ -5,7 +5,7 @@
 // so an MCP client gets the answers, refusals and "queued for approval" the HTTP API gives.
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { isTransient } from "../../lib/transient.ts";
-import { agentConfig } from "../agents/core/settings.ts";
+import { agentConfig, tenantSettings } from "../agents/core/settings.ts";
 import { capabilityDenial } from "../agents/policy/capabilities.ts";
 import { paramsJsonSchema } from "../registry/json-schema.ts";
 import type { ActionDef, Ctx } from "../registry/types.ts";
@@ -69,7 +69,11 @@ export async function mcpTools(ctx: Ctx): Promise<Tool[]> {
     select: { agentConfig: true },
   });
   const granted = agentConfig(agent).capabilities;
-  return [readPageTool, ...actions.filter((a) => !capabilityDenial(a.name, granted)).map(actionTool)];
+  const humanOnly = tenantSettings(ctx.tenant).human_only;
+  return [
+    readPageTool,
+    ...actions.filter((a) => !capabilityDenial(a.name, granted, humanOnly)).map(actionTool),
+  ];
 }
 
 const text = (t: string, isError = false): CallToolResult => ({

@@ -1,11 +1,19 @@
 import { plural } from "../../lib/plural.ts";
+import { parsePatterns } from "../actions/agent-settings.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
-import { agentConfig } from "../agents/core/settings.ts";
-import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, capabilityLabel, GRANTABLE } from "../agents/policy/capabilities.ts";
+import { type AgentConfig, agentConfig, tenantSettings } from "../agents/core/settings.ts";
+import { backtest, backtestSummary } from "../agents/policy/backtest.ts";
+import {
+  ALWAYS_ALLOWED,
+  ALWAYS_BLOCKED,
+  capabilityLabel,
+  GRANTABLE,
+  HUMAN_ONLY_WHY,
+} from "../agents/policy/capabilities.ts";
 import { markdownToHtml } from "../registry/html.ts";
-import { mdEscape } from "../registry/markdown.ts";
-import type { Block, PageDef } from "../registry/types.ts";
-import { agentCrumbs } from "./format.ts";
+import { link, mdEscape } from "../registry/markdown.ts";
+import type { Block, Ctx, PageDef, Query } from "../registry/types.ts";
+import { agentCrumbs, excerpt, when } from "./format.ts";
 
 const code = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
 /** Text inside a code span in a table cell: a `|` would end the cell, a backtick the span. */
@@ -19,7 +27,11 @@ const labelled = (names: readonly string[]) =>
  * What the agent may do, in words. The always-allowed and never-allowed action names stay in
  * the markdown (a client may look one up); a browser folds the long list away.
  */
-function capabilitiesBlock(unset: boolean, granted: readonly string[], approval: readonly string[]): Block {
+function capabilitiesBlock(
+  granted: readonly string[],
+  approval: readonly string[],
+  humanOnly: readonly string[],
+): Block {
   const head = [
     "## Capabilities",
     "",
@@ -29,9 +41,12 @@ function capabilitiesBlock(unset: boolean, granted: readonly string[], approval:
   ];
   const tail = [
     "",
-    `**Yours to grant** (content): ${unset ? "all of them, until you choose (older agents keep working)" : `${granted.length} of ${GRANTABLE.length} granted`}. An agent can never do more than you could in a studio.`,
+    `**Yours to grant** (content): ${granted.length} of ${GRANTABLE.length} granted. A new agent starts able to read and comment; grant more here. An agent can never do more than you could in a studio.`,
     "",
     `Granted now: ${labelled(granted) || "none"}.`,
+    ...(humanOnly.length
+      ? ["", `**Human-only in this workspace** (its admins keep them for people): ${labelled(humanOnly)}.`]
+      : []),
     "",
     `Waiting for your approval: ${labelled(approval) || "nothing"}.`,
   ];
@@ -44,12 +59,20 @@ function capabilitiesBlock(unset: boolean, granted: readonly string[], approval:
 
 export const agentSettingsPage: PageDef = {
   pattern: "/subagents/:handle/settings",
-  actions: ["set_capabilities", "set_approval_requirements", "set_approval_mode", "add_rule", "remove_rule"],
+  actions: [
+    "set_capabilities",
+    "set_approval_requirements",
+    "set_approval_mode",
+    "try_rule",
+    "add_rule",
+    "remove_rule",
+  ],
   resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
-  async render(_ctx, scope) {
+  async render(ctx, scope, query) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
-    const granted = cfg.capabilities ?? [...GRANTABLE];
+    const humanOnly = tenantSettings(ctx.tenant).human_only;
+    const granted = cfg.capabilities.filter((c) => !humanOnly.includes(c));
     const grantedSet = new Set(granted);
     const rules = cfg.rules.length
       ? [
@@ -69,7 +92,7 @@ export const agentSettingsPage: PageDef = {
       title: `What ${a.name} may do`,
       breadcrumb: [...agentCrumbs(a), { label: "Settings" }],
       blocks: [
-        capabilitiesBlock(cfg.capabilities === undefined, granted, cfg.requires_approval),
+        capabilitiesBlock(granted, cfg.requires_approval, humanOnly),
         {
           form: {
             action: "set_capabilities",
@@ -77,6 +100,7 @@ export const agentSettingsPage: PageDef = {
             label: "Save capabilities",
             style: "block",
             values: Object.fromEntries(GRANTABLE.map((g) => [g, grantedSet.has(g)])),
+            disabled: Object.fromEntries(humanOnly.map((h) => [h, `Greyed out: ${HUMAN_ONLY_WHY}.`])),
           },
         },
         {
@@ -109,7 +133,57 @@ export const agentSettingsPage: PageDef = {
             form: { action: "remove_rule", fixed: { name: r.name }, label: `Remove “${r.name}”` },
           }),
         ),
+        ...(await triedRule(ctx, a, cfg, query)),
       ],
     };
   },
 };
+
+/** The rule in the page's address (try_rule), tried on the agent's last 30 days; nothing when none is. */
+async function triedRule(
+  ctx: Ctx,
+  agent: { id: string; handle: string },
+  cfg: AgentConfig,
+  query: Query,
+): Promise<Block[]> {
+  const action = query.try_action;
+  const decision = query.try_decision;
+  if (!action || (decision !== "allow" && decision !== "require_approval" && decision !== "deny")) return [];
+  let params: Record<string, string>;
+  try {
+    params = parsePatterns(query.try_patterns);
+  } catch {
+    return [
+      {
+        md: "## What this rule would have done\n\n_Its param patterns cannot be read: try it again with the form._",
+      },
+    ];
+  }
+  const position = Number(query.try_position) || undefined;
+  const rule = { name: "(tried)", action, decision, params } as const;
+  const b = await backtest(ctx.db, agent.id, cfg, rule, position);
+  const patterns = Object.entries(params)
+    .map(([k, v]) => `\`${k}\` ~ \`${cell(v)}\``)
+    .join(", ");
+  const sections = (["held", "refused", "allowed"] as const).map((o) => {
+    const { count, examples } = b.outcomes[o];
+    const lines = examples.map(
+      (e) =>
+        `- \`${e.action}\` ${when(e.at)} · ${link(`run ${e.runId}, step ${e.step}`, `/subagents/${agent.handle}/runs/${e.runId}/steps/${e.step}`)} · ${mdEscape(excerpt(JSON.stringify(e.params), 120))}`,
+    );
+    return `### ${o === "held" ? "Held for approval" : o === "refused" ? "Refused" : "Allowed"} (${count})${lines.length ? `\n\n${lines.join("\n")}` : ""}`;
+  });
+  return [
+    {
+      md: [
+        "## What this rule would have done",
+        "",
+        `Tried: \`${action}\` → **${decision}**${patterns ? ` when ${patterns}` : ""}, at position ${position ?? cfg.rules.length + 1}. Nothing was saved: add it with **Add rule**.`,
+        "",
+        backtestSummary(b),
+        "",
+        sections.join("\n\n"),
+      ].join("\n"),
+    },
+  ];
+}

@@ -14,6 +14,12 @@ const include = { agent: true, run: true, reviewedBy: true } as const;
 const statusOf = (p: Pending) => (p.status === "pending" && p.expiresAt <= new Date() ? "expired" : p.status);
 
 /** Everything a reviewer needs in one place: who, why, where, what exactly, until when. */
+function reasonOf(rule: string): string {
+  if (rule === "requires_approval") return "the approval list";
+  if (rule === "disclosure") return "what it would disclose";
+  return `rule “${mdEscape(rule)}”`;
+}
+
 export function pendingBlocks(p: Pending, detailed: boolean): Block[] {
   const base = `/subagents/${p.agent.handle}`;
   const status = statusOf(p);
@@ -30,13 +36,15 @@ export function pendingBlocks(p: Pending, detailed: boolean): Block[] {
         : status === "expired"
           ? `expired ${when(p.expiresAt)}`
           : null,
-      `because of ${p.matchedRule === "requires_approval" ? "the approval list" : `rule “${mdEscape(p.matchedRule)}”`}`,
+      `because of ${reasonOf(p.matchedRule)}`,
     ]
       .filter(Boolean)
       .join(" · "),
   ].join("\n");
   const blocks: Block[] = [
     { md: head },
+    // What approving would disclose, in words: the decision a reviewer is really making.
+    ...(p.disclosure ? [{ md: `**${mdEscape(p.disclosure)}** Approve only if they may see it.` }] : []),
     {
       md: `${p.editedParams ? "Params (as you edited them):" : "Params:"}\n\n${fenced(params, "json")}`,
       // In a browser the review form right below shows them, editable: not twice.

@@ -1,6 +1,7 @@
 // The notifications page: each notification one sentence a person reads at a glance (who,
 // what, on which note, linked), with a Dismiss button; agents read the same page in markdown.
 import { plural } from "../../lib/plural.ts";
+import { studiosSeenByViewers } from "../access.ts";
 import { REFUSAL } from "../agents/triggers/refusals.ts";
 import { unreadOf } from "../notifications.ts";
 import { markdownToHtml } from "../registry/html.ts";
@@ -91,14 +92,19 @@ export const notificationsPage: PageDef = {
   resolve: async () => ({}),
   async render(ctx, _scope, query) {
     const pg = paging(query);
-    const where = unreadOf(ctx.actor.id, ctx.tenant.id);
+    // A run acting within someone's view lists only what happened where they can read.
+    const seen = await studiosSeenByViewers(ctx);
+    const where = {
+      ...unreadOf(ctx.actor.id, ctx.tenant.id),
+      ...(seen && { event: { OR: [{ studioId: null }, { studioId: { in: seen } }] } }),
+    };
     const [items, total] = await Promise.all([
       ctx.db.notification.findMany({
         where,
         orderBy: [{ createdAt: "desc" }, { id: "desc" }],
         skip: pg.skip,
         take: pg.take,
-        include: { actor: true },
+        include: { actor: true, event: { select: { studioId: true } } },
       }),
       ctx.db.notification.count({ where }),
     ]);
@@ -119,6 +125,8 @@ export const notificationsPage: PageDef = {
             { md: pager("/notifications", pg, total) },
           ]
         : [{ md: "_You are all caught up._" }],
+      // Each notification quotes where it happened.
+      sources: items.flatMap((n) => (n.event.studioId ? [{ studio: n.event.studioId }] : [])),
     };
   },
 };

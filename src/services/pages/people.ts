@@ -2,7 +2,7 @@ import type { User } from "../../generated/prisma/client.ts";
 import { plural } from "../../lib/plural.ts";
 import { loadUser } from "../access.ts";
 import { agentConfig } from "../agents/core/settings.ts";
-import { readWhoami, type Whoami } from "../agents/core/whoami-read.ts";
+import { readWhoami, type Whoami, whoamiSources } from "../agents/core/whoami-read.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/policy/capabilities.ts";
 import { toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
@@ -27,7 +27,7 @@ function agentBlocks(
         "## Your capabilities",
         "",
         `Always allowed: ${ALWAYS_ALLOWED.map((a) => `\`${a}\``).join(", ")}, and reading any page you can see.`,
-        `Granted by your owner: ${(cfg.capabilities ?? GRANTABLE).map((a) => `\`${a}\``).join(", ") || "none"}.`,
+        `Granted by your owner: ${cfg.capabilities.map((a) => `\`${a}\``).join(", ") || "none"}.`,
         `Never available to agents: ${ALWAYS_BLOCKED.map((a) => `\`${a}\``).join(", ")}.`,
         cfg.requires_approval.length || cfg.rules.length
           ? `Some actions wait for your owner's approval (${cfg.requires_approval.map((a) => `\`${a}\``).join(", ") || "by rule"}): you will be told "queued for approval as #id"${cfg.approval_mode === "wait" ? ", and the run pauses until it is reviewed" : "; carry on meanwhile"}. Rules may also deny an action by name: then try something else.`
@@ -52,14 +52,8 @@ export const whoamiPage: PageDef = {
   actions: ["update_scratchpad"],
   resolve: async () => ({}),
   async render(ctx) {
-    const {
-      user,
-      studios: memberships,
-      watching,
-      unread,
-      unreadCount,
-      spentMicros: spent,
-    } = await readWhoami(ctx);
+    const whoami = await readWhoami(ctx);
+    const { user, studios: memberships, watching, unread, unreadCount, spentMicros: spent } = whoami;
     const identity = [
       `You are ${who(user)}, a ${user.kind} in the ${mdEscape(ctx.tenant.name)} workspace (\`${ctx.tenant.subdomain}\`).`,
       user.parent ? `Your owner is ${who(user.parent)}.` : null,
@@ -97,6 +91,7 @@ export const whoamiPage: PageDef = {
           md: "## How to act\n\nEvery page lists its actions under **Actions**. `GET <page>/actions/<name>` describes one; `POST <page>/actions/<name>` with a JSON body runs it. Search with `/search?q=<words>`.",
         },
       ],
+      sources: whoamiSources(whoami),
     };
   },
 };
@@ -136,6 +131,8 @@ export const searchPage: PageDef = {
         { md: lines.join("\n") },
         { md: pager("/search", pg, total, { q }) },
       ],
+      // Each result quotes its studio.
+      sources: hits.map((h) => ({ studio: h.studioId })),
     };
   },
 };

@@ -137,16 +137,21 @@ export const runPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const r = scope.taskRun!;
-    const [steps, resources, initiator, pending] = await Promise.all([
+    const [steps, resources, initiator, pending, viewers] = await Promise.all([
       ctx.db.subagentTaskRunStep.findMany({ where: { runId: r.id }, orderBy: { number: "asc" } }),
       ctx.db.subagentTaskRunResource.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
       r.initiatedById ? ctx.db.user.findUnique({ where: { id: r.initiatedById } }) : null,
       ctx.db.agentPendingAction.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
+      r.viewerIds.length
+        ? ctx.db.user.findMany({ where: { id: { in: r.viewerIds } }, select: { handle: true } })
+        : [],
     ]);
     const facts = [
       `trigger: ${triggerText(a.handle, r)}${initiator ? ` by [@${initiator.handle}](/u/${initiator.handle})` : ""}`,
       `model: ${r.model ? `\`${mdEscape(r.model)}\`` : "default"}`,
       `queued ${when(r.createdAt)}`,
+      // Woken by someone who does not manage it: it read only what they can.
+      ...(viewers.length ? [`acting within ${viewers.map((v) => `@${v.handle}`).join(" and ")}'s view`] : []),
     ];
     const blocks: Block[] = [
       { md: progressLine(r), html: progressHtml(r) },

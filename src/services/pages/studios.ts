@@ -1,5 +1,5 @@
 import { plural } from "../../lib/plural.ts";
-import { loadStudio } from "../access.ts";
+import { loadStudio, studiosSeenByViewers } from "../access.ts";
 import { unreadOf } from "../notifications.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, StudioScope } from "../registry/types.ts";
@@ -8,7 +8,8 @@ import { type NoteLine, type StudioOverview, studioOverview } from "./studio-rea
 import { watchBlocks } from "./subscriptions.ts";
 
 async function myStudios(ctx: Ctx, pg: Paging) {
-  const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id };
+  const seen = await studiosSeenByViewers(ctx);
+  const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id, ...(seen && { studioId: { in: seen } }) };
   const [memberships, total] = await Promise.all([
     ctx.db.studioMember.findMany({
       where,

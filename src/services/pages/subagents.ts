@@ -1,6 +1,7 @@
 import { plural } from "../../lib/plural.ts";
 import { keysOf, loadAgent, mayManage, visibleTo, withOwnerStudio } from "../agents/core/ownership.ts";
 import { agentConfig } from "../agents/core/settings.ts";
+import { capabilityLabel } from "../agents/policy/capabilities.ts";
 import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
@@ -65,7 +66,16 @@ export const subagentsPage: PageDef = {
         {
           md: `## Your studios' agents\n\n${studioLines.join("\n") || "_None of your studios owns an agent yet._"}`,
         },
-        { md: "## Create an agent" },
+        ...(ctx.actor.tenantAdmin
+          ? [
+              {
+                md: `As a workspace admin you can keep actions for people: ${link("workspace agent settings", "/settings/agents")}.`,
+              },
+            ]
+          : []),
+        {
+          md: "## Create an agent\n\nIt starts able to read and comment. Grant more under **Capabilities** on its page once it exists.",
+        },
         {
           form: {
             action: "create_subagent",
@@ -163,6 +173,9 @@ export const subagentPage: PageDef = {
         },
         {
           md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)} · ${link("Capabilities, approvals and rules", `${base}/settings`)} · ${link("Schedules", `${base}/schedules`)} · ${link("Actions to review", `${base}/pending`)} · ${link("Usage and cost", `${base}/usage`)}`,
+        },
+        {
+          md: `Besides reading, it may: ${cfg.capabilities.map(capabilityLabel).join(", ").toLowerCase() || "nothing"}. A new agent starts able to read and comment; grant more under ${link("Capabilities", `${base}/settings`)}.`,
         },
         {
           md: [

@@ -76,7 +76,14 @@ export interface Choice {
   label: string;
 }
 
-function fieldInput(f: Field, value: unknown, formId: string, choices?: Choice[], error?: string): string {
+function fieldInput(
+  f: Field,
+  value: unknown,
+  formId: string,
+  choices?: Choice[],
+  error?: string,
+  disabled?: string,
+): string {
   const id = `${formId}-${f.name}`;
   const v = value === undefined || value === null ? (f.defaultValue ?? "") : value;
   const req = f.required && f.type !== "boolean" ? " required" : "";
@@ -89,7 +96,10 @@ function fieldInput(f: Field, value: unknown, formId: string, choices?: Choice[]
   const err = error ? `<p class="field-error" id="${id}-error">${escapeHtml(error)}</p>` : "";
   if (f.type === "boolean") {
     const checked = v === true || v === "true" || v === "on" ? " checked" : "";
-    return `<label class="check" for="${id}"><input type="checkbox" id="${id}" name="${f.name}" value="true"${checked}${invalid}> ${label}</label>${help}${err}`;
+    // Greyed out, saying why: a choice the page shows but this form may not make.
+    const off = disabled ? ` disabled aria-describedby="${id}-why"` : "";
+    const why = disabled ? `<small class="disabled-why" id="${id}-why">${escapeHtml(disabled)}</small>` : "";
+    return `<label class="check${disabled ? " disabled" : ""}" for="${id}"><input type="checkbox" id="${id}" name="${f.name}" value="true"${checked}${invalid}${off}> ${label}</label>${why || help}${err}`;
   }
   let control: string;
   if (f.secret) {
@@ -137,6 +147,8 @@ interface FormOpts {
   state?: FormState;
   /** Options for a select the schema cannot list (the keys you own). */
   choices?: Record<string, Choice[]>;
+  /** Fields shown greyed out, with why (a capability the workspace keeps for people). */
+  disabled?: Record<string, string>;
 }
 
 /** The params' issues by the field they belong to (`params.text` is the `params` field's). */
@@ -174,7 +186,7 @@ export function actionForm(a: ActionDef, o: FormOpts): string {
   const inputs = visible.map((f) => {
     const field = o.inline ? { ...f, description: undefined } : f;
     const error = at.get(f.name);
-    return `<div class="field field-${f.type}${error ? " has-error" : ""}">${fieldInput(field, state?.values[f.name], formId, o.choices?.[f.name], error)}</div>`;
+    return `<div class="field field-${f.type}${error ? " has-error" : ""}">${fieldInput(field, state?.values[f.name], formId, o.choices?.[f.name], error, o.disabled?.[f.name])}</div>`;
   });
   grouped(visible, inputs);
   const label = escapeHtml(o.label ?? humanize(a.name));
@@ -312,6 +324,7 @@ function inlineForm(a: ActionDef, b: FormBlock, opts: RenderOpts): string {
     only: b.form.fields ?? (b.form.style === "block" ? fields(a.params).map((f) => f.name) : []),
     label: b.form.label,
     choices: b.form.choices,
+    disabled: b.form.disabled,
     inline: b.form.style === undefined || b.form.style === "inline",
     state: failedHere ? opts.state : prefill,
   });

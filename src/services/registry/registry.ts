@@ -5,6 +5,7 @@ import type { Db } from "../../db/prisma.ts";
 import { AppError, ForbiddenError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { storable } from "../../lib/text.ts";
 import type { LiveFeed } from "../live/feed.ts";
+import { pageSources } from "./audiences.ts";
 import { labelled, parseParams } from "./params.ts";
 import { createRouter } from "./router.ts";
 import type {
@@ -92,8 +93,18 @@ export function createRegistry(
     return m;
   }
 
+  /**
+   * A run woken by someone who does not manage its agent reads only what they could: the
+   * page must resolve for each of them too, and answers the agent as it would answer them.
+   */
+  async function withinViewers(ctx: Ctx, m: ReturnType<typeof page>) {
+    for (const actor of ctx.viewers ?? [])
+      await m.page.resolve({ db: ctx.db, tenant: ctx.tenant, actor }, m.params);
+  }
+
   async function resolve(ctx: Ctx, path: string): Promise<Resolved> {
     const m = page(path);
+    await withinViewers(ctx, m);
     return { ...m, scope: await m.page.resolve(ctx, m.params) };
   }
 
@@ -142,18 +153,24 @@ export function createRegistry(
       const ctx = handed(caller);
       const m = page(path);
       const query = storableQuery(raw);
+      await withinViewers(ctx, m);
+      let read: { view: PageView; actions: ActionDef[]; resolved: Resolved };
       if (m.page.view) {
-        const read = await m.page.view(ctx, m.params, query);
-        const resolved = { ...m, scope: read.scope };
-        return { view: read.view, actions: await available(ctx, resolved), resolved };
+        const got = await m.page.view(ctx, m.params, query);
+        const resolved = { ...m, scope: got.scope };
+        read = { view: got.view, actions: await available(ctx, resolved), resolved };
+      } else {
+        const resolved = { ...m, scope: await m.page.resolve(ctx, m.params) };
+        // Independent reads: the page's content and which actions the actor may use.
+        const [view, actions] = await Promise.all([
+          m.page.render(ctx, resolved.scope, query),
+          available(ctx, resolved),
+        ]);
+        read = { view, actions, resolved };
       }
-      const resolved = { ...m, scope: await m.page.resolve(ctx, m.params) };
-      // Independent reads: the page's content and which actions the actor may use.
-      const [view, actions] = await Promise.all([
-        m.page.render(ctx, resolved.scope, query),
-        available(ctx, resolved),
-      ]);
-      return { view, actions, resolved };
+      // Whatever the reader took in narrows its label, before it can act on it.
+      await ctx.flow?.read(pageSources(ctx, read.resolved.scope, read.view));
+      return read;
     },
 
     /**
@@ -162,6 +179,7 @@ export function createRegistry(
      */
     async live(ctx: Ctx, path: string, raw: Query): Promise<LiveFeed> {
       const m = page(path);
+      await withinViewers(ctx, m);
       const scope = await m.page.resolve(ctx, m.params);
       if (!m.page.live)
         throw new AppError(406, `${path} has no live updates: ask for it as text/html or text/markdown.`);
@@ -176,9 +194,11 @@ export function createRegistry(
     /** The view of a page already resolved (an action's page, for its title and breadcrumb). */
     async render(caller: Ctx, r: Resolved, query: Query): Promise<PageView> {
       const ctx = handed(caller);
-      return r.page.view
+      const view = r.page.view
         ? (await r.page.view(ctx, r.params, query)).view
-        : r.page.render(ctx, r.scope, query);
+        : await r.page.render(ctx, r.scope, query);
+      await ctx.flow?.read(pageSources(ctx, r.scope, view));
+      return view;
     },
 
     /** Validates, then executes in one transaction: the write, its event and audit rows commit together or not at all. */

@@ -40,6 +40,33 @@ export function toActor(
   };
 }
 
+/**
+ * Who can read a place (agents/policy/labels.ts): a studio's members, exactly these people,
+ * an agent and whoever manages it, or the whole workspace. Pages say who can read what they
+ * show; write actions say who can read where they write.
+ */
+export type Audience =
+  | { studio: string }
+  | { people: string[] }
+  | { managersOf: string }
+  | { workspace: true };
+
+/** Where an action writes: what it puts there, in words ("comment"), and who can read it there. */
+export interface WriteAudience {
+  what: string;
+  to(ctx: Ctx, scope: Scope, params: Record<string, unknown>): Audience;
+}
+
+/**
+ * What a subagent has taken in so far, as the audiences of everything it read: its label.
+ * Every page it reads narrows it (the registry calls `read`); its holder (a run, an agent's
+ * API token) keeps it where it survives a restart.
+ */
+export interface Flow {
+  label(): Audience[];
+  read(sources: Audience[]): Promise<void>;
+}
+
 /** Everything a page or action needs about the request, with no HTTP in it. */
 export interface Ctx {
   db: PrismaClient;
@@ -49,6 +76,13 @@ export interface Ctx {
   run?: { id: string; chainDepth: number };
   /** `https://<tenant host>` as the request reached us, for addresses other systems call (webhooks); absent in process. */
   origin?: string;
+  /** A subagent's label, narrowed by what it reads and checked by what it writes. */
+  flow?: Flow;
+  /**
+   * The people a run acts within the view of (it was woken by someone who does not manage
+   * its agent): a page any of them could not open answers the agent as it would answer them.
+   */
+  viewers?: Actor[];
 }
 
 /** What an action's transaction wrote, for the run's resource record. */
@@ -118,6 +152,8 @@ export interface FormBlock {
     depth?: number;
     /** Select options for params whose choices depend on the data (the keys you own). */
     choices?: Record<string, { value: string; label: string }[]>;
+    /** Params shown greyed out, each with why it cannot be chosen here. */
+    disabled?: Record<string, string>;
   };
 }
 /** Markdown; `html`, when given, is trusted server-rendered markup (a chart) shown instead in browsers. */
@@ -132,6 +168,12 @@ export interface PageView {
    * browser's stream starts right after what the page shows. Absent: nothing to watch now.
    */
   live?: { since: string };
+  /**
+   * Who can read what the page shows, when it is not simply its studio's members (a page
+   * quoting several studios, or a note quoting a run's memory): each narrows a reader's label.
+   * Absent: the page's studio, or nothing for pages about the reader itself.
+   */
+  sources?: Audience[];
 }
 
 interface PageBase {
@@ -186,6 +228,8 @@ export interface ActionDef<S extends z.ZodObject = z.ZodObject> {
   description: string;
   params: S;
   writes: boolean;
+  /** Required when it writes: who can read what it writes (a registry test holds every write to it). */
+  audience?: WriteAudience;
   /** Waits on another service: runs outside a transaction, so its writes must each stand alone. */
   callsOut?: boolean;
   /** null when the actor may use it on this scope, else the reason they may not. */

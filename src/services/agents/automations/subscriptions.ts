@@ -6,6 +6,7 @@
 import type { Db, PrismaClient } from "../../../db/prisma.ts";
 import { inTransaction } from "../../../db/prisma.ts";
 import type { AgentSubscription, Event, User } from "../../../generated/prisma/client.ts";
+import { wokenByOthers } from "../core/ownership.ts";
 import type { QueuedRun } from "../core/runs.ts";
 import { agentConfig, resolveModel, tenantSettings } from "../core/settings.ts";
 import { queueTriggered } from "../triggers/dispatcher.ts";
@@ -178,6 +179,13 @@ async function queueFor(tx: Db, sub: AgentSubscription & { agent: User }, eventI
     ...(sub.subjectType !== "studio" && { threadId: sub.subjectId }),
     chainDepth: depths.length ? Math.max(...depths.map((d) => d.chainDepth)) + 1 : 0,
     task: await subscriptionTask(tx, sub, events),
+    // The events happened in the watched studio; the run reads within the view of whoever caused them.
+    label: [{ studio: sub.studioId }],
+    viewerIds: await wokenByOthers(
+      tx,
+      sub.agentId,
+      events.map((e) => e.actorId),
+    ),
     model: resolveModel(cfg, settings, undefined),
     maxSteps: cfg.max_steps,
     timeoutSeconds: cfg.timeout_seconds,

@@ -47,11 +47,24 @@ export function managedBy(actorId: string): Prisma.UserWhereInput {
 }
 
 /** The same rule in SQL, for an agent row aliased `alias`. */
-export function managedBySql(alias: string, actorId: string): Prisma.Sql {
+export function managedBySql(alias: string, actorId: string | Prisma.Sql): Prisma.Sql {
   const a = Prisma.raw(alias);
   return Prisma.sql`(${a}.parent_id = ${actorId} OR EXISTS (
     SELECT 1 FROM studio_members mgr
     WHERE mgr.studio_id = ${a}.owner_studio_id AND mgr.user_id = ${actorId} AND mgr.role = 'admin'))`;
+}
+
+/**
+ * Of the people (or agents) who woke an agent, those who do not manage it: a run they wake
+ * acts within their view (agents/policy/labels.ts). The agent itself never counts.
+ */
+export async function wokenByOthers(db: Db, agentId: string, actorIds: string[]): Promise<string[]> {
+  const ids = [...new Set(actorIds)].filter((id) => id !== agentId);
+  if (!ids.length) return [];
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    SELECT x.id FROM unnest(${ids}::text[]) AS x(id) JOIN users ag ON ag.id = ${agentId}
+    WHERE NOT ${managedBySql("ag", Prisma.sql`x.id`)} ORDER BY x.id`;
+  return rows.map((r) => r.id);
 }
 
 /** Agents `actorId` may see: the ones they manage, and their studios' agents. */

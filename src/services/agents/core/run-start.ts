@@ -3,6 +3,7 @@
 // (runs.ts), because 200 runs starting at once each paid for six more reads before their
 // first LLM call, and on this hardware a statement costs what its round trip costs.
 import { Prisma, type SubagentTaskRun, type Tenant, type User } from "../../../generated/prisma/client.ts";
+import { type Actor, toActor } from "../../registry/types.ts";
 import { parseWhoami, type Whoami, whoamiSql } from "./whoami-read.ts";
 
 export type ClaimedRun = Pick<
@@ -20,6 +21,7 @@ export type ClaimedRun = Pick<
   | "attempts"
   | "leaseOwner"
   | "triggerKind"
+  | "label"
 >;
 
 /** The agent as it acts; its owner's name is on its /whoami. */
@@ -42,6 +44,8 @@ export interface RunStart {
   tenant: Tenant;
   /** The run's first page, /whoami, as the agent sees it now; it carries the month's spend. */
   whoami: Whoami;
+  /** Who woke it without managing its agent: it reads within their view. */
+  viewers: Actor[];
 }
 
 /**
@@ -53,12 +57,15 @@ export const runStartSql = (at: Date) => Prisma.sql`(
     'run', json_build_object('id', c.id, 'tenantId', c.tenant_id, 'agentId', c.agent_id, 'task', c.task,
       'model', c.model, 'maxSteps', c.max_steps, 'timeoutSeconds', c.timeout_seconds,
       'stepsCount', c.steps_count, 'status', c.status, 'chainDepth', c.chain_depth, 'attempts', c.attempts,
-      'leaseOwner', c.lease_owner, 'triggerKind', c.trigger_kind),
+      'leaseOwner', c.lease_owner, 'triggerKind', c.trigger_kind, 'label', c.label),
     'agent', json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle, 'name', u.name,
       'kind', u.kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'tenantAdmin', u.tenant_admin, 'agentConfig', u.agent_config),
     'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings,
       'createdAt', t.created_at AT TIME ZONE 'UTC'),
-    'whoami', ${whoamiSql(Prisma.sql`c.agent_id`, Prisma.sql`c.tenant_id`, at)})
+    'whoami', ${whoamiSql(Prisma.sql`c.agent_id`, Prisma.sql`c.tenant_id`, Prisma.sql`c.viewer_ids`, at)},
+    'viewers', (SELECT coalesce(json_agg(json_build_object('id', v.id, 'tenantId', v.tenant_id, 'handle', v.handle,
+        'name', v.name, 'kind', v.kind, 'parentId', v.parent_id, 'tenantAdmin', v.tenant_admin)), '[]')
+      FROM users v WHERE v.id = ANY(c.viewer_ids)))
   FROM users u JOIN tenants t ON t.id = c.tenant_id WHERE u.id = c.agent_id)`;
 
 interface StartJson {
@@ -66,6 +73,7 @@ interface StartJson {
   agent: RunAgent;
   tenant: Omit<Tenant, "createdAt"> & { createdAt: string };
   whoami: Parameters<typeof parseWhoami>[0];
+  viewers: Parameters<typeof toActor>[0][];
 }
 
 export function parseRunStart(json: StartJson | null): RunStart | null {
@@ -75,5 +83,6 @@ export function parseRunStart(json: StartJson | null): RunStart | null {
     agent: json.agent,
     tenant: { ...json.tenant, createdAt: new Date(json.tenant.createdAt) },
     whoami: parseWhoami(json.whoami),
+    viewers: json.viewers.map(toActor),
   };
 }

@@ -7,6 +7,7 @@ import { Prisma, type RunStatus, type SubagentTaskRun } from "../../../generated
 import { newId } from "../../../lib/ids.ts";
 import { storable } from "../../../lib/text.ts";
 import { emitEvent } from "../../events.ts";
+import type { Audience } from "../../registry/types.ts";
 import { parseRunStart, type RunStart, runStartSql } from "./run-start.ts";
 import { maskText } from "./secret-masking.ts";
 
@@ -26,6 +27,10 @@ export interface NewRun {
   threadId?: string;
   chainDepth: number;
   task: string;
+  /** Who can read what the task quotes (a comment's studio): the run's label starts there. */
+  label?: Audience[];
+  /** Who woke it without managing its agent: it reads only what they can (agents/policy/labels.ts). */
+  viewerIds?: string[];
   model: string | null;
   maxSteps: number;
   timeoutSeconds: number;
@@ -43,10 +48,11 @@ function insertRun(r: NewRun, end?: { reason: string; message: string }): Prisma
   // comment is not copied into its runs (secret-masking.ts).
   return Prisma.sql`
     INSERT INTO subagent_task_runs (id, tenant_id, agent_id, initiated_by_id, trigger_event_id, trigger_kind,
-      trigger_ref, thread_id, chain_depth, task, model, max_steps, timeout_seconds, status, stop_reason, error, completed_at,
-      created_at)
+      trigger_ref, thread_id, chain_depth, task, label, viewer_ids, model, max_steps, timeout_seconds, status, stop_reason,
+      error, completed_at, created_at)
     VALUES (${newId()}, ${r.tenantId}, ${r.agentId}, ${r.initiatedById}, ${r.triggerEventId ?? null}, ${r.triggerKind},
-      ${r.triggerRef ?? null}, ${r.threadId ?? null}, ${r.chainDepth}, ${maskText(r.task)}, ${r.model}, ${r.maxSteps},
+      ${r.triggerRef ?? null}, ${r.threadId ?? null}, ${r.chainDepth}, ${maskText(r.task)},
+      ${JSON.stringify(r.label ?? [])}::jsonb, ${r.viewerIds ?? []}::text[], ${r.model}, ${r.maxSteps},
       ${r.timeoutSeconds}, ${end ? "skipped" : "queued"}::"RunStatus", ${end?.reason ?? null}, ${end?.message ?? null},
       ${end ? new Date() : null}::timestamp, clock_timestamp() AT TIME ZONE 'UTC')
     ON CONFLICT DO NOTHING`;

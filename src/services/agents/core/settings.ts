@@ -11,6 +11,13 @@ export const DEFAULT_COST_LIMIT_USD = 100;
 export const MAX_COST_LIMIT_USD = 100_000;
 export const DEFAULT_ALERT_THRESHOLDS_USD = [1, 5, 10, 50] as const;
 
+/**
+ * What a new agent may do besides reading: comment and confirm reads. Everything else that
+ * writes is granted by its owner (agents made before this default were given every
+ * content action by a migration, so they kept what they could do).
+ */
+export const DEFAULT_CAPABILITIES = ["add_comment", "confirm_read"] as const;
+
 export const ruleSchema = z.object({
   name: z.string().min(1).max(80),
   /** An action name, or `*` for every action. */
@@ -27,8 +34,8 @@ export const agentConfigSchema = z
     model: z.string().max(200).optional(),
     max_steps: z.number().int().min(1).max(MAX_STEPS_LIMIT).default(30),
     timeout_seconds: z.number().int().min(10).max(3600).default(300),
-    /** Granted grantable actions; absent means all of them (agents made before the setting keep working). */
-    capabilities: z.array(z.string()).optional(),
+    /** Granted grantable actions. */
+    capabilities: z.array(z.string()).default([...DEFAULT_CAPABILITIES]),
     requires_approval: z.array(z.string()).default([]),
     /** Ordered: the first rule that matches decides. */
     rules: z.array(ruleSchema).default([]),
@@ -66,6 +73,8 @@ export const tenantSettingsSchema = z
     trigger_rate_per_minute: z.number().int().min(1).max(1000).default(3),
     chain_depth_limit: z.number().int().min(1).max(20).default(3),
     agents_enabled: z.boolean().default(true),
+    /** Grantable actions the workspace's admins keep for people: no agent may be granted them. */
+    human_only: z.array(z.string()).default([]),
     /** Model → USD per 1M tokens, over the repo's price list (money/pricing.ts). */
     pricing: tenantPricesSchema.default({}),
   })
@@ -78,9 +87,16 @@ export function agentConfig(user: Pick<User, "agentConfig">): AgentConfig {
   return parsed.success ? parsed.data : agentConfigSchema.parse({});
 }
 
+// A run's guard asks for every action of every page: the tenant row it holds is parsed once.
+const parsedSettings = new WeakMap<object, TenantSettings>();
+
 export function tenantSettings(tenant: Pick<Tenant, "settings">): TenantSettings {
+  const cached = parsedSettings.get(tenant);
+  if (cached) return cached;
   const parsed = tenantSettingsSchema.safeParse(tenant.settings ?? {});
-  return parsed.success ? parsed.data : tenantSettingsSchema.parse({});
+  const settings = parsed.success ? parsed.data : tenantSettingsSchema.parse({});
+  parsedSettings.set(tenant, settings);
+  return settings;
 }
 
 /** Agent's model, else the tenant default, else the server default; null when none is set anywhere. */

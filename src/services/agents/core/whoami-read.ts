@@ -5,8 +5,10 @@
 // without a zone: `at` states it.
 import { hotQuery } from "../../../db/prisma.ts";
 import { Prisma, type User } from "../../../generated/prisma/client.ts";
+import { seenByViewers, viewerIds } from "../../access.ts";
 import { monthOf } from "../../money/ledger.ts";
-import type { Ctx } from "../../registry/types.ts";
+import { parseLabel } from "../../registry/audiences.ts";
+import type { Audience, Ctx } from "../../registry/types.ts";
 
 const WHOAMI_UNREAD = 10;
 
@@ -16,7 +18,7 @@ interface Author {
 }
 
 export interface Whoami {
-  user: Pick<User, "handle" | "name" | "kind" | "bio" | "agentConfig" | "scratchpad"> & {
+  user: Pick<User, "handle" | "name" | "kind" | "bio" | "agentConfig" | "scratchpad" | "scratchpadLabel"> & {
     parent: Author | null;
     /** A studio's agent: the studio that owns it (its admins manage it). */
     ownerStudio: Author | null;
@@ -24,7 +26,15 @@ export interface Whoami {
   studios: { name: string; handle: string; role: string }[];
   /** What an agent watches (subscriptions): where, and for which events. */
   watching: { path: string; events: string[]; enabled: boolean }[];
-  unread: { kind: string; path: string; excerpt: string; createdAt: Date; actor: Author }[];
+  /** Each quotes where it happened: `studioId` (none for an agent's own notices). */
+  unread: {
+    kind: string;
+    path: string;
+    excerpt: string;
+    createdAt: Date;
+    actor: Author;
+    studioId: string | null;
+  }[];
   unreadCount: number;
   /** This month's spend on model calls, in micro-dollars (agents pay; people do not). */
   spentMicros: bigint;
@@ -34,7 +44,15 @@ interface WhoamiJson {
   user: Whoami["user"];
   studios: Whoami["studios"];
   watching: Whoami["watching"];
-  unread: { kind: string; path: string; excerpt: string; at: string; name: string; handle: string }[];
+  unread: {
+    kind: string;
+    path: string;
+    excerpt: string;
+    at: string;
+    name: string;
+    handle: string;
+    studioId: string | null;
+  }[];
   unreadCount: number;
   spent: string | null;
 }
@@ -44,16 +62,21 @@ interface WhoamiJson {
  * claim reads it in the same statement (agents/run-start.ts). Its aliases are its own, so
  * the user and tenant may name an outer query's columns.
  */
-export const whoamiSql = (userId: Prisma.Sql, tenantId: Prisma.Sql, at = new Date()) => Prisma.sql`(
+export const whoamiSql = (
+  userId: Prisma.Sql,
+  tenantId: Prisma.Sql,
+  viewers: Prisma.Sql,
+  at = new Date(),
+) => Prisma.sql`(
   SELECT json_build_object(
     'user', json_build_object('handle', wu.handle, 'name', wu.name, 'kind', wu.kind, 'bio', wu.bio,
-      'agentConfig', wu.agent_config, 'scratchpad', wu.scratchpad,
+      'agentConfig', wu.agent_config, 'scratchpad', wu.scratchpad, 'scratchpadLabel', wu.scratchpad_label,
       'parent', CASE WHEN wp.id IS NULL THEN NULL ELSE json_build_object('name', wp.name, 'handle', wp.handle) END,
       'ownerStudio', CASE WHEN wos.id IS NULL THEN NULL ELSE json_build_object('name', wos.name, 'handle', wos.handle) END),
     'studios', (SELECT coalesce(json_agg(x ORDER BY x.created_at, x.handle), '[]') FROM (
        SELECT ws.name, ws.handle, wm.role, wm.created_at
        FROM studio_members wm JOIN studios ws ON ws.id = wm.studio_id
-       WHERE wm.user_id = wu.id AND wm.tenant_id = wu.tenant_id) x),
+       WHERE wm.user_id = wu.id AND wm.tenant_id = wu.tenant_id AND ${seenByViewers(viewers, Prisma.sql`ws.id`)}) x),
     'watching', (SELECT coalesce(json_agg(x ORDER BY x.created_at), '[]') FROM (
        SELECT '/studios/' || ws.handle || CASE WHEN wsub.subject_type = 'studio' THEN ''
                 ELSE '/' || wsub.subject_type || 's/' || wsub.subject_id END AS path,
@@ -62,9 +85,10 @@ export const whoamiSql = (userId: Prisma.Sql, tenantId: Prisma.Sql, at = new Dat
        WHERE wsub.agent_id = wu.id AND wsub.tenant_id = wu.tenant_id) x),
     'unread', (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
        SELECT wn.id, wn.kind, wn.path, wn.excerpt, wn.created_at, wn.created_at AT TIME ZONE 'UTC' AS at,
-         wa.name, wa.handle
-       FROM notifications wn JOIN users wa ON wa.id = wn.actor_id
+         wa.name, wa.handle, we.studio_id AS "studioId"
+       FROM notifications wn JOIN users wa ON wa.id = wn.actor_id JOIN events we ON we.id = wn.event_id
        WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL
+         AND (we.studio_id IS NULL OR ${seenByViewers(viewers, Prisma.sql`we.studio_id`)})
        ORDER BY wn.created_at DESC, wn.id DESC LIMIT ${WHOAMI_UNREAD}) x),
     'unreadCount', (SELECT count(*) FROM notifications wn
        WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL),
@@ -92,6 +116,7 @@ export function parseWhoami(json: WhoamiJson): Whoami {
       excerpt: n.excerpt,
       createdAt: new Date(n.at),
       actor: { name: n.name, handle: n.handle },
+      studioId: n.studioId,
     })),
     unreadCount: json.unreadCount,
     spentMicros: BigInt(json.spent ?? 0),
@@ -110,8 +135,18 @@ export async function readWhoami(ctx: Ctx): Promise<Whoami> {
   if (ready) return ready;
   const [row] = await hotQuery<{ whoami: WhoamiJson | null }>(
     ctx.db,
-    Prisma.sql`SELECT ${whoamiSql(Prisma.sql`${ctx.actor.id}`, Prisma.sql`${ctx.tenant.id}`)} AS whoami`,
+    Prisma.sql`SELECT ${whoamiSql(Prisma.sql`${ctx.actor.id}`, Prisma.sql`${ctx.tenant.id}`, Prisma.sql`${viewerIds(ctx)}`)} AS whoami`,
   );
   if (!row?.whoami) throw new Error(`no user ${ctx.actor.id} in tenant ${ctx.tenant.id}`);
   return parseWhoami(row.whoami);
+}
+
+/**
+ * What /whoami quotes from elsewhere, each with who can read it there: its notifications'
+ * studios, and the label of the run that last wrote its scratchpad. Its own configuration,
+ * written by its managers for it to act on, narrows nothing.
+ */
+export function whoamiSources(w: Whoami): Audience[] {
+  const studios = w.unread.flatMap((n) => (n.studioId ? [{ studio: n.studioId }] : []));
+  return [...parseLabel(w.user.scratchpadLabel), ...studios];
 }

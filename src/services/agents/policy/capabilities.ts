@@ -33,6 +33,7 @@ export const ALWAYS_BLOCKED = [
   "set_approval_requirements",
   "set_approval_mode",
   "add_rule",
+  "try_rule",
   "remove_rule",
   "add_schedule",
   "update_schedule",
@@ -55,6 +56,8 @@ export const ALWAYS_BLOCKED = [
   "disable_webhook",
   "enable_webhook",
   "delete_webhook",
+  // The workspace's own limits on agents are its admins' alone.
+  "set_human_only",
 ] as const;
 
 /**
@@ -123,15 +126,22 @@ export function capabilityClass(action: string): CapabilityClass | null {
         : null;
 }
 
+/** Why the workspace keeps an action for people, as the capabilities page and a refusal say it. */
+export const HUMAN_ONLY_WHY = "human-only in this workspace: its admins keep it for people";
+
 /**
  * Why an agent may not use an action, or null if it may. `granted` is the agent's
- * `capabilities` setting: absent allows every grantable action (agents made before the
- * setting existed keep working); an empty list allows none.
+ * `capabilities` setting; `humanOnly` the workspace's actions no agent may be granted.
  */
-export function capabilityDenial(action: string, granted: readonly string[] | undefined): string | null {
+export function capabilityDenial(
+  action: string,
+  granted: readonly string[],
+  humanOnly: readonly string[] = [],
+): string | null {
   const cls = capabilityClass(action);
   if (cls === "allowed") return null;
   if (cls === "blocked" || cls === null) return `capability \`${action}\` is never available to agents`;
-  if (granted === undefined || granted.includes(action)) return null;
+  if (humanOnly.includes(action)) return `\`${action}\` is ${HUMAN_ONLY_WHY}`;
+  if (granted.includes(action)) return null;
   return `capability \`${action}\` is not granted to this agent (its owner can grant it in the agent's settings)`;
 }

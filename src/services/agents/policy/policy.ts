@@ -9,11 +9,12 @@ import { Prisma, type User } from "../../../generated/prisma/client.ts";
 import { ForbiddenError } from "../../../lib/errors.ts";
 import { newId } from "../../../lib/ids.ts";
 import { emit } from "../../events.ts";
-import type { Guard, Policy } from "../../registry/registry.ts";
-import type { Ctx } from "../../registry/types.ts";
+import type { Guard, Policy, RunOptions } from "../../registry/registry.ts";
+import type { ActionCtx, ActionDef, ActionOutcome, Ctx, Scope } from "../../registry/types.ts";
 import { ownerCeilingSql } from "../core/ownership.ts";
-import { type AgentConfig, agentConfig, type Rule } from "../core/settings.ts";
+import { type AgentConfig, agentConfig, type Rule, tenantSettings } from "../core/settings.ts";
 import { capabilityDenial } from "./capabilities.ts";
+import { disclosure, disclosureText } from "./labels.ts";
 
 /** A rule's regex; a leading `(?i)` (common in other engines, not in JavaScript's) means case-insensitive. */
 export function compilePattern(pattern: string): RegExp {
@@ -110,7 +111,11 @@ function ownerCeiling(ctx: Ctx, studioId: string) {
 export const agentGuard: Guard = async (ctx, action, scope) => {
   if (ctx.actor.kind !== "subagent") return null;
   const agent = await agentOf(ctx);
-  const denial = capabilityDenial(action.name, configOf(agent).capabilities);
+  const denial = capabilityDenial(
+    action.name,
+    configOf(agent).capabilities,
+    tenantSettings(ctx.tenant).human_only,
+  );
   if (denial) return denial;
   if (!scope.studio) return null;
   // Never more than its owner could do: a person owner must be in the studio, a studio's agent
@@ -128,18 +133,50 @@ export const agentGuard: Guard = async (ctx, action, scope) => {
     : `its owner could not do this either: ${reason}`;
 };
 
-export const agentPolicy: Policy = async (actx, action, params, _scope, path, opts) => {
+export const agentPolicy: Policy = async (actx, action, params, scope, path, opts) => {
   if (actx.actor.kind !== "subagent") return null;
   // In the action's transaction, never beside it: a transaction that waits for a second
   // pooled connection can starve the pool in a burst until every transaction expires.
   const agent = await agentOf(actx, actx.tx);
   const cfg = configOf(agent);
   const verdict = decide(cfg, action.name, params);
-  if (verdict.kind === "allow") return null;
   if (verdict.kind === "deny")
     throw new ForbiddenError(
       `\`${action.name}\` is denied by the rule “${verdict.rule}”; try something else or finish.`,
     );
+  // Whatever its own rules allow, an agent never shows content to people who cannot read it.
+  const disclosed = await disclosureOf(actx, action, params, scope);
+  if (disclosed) return hold(actx, agent, cfg, { action, params, path, opts, rule: "disclosure", disclosed });
+  if (verdict.kind === "allow") return null;
+  return hold(actx, agent, cfg, { action, params, path, opts, rule: verdict.rule });
+};
+
+/** The words of the approval request when this write would disclose the run's content; null when it stays inside its label. */
+async function disclosureOf(
+  actx: ActionCtx,
+  action: ActionDef,
+  params: Record<string, unknown>,
+  scope: Scope,
+): Promise<string | null> {
+  const label = actx.flow?.label() ?? [];
+  if (!action.writes || !action.audience || !label.length) return null;
+  const write = action.audience.to(actx, scope, params);
+  const d = await disclosure(actx.tx, actx.tenant.id, actx.actor.id, write, label);
+  return d && disclosureText(actx.tx, actx.tenant.id, action.audience.what, write, d);
+}
+
+interface Held {
+  action: ActionDef;
+  params: Record<string, unknown>;
+  path: string;
+  opts: RunOptions;
+  /** The rule that asked for review: a rule's name, `requires_approval` or `disclosure`. */
+  rule: string;
+  disclosed?: string;
+}
+
+/** Queues the action for its managers' review instead of running it. */
+async function hold(actx: ActionCtx, agent: AgentRow, cfg: AgentConfig, h: Held): Promise<ActionOutcome> {
   const id = newId();
   const run = actx.run
     ? await actx.tx.subagentTaskRun.findUnique({ where: { id: actx.run.id }, select: { task: true } })
@@ -151,21 +188,23 @@ export const agentPolicy: Policy = async (actx, action, params, _scope, path, op
       tenantId: actx.tenant.id,
       runId: actx.run?.id ?? null,
       agentId: agent.id,
-      actionName: action.name,
-      params: params as object,
-      pagePath: path,
+      actionName: h.action.name,
+      params: h.params as object,
+      pagePath: h.path,
       contextSummary: run ? run.task.slice(0, 600) : "Called with the agent's API token, outside a run.",
-      reason: (opts.reason ?? "").slice(0, 2000),
-      matchedRule: verdict.rule,
+      reason: (h.opts.reason ?? "").slice(0, 2000),
+      matchedRule: h.rule,
+      disclosure: h.disclosed ?? null,
       waits,
       expiresAt: new Date(Date.now() + cfg.approval_expiry_hours * 3600_000),
     },
   });
   await emit(actx, { type: "approval.requested", subjectType: "pending_action", subjectId: id });
+  const reviewer = agent.ownerStudioId ? "an admin of your studio" : "your owner";
   return {
     status: 202,
-    location: path,
-    notice: `Queued for approval as #${id}: ${agent.ownerStudioId ? "an admin of your studio" : "your owner"} reviews it${waits ? "; this run waits for the outcome" : ""}.`,
+    location: h.path,
+    notice: `Queued for approval as #${id}: ${h.disclosed ? `${h.disclosed} ${reviewer} decides whether it may` : `${reviewer} reviews it`}${waits ? "; this run waits for the outcome" : ""}.`,
     pending: { id, waits },
   };
-};
+}

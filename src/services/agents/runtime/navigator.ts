@@ -27,6 +27,7 @@ import {
   type StepRecord,
 } from "../core/steps.ts";
 import { ownerText, primeWhoami } from "../core/whoami-read.ts";
+import { storedFlow } from "../policy/labels.ts";
 import { primeAgent } from "../policy/policy.ts";
 import { compact, lastPath, type Remembered } from "../prompt/memory.ts";
 import { buildMessages, capPage } from "../prompt/prompt.ts";
@@ -142,6 +143,14 @@ class Navigation {
       tenant,
       actor: toActor(agent),
       run: { id: run.id, chainDepth: run.chainDepth },
+      // What it read survives a crash or a wait on the run's row: a resumed run starts where it left off.
+      flow: storedFlow(
+        run.label,
+        (label) =>
+          this.prisma
+            .$executeRaw`UPDATE subagent_task_runs SET label = ${JSON.stringify(label)}::jsonb WHERE id = ${run.id}`,
+      ),
+      ...(start.viewers.length && { viewers: start.viewers }),
     };
     // Checked before every LLM call, not once per run: the owner may lower the limit or
     // revoke the key meanwhile. Read with the claim; every recorded call returns it as it leaves it.

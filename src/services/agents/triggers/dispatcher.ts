@@ -9,6 +9,7 @@ import { type Event, Prisma, type Tenant, type User } from "../../../generated/p
 import { quoteAsData } from "../../../lib/text.ts";
 import { parseMentions } from "../../mentions.ts";
 import type { Subject } from "../../subjects.ts";
+import { managedBySql } from "../core/ownership.ts";
 import { type NewRun, type QueuedRun, queueRun, recordSkipped } from "../core/runs.ts";
 import { agentConfig, resolveModel, type TenantSettings, tenantSettings } from "../core/settings.ts";
 import { noticeUnanswered } from "./refusals.ts";
@@ -44,7 +45,11 @@ type Woken = Pick<
   | "pausedKind"
   | "parentId"
   | "ownerStudioId"
-> & { why: Kind };
+> & {
+  why: Kind;
+  /** Whether the event's actor manages it: if not, its run acts within the actor's view. */
+  managed: boolean;
+};
 
 interface Wake {
   settings: Tenant["settings"];
@@ -84,7 +89,8 @@ async function wakeRead(db: PrismaClient, e: Event, s: Subject): Promise<Wake> {
       'depth', (SELECT chain_depth FROM subagent_task_runs WHERE id = ${e.runId}),
       'agents', (SELECT coalesce(json_agg(json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle,
           'name', u.name, 'agentConfig', u.agent_config, 'pausedAt', u.paused_at AT TIME ZONE 'UTC', 'pausedReason', u.paused_reason,
-          'pausedKind', u.paused_kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'why', w.why)
+          'pausedKind', u.paused_kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'why', w.why,
+          'managed', ${managedBySql("u", e.actorId)})
           ORDER BY u.id), '[]')
         FROM woken w JOIN users u ON u.id = w.id
         WHERE u.archived_at IS NULL
@@ -115,6 +121,9 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
       threadId: s.thread?.id ?? (s.kind === "comment" ? undefined : s.id),
       chainDepth: depth,
       task: triggerTask(kind, actor, s),
+      // The task quotes words written in the studio; whoever wrote them reads through the run.
+      label: [{ studio: s.studioId }],
+      viewerIds: agent.managed ? [] : [e.actorId],
       model: resolveModel(cfg, settings, undefined),
       maxSteps: cfg.max_steps,
       timeoutSeconds: cfg.timeout_seconds,

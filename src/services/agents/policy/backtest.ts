@@ -1,0 +1,82 @@
+// A rule tried before it is saved: what the agent's rules, with it in place, would have
+// decided for every action the agent asked for in the last 30 days (its recorded steps).
+import type { Db } from "../../../db/prisma.ts";
+import { plural } from "../../../lib/plural.ts";
+import type { AgentConfig, Rule } from "../core/settings.ts";
+import { decide, ruleMatches, type Verdict } from "./policy.ts";
+
+export const BACKTEST_DAYS = 30;
+/** The most recorded actions one backtest reads: a busy agent's month, newest first. */
+const MAX_ACTIONS = 5000;
+const EXAMPLES = 3;
+
+type Outcome = "allowed" | "held" | "refused";
+
+export interface Example {
+  runId: string;
+  step: number;
+  action: string;
+  at: Date;
+  params: Record<string, unknown>;
+}
+
+export interface Backtest {
+  days: number;
+  total: number;
+  /** How many the tried rule itself matches. */
+  matched: number;
+  /** How many the rules would decide differently than the rules in force. */
+  changed: number;
+  outcomes: Record<Outcome, { count: number; examples: Example[] }>;
+}
+
+const outcomeOf = (v: Verdict): Outcome =>
+  v.kind === "allow" ? "allowed" : v.kind === "deny" ? "refused" : "held";
+
+/** What `rule`, at `position` (1 = first; default last), would have done to the agent's recent actions. */
+export async function backtest(
+  db: Db,
+  agentId: string,
+  cfg: Pick<AgentConfig, "rules" | "requires_approval">,
+  rule: Rule,
+  position?: number,
+): Promise<Backtest> {
+  const since = new Date(Date.now() - BACKTEST_DAYS * 86_400_000);
+  const steps = await db.$queryRaw<{ run_id: string; number: number; detail: unknown; created_at: Date }[]>`
+    SELECT s.run_id, s.number, s.detail, s.created_at FROM subagent_task_run_steps s
+    JOIN subagent_task_runs r ON r.id = s.run_id
+    WHERE r.agent_id = ${agentId} AND s.type = 'execute' AND s.created_at >= ${since}
+      AND s.detail ? 'action'
+    ORDER BY s.created_at DESC LIMIT ${MAX_ACTIONS}`;
+  const rules = [...cfg.rules];
+  rules.splice(Math.min((position ?? rules.length + 1) - 1, rules.length), 0, rule);
+  const tried = { ...cfg, rules };
+  const result: Backtest = {
+    days: BACKTEST_DAYS,
+    total: steps.length,
+    matched: 0,
+    changed: 0,
+    outcomes: { allowed: empty(), held: empty(), refused: empty() },
+  };
+  for (const s of steps) {
+    const d = s.detail as { action: string; params?: Record<string, unknown> };
+    const params = d.params ?? {};
+    const now = outcomeOf(decide(tried, d.action, params));
+    if (ruleMatches(rule, d.action, params)) result.matched += 1;
+    if (now !== outcomeOf(decide(cfg, d.action, params))) result.changed += 1;
+    const o = result.outcomes[now];
+    o.count += 1;
+    if (o.examples.length < EXAMPLES)
+      o.examples.push({ runId: s.run_id, step: s.number, action: d.action, at: s.created_at, params });
+  }
+  return result;
+}
+
+const empty = () => ({ count: 0, examples: [] as Example[] });
+
+/** The headline, in words: "Of 42 actions in the last 30 days, this rule matches 5; 3 would be decided differently." */
+export function backtestSummary(b: Backtest): string {
+  if (!b.total)
+    return `The agent asked for no actions in the last ${b.days} days: nothing to try the rule on.`;
+  return `Of ${plural(b.total, "action")} in the last ${b.days} days, this rule matches ${b.matched}; with it, ${b.changed} would be decided differently than today. Allowed ${b.outcomes.allowed.count}, held for approval ${b.outcomes.held.count}, refused ${b.outcomes.refused.count}.`;
+}

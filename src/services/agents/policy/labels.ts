@@ -1,0 +1,137 @@
+// What an agent may disclose (README, "What an agent can disclose"). A subagent's label is
+// the audiences of everything it has taken in; a write whose readers are not all readers of
+// every one of them would show someone content they cannot read where it came from, so it
+// waits for a manager's review whatever the agent's own rules say. The agent itself and its
+// managers are readers of anything it read (it never reads past its owner), so a write to
+// them, and a label that is only theirs, never holds anything.
+import { type Db, hotQuery } from "../../../db/prisma.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
+import { plural } from "../../../lib/plural.ts";
+import { audienceKey, narrowed, parseLabel } from "../../registry/audiences.ts";
+import type { Audience, Flow } from "../../registry/types.ts";
+
+/** Who can read an audience, as a query of user ids. */
+function readersSql(a: Audience, tenantId: string): Prisma.Sql {
+  if ("studio" in a) return Prisma.sql`SELECT user_id FROM studio_members WHERE studio_id = ${a.studio}`;
+  if ("people" in a) return Prisma.sql`SELECT unnest(${a.people}::text[])`;
+  if ("managersOf" in a) return managersSql(a.managersOf);
+  return Prisma.sql`SELECT id FROM users WHERE tenant_id = ${tenantId} AND archived_at IS NULL`;
+}
+
+/** An agent and the people who manage it: its owner, or the admins of the studio that owns it. */
+function managersSql(agentId: string): Prisma.Sql {
+  return Prisma.sql`SELECT ${agentId}::text
+    UNION SELECT parent_id FROM users WHERE id = ${agentId} AND parent_id IS NOT NULL
+    UNION SELECT m.user_id FROM users u JOIN studio_members m ON m.studio_id = u.owner_studio_id AND m.role = 'admin'
+      WHERE u.id = ${agentId}`;
+}
+
+export interface Disclosure {
+  /** What the write would show them, and where it came from. */
+  source: Audience;
+  /** Readers of the write who cannot read `source`, first few by name. */
+  outsiders: { handle: string; name: string }[];
+  outsiderCount: number;
+}
+
+/**
+ * Whom writing to `write` would disclose the label's content to, or null when everyone who
+ * can read it could read all the agent took in. No statement in the usual cases: nothing read
+ * yet, a write to the agent's managers, a write where everything read came from.
+ */
+export async function disclosure(
+  db: Db,
+  tenantId: string,
+  agentId: string,
+  write: Audience,
+  label: Audience[],
+): Promise<Disclosure | null> {
+  const key = audienceKey(write);
+  if (key === `m:${agentId}`) return null;
+  for (const source of label) {
+    if (audienceKey(source) === key || audienceKey(source) === `m:${agentId}`) continue;
+    const rows = await hotQuery<{ handle: string; name: string; total: bigint }>(
+      db,
+      Prisma.sql`
+      SELECT u.handle, u.name, count(*) OVER () AS total FROM users u
+      WHERE u.id IN (${readersSql(write, tenantId)})
+        AND u.id NOT IN (${readersSql(source, tenantId)})
+        AND u.id NOT IN (${managersSql(agentId)})
+      ORDER BY u.kind, u.name LIMIT 3`,
+    );
+    if (rows.length) return { source, outsiders: rows, outsiderCount: Number(rows[0]!.total) };
+  }
+  return null;
+}
+
+const names = (people: { handle: string; name: string }[]) => people.map((p) => `${p.name} (@${p.handle})`);
+
+function listed(items: string[], total: number): string {
+  const more = total - items.length;
+  const all = more > 0 ? [...items, `${more} more`] : items;
+  return all.length > 1 ? `${all.slice(0, -1).join(", ")} and ${all.at(-1)}` : (all[0] ?? "");
+}
+
+/** An audience as a place a person knows: "General", "a page only @scout's managers see". */
+async function placeOf(db: Db, a: Audience): Promise<string> {
+  if ("studio" in a) {
+    const s = await db.studio.findUnique({ where: { id: a.studio }, select: { name: true } });
+    return s ? s.name : "a studio";
+  }
+  if ("managersOf" in a) {
+    const u = await db.user.findUnique({ where: { id: a.managersOf }, select: { handle: true } });
+    return `@${u?.handle ?? "?"}'s own pages`;
+  }
+  if ("people" in a) return "a private page";
+  return "the whole workspace";
+}
+
+/** Who can read where the content came from, in words: "only Alice and @scout", "its 4 members". */
+async function readersOf(db: Db, tenantId: string, a: Audience): Promise<string> {
+  const rows = await hotQuery<{ handle: string; name: string; total: bigint }>(
+    db,
+    Prisma.sql`SELECT u.handle, u.name, count(*) OVER () AS total FROM users u
+      WHERE u.id IN (${readersSql(a, tenantId)}) ORDER BY u.kind, u.name LIMIT 4`,
+  );
+  const total = rows.length ? Number(rows[0]!.total) : 0;
+  if (total === 0) return "nobody else";
+  if (total <= 4) return `only ${listed(names(rows), total)}`;
+  return `only its ${total} members`;
+}
+
+/**
+ * The approval request in a manager's words: "This comment in General would show 11 people
+ * (Bob (@bob), …) content from Alice's vault, which only Alice (@alice) and @scout can read."
+ */
+export async function disclosureText(
+  db: Db,
+  tenantId: string,
+  what: string,
+  write: Audience,
+  d: Disclosure,
+): Promise<string> {
+  const [place, source, readers] = await Promise.all([
+    placeOf(db, write),
+    placeOf(db, d.source),
+    readersOf(db, tenantId, d.source),
+  ]);
+  const who = `${plural(d.outsiderCount, "person", "people")} (${listed(names(d.outsiders), d.outsiderCount)})`;
+  return `This ${what} in ${place} would show ${who} content from ${source}, which ${readers} can read.`;
+}
+
+/**
+ * A label kept on a row (a run, an agent's token): narrowed in memory as pages are read, and
+ * written back only when it changes, which a run reading one studio does once.
+ */
+export function storedFlow(initial: unknown, save: (label: Audience[]) => Promise<unknown>): Flow {
+  let label = parseLabel(initial);
+  return {
+    label: () => label,
+    async read(sources) {
+      const next = narrowed(label, sources);
+      if (!next) return;
+      label = next;
+      await save(label);
+    },
+  };
+}

@@ -1,0 +1,73 @@
+// Who can read what a page shows and where an action writes (types.ts, Audience). The
+// registry narrows a reader's label by every page it reads; write actions declare their
+// audience with one of these, and agents/policy/labels.ts compares the two.
+import type { Audience, Ctx, PageView, Scope, WriteAudience } from "./types.ts";
+
+export function audienceKey(a: Audience): string {
+  if ("studio" in a) return `s:${a.studio}`;
+  if ("people" in a) return `p:${[...a.people].sort().join(",")}`;
+  if ("managersOf" in a) return `m:${a.managersOf}`;
+  return "w";
+}
+
+/**
+ * The label after reading `sources`, or null when they add nothing (the usual case: a run
+ * reads one studio over and over). A label only grows in sources, so it only narrows in readers.
+ */
+export function narrowed(label: Audience[], sources: Audience[]): Audience[] | null {
+  const have = new Set(label.map(audienceKey));
+  const added = sources.filter((s) => {
+    const k = audienceKey(s);
+    if (have.has(k)) return false;
+    have.add(k);
+    return true;
+  });
+  return added.length ? [...label, ...added] : null;
+}
+
+/** A label as stored (jsonb): anything unreadable is dropped, never widened into a new source. */
+export function parseLabel(raw: unknown): Audience[] {
+  if (!Array.isArray(raw)) return [];
+  return raw.filter(
+    (a): a is Audience =>
+      typeof a === "object" &&
+      a !== null &&
+      (typeof a.studio === "string" ||
+        (Array.isArray(a.people) && a.people.every((p: unknown) => typeof p === "string")) ||
+        typeof a.managersOf === "string" ||
+        a.workspace === true),
+  );
+}
+
+/** What reading a page adds to a label: what it says it quotes, else its studio's members. */
+export function pageSources(ctx: Ctx, scope: Scope, view: PageView): Audience[] {
+  if (view.sources) return view.sources;
+  if (scope.studio) return [{ studio: scope.studio.id }];
+  // Another agent's page shows what its managers wrote for it.
+  if (scope.agent && scope.agent.id !== ctx.actor.id) return [{ managersOf: scope.agent.id }];
+  return [];
+}
+
+/** Content that lands in the page's studio, read by its members. */
+export const inStudio = (what: string): WriteAudience => ({
+  what,
+  to: (_ctx, scope) => {
+    if (!scope.studio) throw new Error("a studio action without a studio in scope");
+    return { studio: scope.studio.id };
+  },
+});
+
+/** The actor's own things (its settings, notifications, scratchpad): it and whoever manages it. */
+export const toSelf = (what: string): WriteAudience => ({
+  what,
+  to: (ctx) => ({ managersOf: ctx.actor.id }),
+});
+
+/** An agent's configuration, runs and keys: the agent of the page and its managers. */
+export const toAgentManagers = (what: string): WriteAudience => ({
+  what,
+  to: (ctx, scope) => ({ managersOf: scope.agent?.id ?? ctx.actor.id }),
+});
+
+/** Seen by everyone in the workspace (a profile). */
+export const toWorkspace = (what: string): WriteAudience => ({ what, to: () => ({ workspace: true }) });
