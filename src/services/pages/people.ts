@@ -1,6 +1,6 @@
 import type { User } from "../../generated/prisma/client.ts";
 import { plural } from "../../lib/plural.ts";
-import { loadUser } from "../access.ts";
+import { loadUser, studiosSeenByViewers } from "../access.ts";
 import { agentConfig } from "../agents/core/settings.ts";
 import { readWhoami, type Whoami, whoamiSources } from "../agents/core/whoami-read.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/policy/capabilities.ts";
@@ -151,10 +151,12 @@ export const profilePage: PageDef = {
       u.parentId ? ctx.db.user.findUnique({ where: { id: u.parentId } }) : null,
       u.ownerStudioId ? ctx.db.studio.findUnique({ where: { id: u.ownerStudioId } }) : null,
     ]);
+    const seen = await studiosSeenByViewers(ctx);
     const shared = await ctx.db.studio.findMany({
       where: {
         tenantId: ctx.tenant.id,
         AND: [{ members: { some: { userId: u.id } } }, { members: { some: { userId: ctx.actor.id } } }],
+        ...(seen && { id: { in: seen } }),
       },
       orderBy: { name: "asc" },
     });

@@ -90,8 +90,9 @@ export const whoamiSql = (
        WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL
          AND (we.studio_id IS NULL OR ${seenByViewers(viewers, Prisma.sql`we.studio_id`)})
        ORDER BY wn.created_at DESC, wn.id DESC LIMIT ${WHOAMI_UNREAD}) x),
-    'unreadCount', (SELECT count(*) FROM notifications wn
-       WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL),
+    'unreadCount', (SELECT count(*) FROM notifications wn JOIN events we ON we.id = wn.event_id
+       WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL
+         AND (we.studio_id IS NULL OR ${seenByViewers(viewers, Prisma.sql`we.studio_id`)})),
     'spent', (SELECT wmo.cost_micros FROM agent_usage_months wmo
        WHERE wmo.agent_id = wu.id AND wmo.month = ${monthOf(at)})::text)
   FROM users wu LEFT JOIN users wp ON wp.id = wu.parent_id LEFT JOIN studios wos ON wos.id = wu.owner_studio_id
