@@ -76,6 +76,13 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
       req.csrfToken = csrfToken(key, req.tenant.id, { kind: "pre-session", nonce });
     });
 
+    // What a signed-in person or a token is answered is theirs: no browser cache or proxy may
+    // keep it, so Back after logging out (or the next person at a shared computer) finds nothing.
+    // Every answer, redirects and errors included: a 404 says what exists, a flash what was done.
+    app.addHook("onSend", async (req, reply) => {
+      if (req.actor) reply.header("cache-control", "no-store");
+    });
+
     app.addHook("preHandler", async (req) => {
       if (SAFE_METHODS.has(req.method) || req.authVia === "token" || !req.tenant) return;
       if (req.routeOptions.config.signed) return;
