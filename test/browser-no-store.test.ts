@@ -75,7 +75,7 @@ describe("Cache-Control: no-store", () => {
       const create = page.locator('form[data-action="create_api_token"]');
       await create.getByLabel("Name").fill("laptop script");
       await create.getByRole("button").click();
-      const secret = (await page.locator(".secret code").innerText()).trim();
+      const secret = ((await page.locator(".secret code").textContent()) ?? "").trim();
       expect(secret).toMatch(/^cadre_/);
 
       await page.getByRole("button", { name: "Log out" }).click();
