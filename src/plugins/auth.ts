@@ -3,6 +3,7 @@
 // sent by another site's form. The token a form must carry is bound to the session, or,
 // before there is one (the login form), to a random pre-session cookie (src/http/csrf.ts).
 import fp from "fastify-plugin";
+import type { TokenScope } from "../generated/prisma/client.ts";
 import { type CookieJar, cookieJar } from "../http/cookies.ts";
 import { csrfKey, csrfToken, sameToken } from "../http/csrf.ts";
 import { ForbiddenError, UnauthorizedError } from "../lib/errors.ts";
@@ -21,6 +22,8 @@ declare module "fastify" {
     authVia?: "session" | "token";
     /** The API token a token-authenticated request was made with (rate limits, audit). */
     tokenId?: string;
+    /** What that token may do (services/registry/token-scope.ts). */
+    tokenScope?: TokenScope;
     sessionId?: string;
     csrfToken: string;
   }
@@ -40,6 +43,7 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
     app.decorateRequest("actor", undefined);
     app.decorateRequest("authVia", undefined);
     app.decorateRequest("tokenId", undefined);
+    app.decorateRequest("tokenScope", undefined);
     app.decorateRequest("sessionId", undefined);
     app.decorateRequest("csrfToken", "");
 
@@ -50,10 +54,12 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
       if (auth) {
         const m = /^Bearer\s+(\S+)$/i.exec(auth);
         const found = m ? await verifyApiToken(app.prisma, req.tenant.id, m[1]!) : null;
-        if (!found) throw new UnauthorizedError("Invalid, revoked or unknown API token for this workspace.");
+        if (!found)
+          throw new UnauthorizedError("Invalid, revoked, expired or unknown API token for this workspace.");
         req.actor = toActor(found.user);
         req.authVia = "token";
         req.tokenId = found.tokenId;
+        req.tokenScope = found.scope;
         return;
       }
       const raw = jar.read(req, "session");

@@ -28,6 +28,7 @@ export function ctxOf(req: FastifyRequest): Ctx {
     tenant: req.tenant,
     actor: req.actor,
     origin: `${req.protocol}://${req.headers.host}`,
+    auth: req.authVia === "token" ? { via: "token", scope: req.tokenScope ?? "read" } : { via: "session" },
   };
 }
 

@@ -110,7 +110,11 @@ export async function addPerson(world: World, handle: string, name: string): Pro
     },
   });
   const person: Person = { id: u.id, handle, name, email, token: "" };
-  const made = await act(world, person, `/u/${handle}/settings/tokens`, "create_api_token", { name: "auth" });
+  // `manage`: the suite runs every action with it, tokens and keys included.
+  const made = await act(world, person, `/u/${handle}/settings/tokens`, "create_api_token", {
+    name: "auth",
+    scope: "manage",
+  });
   return { ...person, token: made.secret! };
 }
 
@@ -789,6 +793,8 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   accept: () => ({ value: true }),
   prefer: () => ({ value: true }),
   role: () => ({ value: "admin" }),
+  "create_api_token.scope": () => ({ value: "manage" }),
+  expires_in_days: () => ({ value: 30 }),
   query: (_s, _p, v) => ({ value: v.findme }),
   invite_code: (s) => ({ value: s.joinCode, aRef: true }),
   option_id: (s) => ({ value: s.option, aRef: true }),
