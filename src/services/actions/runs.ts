@@ -3,7 +3,9 @@ import { ConflictError } from "../../lib/errors.ts";
 import { requireScope } from "../access.ts";
 import { queueRun, requeue } from "../agents/core/runs.ts";
 import { agentConfig, MAX_STEPS_LIMIT, resolveModel, tenantSettings } from "../agents/core/settings.ts";
+import { mayManage } from "../agents/core/ownership.ts";
 import { recordStep } from "../agents/core/steps.ts";
+import { retrySkipped } from "../agents/triggers/retry.ts";
 import { defineAction } from "../registry/types.ts";
 import { longText } from "../validation.ts";
 
@@ -82,6 +84,30 @@ export const stopRun = defineAction({
     });
     if (!requested.count) throw new ConflictError("The run has already ended");
     return { status: 200, location, notice: "Stopping: the run ends after its current step" };
+  },
+});
+
+export const retryRun = defineAction({
+  name: "retry_run",
+  description: "Run this skipped trigger now (through the same guards; it may wait for the agent's rate)",
+  params: z.object({}),
+  writes: true,
+  available: (ctx, scope) =>
+    ownerOnly(ctx) ??
+    (scope.taskRun?.status !== "skipped"
+      ? "only a skipped run can be retried"
+      : scope.agent && !mayManage(ctx.actor, scope.agent)
+        ? "only the agent's managers retry its runs"
+        : null),
+  async execute(ctx, _p, scope) {
+    const run = requireScope(scope.taskRun, "run");
+    const agent = requireScope(scope.agent, "agent");
+    const queued = await retrySkipped(ctx.tx, ctx.tenant, agent, run);
+    return {
+      status: 201,
+      location: `/subagents/${agent.handle}/runs/${queued.id}`,
+      notice: `Retried as run ${queued.id}`,
+    };
   },
 });
 

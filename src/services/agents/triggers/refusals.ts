@@ -1,7 +1,10 @@
-// When a person @mentions an agent that will not answer (paused, at its cost limit, rate
-// limited, or at the end of an agent-to-agent chain), the trigger is recorded as a skipped
-// run, and the person who mentioned it and the agent's managers hear so here: once, not once
-// per mention — while an earlier notice of the same agent is unread, no new one is added.
+// When a person mentions, replies to or comments beside an agent that will not answer
+// (archived, paused, at its cost limit, too many triggers already waiting for its rate, or at
+// the end of an agent-to-agent chain), the trigger is recorded as a skipped run, and the
+// person and the agent's managers hear so here, each linked to that run's page, which says
+// why (the person may read the run their own words started while it is skipped; its
+// managers may retry it there). Once, not once per trigger: while an earlier notice of the
+// same agent is unread, no new one is added.
 import type { PrismaClient } from "../../../db/prisma.ts";
 import type { Event, User } from "../../../generated/prisma/client.ts";
 import { emitEvent } from "../../events.ts";
@@ -15,19 +18,23 @@ export const UNANSWERED = "run.unanswered";
 export const REFUSAL = "did not answer";
 
 function why(reason: string | null, pausedKind: string | null): string {
+  if (reason === "archived") return "it is archived. Its owner can unarchive it on its page, then retry.";
   if (reason === "paused" && pausedKind === "cost_limit")
-    return "it is paused at its monthly cost limit. Its owner can raise the limit on its usage page.";
-  if (reason === "paused") return "it is paused. Its owner can resume it on its page.";
-  if (reason === "rate_limited") return "it was asked too often in the last minute. Try again in a moment.";
+    return "it is paused at its monthly cost limit. Its owner can raise the limit on its usage page, then retry.";
+  if (reason === "paused") return "it is paused. Its owner can resume it on its page, then retry.";
+  if (reason === "rate_limited")
+    return "too many of its triggers were already waiting for its rate. Its owner can retry this one.";
   if (reason === "chain_depth") return "too many agents were already answering each other in a row.";
   return "it could not start.";
 }
+
+const WHAT: Record<string, string> = { mention: "mention", reply: "reply", thread: "comment" };
 
 export async function noticeUnanswered(
   db: PrismaClient,
   e: Event,
   agent: Pick<User, "id" | "handle" | "tenantId" | "parentId" | "ownerStudioId" | "pausedKind">,
-  mentionPath: string,
+  kind: string,
 ): Promise<number> {
   const skipped = await db.subagentTaskRun.findFirst({
     where: { agentId: agent.id, triggerEventId: e.id, status: "skipped" },
@@ -36,9 +43,7 @@ export async function noticeUnanswered(
   if (!skipped) return 0;
   const managers = await managersOf(db, agent);
   const runPath = `/subagents/${agent.handle}/runs/${skipped.id}`;
-  // Whoever manages the agent opens the skipped run (it says why); the one who mentioned it, their note.
-  const to = new Map<string, string>(managers.map((m) => [m, runPath]));
-  if (!to.has(e.actorId)) to.set(e.actorId, mentionPath);
+  const to = new Set<string>([...managers, e.actorId]);
   const unread = await db.notification.findMany({
     where: {
       tenantId: agent.tenantId,
@@ -64,14 +69,14 @@ export async function noticeUnanswered(
     });
     return insertNotifications(
       tx,
-      [...to].map(([userId, path]) => ({
+      [...to].map((userId) => ({
         tenantId: agent.tenantId,
         userId,
         actorId: agent.id,
         eventId,
         kind: "agent" as const,
-        path,
-        excerpt: `${REFUSAL} ${userId === e.actorId ? "your mention" : "a mention"}: ${why(skipped.stopReason, agent.pausedKind)}`,
+        path: runPath,
+        excerpt: `${REFUSAL} ${userId === e.actorId ? "your" : "a"} ${WHAT[kind] ?? "trigger"}: ${why(skipped.stopReason, agent.pausedKind)}`,
       })),
     );
   });
