@@ -1,10 +1,11 @@
 import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
 import { requireScope } from "../access.ts";
-import { queueRun, requeue } from "../agents/core/runs.ts";
-import { agentConfig, MAX_STEPS_LIMIT, resolveModel, tenantSettings } from "../agents/core/settings.ts";
 import { mayManage } from "../agents/core/ownership.ts";
+import { requeue } from "../agents/core/runs.ts";
+import { agentConfig, MAX_STEPS_LIMIT, resolveModel, tenantSettings } from "../agents/core/settings.ts";
 import { recordStep } from "../agents/core/steps.ts";
+import { queueTriggered } from "../agents/triggers/dispatcher.ts";
 import { retrySkipped } from "../agents/triggers/retry.ts";
 import { defineAction } from "../registry/types.ts";
 import { longText } from "../validation.ts";
@@ -37,18 +38,21 @@ export const runTask = defineAction({
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
     const cfg = agentConfig(agent);
-    const run = await queueRun(ctx.tx, {
+    const settings = tenantSettings(ctx.tenant);
+    // Through the dispatcher's guards like every trigger (`available` refused a paused agent
+    // already); a manual run is not held to the trigger rate.
+    const run = await queueTriggered(ctx.tx, agent, settings, {
       tenantId: ctx.tenant.id,
       agentId: agent.id,
       initiatedById: ctx.actor.id,
       triggerKind: "manual",
       chainDepth: 0,
       task: p.task,
-      model: resolveModel(cfg, tenantSettings(ctx.tenant), undefined),
+      model: resolveModel(cfg, settings, undefined),
       maxSteps: p.max_steps ?? cfg.max_steps,
       timeoutSeconds: cfg.timeout_seconds,
     });
-    if (!run) throw new Error("a manual run cannot collide");
+    if (!run) throw new ConflictError(`@${agent.handle} cannot start a run now: see its runs for why.`);
     return { status: 201, location: `/subagents/${agent.handle}/runs/${run.id}`, notice: "Run queued" };
   },
 });
