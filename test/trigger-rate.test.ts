@@ -173,4 +173,34 @@ describe("retry", () => {
     expect(twice.body).toContain(`Already retried as run ${again!.id}`);
     expect((await md(app, w, w.alice, "GET", runPath)).body).toContain(`Retried as [run ${again!.id}]`);
   }, 40_000);
+
+  it("a paused agent's subscription batch: skipped, its owner told with the run to retry, the commenter not", async () => {
+    const w = await makeWorld();
+    const { scout, path } = await scoutWatching(w, 0);
+    env.llm.setScript(respondScript(() => null));
+    await act(w, w.alice, "/subagents/scout", "pause_subagent", { reason: "on leave" });
+    await comment(w, w.bob, path, "Just a thought");
+    const [skipped] = await ended(scout.id, 1);
+    expect(skipped).toMatchObject({ status: "skipped", stopReason: "paused", triggerKind: "subscription" });
+    const notices = await db().notification.findMany({ where: { actorId: scout.id } });
+    expect(notices.map((n) => [n.userId, n.path, n.excerpt])).toEqual([
+      [
+        w.alice.id,
+        `/subagents/scout/runs/${skipped!.id}`,
+        "did not answer a batch of what it watches: it is paused. Its owner can resume it on its page, then retry.",
+      ],
+    ]);
+    await act(w, w.alice, "/subagents/scout", "resume_subagent", {});
+    const retried = await md(
+      app,
+      w,
+      w.alice,
+      "POST",
+      `/subagents/scout/runs/${skipped!.id}/actions/retry_run`,
+      {},
+    );
+    expect(retried.statusCode).toBe(201);
+    const [, again] = await ended(scout.id, 2);
+    expect(again).toMatchObject({ status: "completed", triggerKind: "subscription", task: skipped!.task });
+  }, 40_000);
 });

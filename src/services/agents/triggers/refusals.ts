@@ -5,7 +5,7 @@
 // why (the person may read the run their own words started while it is skipped; its
 // managers may retry it there). Once, not once per trigger: while an earlier notice of the
 // same agent is unread, no new one is added.
-import type { PrismaClient } from "../../../db/prisma.ts";
+import { type Db, inTransaction, type PrismaClient } from "../../../db/prisma.ts";
 import type { Event, User } from "../../../generated/prisma/client.ts";
 import { emitEvent } from "../../events.ts";
 import { insertNotifications } from "../../notifications.ts";
@@ -28,22 +28,38 @@ function why(reason: string | null, pausedKind: string | null): string {
   return "it could not start.";
 }
 
-const WHAT: Record<string, string> = { mention: "mention", reply: "reply", thread: "comment" };
+const WHAT: Record<string, string> = {
+  mention: "mention",
+  reply: "reply",
+  thread: "comment",
+  subscription: "batch of what it watches",
+};
 
-export async function noticeUnanswered(
-  db: PrismaClient,
-  e: Event,
-  agent: Pick<User, "id" | "handle" | "tenantId" | "parentId" | "ownerStudioId" | "pausedKind">,
-  kind: string,
+type Refused = Pick<User, "id" | "handle" | "tenantId" | "parentId" | "ownerStudioId" | "pausedKind">;
+
+/** A person's mention, reply or thread comment the agent skipped: they and its managers hear why. */
+export function noticeUnanswered(db: PrismaClient, e: Event, agent: Refused, kind: string): Promise<number> {
+  return noticeRefused(db, agent, { triggerEventId: e.id, personId: e.actorId, kind });
+}
+
+/**
+ * The skipped run of this trigger, told to the agent's managers and to the person who caused it
+ * (null: nobody addressed the agent, as for a subscription's batch), each linked to the run.
+ * In the caller's transaction when it has one, so the notice commits with the refusal.
+ */
+export async function noticeRefused(
+  db: PrismaClient | Db,
+  agent: Refused,
+  trigger: { triggerEventId: string; personId: string | null; kind: string },
 ): Promise<number> {
   const skipped = await db.subagentTaskRun.findFirst({
-    where: { agentId: agent.id, triggerEventId: e.id, status: "skipped" },
+    where: { agentId: agent.id, triggerEventId: trigger.triggerEventId, status: "skipped" },
     select: { id: true, stopReason: true },
   });
   if (!skipped) return 0;
   const managers = await managersOf(db, agent);
   const runPath = `/subagents/${agent.handle}/runs/${skipped.id}`;
-  const to = new Set<string>([...managers, e.actorId]);
+  const to = new Set<string>(trigger.personId ? [...managers, trigger.personId] : managers);
   const unread = await db.notification.findMany({
     where: {
       tenantId: agent.tenantId,
@@ -57,15 +73,16 @@ export async function noticeUnanswered(
   });
   for (const n of unread) to.delete(n.userId);
   if (!to.size) return 0;
-  // Its own event: the mention's may already have notified the same person (a comment on their note).
-  return db.$transaction(async (tx) => {
+  const what = WHAT[trigger.kind] ?? "trigger";
+  // Its own event: the trigger's may already have notified the same person (a comment on their note).
+  return inTransaction(db, async (tx) => {
     const eventId = await emitEvent(tx, {
       tenantId: agent.tenantId,
       actorId: agent.id,
       type: UNANSWERED,
       subjectType: "run",
       subjectId: skipped.id,
-      payload: { mention_event: e.id },
+      payload: { trigger: trigger.triggerEventId },
     });
     return insertNotifications(
       tx,
@@ -76,7 +93,7 @@ export async function noticeUnanswered(
         eventId,
         kind: "agent" as const,
         path: runPath,
-        excerpt: `${REFUSAL} ${userId === e.actorId ? "your" : "a"} ${WHAT[kind] ?? "trigger"}: ${why(skipped.stopReason, agent.pausedKind)}`,
+        excerpt: `${REFUSAL} ${userId === trigger.personId ? "your" : "a"} ${what}: ${why(skipped.stopReason, agent.pausedKind)}`,
       })),
     );
   });
