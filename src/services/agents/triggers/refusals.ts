@@ -33,6 +33,8 @@ const WHAT: Record<string, string> = {
   reply: "reply",
   thread: "comment",
   subscription: "batch of what it watches",
+  schedule: "scheduled run",
+  webhook: "webhook delivery",
 };
 
 type Refused = Pick<User, "id" | "handle" | "tenantId" | "parentId" | "ownerStudioId" | "pausedKind">;
