@@ -167,6 +167,15 @@ describe("guards", () => {
     expect(skipped).toHaveLength(1);
     expect(skipped[0]).toMatchObject({ stopReason: "rate_limited", stepsCount: 0, triggerKind: "mention" });
     expect(skipped[0]!.error).toMatch(/^10 of its triggers were already waiting for its rate \(3 a minute\)/);
+    // Bob is told plainly, linked to that run.
+    const told = await waitFor(() =>
+      db().notification.findFirst({ where: { userId: w.bob.id, actorId: scout.id, kind: "agent" } }),
+    );
+    expect(told).toMatchObject({
+      path: `/subagents/scout/runs/${skipped[0]!.id}`,
+      excerpt:
+        "did not answer your mention: too many of its triggers were already waiting for its rate. Its owner can retry this one.",
+    });
     expect(new Set(runs.map((r) => r.triggerEventId)).size).toBe(14); // one decision per mention
     // The waiting ones are not claimed before their time, whatever jobs the sweeper sends.
     await new Promise((r) => setTimeout(r, 1500));
