@@ -125,6 +125,9 @@ describe("over the rate", () => {
     const [, done] = await ended(scout.id, 2);
     expect(done).toMatchObject({ id: waiting.id, status: "completed" });
     expect(done!.startedAt!.getTime()).toBeGreaterThanOrEqual(waiting.notBefore!.getTime());
+    console.info(
+      `waited run started ${done!.startedAt!.getTime() - waiting.notBefore!.getTime()} ms after its place`,
+    );
     expect(done!.task).toContain("one");
     expect(done!.task).toContain("two");
   }, 40_000);
