@@ -110,7 +110,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, throttle: config });
   await app.register(usageCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
-  await app.register(mcpRoutes);
+  await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });
   await app.register(pageRoutes);
   return app;
 }

@@ -155,6 +155,13 @@ const schema = z.object({
   API_RATE_LIMIT_PER_TOKEN: z.coerce.number().int().min(0).max(1_000_000).default(600),
   API_RATE_LIMIT_PER_TENANT: z.coerce.number().int().min(0).max(10_000_000).default(3000),
   API_RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  // Managing credentials (tokens, provider keys) is never offered to MCP clients unless the
+  // operator allows it: an MCP client is an agent's tool, and a token that can mint tokens
+  // can outlive its own revocation.
+  MCP_MANAGE_ACTIONS: z
+    .enum(["0", "1", "true", "false"])
+    .default("0")
+    .transform((v) => v === "1" || v === "true"),
   // The audit trail of API tokens (services/audit.ts): rows are written in batches, every
   // AUDIT_FLUSH_MS or once AUDIT_BATCH_SIZE are waiting, and kept AUDIT_RETENTION_DAYS.
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),

@@ -138,7 +138,7 @@ describe("guards", () => {
     expect(await runsOf(scout.id)).toHaveLength(1);
   });
 
-  it("rate limit under concurrency: 10 simultaneous mentions → 3 runs, 7 skipped as rate_limited", async () => {
+  it("rate limit under concurrency: 14 simultaneous mentions → 3 run, 10 wait their turn a minute apart, the 14th is refused", async () => {
     const w = await makeWorld();
     await db().tenant.update({
       where: { id: w.tenant.id },
@@ -148,18 +148,38 @@ describe("guards", () => {
     env.llm.setScript(respondScript());
     const path = await noteBy(w, w.alice);
     await Promise.all(
-      Array.from({ length: 10 }, (_, i) => act(w, w.bob, path, "add_comment", { text: `@scout ping ${i}` })),
+      Array.from({ length: 14 }, (_, i) => act(w, w.bob, path, "add_comment", { text: `@scout ping ${i}` })),
     );
-    const runs = await settled(scout.id, 10);
-    const ran = runs.filter((r) => r.status !== "skipped");
+    const runs = await waitFor(async () => {
+      const all = await runsOf(scout.id);
+      return all.length === 14 && all.filter((r) => r.status === "completed").length === 3 && all;
+    }, 15_000);
+    const waiting = runs.filter((r) => r.status === "queued");
     const skipped = runs.filter((r) => r.status === "skipped");
-    expect(ran.map((r) => r.status)).toEqual(["completed", "completed", "completed"]);
-    expect(skipped).toHaveLength(7);
-    for (const r of skipped) {
-      expect(r).toMatchObject({ stopReason: "rate_limited", stepsCount: 0, triggerKind: "mention" });
-      expect(r.error).toBe("More than 3 triggers in a minute.");
-    }
-    expect(new Set(runs.map((r) => r.triggerEventId)).size).toBe(10); // one decision per mention
+    expect(waiting).toHaveLength(10);
+    // Each waits for its place: three a minute, in the order the mentions came.
+    const first = Math.min(...runs.filter((r) => !r.notBefore).map((r) => r.createdAt.getTime()));
+    const minutes = waiting.map((r) => Math.round((r.notBefore!.getTime() - first) / 60_000));
+    expect(minutes).toEqual([1, 1, 1, 2, 2, 2, 3, 3, 3, 4]);
+    expect(waiting.map((r) => r.notBefore!.getTime())).toEqual(
+      waiting.map((r) => r.notBefore!.getTime()).sort((a, b) => a - b),
+    );
+    expect(skipped).toHaveLength(1);
+    expect(skipped[0]).toMatchObject({ stopReason: "rate_limited", stepsCount: 0, triggerKind: "mention" });
+    expect(skipped[0]!.error).toMatch(/^10 of its triggers were already waiting for its rate \(3 a minute\)/);
+    // Bob is told plainly, linked to that run.
+    const told = await waitFor(() =>
+      db().notification.findFirst({ where: { userId: w.bob.id, actorId: scout.id, kind: "agent" } }),
+    );
+    expect(told).toMatchObject({
+      path: `/subagents/scout/runs/${skipped[0]!.id}`,
+      excerpt:
+        "did not answer your mention: too many of its triggers were already waiting for its rate. Its owner can retry this one.",
+    });
+    expect(new Set(runs.map((r) => r.triggerEventId)).size).toBe(14); // one decision per mention
+    // The waiting ones are not claimed before their time, whatever jobs the sweeper sends.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await runsOf(scout.id)).filter((r) => r.status === "queued")).toHaveLength(10);
     expect(requestsFor(env, w)).toHaveLength(3);
   });
 
@@ -196,7 +216,7 @@ describe("guards", () => {
     expect(lastEvent.runId).toBe(scoutRuns[1]!.id);
   });
 
-  it("an archived agent is not triggered at all", async () => {
+  it("an archived agent does not run; a mention of it is recorded as skipped and the person told", async () => {
     const w = await makeWorld();
     const scout = await makeAgent(w, w.alice);
     env.llm.setScript(respondScript());
@@ -204,7 +224,20 @@ describe("guards", () => {
     const path = await noteBy(w, w.alice);
     const c = await comment(w, w.bob, path, "@scout anyone home?");
     expect(c.outcome.runs).toEqual([]);
-    expect(await runsOf(scout.id)).toEqual([]);
+    const [skipped, ...more] = await runsOf(scout.id);
+    expect(more).toEqual([]);
+    expect(skipped).toMatchObject({
+      status: "skipped",
+      stopReason: "archived",
+      error: "The agent is archived.",
+    });
+    const told = await db().notification.findFirstOrThrow({ where: { userId: w.bob.id, actorId: scout.id } });
+    expect(told.excerpt).toBe(
+      "did not answer your mention: it is archived. Its owner can unarchive it on its page, then retry.",
+    );
+    // A reply or a thread comment does not address it: an archived agent stays out of those.
+    await comment(w, w.bob, path, "no mention here");
+    expect(await runsOf(scout.id)).toHaveLength(1);
     // Control: restored, the same kind of mention triggers it.
     await act(w, w.alice, "/subagents/scout", "unarchive_subagent", {});
     expect((await comment(w, w.bob, path, "@scout back?")).outcome.runs).toHaveLength(1);

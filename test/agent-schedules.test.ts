@@ -291,6 +291,15 @@ describe("firing (sweeps called directly)", () => {
     const after = await db().agentSchedule.findUniqueOrThrow({ where: { id: s.id } });
     expect(after.lastRunId).toBe(runs[0]!.id);
     expect(after.nextFireAt!.getTime()).toBeGreaterThan(Date.now());
+    // Its owner hears of the slot it missed, with the run to retry.
+    const told = await db().notification.findMany({ where: { actorId: agent.id } });
+    expect(told.map((n) => [n.userId, n.path, n.excerpt])).toEqual([
+      [
+        w.alice.id,
+        `/subagents/scout/runs/${runs[0]!.id}`,
+        "did not answer your scheduled run: it is paused. Its owner can resume it on its page, then retry.",
+      ],
+    ]);
   });
 
   it("a disabled schedule fires nothing, and neither does an archived agent's", async () => {

@@ -112,8 +112,8 @@ describe("policy rules", () => {
   });
 
   // Regression: the add_rule hint suggests `text=(?i)budget`, but JavaScript regexes reject
-  // `(?i)` ("Invalid group"), so add_rule answered 400; compilePattern (policy.ts) now reads a
-  // leading `(?i)` as the `i` flag, when saving the rule and when matching it.
+  // `(?i)` ("Invalid group"), so add_rule answered 400; rules are now RE2 patterns
+  // (lib/rule-pattern.ts), which read a leading `(?i)` themselves, saving and matching.
   it("a case-insensitive pattern written (?i)secret is accepted and matches SECRET", async () => {
     const { w, scout } = await setup({}, (path) => [
       { path, action: "add_comment", params: { text: "The SECRET plan" } },

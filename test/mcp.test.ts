@@ -51,9 +51,13 @@ describe("the protocol", () => {
     expect(alice.getInstructions()).toContain("/whoami");
   });
 
-  it("lists read_page and every action on a page, with the registry's descriptions and param schemas", async () => {
+  it("lists read_page and every action on a page but managing credentials, with the registry's descriptions and param schemas", async () => {
     const { tools } = await alice.listTools();
-    const onPages = new Set(registry.pages.flatMap((p) => p.actions));
+    // Tokens and keys are managed over MCP only when the operator allows it (token-scopes.test.ts).
+    const onPages = new Set(
+      registry.pages.flatMap((p) => p.actions).filter((n) => !registry.actions.get(n)!.manage),
+    );
+    expect(onPages.has("create_note")).toBe(true);
     expect(tools.map((t) => t.name).sort()).toEqual(["read_page", ...onPages].sort());
     for (const t of tools.filter((x) => x.name !== "read_page")) {
       const a = registry.actions.get(t.name)!;

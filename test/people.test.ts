@@ -185,10 +185,11 @@ describe("API tokens", () => {
     const me = await md(app, world, { ...world.bob, token: token! }, "GET", "/u/bob/settings/tokens");
     expect(me.statusCode).toBe(200);
     expect(me.body).toContain(
-      `| [laptop script](/u/bob/settings/tokens/${row.id}) | \`cadre_${row.prefix}_…\` | \`${row.id}\` |`,
+      `| [laptop script](/u/bob/settings/tokens/${row.id}) | \`cadre_${row.prefix}_…\` | act | \`${row.id}\` |`,
     );
     expect(me.body).not.toContain(token!);
-    expect(actionNames(me.body)).toEqual(["create_api_token", "revoke_api_token"]);
+    // A new token acts unless asked to manage: it may not mint or revoke tokens.
+    expect(actionNames(me.body)).toEqual([]);
   });
 
   it("shows a form-created token on the response page, never in a cookie or redirect", async () => {
@@ -208,7 +209,8 @@ describe("API tokens", () => {
       [{}, "`name`: required"],
       [{ name: "  " }, "`name`: must not be empty"],
       [{ name: "x".repeat(81) }, "`name`: at most 80 characters"],
-      [{ name: "ok", scope: "admin" }, "`scope`: unknown parameter"],
+      [{ name: "ok", owner: "bob" }, "`owner`: unknown parameter"],
+      [{ name: "ok", scope: "admin" }, "`scope`"],
     ];
     for (const [body, message] of cases) {
       const res = await md(app, w, w.alice, "POST", url, body);

@@ -6,7 +6,17 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.ts";
 import { newId } from "../src/lib/ids.ts";
-import { buildTestApp, login, makeWorld, md, testConfig, testPrisma, waitFor } from "./helpers/app.ts";
+import {
+  buildTestApp,
+  login,
+  makeWorld,
+  md,
+  type Person,
+  testConfig,
+  testPrisma,
+  type World,
+  waitFor,
+} from "./helpers/app.ts";
 import { privateRedis } from "./helpers/faults.ts";
 
 const apps: FastifyInstance[] = [];
@@ -99,6 +109,55 @@ describe("per workspace", () => {
   });
 });
 
+describe("both limits on at once", () => {
+  // Both are on by default: with both registered, neither may stop the other from counting.
+  const sixth = async (limits: Record<string, string>, who: (w: World) => Person[]) => {
+    const { app } = await appWith({ ...limits, API_RATE_LIMIT_WINDOW_SECONDS: "60" });
+    const w = await makeWorld();
+    const people = who(w);
+    const codes: number[] = [];
+    let last: Awaited<ReturnType<typeof md>> | undefined;
+    for (let i = 0; i < 6; i++) {
+      last = await md(app, w, people[i % people.length]!, "GET", "/whoami");
+      codes.push(last.statusCode);
+    }
+    return { codes, last: last! };
+  };
+
+  it("with both at 5, one token's 6th call is a 429 with Retry-After", async () => {
+    const { codes, last } = await sixth(
+      { API_RATE_LIMIT_PER_TOKEN: "5", API_RATE_LIMIT_PER_TENANT: "5" },
+      (w) => [w.alice],
+    );
+    expect(codes).toEqual([200, 200, 200, 200, 200, 429]);
+    expect(Number(last.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+    expect(last.headers["x-ratelimit-remaining"]).toBe("0");
+  });
+
+  it("with both on, the workspace's limit holds across its tokens (token limit out of reach)", async () => {
+    const { codes, last } = await sixth(
+      { API_RATE_LIMIT_PER_TOKEN: "5", API_RATE_LIMIT_PER_TENANT: "5" },
+      (w) => [w.alice, w.bob, w.carol],
+    );
+    expect(codes).toEqual([200, 200, 200, 200, 200, 429]);
+    expect(last.body).toContain("this workspace's API tokens together may make 5 calls");
+    expect(Number(last.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+  });
+
+  it("each alone at 5: the 6th call is a 429", async () => {
+    const token = await sixth({ API_RATE_LIMIT_PER_TOKEN: "5", API_RATE_LIMIT_PER_TENANT: "0" }, (w) => [
+      w.alice,
+    ]);
+    expect(token.codes).toEqual([200, 200, 200, 200, 200, 429]);
+    const tenant = await sixth({ API_RATE_LIMIT_PER_TOKEN: "0", API_RATE_LIMIT_PER_TENANT: "5" }, (w) => [
+      w.alice,
+      w.bob,
+    ]);
+    expect(tenant.codes).toEqual([200, 200, 200, 200, 200, 429]);
+    expect(Number(tenant.last.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+  });
+});
+
 describe("shared across web processes", () => {
   it("two app instances on one Redis count one limit", async () => {
     const limits = { API_RATE_LIMIT_PER_TOKEN: "3", API_RATE_LIMIT_PER_TENANT: "0" };
@@ -114,6 +173,60 @@ describe("shared across web processes", () => {
 });
 
 describe("Redis away", () => {
+  it("under token traffic with both limits on, the web stays up, answers reads, and logs the outage once", async () => {
+    const redis = await privateRedis();
+    const lines: { msg: string }[] = [];
+    const rejections: unknown[] = [];
+    const onRejection = (err: unknown) => rejections.push(err);
+    process.on("unhandledRejection", onRejection);
+    const app = await buildApp({
+      config: testConfig({
+        REDIS_URL: redis.url,
+        LOG_LEVEL: "info",
+        API_RATE_LIMIT_PER_TOKEN: "1000",
+        API_RATE_LIMIT_PER_TENANT: "1000",
+      }),
+      prisma: testPrisma(),
+      logger: { stream: { write: (l: string) => void lines.push(JSON.parse(l)) } },
+    });
+    apps.push(app);
+    try {
+      const w = await makeWorld();
+      const codes: number[] = [];
+      let stop = false;
+      // Four clients calling without pause, as a busy integration would, while Redis goes away.
+      const traffic = Promise.all(
+        [w.alice, w.bob, w.alice, w.bob].map(async (who) => {
+          for (let i = 0; i < 400 && !stop; i++)
+            codes.push((await md(app, w, who, "GET", "/whoami")).statusCode);
+        }),
+      );
+      await waitFor(async () => codes.length >= 20);
+      redis.kill();
+      const killedAt = codes.length;
+      await waitFor(async () => codes.length >= killedAt + 40, 10_000);
+      await redis.start();
+      await waitFor(
+        async () => lines.some((l) => l.msg.startsWith("rate limiter: Redis answers again")),
+        10_000,
+      );
+      stop = true;
+      await traffic;
+      // Every call answered, none refused or failed, before, during and after the outage.
+      expect(codes.filter((c) => c !== 200)).toEqual([]);
+      expect(lines.map((l) => l.msg).filter((m) => m.startsWith("rate limiter"))).toEqual([
+        expect.stringMatching(/Redis is unavailable; API calls are not limited/),
+        expect.stringMatching(/Redis answers again; API calls are limited/),
+      ]);
+      expect(rejections).toEqual([]);
+      // And the app still answers after it all.
+      expect((await md(app, w, w.alice, "GET", "/studios/general")).statusCode).toBe(200);
+    } finally {
+      process.off("unhandledRejection", onRejection);
+      redis.kill();
+    }
+  });
+
   it("every call is served, the log says so once, and limits apply again once Redis is back", async () => {
     const redis = await privateRedis();
     const lines: { msg: string }[] = [];

@@ -49,19 +49,28 @@ describe("a mention the agent will not answer", () => {
       [
         "alice",
         `/subagents/scout/runs/${skipped.id}`,
-        "did not answer a mention: it is paused at its monthly cost limit. Its owner can raise the limit on its usage page.",
+        "did not answer a mention: it is paused at its monthly cost limit. Its owner can raise the limit on its usage page, then retry.",
       ],
       [
         "bob",
-        note.location,
-        "did not answer your mention: it is paused at its monthly cost limit. Its owner can raise the limit on its usage page.",
+        `/subagents/scout/runs/${skipped.id}`,
+        "did not answer your mention: it is paused at its monthly cost limit. Its owner can raise the limit on its usage page, then retry.",
       ],
     ];
     expect((await notices()).sort()).toEqual(expected.sort());
-    // Bob sees it, in words, with a link to where he asked.
-    const page = (await (await login(app, w, w.bob)).get("/notifications")).body;
+    // Bob sees it, in words, with a link to the skipped run, which he may read (his own
+    // mention, and why): not to the thread, which explains nothing.
+    const bob = await login(app, w, w.bob);
+    const page = (await bob.get("/notifications")).body;
     expect(page).toContain("did not answer your mention: it is paused at its monthly cost limit.");
-    expect(page).toContain(`<a href="${note.location}">See why</a>`);
+    expect(page).toContain(`<a href="/subagents/scout/runs/${skipped.id}">See why</a>`);
+    const why = await bob.get(`/subagents/scout/runs/${skipped.id}`);
+    expect(why.statusCode).toBe(200);
+    expect(why.body).toContain("Why it did not run");
+    expect(why.body).toContain("monthly cost limit reached");
+    expect(why.body).not.toContain('data-action="retry_run"');
+    // Only that run: the agent's other pages stay closed to him.
+    expect((await bob.get("/subagents/scout/runs")).statusCode).toBe(404);
 
     await mention("@scout hello again?");
     expect(await db().subagentTaskRun.count({ where: { agentId: scout.id, status: "skipped" } })).toBe(2);

@@ -92,7 +92,8 @@ export default fp(
       const text = decode(body as Buffer);
       if (text === null)
         return done(new ValidationError([{ field: "", message: "the body is not valid UTF-8 text" }]));
-      json(req, text, done);
+      // The default parser answers through `done` and returns nothing: there is no promise to await.
+      void json(req, text, done);
     });
   },
   { name: "body-parsers" },

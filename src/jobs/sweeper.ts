@@ -1,7 +1,8 @@
 // Postgres is the source of truth; Redis is transport. The sweeper closes the gap when
 // transport fails: runs whose worker died (lease expired) and queued runs no job is
 // carrying (Redis lost, enqueue missed) get a fresh job. Claims are idempotent, so an
-// extra job is harmless.
+// extra job is harmless. A run that waited for its agent's trigger rate (`not_before`) gets
+// its job here too, as soon as it is due: its first job found nothing to claim.
 import type { PrismaClient } from "../db/prisma.ts";
 import type { Queues } from "./queues.ts";
 
@@ -13,7 +14,8 @@ export async function sweep(
   const rows = await prisma.$queryRaw<{ id: string; attempts: number }[]>`
     SELECT DISTINCT ON (agent_id) id, attempts FROM subagent_task_runs r
     WHERE (status = 'running' AND lease_expires_at < now())
-       OR (status = 'queued' AND created_at < now() - make_interval(secs => ${staleMs / 1000})
+       OR (status = 'queued' AND (CASE WHEN not_before IS NULL
+             THEN created_at < now() - make_interval(secs => ${staleMs / 1000}) ELSE not_before <= now() END)
            AND NOT EXISTS (SELECT 1 FROM subagent_task_runs busy WHERE busy.agent_id = r.agent_id
                            AND busy.status = 'running' AND busy.lease_expires_at > now()))
     ORDER BY agent_id, created_at`;

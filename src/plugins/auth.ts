@@ -3,6 +3,7 @@
 // sent by another site's form. The token a form must carry is bound to the session, or,
 // before there is one (the login form), to a random pre-session cookie (src/http/csrf.ts).
 import fp from "fastify-plugin";
+import type { TokenScope } from "../generated/prisma/client.ts";
 import { type CookieJar, cookieJar } from "../http/cookies.ts";
 import { csrfKey, csrfToken, sameToken } from "../http/csrf.ts";
 import { ForbiddenError, UnauthorizedError } from "../lib/errors.ts";
@@ -23,6 +24,8 @@ declare module "fastify" {
     tokenId?: string;
     /** An agent's token: the label of what was read with it (agents/policy/labels.ts). */
     tokenLabel?: unknown;
+    /** What that token may do (services/registry/token-scope.ts). */
+    tokenScope?: TokenScope;
     sessionId?: string;
     csrfToken: string;
   }
@@ -43,6 +46,7 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
     app.decorateRequest("authVia", undefined);
     app.decorateRequest("tokenId", undefined);
     app.decorateRequest("tokenLabel", undefined);
+    app.decorateRequest("tokenScope", undefined);
     app.decorateRequest("sessionId", undefined);
     app.decorateRequest("csrfToken", "");
 
@@ -53,11 +57,13 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
       if (auth) {
         const m = /^Bearer\s+(\S+)$/i.exec(auth);
         const found = m ? await verifyApiToken(app.prisma, req.tenant.id, m[1]!) : null;
-        if (!found) throw new UnauthorizedError("Invalid, revoked or unknown API token for this workspace.");
+        if (!found)
+          throw new UnauthorizedError("Invalid, revoked, expired or unknown API token for this workspace.");
         req.actor = toActor(found.user);
         req.authVia = "token";
         req.tokenId = found.tokenId;
         req.tokenLabel = found.label;
+        req.tokenScope = found.scope;
         return;
       }
       const raw = jar.read(req, "session");
@@ -78,6 +84,13 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
         jar.set(reply, "csrf", nonce);
       }
       req.csrfToken = csrfToken(key, req.tenant.id, { kind: "pre-session", nonce });
+    });
+
+    // What a signed-in person or a token is answered is theirs: no browser cache or proxy may
+    // keep it, so Back after logging out (or the next person at a shared computer) finds nothing.
+    // Every answer, redirects and errors included: a 404 says what exists, a flash what was done.
+    app.addHook("onSend", async (req, reply) => {
+      if (req.actor) reply.header("cache-control", "no-store");
     });
 
     app.addHook("preHandler", async (req) => {

@@ -80,7 +80,8 @@ async function limiter(
     });
     check = scope.createRateLimit();
   });
-  return check!;
+  if (!check) throw new Error("rate limit: the limiter's scope did not load");
+  return check;
 }
 
 function tell(reply: FastifyReply, r: Extract<Result, { isAllowed: false }>) {
@@ -101,16 +102,19 @@ export default fp<RateLimitOptions>(
     if (!wanted.length) return;
     await redis.connect().catch((err) => outage.failed(err));
     app.addHook("onClose", () => redis.disconnect());
-    const limits = await Promise.all(
-      wanted.map(async (l) => ({ ...l, check: await limiter(app, { ...o, ...l, redis }) })),
-    );
+    // One after the other: registering both at once (Promise.all) returned the second limiter
+    // before its scope had loaded, so its `check` was undefined and no limit held.
+    const limits: ((typeof wanted)[number] & { check: Check })[] = [];
+    for (const l of wanted) limits.push({ ...l, check: await limiter(app, { ...o, ...l, redis }) });
 
     // After auth's hook (auth is registered first): the token is known by then.
     app.addHook("onRequest", async (req, reply) => {
       if (req.authVia !== "token" || outage.skipping()) return;
       let results: Result[];
       try {
-        results = await Promise.all(limits.map((l) => l.check(req)));
+        // Each check inside an async function: one that throws at once becomes a rejection
+        // Promise.all awaits, never a sibling promise left to reject unheard.
+        results = await Promise.all(limits.map(async (l) => l.check(req)));
       } catch (err) {
         outage.failed(err);
         return;

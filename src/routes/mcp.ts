@@ -65,8 +65,10 @@ async function tokenOnly(req: FastifyRequest, reply: FastifyReply) {
   );
 }
 
-async function handle(req: FastifyRequest, reply: FastifyReply) {
-  const server = mcpServer(ctxOf(req), req);
+async function handle(req: FastifyRequest, reply: FastifyReply, manageOverMcp: boolean) {
+  const ctx = ctxOf(req);
+  const scope = req.tokenScope ?? "read";
+  const server = mcpServer({ ...ctx, auth: { via: "token", scope, mcp: { manageOverMcp } } }, req);
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,
@@ -89,7 +91,8 @@ async function handle(req: FastifyRequest, reply: FastifyReply) {
   }
 }
 
-export default async function mcpRoutes(app: FastifyInstance) {
+/** `manage`: whether MCP clients may manage tokens and keys with a `manage` token (MCP_MANAGE_ACTIONS). */
+export default async function mcpRoutes(app: FastifyInstance, opts: { manage: boolean }) {
   app.setErrorHandler(async (err: FastifyError, req, reply) => {
     if (err instanceof TooManyRequestsError) reply.header("Retry-After", String(err.retryAfterSeconds));
     if (err instanceof AppError) {
@@ -105,7 +108,7 @@ export default async function mcpRoutes(app: FastifyInstance) {
     req.log.error({ err }, "/mcp failed");
     return rpcError(reply, 500, `Something went wrong on our side (request ${req.id}).`);
   });
-  app.post("/mcp", { onRequest: tokenOnly }, handle);
+  app.post("/mcp", { onRequest: tokenOnly }, (req, reply) => handle(req, reply, opts.manage));
   // Stateless: no server-initiated stream to open and no session to end.
   for (const method of ["GET", "DELETE"] as const)
     app.route({

@@ -42,6 +42,7 @@ export function ctxOf(req: FastifyRequest): Ctx {
             FROM jsonb_array_elements(label || ${JSON.stringify(label)}::jsonb) x) WHERE id = ${tokenId}`,
         ),
       }),
+    auth: req.authVia === "token" ? { via: "token", scope: req.tokenScope ?? "read" } : { via: "session" },
   };
 }
 

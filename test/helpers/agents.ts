@@ -95,7 +95,7 @@ export async function makeAgent(
     },
   });
   await db.studioMember.create({ data: { studioId: w.studio.id, userId: agent.id, tenantId: w.tenant.id } });
-  const { token } = await createApiToken(db, w.tenant.id, agent.id, "test");
+  const { token } = await createApiToken(db, w.tenant.id, agent.id, "test", { scope: "manage" });
   return { id: agent.id, handle, name: agent.name, email: "", token, ownerId: owner.id };
 }
 

@@ -81,7 +81,8 @@ export async function makeWorld(prefix = "t"): Promise<World> {
     const u = await db.user.create({
       data: { id: newId(), tenantId: tenant.id, handle, name, email, kind: "person", passwordHash: hash },
     });
-    const { token } = await createApiToken(db, tenant.id, u.id, "test");
+    // Every token could manage tokens and keys before scopes: the suites' people keep that.
+    const { token } = await createApiToken(db, tenant.id, u.id, "test", { scope: "manage" });
     return { id: u.id, handle, name, email, token };
   };
   const alice = await person("alice", "Alice Adams");
@@ -130,7 +131,7 @@ export async function addMember(
   await db.studioMember.create({
     data: { studioId: w.studio.id, userId: u.id, tenantId: w.tenant.id, role },
   });
-  const { token } = await createApiToken(db, w.tenant.id, u.id, "test");
+  const { token } = await createApiToken(db, w.tenant.id, u.id, "test", { scope: "manage" });
   return { id: u.id, handle, name, email, token };
 }
 

@@ -110,7 +110,11 @@ export async function addPerson(world: World, handle: string, name: string): Pro
     },
   });
   const person: Person = { id: u.id, handle, name, email, token: "" };
-  const made = await act(world, person, `/u/${handle}/settings/tokens`, "create_api_token", { name: "auth" });
+  // `manage`: the suite runs every action with it, tokens and keys included.
+  const made = await act(world, person, `/u/${handle}/settings/tokens`, "create_api_token", {
+    name: "auth",
+    scope: "manage",
+  });
   return { ...person, token: made.secret! };
 }
 
@@ -139,7 +143,15 @@ export async function deliverEvents(tenantId: string): Promise<void> {
  * event: a queued run (or its event) could be picked up by another test file's
  * worker, which serves every tenant of the run's database, and change under us.
  */
-export async function seedAgent(w: World, owner: Person, handle: string, mark: string, studio?: string) {
+export async function seedAgent(
+  w: World,
+  owner: Person,
+  handle: string,
+  mark: string,
+  studio?: string,
+  /** `skipped`: the run was refused (its agent paused then), so retry_run has one to retry. */
+  runStatus: "waiting" | "skipped" = "waiting",
+) {
   await act(w, owner, "/subagents", "create_subagent", {
     name: `Agent ${mark}`,
     handle,
@@ -158,9 +170,9 @@ export async function seedAgent(w: World, owner: Person, handle: string, mark: s
       task: `Task ${mark}`,
       maxSteps: 5,
       timeoutSeconds: 60,
-      status: "waiting",
-      stopReason: "asked_owner",
-      question: `Question ${mark}?`,
+      ...(runStatus === "waiting"
+        ? { status: "waiting", stopReason: "asked_owner", question: `Question ${mark}?` }
+        : { status: "skipped", stopReason: "paused", error: `The agent is paused: ${mark}.` }),
       stepsCount: 1,
     },
   });
@@ -496,8 +508,9 @@ export async function seedVictim(w: World): Promise<Victim> {
   const only = await seedStudio(w, "only", zed, yan, vault, mark, findme);
   // `scout` is also the handle of B's alice's subagent; zed's agent exists only in A.
   const sharedAgent = await seedAgent(w, w.alice, "scout", mark);
-  // Zed's agent is the studio's: every agent page of the `only` seed is a studio agent's.
-  const onlyAgent = await seedAgent(w, zed, `zagent-${rand}`, mark, vault);
+  // Zed's agent is the studio's: every agent page of the `only` seed is a studio agent's. Its
+  // run was skipped, so some seed can retry a run (answer_question uses scout's, waiting).
+  const onlyAgent = await seedAgent(w, zed, `zagent-${rand}`, mark, vault, "skipped");
   const sharedWatcher = await seedWatcher(w, w.alice, `watch-${rand}`, "general", mark);
   const onlyWatcher = await seedWatcher(w, zed, `zwatch-${rand}`, vault, mark);
   // One paused schedule, so some seed can use each schedule action (resume_schedule needs one).
@@ -789,6 +802,8 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   accept: () => ({ value: true }),
   prefer: () => ({ value: true }),
   role: () => ({ value: "admin" }),
+  "create_api_token.scope": () => ({ value: "manage" }),
+  expires_in_days: () => ({ value: 30 }),
   query: (_s, _p, v) => ({ value: v.findme }),
   invite_code: (s) => ({ value: s.joinCode, aRef: true }),
   option_id: (s) => ({ value: s.option, aRef: true }),

@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { agree, plural } from "../../lib/plural.ts";
+import { compilePattern, MAX_RULES_SIZE, patternSize } from "../../lib/rule-pattern.ts";
 import { requireScope } from "../access.ts";
 import { agentConfig, type Rule, tenantSettings } from "../agents/core/settings.ts";
 import {
@@ -12,9 +13,8 @@ import {
   GRANTABLE_GROUPS,
   HUMAN_ONLY_WHY,
 } from "../agents/policy/capabilities.ts";
-import { compilePattern } from "../agents/policy/policy.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
-import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { type ActionCtx, type Ctx, defineAction, type PageCtx, type Scope } from "../registry/types.ts";
 import { text } from "../validation.ts";
 
 const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");
@@ -116,29 +116,48 @@ export const setApprovalMode = defineAction({
 
 const RULE_ACTIONS = ["*", ...GRANTABLE, ...ALWAYS_ALLOWED] as [string, ...string[]];
 
-/** `param=regex` lines → a map, each regex compiled now so a bad one is a 400 when saved, not a failure later. */
-export function parsePatterns(textValue: string | undefined): Record<string, string> {
+/** The params a rule on `action` can look at: the action's own, or for `*`, those of any action a rule can name. */
+function ruleParams(ctx: Pick<PageCtx, "actionDefs">, action: string): string[] {
+  const names = action === "*" ? RULE_ACTIONS.slice(1) : [action];
+  const params = names.flatMap((n) => Object.keys(ctx.actionDefs.get(n)?.params.shape ?? {}));
+  return [...new Set(params)].sort();
+}
+
+/**
+ * `param=pattern` lines → a map. Each pattern is compiled now (RE2: lib/rule-pattern.ts) and
+ * each param checked against the action's, so a rule that cannot run or never looks at what
+ * it names is a 400 when saved (or tried), not a surprise later.
+ */
+export function parsePatterns(
+  ctx: Pick<PageCtx, "actionDefs">,
+  action: string,
+  textValue: string | undefined,
+): Record<string, string> {
   const out: Record<string, string> = {};
+  const bad = (line: number, message: string) =>
+    new ValidationError([{ field: "param_patterns", message: `line ${line}: ${message}` }]);
+  const valid = ruleParams(ctx, action);
   for (const [i, raw] of (textValue ?? "").split(/\r\n|\r|\n/).entries()) {
     const line = raw.trim();
     if (!line) continue;
     const eq = line.indexOf("=");
     const name = eq > 0 ? line.slice(0, eq).trim() : "";
     const pattern = eq > 0 ? line.slice(eq + 1).trim() : "";
-    if (!/^[a-z_]{1,64}$/.test(name) || !pattern)
-      throw new ValidationError([
-        { field: "param_patterns", message: `line ${i + 1}: write param=regex, e.g. text=(?i)budget` },
-      ]);
-    if (pattern.length > 200)
-      throw new ValidationError([
-        { field: "param_patterns", message: `line ${i + 1}: regex longer than 200` },
-      ]);
+    if (!/^[a-z_]{1,64}$/.test(name) || !pattern) throw bad(i + 1, "write param=regex, e.g. text=(?i)budget");
+    if (!valid.includes(name)) {
+      const listed = valid.length ? valid.join(", ") : "none";
+      throw bad(
+        i + 1,
+        action === "*"
+          ? `no action a rule can name has a param “${name}”; their params: ${listed}`
+          : `\`${action}\` has no param “${name}”; its params: ${listed}`,
+      );
+    }
+    if (pattern.length > 200) throw bad(i + 1, "regex longer than 200");
     try {
       compilePattern(pattern);
     } catch (err) {
-      throw new ValidationError([
-        { field: "param_patterns", message: `line ${i + 1}: ${(err as Error).message}` },
-      ]);
+      throw bad(i + 1, (err as Error).message);
     }
     out[name] = pattern;
   }
@@ -175,8 +194,8 @@ export const tryRule = defineAction({
   params: z.object(ruleFields),
   writes: false,
   available: peopleOnly,
-  async execute(_ctx, p, scope) {
-    parsePatterns(p.param_patterns);
+  async execute(ctx, p, scope) {
+    parsePatterns(ctx, p.action, p.param_patterns);
     const agent = requireScope(scope.agent, "agent");
     const q = new URLSearchParams({
       try_action: p.action,
@@ -192,6 +211,17 @@ export const tryRule = defineAction({
   },
 });
 
+/** What an agent's rules cost to match, in RE2 instructions (a pattern saved before RE2 that cannot run: none). */
+function rulesSize(rules: Rule[]): number {
+  let size = 0;
+  for (const r of rules)
+    for (const p of Object.values(r.params))
+      try {
+        size += patternSize(p);
+      } catch {}
+  return size;
+}
+
 export const addRule = defineAction({
   name: "add_rule",
   description: "Add a policy rule (the first rule that matches decides)",
@@ -204,12 +234,21 @@ export const addRule = defineAction({
       name: p.name,
       action: p.action,
       decision: p.decision,
-      params: parsePatterns(p.param_patterns),
+      params: parsePatterns(ctx, p.action, p.param_patterns),
     };
     const location = await saveConfig(ctx, scope, (cfg) => {
       const rules = [...((cfg.rules as Rule[]) ?? [])];
       if (rules.some((r) => r.name === rule.name))
         throw new ConflictError(`A rule named “${rule.name}” already exists`);
+      // Every action an agent takes is matched against its rules: their total cost is bounded too.
+      const size = rulesSize([...rules, rule]);
+      if (size > MAX_RULES_SIZE)
+        throw new ValidationError([
+          {
+            field: "param_patterns",
+            message: `the agent's patterns together would be ${size} steps to match, at most ${MAX_RULES_SIZE}: remove a rule or simplify`,
+          },
+        ]);
       rules.splice(Math.min((p.position ?? rules.length + 1) - 1, rules.length), 0, rule);
       cfg.rules = rules;
     });

@@ -37,6 +37,7 @@ const dollars = z
 export const addApiKey = defineAction({
   name: "add_api_key",
   description: "Add a provider API key your agents can use",
+  manage: true,
   params: z.object({
     label: text(80).describe("a name you will recognise, e.g. “Work OpenAI”"),
     provider: z.enum(PROVIDERS).meta({
@@ -133,6 +134,7 @@ export const testApiKey = defineAction({
 
 export const revokeApiKey = defineAction({
   name: "revoke_api_key",
+  manage: true,
   destructive:
     "The key stops working at once: agents that use it fall back to no key until you pick another. This cannot be undone.",
   description: "Revoke a key: agents using it stop until you pick another",

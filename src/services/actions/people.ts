@@ -78,19 +78,43 @@ export const updateProfile = defineAction({
   },
 });
 
+const SCOPE_LABELS = {
+  read: "read: pages only",
+  act: "act: pages and actions, not tokens or keys",
+  manage: "manage: also create and revoke tokens and keys",
+};
+
 export const createApiTokenAction = defineAction({
   name: "create_api_token",
   description: "Create a personal API token (shown once)",
-  params: z.object({ name: text(80).describe("what the token is for, e.g. “laptop script”") }),
+  manage: true,
+  params: z.object({
+    name: text(80).describe("what the token is for, e.g. “laptop script”"),
+    scope: z
+      .enum(["read", "act", "manage"])
+      .default("act")
+      .meta({ description: "what it may do", optionLabels: SCOPE_LABELS }),
+    expires_in_days: z
+      .number()
+      .int("a whole number")
+      .min(1, "at least 1")
+      .max(365, "at most 365")
+      .optional()
+      .meta({ label: "Expires in (days)", description: "empty: until you revoke it" }),
+  }),
   writes: true,
   audience: toSelf("API token"),
   async execute(ctx, p, scope) {
     const user = requireScope(scope.user, "user");
-    const { token } = await createApiToken(ctx.tx, ctx.tenant.id, user.id, p.name);
+    const expiresAt = p.expires_in_days ? new Date(Date.now() + p.expires_in_days * 86_400_000) : null;
+    const { token } = await createApiToken(ctx.tx, ctx.tenant.id, user.id, p.name, {
+      scope: p.scope,
+      expiresAt,
+    });
     return {
       status: 201,
       location: `/u/${user.handle}/settings/tokens`,
-      notice: `Token “${p.name}” created. Copy it now: it will not be shown again.`,
+      notice: `Token “${p.name}” created (${p.scope}${expiresAt ? `, expires ${expiresAt.toISOString().slice(0, 10)}` : ""}). Copy it now: it will not be shown again.`,
       secret: token,
     };
   },
@@ -98,6 +122,7 @@ export const createApiTokenAction = defineAction({
 
 export const revokeApiToken = defineAction({
   name: "revoke_api_token",
+  manage: true,
   destructive: "Anything that signs in with this token is refused from now on. This cannot be undone.",
   description: "Revoke one of your API tokens",
   params: z.object({ id: idSchema.meta({ description: "the token's id", pickedBeside: true }) }),

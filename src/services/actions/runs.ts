@@ -2,9 +2,11 @@ import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
 import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
-import { queueRun, requeue } from "../agents/core/runs.ts";
+import { requeue } from "../agents/core/runs.ts";
 import { agentConfig, MAX_STEPS_LIMIT, resolveModel, tenantSettings } from "../agents/core/settings.ts";
 import { recordStep } from "../agents/core/steps.ts";
+import { queueTriggered } from "../agents/triggers/dispatcher.ts";
+import { retrySkipped } from "../agents/triggers/retry.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
 import { longText } from "../validation.ts";
@@ -38,7 +40,10 @@ export const runTask = defineAction({
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
     const cfg = agentConfig(agent);
-    const run = await queueRun(ctx.tx, {
+    const settings = tenantSettings(ctx.tenant);
+    // Through the dispatcher's guards like every trigger (`available` refused a paused agent
+    // already); a manual run is not held to the trigger rate.
+    const run = await queueTriggered(ctx.tx, agent, settings, {
       tenantId: ctx.tenant.id,
       agentId: agent.id,
       initiatedById: ctx.actor.id,
@@ -47,11 +52,11 @@ export const runTask = defineAction({
       task: p.task,
       // A studio member who may give it tasks but does not manage it: the run reads within their view.
       viewerIds: mayManage(ctx.actor, agent) ? [] : [ctx.actor.id],
-      model: resolveModel(cfg, tenantSettings(ctx.tenant), undefined),
+      model: resolveModel(cfg, settings, undefined),
       maxSteps: p.max_steps ?? cfg.max_steps,
       timeoutSeconds: cfg.timeout_seconds,
     });
-    if (!run) throw new Error("a manual run cannot collide");
+    if (!run) throw new ConflictError(`@${agent.handle} cannot start a run now: see its runs for why.`);
     return { status: 201, location: `/subagents/${agent.handle}/runs/${run.id}`, notice: "Run queued" };
   },
 });
@@ -88,6 +93,30 @@ export const stopRun = defineAction({
     });
     if (!requested.count) throw new ConflictError("The run has already ended");
     return { status: 200, location, notice: "Stopping: the run ends after its current step" };
+  },
+});
+
+export const retryRun = defineAction({
+  name: "retry_run",
+  description: "Run this skipped trigger now (through the same guards; it may wait for the agent's rate)",
+  params: z.object({}),
+  writes: true,
+  available: (ctx, scope) =>
+    ownerOnly(ctx) ??
+    (scope.taskRun?.status !== "skipped"
+      ? "only a skipped run can be retried"
+      : scope.agent && !mayManage(ctx.actor, scope.agent)
+        ? "only the agent's managers retry its runs"
+        : null),
+  async execute(ctx, _p, scope) {
+    const run = requireScope(scope.taskRun, "run");
+    const agent = requireScope(scope.agent, "agent");
+    const queued = await retrySkipped(ctx.tx, ctx.tenant, agent, run);
+    return {
+      status: 201,
+      location: `/subagents/${agent.handle}/runs/${queued.id}`,
+      notice: `Retried as run ${queued.id}`,
+    };
   },
 });
 

@@ -32,7 +32,7 @@ import {
   updateProfile,
   updateScratchpad,
 } from "../actions/people.ts";
-import { answerQuestion, runTask, stopRun } from "../actions/runs.ts";
+import { answerQuestion, retryRun, runTask, stopRun } from "../actions/runs.ts";
 import {
   addSchedule,
   pauseSchedule,
@@ -177,6 +177,7 @@ export const actions = [
   setMemberRuns,
   runTask,
   stopRun,
+  retryRun,
   answerQuestion,
   setCapabilities,
   setApprovalRequirements,

@@ -8,6 +8,7 @@ import { isTransient } from "../../lib/transient.ts";
 import { agentConfig, tenantSettings } from "../agents/core/settings.ts";
 import { capabilityDenial } from "../agents/policy/capabilities.ts";
 import { paramsJsonSchema } from "../registry/json-schema.ts";
+import { scopeDenial } from "../registry/token-scope.ts";
 import type { ActionDef, Ctx } from "../registry/types.ts";
 import { registry } from "./catalog.ts";
 import { readPage, runAction } from "./markdown-api.ts";
@@ -60,9 +61,9 @@ function actionTool(a: ActionDef): Tool {
   return tool;
 }
 
-/** What the actor may call: every action, or for a subagent's token the ones its capabilities grant. */
+/** What the actor may call: every action its token's scope allows, and for a subagent's, the ones its capabilities grant. */
 export async function mcpTools(ctx: Ctx): Promise<Tool[]> {
-  const actions = [...registry.actions.values()].filter((a) => pagesOf(a).length);
+  const actions = [...registry.actions.values()].filter((a) => pagesOf(a).length && !scopeDenial(ctx, a));
   if (ctx.actor.kind !== "subagent") return [readPageTool, ...actions.map(actionTool)];
   const agent = await ctx.db.user.findUniqueOrThrow({
     where: { id: ctx.actor.id },

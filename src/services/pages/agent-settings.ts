@@ -12,7 +12,7 @@ import {
 } from "../agents/policy/capabilities.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef, Query } from "../registry/types.ts";
+import type { Block, PageCtx, PageDef, Query } from "../registry/types.ts";
 import { agentCrumbs, excerpt, when } from "./format.ts";
 
 const code = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
@@ -141,7 +141,7 @@ export const agentSettingsPage: PageDef = {
 
 /** The rule in the page's address (try_rule), tried on the agent's last 30 days; nothing when none is. */
 async function triedRule(
-  ctx: Ctx,
+  ctx: PageCtx,
   agent: { id: string; handle: string },
   cfg: AgentConfig,
   query: Query,
@@ -151,7 +151,7 @@ async function triedRule(
   if (!action || (decision !== "allow" && decision !== "require_approval" && decision !== "deny")) return [];
   let params: Record<string, string>;
   try {
-    params = parsePatterns(query.try_patterns);
+    params = parsePatterns(ctx, action, query.try_patterns);
   } catch {
     return [
       {

@@ -50,7 +50,7 @@ export const apiTokenPage: PageDef = {
       ],
       blocks: [
         {
-          md: `**${mdEscape(t.name)}** · \`cadre_${t.prefix}_…\` · created ${when(t.createdAt)} · last used ${t.lastUsedAt ? when(t.lastUsedAt) : "never"} · ${t.revokedAt ? `revoked ${when(t.revokedAt)}` : "active"}`,
+          md: `**${mdEscape(t.name)}** · \`cadre_${t.prefix}_…\` · scope ${t.scope} · created ${when(t.createdAt)}${t.expiresAt ? ` · expires ${when(t.expiresAt)}` : ""} · last used ${t.lastUsedAt ? when(t.lastUsedAt) : "never"} · ${t.revokedAt ? `revoked ${when(t.revokedAt)}` : "active"}`,
         },
         {
           md: `## Recent calls\n\nEvery call made with this token, over the markdown API or MCP, newest first: the page or tool, the action, the answer's status and how long it took. Calls appear within seconds and are kept for a limited time.\n\n${

@@ -2,10 +2,11 @@ import { RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.t
 import { NotFoundError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { loadRun } from "../access.ts";
-import { loadAgent, mayManage } from "../agents/core/ownership.ts";
+import { loadAgent, mayManage, maySee, withOwnerStudio } from "../agents/core/ownership.ts";
+import { retryKey } from "../agents/triggers/retry.ts";
 import { changesFeed, digestOf } from "../live/feed.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef, Query } from "../registry/types.ts";
+import type { AgentScope, Block, Ctx, PageDef, Query, Scope } from "../registry/types.ts";
 import { agentCrumbs, excerpt, type Paging, pager, paging, when } from "./format.ts";
 import { positionOf, runFeed } from "./run-live.ts";
 import { ENDED, progressHtml, progressLine, runState, stepsBlock } from "./run-steps.ts";
@@ -123,12 +124,42 @@ export const runsPage: PageDef = {
     }),
 };
 
+/**
+ * The run a person's own mention, reply or comment started and that was refused (skipped): its
+ * page says why, and holds only their words and the reason (no steps), so they may read it
+ * even when they cannot see the agent's other runs. Null when this is not such a run.
+ */
+async function refusedRunOf(ctx: Ctx, handle: string, id: string): Promise<Scope | null> {
+  const taskRun = await ctx.db.subagentTaskRun.findFirst({
+    where: {
+      id,
+      tenantId: ctx.tenant.id,
+      initiatedById: ctx.actor.id,
+      status: "skipped",
+      triggerKind: { in: ["mention", "reply", "thread"] },
+      agent: { handle, kind: "subagent" },
+    },
+    include: { agent: { include: withOwnerStudio(ctx.actor.id) } },
+  });
+  if (!taskRun || !(await maySee(ctx, taskRun.agent))) return null;
+  const { agent, ...run } = taskRun;
+  return { agent, taskRun: run };
+}
+
 export const runPage: PageDef = {
   pattern: "/subagents/:handle/runs/:run",
-  actions: ["answer_question", "stop_run"],
+  actions: ["answer_question", "stop_run", "retry_run"],
   async resolve(ctx, p) {
-    // Its managers see every run; a member who gave a studio's agent a task sees that run.
-    const agent = await loadAgent(ctx, p.handle!, { members: "run" });
+    // Its managers see every run; a member who gave a studio's agent a task sees that run;
+    // whoever's trigger was refused sees that refusal.
+    let agent: AgentScope;
+    try {
+      agent = await loadAgent(ctx, p.handle!, { members: "run" });
+    } catch (err) {
+      const refused = await refusedRunOf(ctx, p.handle!, p.run!);
+      if (refused) return refused;
+      throw err;
+    }
     const taskRun = await loadRun(ctx, agent.id, p.run!);
     if (!mayManage(ctx.actor, agent) && taskRun.initiatedById !== ctx.actor.id)
       throw new NotFoundError(`No run ${p.run}`);
@@ -137,7 +168,7 @@ export const runPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const r = scope.taskRun!;
-    const [steps, resources, initiator, pending, viewers] = await Promise.all([
+    const [steps, resources, initiator, pending, viewers, retried] = await Promise.all([
       ctx.db.subagentTaskRunStep.findMany({ where: { runId: r.id }, orderBy: { number: "asc" } }),
       ctx.db.subagentTaskRunResource.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
       r.initiatedById ? ctx.db.user.findUnique({ where: { id: r.initiatedById } }) : null,
@@ -145,6 +176,12 @@ export const runPage: PageDef = {
       r.viewerIds.length
         ? ctx.db.user.findMany({ where: { id: { in: r.viewerIds } }, select: { handle: true } })
         : [],
+      r.status === "skipped"
+        ? ctx.db.subagentTaskRun.findUnique({
+            where: { agentId_triggerEventId: { agentId: a.id, triggerEventId: retryKey(r) } },
+            select: { id: true },
+          })
+        : null,
     ]);
     const facts = [
       `trigger: ${triggerText(a.handle, r)}${initiator ? ` by [@${initiator.handle}](/u/${initiator.handle})` : ""}`,
@@ -159,9 +196,13 @@ export const runPage: PageDef = {
       { md: `## Task\n\n${quote(r.task)}` },
     ];
     if (r.finalMessage) blocks.push({ md: `## Final message\n\n${quote(r.finalMessage)}` });
+    if (r.status === "queued" && r.notBefore && r.notBefore > new Date())
+      blocks.push({
+        md: `## Waiting for its trigger rate\n\n${mdEscape(a.name)} starts at most the workspace's trigger rate of runs a minute from mentions, replies, comments and subscriptions; this one starts after ${when(r.notBefore)}, in the order its triggers came.`,
+      });
     if (r.error)
       blocks.push({
-        md: `## ${errorHeading(r)}\n\n${mdEscape(r.error)}`,
+        md: `## ${errorHeading(r)}\n\n${mdEscape(r.error)}${retried ? `\n\nRetried as ${link(`run ${retried.id}`, `/subagents/${a.handle}/runs/${retried.id}`)}.` : ""}`,
       });
     if (r.status === "waiting" && r.stopReason === "asked_owner" && r.question)
       blocks.push({ md: `## Waiting for your answer\n\n${quote(r.question)}` });

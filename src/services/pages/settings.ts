@@ -51,9 +51,18 @@ export const tokensPage: PageDef = {
       }),
       ctx.db.apiToken.count({ where }),
     ]);
+    const now = new Date();
+    const status = (t: (typeof tokens)[number]) =>
+      t.revokedAt
+        ? `revoked ${when(t.revokedAt)}`
+        : t.expiresAt && t.expiresAt <= now
+          ? `expired ${when(t.expiresAt)}`
+          : t.expiresAt
+            ? `active, expires ${when(t.expiresAt)}`
+            : "active";
     const rows = tokens.map(
       (t) =>
-        `| ${link(t.name, `/u/${u.handle}/settings/tokens/${t.id}`)} | \`cadre_${t.prefix}_…\` | \`${t.id}\` | ${when(t.createdAt)} | ${t.lastUsedAt ? when(t.lastUsedAt) : "never"} | ${t.revokedAt ? `revoked ${when(t.revokedAt)}` : "active"} |`,
+        `| ${link(t.name, `/u/${u.handle}/settings/tokens/${t.id}`)} | \`cadre_${t.prefix}_…\` | ${t.scope} | \`${t.id}\` | ${when(t.createdAt)} | ${t.lastUsedAt ? when(t.lastUsedAt) : "never"} | ${status(t)} |`,
     );
     return {
       title: "API tokens",
@@ -65,13 +74,13 @@ export const tokensPage: PageDef = {
       ],
       blocks: [
         {
-          md: "Send a token as `Authorization: Bearer <token>` to use the markdown API or MCP as yourself. A token is shown once, when you create it. Open a token to see what it did recently.",
+          md: "Send a token as `Authorization: Bearer <token>` to use the markdown API or MCP as yourself. A token is shown once, when you create it. Its **scope** says what it may do: `read` pages; `act` on them too (everything but tokens and keys); `manage` tokens and provider keys as well (never over MCP unless the operator allows it). Give it an expiry to have it stop by itself. Open a token to see what it did recently.",
         },
         {
           md: rows.length
             ? [
-                "| name | token | id | created | last used | status |",
-                "|---|---|---|---|---|---|",
+                "| name | token | scope | id | created | last used | status |",
+                "|---|---|---|---|---|---|---|",
                 ...rows,
               ].join("\n")
             : "_No tokens yet._",

@@ -8,6 +8,7 @@ import type { LiveFeed } from "../live/feed.ts";
 import { pageSources } from "./audiences.ts";
 import { labelled, parseParams } from "./params.ts";
 import { createRouter } from "./router.ts";
+import { scopeDenial } from "./token-scope.ts";
 import type {
   ActionCtx,
   ActionDef,
@@ -109,8 +110,11 @@ export function createRegistry(
   }
 
   async function denial(ctx: Ctx, a: ActionDef, scope: Scope): Promise<string | null> {
-    // The guard first: an agent refused a capability hears that, not an incidental check.
-    return (guard ? await guard(ctx, a, scope) : null) ?? a.available?.(ctx, scope) ?? null;
+    // The token's scope first: it holds whoever the token's user is. Then the guard: an agent
+    // refused a capability hears that, not an incidental check.
+    return (
+      scopeDenial(ctx, a) ?? (guard ? await guard(ctx, a, scope) : null) ?? a.available?.(ctx, scope) ?? null
+    );
   }
 
   /** The actions the actor can use on this page: the same list a page shows and execution enforces. */

@@ -10,6 +10,7 @@ import type {
   SubagentTaskRun,
   SubagentTaskRunStep,
   Tenant,
+  TokenScope,
   User,
   UserKind,
 } from "../../generated/prisma/client.ts";
@@ -83,7 +84,17 @@ export interface Ctx {
    * its agent): a page any of them could not open answers the agent as it would answer them.
    */
   viewers?: Actor[];
+  /** How an HTTP caller signed in: a token may do what its scope allows (token-scope.ts). Absent in process. */
+  auth?: RequestAuth;
 }
+
+/**
+ * A person's session may do whatever the person may. A token is held to its scope; over MCP,
+ * managing credentials needs the operator's leave besides (`manageOverMcp`, MCP_MANAGE_ACTIONS).
+ */
+export type RequestAuth =
+  | { via: "session" }
+  | { via: "token"; scope: TokenScope; mcp?: { manageOverMcp: boolean } };
 
 /** What an action's transaction wrote, for the run's resource record. */
 export interface Emitted {
@@ -232,6 +243,11 @@ export interface ActionDef<S extends z.ZodObject = z.ZodObject> {
   audience?: WriteAudience;
   /** Waits on another service: runs outside a transaction, so its writes must each stand alone. */
   callsOut?: boolean;
+  /**
+   * Makes or ends a credential (an API token, a provider key): a token needs the `manage`
+   * scope for it, and MCP offers it only when the operator allows (token-scope.ts).
+   */
+  manage?: true;
   /** null when the actor may use it on this scope, else the reason they may not. */
   available?(ctx: Ctx, scope: Scope): string | null;
   /**

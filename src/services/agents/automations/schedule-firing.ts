@@ -10,6 +10,7 @@ import { Prisma } from "../../../generated/prisma/client.ts";
 import { isTransient } from "../../../lib/transient.ts";
 import { agentConfig, resolveModel, tenantSettings } from "../core/settings.ts";
 import { queueTriggered } from "../triggers/dispatcher.ts";
+import { noticeRefused } from "../triggers/refusals.ts";
 import { nextSlot, scheduledTask } from "./schedules.ts";
 
 /** Schedules fired per sweep at most: the rest wait for the next sweep, a few seconds later. */
@@ -98,8 +99,11 @@ async function fireOne(tx: Db, id: string): Promise<void> {
   // Queued or recorded as skipped (a paused agent): either way it is this slot's run.
   const run = await tx.subagentTaskRun.findUnique({
     where: { agentId_triggerEventId: { agentId: s.agentId, triggerEventId } },
-    select: { id: true },
+    select: { id: true, status: true },
   });
+  // Skipped: its managers (and the schedule's creator) hear why, with the run to retry.
+  if (run?.status === "skipped")
+    await noticeRefused(tx, s.agent, { triggerEventId, personId: s.createdById, kind: "schedule" });
   await tx.agentSchedule.update({
     where: { id },
     data: { nextFireAt: next, lastFiredAt: slot, lastRunId: run?.id ?? null },

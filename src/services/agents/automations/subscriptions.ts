@@ -10,6 +10,7 @@ import { wokenByOthers } from "../core/ownership.ts";
 import type { QueuedRun } from "../core/runs.ts";
 import { agentConfig, resolveModel, tenantSettings } from "../core/settings.ts";
 import { queueTriggered } from "../triggers/dispatcher.ts";
+import { noticeRefused } from "../triggers/refusals.ts";
 import { subscriptionTask } from "./subscription-task.ts";
 
 export const SUBSCRIPTION_EVENTS = ["created", "updated", "commented", "voted", "joined", "read"] as const;
@@ -168,11 +169,12 @@ async function queueFor(tx: Db, sub: AgentSubscription & { agent: User }, eventI
     ? await tx.subagentTaskRun.findMany({ where: { id: { in: parents } }, select: { chainDepth: true } })
     : [];
   const cfg = agentConfig(sub.agent);
-  return queueTriggered(tx, sub.agent, settings, {
+  const triggerEventId = `subscription:${sub.id}:${events[0]!.id}`;
+  const queued = await queueTriggered(tx, sub.agent, settings, {
     tenantId: sub.tenantId,
     agentId: sub.agentId,
     initiatedById: events.at(-1)!.actorId,
-    triggerEventId: `subscription:${sub.id}:${events[0]!.id}`,
+    triggerEventId,
     triggerKind: "subscription",
     triggerRef: sub.id,
     // Watching one note, decision or commitment: its thread shows the agent working.
@@ -190,4 +192,7 @@ async function queueFor(tx: Db, sub: AgentSubscription & { agent: User }, eventI
     maxSteps: cfg.max_steps,
     timeoutSeconds: cfg.timeout_seconds,
   });
+  // Refused (paused, too many waiting…): its managers hear why, with the run to retry.
+  if (!queued) await noticeRefused(tx, sub.agent, { triggerEventId, personId: null, kind: "subscription" });
+  return queued;
 }

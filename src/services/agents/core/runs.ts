@@ -26,6 +26,8 @@ export interface NewRun {
   /** The note, decision or commitment whose thread woke it: the thread shows it working. */
   threadId?: string;
   chainDepth: number;
+  /** Over the agent's trigger rate: claimed no earlier than this (dispatcher.ts). */
+  notBefore?: Date;
   task: string;
   /** Who can read what the task quotes (a comment's studio): the run's label starts there. */
   label?: Audience[];
@@ -49,12 +51,13 @@ function insertRun(r: NewRun, end?: { reason: string; message: string }): Prisma
   return Prisma.sql`
     INSERT INTO subagent_task_runs (id, tenant_id, agent_id, initiated_by_id, trigger_event_id, trigger_kind,
       trigger_ref, thread_id, chain_depth, task, label, viewer_ids, model, max_steps, timeout_seconds, status, stop_reason,
-      error, completed_at, created_at)
+      error, completed_at, not_before, created_at)
     VALUES (${newId()}, ${r.tenantId}, ${r.agentId}, ${r.initiatedById}, ${r.triggerEventId ?? null}, ${r.triggerKind},
       ${r.triggerRef ?? null}, ${r.threadId ?? null}, ${r.chainDepth}, ${maskText(r.task)},
       ${JSON.stringify(r.label ?? [])}::jsonb, ${r.viewerIds ?? []}::text[], ${r.model}, ${r.maxSteps},
       ${r.timeoutSeconds}, ${end ? "skipped" : "queued"}::"RunStatus", ${end?.reason ?? null}, ${end?.message ?? null},
-      ${end ? new Date() : null}::timestamp, clock_timestamp() AT TIME ZONE 'UTC')
+      ${end ? new Date() : null}::timestamp, ${end ? null : (r.notBefore ?? null)}::timestamp,
+      clock_timestamp() AT TIME ZONE 'UTC')
     ON CONFLICT DO NOTHING`;
 }
 
@@ -82,7 +85,7 @@ export async function queueRun(tx: Db, r: NewRun): Promise<QueuedRun | null> {
   return run ? { id: run.id, eventId } : null;
 }
 
-/** A trigger that was refused (rate limit, chain depth, paused agent), kept so the owner can see why. */
+/** A trigger that was refused (too many waiting, chain depth, a paused or archived agent), kept so its managers see why and may retry it. */
 export async function recordSkipped(tx: Db, r: NewRun, reason: string, message: string) {
   await hotQuery(tx, insertRun(r, { reason, message }));
 }
@@ -107,8 +110,12 @@ export async function requeue(
   });
 }
 
-/** A run that may be claimed: queued, or running under a lease that expired (its worker died). */
-const CLAIMABLE = Prisma.sql`(r.status = 'queued' OR (r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now())))`;
+/**
+ * A run that may be claimed: queued (and due, when it waits for the agent's trigger rate), or
+ * running under a lease that expired (its worker died).
+ */
+const CLAIMABLE = Prisma.sql`((r.status = 'queued' AND (r.not_before IS NULL OR r.not_before <= now()))
+  OR (r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now())))`;
 
 /**
  * A running run being claimed again lost the worker of each claim since it was queued

@@ -26,6 +26,7 @@ export const ALWAYS_BLOCKED = [
   "set_member_runs",
   "run_task",
   "stop_run",
+  "retry_run",
   "answer_question",
   "approve_action",
   "reject_action",

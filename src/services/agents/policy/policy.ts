@@ -8,6 +8,7 @@ import type { Db } from "../../../db/prisma.ts";
 import { Prisma, type User } from "../../../generated/prisma/client.ts";
 import { ForbiddenError } from "../../../lib/errors.ts";
 import { newId } from "../../../lib/ids.ts";
+import { patternFinds } from "../../../lib/rule-pattern.ts";
 import { emit } from "../../events.ts";
 import type { Guard, Policy, RunOptions } from "../../registry/registry.ts";
 import type { ActionCtx, ActionDef, ActionOutcome, Ctx, Scope } from "../../registry/types.ts";
@@ -16,20 +17,21 @@ import { type AgentConfig, agentConfig, type Rule, tenantSettings } from "../cor
 import { capabilityDenial } from "./capabilities.ts";
 import { disclosure, disclosureText } from "./labels.ts";
 
-/** A rule's regex; a leading `(?i)` (common in other engines, not in JavaScript's) means case-insensitive. */
-export function compilePattern(pattern: string): RegExp {
-  return pattern.startsWith("(?i)") ? new RegExp(pattern.slice(4), "iu") : new RegExp(pattern, "u");
-}
-
 export type Verdict = { kind: "allow"; rule?: string } | { kind: "deny" | "approve"; rule: string };
 
+/** Whether a rule applies: its action, and each of its param patterns found in the value (as text). */
 export function ruleMatches(rule: Rule, action: string, params: Record<string, unknown>): boolean {
   if (rule.action !== "*" && rule.action !== action) return false;
   return Object.entries(rule.params).every(([name, pattern]) => {
     const v = params[name];
-    return compilePattern(pattern).test(
-      v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v),
-    );
+    const text = v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v);
+    try {
+      return patternFinds(pattern, text);
+    } catch {
+      // A pattern saved before rules were matched by RE2 (lookaround, a backreference) cannot
+      // run: a rule that holds the agent back still does, one that lets it through does not.
+      return rule.decision !== "allow";
+    }
   });
 }
 

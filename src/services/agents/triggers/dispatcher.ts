@@ -1,9 +1,10 @@
 // Turns content events into agent runs: @mentions of subagents in the studio, replies
 // to what a subagent wrote, and new comments in a thread a subagent took part in.
-// Guards: no self-trigger, archived agents ignored, agent-to-agent chain depth, and a
-// per-agent rate limit that holds under concurrency (an advisory lock per agent). Every
-// other trigger (subscriptions, schedules, webhooks) queues its runs through the same
-// guards: `queueTriggered`.
+// Guards: no self-trigger, archived and paused agents (recorded as skipped runs, and the
+// person told), agent-to-agent chain depth, and a per-agent trigger rate that holds under
+// concurrency (an advisory lock per agent): over it a run waits its turn (rate.ts). Every
+// other trigger (subscriptions, schedules, webhooks, a manager's retry) queues its runs
+// through the same guards: `queueTriggered`.
 import { type Db, hotQuery, inTransaction, type PrismaClient } from "../../../db/prisma.ts";
 import { type Event, Prisma, type Tenant, type User } from "../../../generated/prisma/client.ts";
 import { quoteAsData } from "../../../lib/text.ts";
@@ -12,6 +13,7 @@ import type { Subject } from "../../subjects.ts";
 import { managedBySql } from "../core/ownership.ts";
 import { type NewRun, type QueuedRun, queueRun, recordSkipped } from "../core/runs.ts";
 import { agentConfig, resolveModel, type TenantSettings, tenantSettings } from "../core/settings.ts";
+import { RATED_TRIGGERS, rateSlot } from "./rate.ts";
 import { noticeUnanswered } from "./refusals.ts";
 
 type Kind = "mention" | "reply" | "thread";
@@ -45,6 +47,7 @@ type Woken = Pick<
   | "pausedKind"
   | "parentId"
   | "ownerStudioId"
+  | "archivedAt"
 > & {
   why: Kind;
   /** Whether the event's actor manages it: if not, its run acts within the actor's view. */
@@ -55,14 +58,15 @@ interface Wake {
   settings: Tenant["settings"];
   actor: Pick<User, "name" | "handle" | "kind">;
   depth: number | null;
-  agents: (Omit<Woken, "pausedAt"> & { pausedAt: string | null })[];
+  agents: (Omit<Woken, "pausedAt" | "archivedAt"> & { pausedAt: string | null; archivedAt: string | null })[];
 }
 
 /**
  * What an event's triggers need, in one statement: the tenant's settings, the actor, the
  * depth of the run that wrote it, and the agents it wakes — mentioned, replied to, or in
  * its thread (the first reason found stays) — that are members of its studio and not
- * archived. Each read is a round trip, and Prisma's own cost, before the run can start.
+ * archived (an archived agent that is mentioned is kept: the person hears why it is silent).
+ * Each read is a round trip, and Prisma's own cost, before the run can start.
  */
 async function wakeRead(db: PrismaClient, e: Event, s: Subject): Promise<Wake> {
   const handles = parseMentions(s.text);
@@ -90,10 +94,10 @@ async function wakeRead(db: PrismaClient, e: Event, s: Subject): Promise<Wake> {
       'agents', (SELECT coalesce(json_agg(json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle,
           'name', u.name, 'agentConfig', u.agent_config, 'pausedAt', u.paused_at AT TIME ZONE 'UTC', 'pausedReason', u.paused_reason,
           'pausedKind', u.paused_kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'why', w.why,
-          'managed', ${managedBySql("u", e.actorId)})
+          'managed', ${managedBySql("u", e.actorId)}, 'archivedAt', u.archived_at AT TIME ZONE 'UTC')
           ORDER BY u.id), '[]')
         FROM woken w JOIN users u ON u.id = w.id
-        WHERE u.archived_at IS NULL
+        WHERE (u.archived_at IS NULL OR w.why = 'mention')
           AND EXISTS (SELECT 1 FROM studio_members m WHERE m.user_id = u.id AND m.studio_id = ${s.studioId}))
     ) AS wake`,
   );
@@ -109,7 +113,11 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
   const actor = wake.actor;
   const created: QueuedRun[] = [];
   for (const row of wake.agents) {
-    const agent: Woken = { ...row, pausedAt: row.pausedAt ? new Date(row.pausedAt) : null };
+    const agent: Woken = {
+      ...row,
+      pausedAt: row.pausedAt ? new Date(row.pausedAt) : null,
+      archivedAt: row.archivedAt ? new Date(row.archivedAt) : null,
+    };
     const kind = agent.why;
     const cfg = agentConfig(agent);
     const queued = await queueTriggered(db, agent, settings, {
@@ -129,22 +137,22 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
       timeoutSeconds: cfg.timeout_seconds,
     });
     if (queued) created.push(queued);
-    // A person who mentioned it is told when it will not answer (paused, rate limited…), once.
-    else if (kind === "mention" && actor.kind === "person") await noticeUnanswered(db, e, agent, s.path);
+    // A person whose mention, reply or comment it will not answer is told why (refusals.ts).
+    else if (actor.kind === "person") await noticeUnanswered(db, e, agent, kind);
   }
   return created;
 }
 
 /**
- * Queues a run that something other than a person's run form asked for, through the guards
- * every trigger shares: a paused agent, the agent-to-agent chain depth, and (unless the
- * trigger has a limit of its own) the agent's trigger rate. A refused trigger is recorded
- * as a skipped run, so the owner sees why. Returns the run, or null when skipped or when
- * this (agent, trigger) already has a run.
+ * Queues a run through the guards every trigger shares: an archived or paused agent, the
+ * agent-to-agent chain depth, and (for the triggers it applies to, rate.ts) the agent's trigger
+ * rate, over which the run waits its turn. A refused trigger is recorded as a skipped run, so
+ * its managers see why and may retry it. Returns the run, or null when skipped or when this
+ * (agent, trigger) already has a run.
  */
 export async function queueTriggered(
   db: PrismaClient | Db,
-  agent: Pick<User, "id" | "pausedAt" | "pausedReason">,
+  agent: Pick<User, "id" | "pausedAt" | "pausedReason"> & { archivedAt?: Date | null },
   settings: TenantSettings,
   run: NewRun,
   opts: { rateLimited?: boolean } = {},
@@ -153,6 +161,10 @@ export async function queueTriggered(
   return inTransaction(db, async (tx) => {
     // Serializes this agent's trigger decisions, so the rate limit holds however many events arrive at once.
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger:${agent.id}`}))`;
+    if (agent.archivedAt) {
+      await recordSkipped(tx, run, "archived", "The agent is archived.");
+      return null;
+    }
     if (agent.pausedAt) {
       await recordSkipped(
         tx,
@@ -171,25 +183,18 @@ export async function queueTriggered(
       );
       return null;
     }
-    if (opts.rateLimited !== false) {
-      const recent = await tx.subagentTaskRun.count({
-        where: {
-          agentId: agent.id,
-          triggerKind: { not: "manual" },
-          status: { not: "skipped" },
-          createdAt: { gt: new Date(Date.now() - 60_000) },
-        },
-      });
-      if (recent >= settings.trigger_rate_per_minute) {
-        await recordSkipped(
-          tx,
-          run,
-          "rate_limited",
-          `More than ${settings.trigger_rate_per_minute} triggers in a minute.`,
-        );
-        return null;
-      }
+    if (opts.rateLimited === false || !RATED_TRIGGERS.includes(run.triggerKind)) return queueRun(tx, run);
+    const rate = settings.trigger_rate_per_minute;
+    const slot = await rateSlot(tx, agent.id, rate);
+    if ("full" in slot) {
+      await recordSkipped(
+        tx,
+        run,
+        "rate_limited",
+        `${slot.full} of its triggers were already waiting for its rate (${rate} a minute), the most that may wait; this one was not kept. Its managers can retry it.`,
+      );
+      return null;
     }
-    return queueRun(tx, run);
+    return queueRun(tx, slot.at === "now" ? run : { ...run, notBefore: slot.at });
   });
 }
