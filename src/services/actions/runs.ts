@@ -101,6 +101,7 @@ export const retryRun = defineAction({
   description: "Run this skipped trigger now (through the same guards; it may wait for the agent's rate)",
   params: z.object({}),
   writes: true,
+  audience: toAgentManagers("retry"),
   available: (ctx, scope) =>
     ownerOnly(ctx) ??
     (scope.taskRun?.status !== "skipped"

@@ -6,6 +6,7 @@
 import type { Db } from "../../../db/prisma.ts";
 import type { SubagentTaskRun, Tenant, User } from "../../../generated/prisma/client.ts";
 import { ConflictError } from "../../../lib/errors.ts";
+import { parseLabel } from "../../registry/audiences.ts";
 import type { QueuedRun } from "../core/runs.ts";
 import { tenantSettings } from "../core/settings.ts";
 import { queueTriggered } from "./dispatcher.ts";
@@ -39,6 +40,9 @@ export async function retrySkipped(
     // A manager decided to run it: a chain of agents answering each other starts again.
     chainDepth: 0,
     task: skipped.task,
+    // The same words, woken by the same person: it carries what the skipped run would have.
+    label: parseLabel(skipped.label),
+    viewerIds: skipped.viewerIds,
     model: skipped.model,
     maxSteps: skipped.maxSteps,
     timeoutSeconds: skipped.timeoutSeconds,
