@@ -134,7 +134,7 @@ describe("/subagents: create_subagent", () => {
   // BUG (src/services/actions/subagents.ts, createSubagent): the handle is checked, then
   // inserted; a concurrent insert of the same handle makes the insert throw P2002 → 500.
   it("answers 409, not 500, when the same handle is inserted concurrently", async () => {
-    let release!: () => void;
+    let release: (() => void) | undefined;
     const row = { id: newId(), tenantId: w.tenant.id, handle: "racer", name: "R", kind: "person" as const };
     const held = db.$transaction(
       async (tx) => {
@@ -153,6 +153,8 @@ describe("/subagents: create_subagent", () => {
       waited = blocked!.n > 0;
       if (!waited) await new Promise((r) => setTimeout(r, 25));
     }
+    // The row may be in before this process has run past its insert (a loaded machine).
+    while (!release) await new Promise((r) => setTimeout(r, 5));
     release();
     expect(waited).toBe(true);
     await held;
