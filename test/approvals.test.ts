@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
 import { finishRun } from "../src/services/agents/core/runs.ts";
 import { executeApproved } from "../src/services/agents/policy/approvals.ts";
+import { GRANTABLE } from "../src/services/agents/policy/capabilities.ts";
 import { registry } from "../src/services/catalog/catalog.ts";
 import { toActor } from "../src/services/registry/types.ts";
 import { requestsFor, stepsOf, userPrompt } from "./helpers/agent-scripts.ts";
@@ -30,7 +31,7 @@ import {
   type PlanStep,
   pendingOf,
   pendingRow,
-  perAction,
+  permissions,
   queued,
   REASON,
   resumed,
@@ -294,8 +295,8 @@ describe("review", () => {
 
   it("expiry: an unreviewed action expires and never executes; a waiting run resumes with “expired”", async () => {
     const { w, scout } = await setup({ requires_approval: ["create_note"] }, () => [noteStep]);
-    const mode = { mode: "wait", expiry_hours: 1 };
-    expect((await settings(w, "set_approval_mode", mode)).statusCode).toBe(200);
+    const reviews = permissions([...GRANTABLE], { approval: ["create_note"], mode: "wait", expiry: 1 });
+    expect((await settings(w, "set_capabilities", reviews)).statusCode).toBe(200);
     await runTask(h, w);
     await waitForRun(scout.id, (s) => s === "waiting");
     const p = await waitPending(scout.id);
@@ -314,7 +315,7 @@ describe("review", () => {
 
   it("a capability revoked before approval: approving leads to `failed` with the capability error, nothing written", async () => {
     const { w, scout, p } = await queued(h);
-    expect((await settings(w, "set_capabilities", perAction(["add_comment"]))).statusCode).toBe(200);
+    expect((await settings(w, "set_capabilities", permissions(["add_comment"]))).statusCode).toBe(200);
     expect((await review(app, w, w.alice, "approve_action", { id: p.id })).statusCode).toBe(200);
     const failed = await waitStatus(p.id, "failed");
     expect(failed.error).toContain("capability `create_note` is not granted to this agent");

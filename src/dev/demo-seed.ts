@@ -206,9 +206,9 @@ async function seedScribe(alice: Ctx, studio: string) {
   });
   await run("/subagents/scribe", "update_subagent", { max_steps: 10 });
   await run("/subagents/scribe", "set_member_runs", { members_may_run: true });
-  await run(
-    "/subagents/scribe/settings",
-    "set_approval_requirements",
-    Object.fromEntries(GRANTABLE.map((a) => [a, a === "create_note"])),
-  );
+  await run("/subagents/scribe/settings", "set_capabilities", {
+    ...Object.fromEntries(GRANTABLE.map((a) => [a, a === "create_note" ? "approval" : "on"])),
+    approval_mode: "continue",
+    approval_expiry_hours: 24,
+  });
 }

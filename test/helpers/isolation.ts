@@ -12,6 +12,7 @@ import { hashPassword } from "../../src/services/passwords.ts";
 import { fields } from "../../src/services/registry/params.ts";
 import type { ActionDef, PageDef } from "../../src/services/registry/types.ts";
 import { act, type Browser, login, PASSWORD, type Person, testPrisma, type World } from "./app.ts";
+import { permissions } from "./approvals.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Seeding
@@ -259,10 +260,13 @@ export async function seedPending(
 /** The owner's settings for the agent, through the registry: some capabilities, an approval list, a rule naming `mark`. */
 async function seedSettings(w: World, owner: Person, handle: string, mark: string) {
   const path = `/subagents/${handle}/settings`;
-  const some = (names: string[]) => Object.fromEntries(GRANTABLE.map((g) => [g, names.includes(g)]));
-  await act(w, owner, path, "set_capabilities", some(["create_note", "add_comment", "vote"]));
-  await act(w, owner, path, "set_approval_requirements", some(["create_note"]));
-  await act(w, owner, path, "set_approval_mode", { mode: "wait", expiry_hours: 48 });
+  await act(
+    w,
+    owner,
+    path,
+    "set_capabilities",
+    permissions(["add_comment", "vote"], { approval: ["create_note"], mode: "wait", expiry: 48 }),
+  );
   await act(w, owner, path, "add_rule", {
     name: `Rule ${mark}`,
     action: "add_comment",
@@ -828,8 +832,8 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "approve_action.params": () => ({
     value: JSON.stringify({ title: `${PROBE} approved`, text: `${PROBE} approved text` }),
   }),
-  "set_approval_mode.mode": () => ({ value: "continue" }),
-  "set_approval_mode.expiry_hours": () => ({ value: 24 }),
+  "set_capabilities.approval_mode": () => ({ value: "continue" }),
+  "set_capabilities.approval_expiry_hours": () => ({ value: 24 }),
   // add_rule then remove_rule on the same page: the rule the probe adds is the one it removes.
   "add_rule.name": () => ({ value: `${PROBE} rule` }),
   "add_rule.action": () => ({ value: "search" }),
@@ -841,13 +845,8 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   cron: () => ({ value: "0 9 * * *" }),
   time_zone: () => ({ value: "Europe/Paris" }),
   schedule: (s) => ({ value: s.schedule ?? NO_KEY, aRef: true }),
-  // One boolean per grantable action: grant them all, ask approval for none.
-  ...Object.fromEntries(
-    GRANTABLE.flatMap((g) => [
-      [`set_capabilities.${g}`, () => ({ value: true })],
-      [`set_approval_requirements.${g}`, () => ({ value: false })],
-    ]),
-  ),
+  // One level per grantable action: grant them all, ask approval for none.
+  ...Object.fromEntries(GRANTABLE.map((g) => [`set_capabilities.${g}`, () => ({ value: "on" })])),
   "revoke_api_token.id": (s) => ({ value: s.token.id, aRef: true }),
   // Provider keys: a new one points at a closed local port, like the seeded ones.
   "add_api_key.label": () => ({ value: `${PROBE} key` }),

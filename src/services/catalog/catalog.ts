@@ -1,13 +1,7 @@
 // Every page and action of the workspace, in one list: the registry is built from it.
 
 import { setMemberRuns, transferSubagent } from "../actions/agent-ownership.ts";
-import {
-  addRule,
-  removeRule,
-  setApprovalMode,
-  setApprovalRequirements,
-  setCapabilities,
-} from "../actions/agent-settings.ts";
+import { addRule, removeRule, setCapabilities } from "../actions/agent-settings.ts";
 import { approveAction, rejectAction } from "../actions/approvals.ts";
 import { addComment } from "../actions/comments.ts";
 import { createCommitment, joinCommitment } from "../actions/commitments.ts";
@@ -175,8 +169,6 @@ export const actions = [
   stopRun,
   answerQuestion,
   setCapabilities,
-  setApprovalRequirements,
-  setApprovalMode,
   addRule,
   removeRule,
   addSchedule,

@@ -1,4 +1,5 @@
 import { plural } from "../../lib/plural.ts";
+import { permissionsOf } from "../actions/agent-settings.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
 import { agentConfig } from "../agents/core/settings.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, capabilityLabel, GRANTABLE } from "../agents/policy/capabilities.ts";
@@ -44,13 +45,12 @@ function capabilitiesBlock(unset: boolean, granted: readonly string[], approval:
 
 export const agentSettingsPage: PageDef = {
   pattern: "/subagents/:handle/settings",
-  actions: ["set_capabilities", "set_approval_requirements", "set_approval_mode", "add_rule", "remove_rule"],
+  actions: ["set_capabilities", "add_rule", "remove_rule"],
   resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
   async render(_ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
     const granted = cfg.capabilities ?? [...GRANTABLE];
-    const grantedSet = new Set(granted);
     const rules = cfg.rules.length
       ? [
           "| # | rule | action | params must match | decision |",
@@ -71,33 +71,16 @@ export const agentSettingsPage: PageDef = {
       blocks: [
         capabilitiesBlock(cfg.capabilities === undefined, granted, cfg.requires_approval),
         {
+          md: `## Approvals\n\nActions allowed after your approval wait for your review at ${`[/subagents/${a.handle}/pending](/subagents/${a.handle}/pending)`}. Runs **${cfg.approval_mode === "wait" ? "wait for" : "carry on without"}** the outcome; unreviewed actions expire after ${cfg.approval_expiry_hours} h.`,
+        },
+        // One form, one Save: what it may use, what waits for you and how reviews work are one decision.
+        {
           form: {
             action: "set_capabilities",
             fixed: {},
-            label: "Save capabilities",
+            label: "Save what it may do",
             style: "block",
-            values: Object.fromEntries(GRANTABLE.map((g) => [g, grantedSet.has(g)])),
-          },
-        },
-        {
-          md: `## Approvals\n\nTicked actions wait for your review at ${`[/subagents/${a.handle}/pending](/subagents/${a.handle}/pending)`}. Runs **${cfg.approval_mode === "wait" ? "wait for" : "carry on without"}** the outcome; unreviewed actions expire after ${cfg.approval_expiry_hours} h.`,
-        },
-        {
-          form: {
-            action: "set_approval_requirements",
-            fixed: {},
-            label: "Save approval list",
-            style: "block",
-            values: Object.fromEntries(GRANTABLE.map((g) => [g, cfg.requires_approval.includes(g)])),
-          },
-        },
-        {
-          form: {
-            action: "set_approval_mode",
-            fixed: {},
-            label: "Save",
-            style: "block",
-            values: { mode: cfg.approval_mode, expiry_hours: cfg.approval_expiry_hours },
+            values: permissionsOf(cfg),
           },
         },
         {

@@ -30,8 +30,6 @@ export const ALWAYS_BLOCKED = [
   "approve_action",
   "reject_action",
   "set_capabilities",
-  "set_approval_requirements",
-  "set_approval_mode",
   "add_rule",
   "remove_rule",
   "add_schedule",
@@ -97,7 +95,7 @@ export const GRANTABLE_GROUPS = [
   },
 ] as const;
 
-type Grantable = (typeof GRANTABLE_GROUPS)[number]["actions"][number][0];
+export type Grantable = (typeof GRANTABLE_GROUPS)[number]["actions"][number][0];
 
 export const GRANTABLE: readonly Grantable[] = GRANTABLE_GROUPS.flatMap((g) => g.actions.map(([a]) => a));
 
