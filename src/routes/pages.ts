@@ -6,7 +6,7 @@
 // internal markdown API, so the routes declare only the envelope.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { type Format, isFormBody, negotiate, wantsEvents } from "../http/format.ts";
+import { type Format, isFormBody, pageFormat, wantsEvents } from "../http/format.ts";
 import { parseUrl, splitAction } from "../http/page-target.ts";
 import { sendLayout, sendPage } from "../http/render.ts";
 import { serveLive } from "../http/sse.ts";
@@ -119,7 +119,7 @@ async function streamPage(req: FastifyRequest, reply: FastifyReply, path: string
 async function getPage(req: FastifyRequest, reply: FastifyReply) {
   const raw = parseUrl(req.url);
   if (wantsEvents(req, raw.path)) return streamPage(req, reply, raw.path, raw.query);
-  const { format, path } = negotiate(req, raw.path);
+  const { format, path } = pageFormat(req, raw.path);
   const ctx = ctxOf(req);
   const target = splitAction(path);
   req.audit = target ?? { page: path };
@@ -164,7 +164,7 @@ export default async function pageRoutes(app: FastifyInstance) {
   });
 
   app.post("/*", async (req, reply) => {
-    const { format, path } = negotiate(req, parseUrl(req.url).path);
+    const { format, path } = pageFormat(req, parseUrl(req.url).path);
     const parsed = bodySchema.safeParse(req.body ?? {});
     const form = isFormBody(req);
     // A browser's form posts to the page it is on and names its action: a mistake then shows that
