@@ -4,8 +4,9 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { managedBy } from "../services/agents/core/ownership.ts";
 import { awaitingReview } from "../services/agents/policy/approvals.ts";
 import { unreadOf } from "../services/notifications.ts";
-import { escapeHtml, type FormState, markdownToHtml, renderPageHtml } from "../services/registry/html.ts";
+import { escapeHtml, type FormState, markdownToHtml } from "../services/registry/html.ts";
 import { breadcrumbLine, renderPageMarkdown } from "../services/registry/markdown.ts";
+import { renderPageHtml } from "../services/registry/page-html.ts";
 import type { ActionDef, Crumb, PageView, Scope } from "../services/registry/types.ts";
 import type { Format } from "./format.ts";
 

@@ -6,14 +6,15 @@
 // internal markdown API, so the routes declare only the envelope.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
+import { BODY_LIMIT, tooLarge } from "../http/body-parsers.ts";
 import { type Format, isFormBody, pageFormat, wantsEvents } from "../http/format.ts";
 import { parseUrl, splitAction } from "../http/page-target.ts";
 import { sendLayout, sendPage } from "../http/render.ts";
 import { serveLive } from "../http/sse.ts";
-import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
+import { AppError, type Issue, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { backoffMs, isTransient, pause } from "../lib/transient.ts";
 import { registry } from "../services/catalog/catalog.ts";
-import { actionForm, confirmForm, escapeHtml, type FormState } from "../services/registry/html.ts";
+import { actionForm, confirmForm, count, escapeHtml, type FormState } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
 import { fields, humanize, parseParams } from "../services/registry/params.ts";
 import type { Ctx, Query } from "../services/registry/types.ts";
@@ -104,6 +105,40 @@ async function askToConfirm(
 }
 
 /**
+ * A browser form past the body limit (a 340 KB paste into a note): never run, but shown again
+ * on its page with what fits, each field cut at its own limit and the limits named, so the
+ * person loses only what could never have been saved. Any other client gets the 413.
+ */
+async function reshowOverLimit(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  target: { page: string; action: string },
+  body: Record<string, unknown>,
+  named: boolean,
+) {
+  const bytes = req.formOverLimit!;
+  if (!named) throw new AppError(413, tooLarge(bytes));
+  const { action } = await registry.describe(ctxOf(req), target.page, target.action);
+  const values: Record<string, unknown> = {};
+  const issues: Issue[] = [];
+  for (const f of fields(action.params)) {
+    const v = body[f.name];
+    if (typeof v === "string" && f.maxLength && v.length > f.maxLength) {
+      values[f.name] = v.slice(0, f.maxLength);
+      issues.push({
+        field: f.name,
+        message: `${count(v.length)} characters sent; it holds at most ${count(f.maxLength)}. The first ${count(f.maxLength)} are below; nothing was saved.`,
+      });
+    } else if (typeof v === "string") values[f.name] = v.slice(0, BODY_LIMIT);
+  }
+  return showPage(req, reply, "html", target.page, {
+    status: 413,
+    state: { action: target.action, values, issues },
+    alert: `${tooLarge(bytes)} What fits is below, each field cut at its own limit.`,
+  });
+}
+
+/**
  * The page's live feed as server-sent events. A client resumes after the last event it saw
  * (`Last-Event-ID`, which EventSource sends when it reconnects); on its first connection,
  * after the position the page it shows was rendered at (`?last_event_id=`, from the page).
@@ -163,7 +198,7 @@ export default async function pageRoutes(app: FastifyInstance) {
     }
   });
 
-  app.post("/*", async (req, reply) => {
+  app.post("/*", { config: { reshowsOverLimitForms: true } }, async (req, reply) => {
     const { format, path } = pageFormat(req, parseUrl(req.url).path);
     const parsed = bodySchema.safeParse(req.body ?? {});
     const form = isFormBody(req);
@@ -182,6 +217,8 @@ export default async function pageRoutes(app: FastifyInstance) {
     // `_action` and `_confirm` belong to the browser's form only; a JSON client's body is all params.
     const { _action, _confirm, ...formBody } = sent;
     const body = form ? formBody : sent;
+    if (req.formOverLimit !== null)
+      return reshowOverLimit(req, reply, target, body, Boolean(named) && format === "html");
     try {
       // Only a browser's form asks first: a client that names the action in the URL means it.
       if (

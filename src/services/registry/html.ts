@@ -1,10 +1,10 @@
-// Page views to HTML: markdown blocks through `marked` (raw HTML escaped, unsafe links
-// dropped), and every action as a form generated from its schema.
+// Markdown to HTML (raw HTML escaped, unsafe links dropped), and every action as a form
+// generated from its schema; page-html.ts places them in a page.
 import type { Tokens } from "marked";
 import type { Issue } from "../../lib/errors.ts";
 import { boundedMarked } from "./bounded-marked.ts";
 import { type Field, fields, humanize, labelOf } from "./params.ts";
-import type { ActionDef, FormBlock, PageView, Scope } from "./types.ts";
+import type { ActionDef } from "./types.ts";
 
 export function escapeHtml(text: string): string {
   return text
@@ -76,12 +76,40 @@ export interface Choice {
   label: string;
 }
 
-function fieldInput(f: Field, value: unknown, formId: string, choices?: Choice[], error?: string): string {
+/** "20,000": a limit as a person reads it. */
+export const count = (n: number) => n.toLocaleString("en-US");
+
+/**
+ * A text field's limit, said before it bites: `maxlength` for the browser, and a line that
+ * names it, which public/forms.js turns into a live count as the person types.
+ */
+function limitOf(f: Field, id: string, shown: boolean): { attr: string; note: string; describes?: string } {
+  if (!f.maxLength || f.secret) return { attr: "", note: "" };
+  const attr = ` maxlength="${f.maxLength}"`;
+  if (!shown) return { attr, note: "" };
+  return {
+    attr,
+    note: `<small class="count" id="${id}-count" data-count-for="${id}" data-max="${f.maxLength}">Up to ${count(f.maxLength)} characters</small>`,
+    describes: `${id}-count`,
+  };
+}
+
+function fieldInput(
+  f: Field,
+  value: unknown,
+  formId: string,
+  opts: { choices?: Choice[]; error?: string; inline?: boolean } = {},
+): string {
+  const { choices, error } = opts;
   const id = `${formId}-${f.name}`;
   const v = value === undefined || value === null ? (f.defaultValue ?? "") : value;
   const req = f.required && f.type !== "boolean" ? " required" : "";
+  // Beside content (a Reply form) a one-line field's limit stays an attribute; a text area's is said.
+  const limit = limitOf(f, id, !opts.inline || f.multiline);
   // The message sits at its field and the field points at it, so a screen reader reads both.
-  const invalid = error ? ` aria-invalid="true" aria-describedby="${id}-error"` : "";
+  const describedBy = [error ? `${id}-error` : "", limit.describes ?? ""].filter(Boolean).join(" ");
+  const invalid =
+    (error ? ' aria-invalid="true"' : "") + (describedBy ? ` aria-describedby="${describedBy}"` : "");
   const label = `${escapeHtml(labelOf(f))}${f.required || f.type === "boolean" ? "" : ' <span class="optional">optional</span>'}`;
   // A select drawn from the data explains itself; the hint (written for callers who type the value) would not.
   const help =
@@ -107,13 +135,13 @@ function fieldInput(f: Field, value: unknown, formId: string, choices?: Choice[]
     );
     control = `<select id="${id}" name="${f.name}"${req}${invalid}>${opts.join("")}</select>`;
   } else if (f.multiline) {
-    control = `<textarea id="${id}" name="${f.name}" rows="4"${req}${invalid}>${escapeHtml(String(v))}</textarea>`;
+    control = `<textarea id="${id}" name="${f.name}" rows="4"${limit.attr}${req}${invalid}>${escapeHtml(String(v))}</textarea>`;
   } else {
     const type = f.type === "number" ? "number" : "text";
     const step = f.type === "number" ? ' step="any"' : "";
-    control = `<input type="${type}"${step} id="${id}" name="${f.name}" value="${escapeHtml(String(v))}"${req}${invalid}>`;
+    control = `<input type="${type}"${step} id="${id}" name="${f.name}" value="${escapeHtml(String(v))}"${limit.attr}${req}${invalid}>`;
   }
-  return `<label for="${id}">${label}</label>${control}${help}${err}`;
+  return `<label for="${id}">${label}</label>${control}${limit.note}${help}${err}`;
 }
 
 /** What went wrong that no field shown here can carry (the request as a whole, a fixed param), named by label. */
@@ -174,7 +202,12 @@ export function actionForm(a: ActionDef, o: FormOpts): string {
   const inputs = visible.map((f) => {
     const field = o.inline ? { ...f, description: undefined } : f;
     const error = at.get(f.name);
-    return `<div class="field field-${f.type}${error ? " has-error" : ""}">${fieldInput(field, state?.values[f.name], formId, o.choices?.[f.name], error)}</div>`;
+    const input = fieldInput(field, state?.values[f.name], formId, {
+      choices: o.choices?.[f.name],
+      error,
+      inline: o.inline,
+    });
+    return `<div class="field field-${f.type}${error ? " has-error" : ""}">${input}</div>`;
   });
   grouped(visible, inputs);
   const label = escapeHtml(o.label ?? humanize(a.name));
@@ -216,106 +249,4 @@ export function confirmForm(
     ),
   ].map(([k, v]) => `<input type="hidden" name="${escapeHtml(k!)}" value="${escapeHtml(v!)}">`);
   return `<section class="confirm" role="alertdialog" aria-labelledby="confirm-title"><h2 id="confirm-title">${escapeHtml(humanize(a.name))}?</h2><p>${escapeHtml(a.destructive ?? "")}</p><form method="post" action="${escapeHtml(o.path)}" data-action="${a.name}" class="confirm-form">${hidden.join("")}<button type="submit" class="danger">Yes, ${escapeHtml(o.label.charAt(0).toLowerCase() + o.label.slice(1))}</button> <a class="cancel" href="${escapeHtml(o.path)}">Cancel</a></form></section>`;
-}
-
-interface RenderOpts {
-  path: string;
-  csrf: string;
-  state?: FormState;
-  /** What the page resolved: an edit form starts from its current values (`ActionDef.current`). */
-  scope?: Scope;
-}
-
-export function renderPageHtml(
-  view: PageView,
-  actions: ActionDef[],
-  opts: RenderOpts,
-): { content: string; actions: string } {
-  const byName = new Map(actions.map((a) => [a.name, a]));
-  const inline = view.blocks.filter((b): b is FormBlock => "form" in b && byName.has(b.form.action));
-  // Whether a form in the page shows the failure (then the panel does not repeat the form).
-  const failedInPage = inline.some((b) => failsHere(b, opts.state));
-  const content = view.blocks
-    .map((b) => {
-      if ("md" in b) return b.html ?? markdownToHtml(b.md);
-      const a = byName.get(b.form.action);
-      return a ? inlineForm(a, b, opts) : "";
-    })
-    .join("\n");
-  // An action whose inline forms fix a required param (vote on *this* option) lives only inline;
-  // one whose inline forms fix an optional param (reply_to) keeps its panel form without that param.
-  const covered = new Set<string>();
-  const hidden = new Map<string, Set<string>>();
-  for (const b of inline) {
-    const a = byName.get(b.form.action)!;
-    const required = fields(a.params)
-      .filter((f) => f.required)
-      .map((f) => f.name);
-    // A form in the page that offers every param and fixes none (a folded one listing them all) stands in for the panel's.
-    const complete =
-      !Object.keys(b.form.fixed).length && fields(a.params).every((f) => b.form.fields?.includes(f.name));
-    if (b.form.style === "block" || complete || Object.keys(b.form.fixed).some((k) => required.includes(k)))
-      covered.add(a.name);
-    for (const k of Object.keys(b.form.fixed)) hidden.set(a.name, (hidden.get(a.name) ?? new Set()).add(k));
-  }
-  // An action on one item of a list (its id picked by the buttons beside each, or a select the page
-  // fills from the data) has no form of its own: the panel would ask a person to type an id.
-  const besideOnly = (a: ActionDef) => fields(a.params).some((f) => f.besideOnly);
-  const failedHere = (a: ActionDef) => opts.state?.action === a.name && !failedInPage;
-  const shown = actions.filter((a) => (!covered.has(a.name) && !besideOnly(a)) || failedHere(a));
-  const panel = shown.map((a, i) => panelAction(a, i, shown.length, hidden.get(a.name), opts)).join("\n");
-  return { content, actions: panel };
-}
-
-function panelAction(
-  a: ActionDef,
-  i: number,
-  count: number,
-  skip: Set<string> | undefined,
-  opts: RenderOpts,
-) {
-  // The first action (and the one that just failed) is open; the rest fold away so the panel stays short.
-  const open = opts.state ? opts.state.action === a.name : i === 0 || count <= 2;
-  const only = fields(a.params)
-    .filter((f) => !skip?.has(f.name) && !f.pickedBeside)
-    .map((f) => f.name);
-  if (!only.length) {
-    // Nothing to fill in: one button that says what it does.
-    const button = actionForm(a, {
-      path: opts.path,
-      csrf: opts.csrf,
-      state: opts.state,
-      label: a.description,
-      only,
-    });
-    return `<div class="action simple" id="action-${a.name}">${button}</div>`;
-  }
-  const current = a.current && opts.scope ? a.current(opts.scope) : undefined;
-  const state = opts.state ?? (current && { action: a.name, values: current, issues: [] });
-  const form = actionForm(a, { path: opts.path, csrf: opts.csrf, state, only });
-  return `<details class="action" id="action-${a.name}"${open ? " open" : ""}><summary>${escapeHtml(a.description)}</summary>${form}</details>`;
-}
-
-function failsHere(b: FormBlock, state?: FormState): boolean {
-  return (
-    state?.action === b.form.action && Object.entries(b.form.fixed).every(([k, v]) => state.values[k] === v)
-  );
-}
-
-function inlineForm(a: ActionDef, b: FormBlock, opts: RenderOpts): string {
-  const failedHere = failsHere(b, opts.state);
-  const prefill = b.form.values ? { action: a.name, values: b.form.values, issues: [] } : undefined;
-  const form = actionForm(a, {
-    path: opts.path,
-    csrf: opts.csrf,
-    fixed: b.form.fixed,
-    only: b.form.fields ?? (b.form.style === "block" ? fields(a.params).map((f) => f.name) : []),
-    label: b.form.label,
-    choices: b.form.choices,
-    inline: b.form.style === undefined || b.form.style === "inline",
-    state: failedHere ? opts.state : prefill,
-  });
-  return b.form.style === "folded"
-    ? `<details class="folded${b.form.depth ? ` depth-${b.form.depth}` : ""}"${failedHere ? " open" : ""}><summary>${escapeHtml(b.form.label)}</summary>${form}</details>`
-    : form;
 }

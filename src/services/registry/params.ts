@@ -33,6 +33,8 @@ export interface Field {
   clears: boolean;
   /** Fields of one group sit together in a form under this heading (capabilities by subject). */
   group?: string;
+  /** The most characters a text param takes (its schema's `max`): a form says it before it bites. */
+  maxLength?: number;
 }
 
 const ACRONYMS: Record<string, string> = { api: "API", url: "URL", usd: "USD", id: "ID" };
@@ -94,6 +96,7 @@ export function fields(schema: z.ZodObject): Field[] {
       besideOnly: (meta.pickedBeside ?? inner.pickedBeside) === true,
       clears: Boolean(meta.clears ?? inner.clears),
       group: meta.group ?? inner.group,
+      maxLength: type === "string" ? ((t as unknown as z.ZodString).maxLength ?? undefined) : undefined,
     };
   });
 }
