@@ -3,9 +3,9 @@
 //
 // - A field with a limit (`maxlength`, and a line `[data-count-for]` naming it, from the
 //   registry's schemas) counts what was typed as it is typed: "1,234 of 20,000 characters".
-// - A Copy button (`button[data-copy]`, rendered `hidden` because it needs this script) copies
-//   the text of the element it names. Listeners sit on the document, so parts of a page that
-//   live.js replaces keep working.
+// - A secret (`.copyable`) and each example beside it (`.copy-blocks pre`) get a Copy button,
+//   added here because only a script can copy. Listeners sit on the document, so parts of a
+//   page that live.js replaces keep working.
 (() => {
   const fmt = (n) => n.toLocaleString("en-US");
 
@@ -39,8 +39,8 @@
   }
 
   document.addEventListener("click", async (e) => {
-    const button = e.target instanceof Element ? e.target.closest("button[data-copy]") : null;
-    const source = button && document.querySelector(button.dataset.copy);
+    const button = e.target instanceof Element ? e.target.closest("button.copy") : null;
+    const source = button?.previousElementSibling;
     if (!source) return;
     const ok = await copy(source.textContent, source);
     button.textContent = ok ? "Copied" : "Select and copy";
@@ -50,7 +50,13 @@
   });
 
   function ready() {
-    for (const b of document.querySelectorAll("button[data-copy][hidden]")) b.hidden = false;
+    for (const source of document.querySelectorAll(".copyable, .copy-blocks pre")) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "copy";
+      button.textContent = "Copy";
+      source.after(button);
+    }
     for (const note of document.querySelectorAll("[data-count-for]")) {
       const field = document.getElementById(note.dataset.countFor);
       if (field?.value) countFor(field);

@@ -21,6 +21,7 @@ import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
 import mcpRoutes from "./routes/mcp.ts";
 import pageRoutes from "./routes/pages.ts";
+import secretRoutes from "./routes/secrets.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
 import { configureKeyring } from "./services/money/keyring.ts";
@@ -111,6 +112,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(usageCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes);
+  await app.register(secretRoutes);
   await app.register(pageRoutes);
   return app;
 }

@@ -58,6 +58,7 @@ export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: Page
     notice: r.notice,
     warning: r.warning,
     secret: r.secret,
+    secretLabel: r.secretLabel,
     secretHelpHtml: r.secret && r.secretHelp ? markdownToHtml(r.secretHelp) : undefined,
     live: r.view.live && { path: r.path, since: r.view.live.since },
     alert: r.alert,
@@ -73,6 +74,8 @@ export interface LayoutData {
   notice?: string;
   warning?: boolean;
   secret?: string;
+  /** What the secret is ("Your new token"). */
+  secretLabel?: string;
   /** Trusted, rendered from the action's own markdown. */
   secretHelpHtml?: string;
   error?: boolean;

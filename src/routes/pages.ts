@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { BODY_LIMIT, tooLarge } from "../http/body-parsers.ts";
+import { setFlash, takeFlash } from "../http/flash.ts";
 import { type Format, isFormBody, pageFormat, wantsEvents } from "../http/format.ts";
 import { parseUrl, splitAction } from "../http/page-target.ts";
 import { sendLayout, sendPage } from "../http/render.ts";
@@ -18,6 +19,7 @@ import { actionForm, confirmForm, count, escapeHtml, type FormState } from "../s
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
 import { fields, humanize, parseParams } from "../services/registry/params.ts";
 import type { Ctx, Query } from "../services/registry/types.ts";
+import { stashSecret } from "../services/reveals.ts";
 
 const bodySchema = z.record(z.string(), z.unknown());
 
@@ -30,25 +32,6 @@ export function ctxOf(req: FastifyRequest): Ctx {
     actor: req.actor,
     origin: `${req.protocol}://${req.headers.host}`,
   };
-}
-
-interface Flash {
-  notice: string;
-  warning?: boolean;
-}
-
-function takeFlash(req: FastifyRequest, reply: FastifyReply): Flash | undefined {
-  const raw = req.server.cookieJar.read(req, "flash");
-  if (!raw) return undefined;
-  req.server.cookieJar.clear(reply, "flash");
-  const v = req.unsignCookie(raw);
-  if (!v.valid || !v.value) return undefined;
-  try {
-    const f = JSON.parse(v.value) as Flash;
-    return typeof f.notice === "string" ? f : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 async function showPage(
@@ -228,18 +211,31 @@ export default async function pageRoutes(app: FastifyInstance) {
         registry.actions.get(target.action)?.destructive
       )
         return await askToConfirm(req, reply, target, body);
-      const outcome = await registry.run(ctx, target.page, target.action, body, { form });
-      // Browsers get Post/Redirect/Get so a reload never re-submits; a one-time secret
-      // is rendered directly instead, so it never travels in a cookie.
-      if (format === "html" && form && !outcome.secret) {
-        if (outcome.notice)
-          app.cookieJar.set(
-            reply,
-            "flash",
-            JSON.stringify({ notice: outcome.notice, warning: outcome.warning }),
-            { signed: true },
+      // A browser's new secret is stashed in the transaction that made it: a token is never
+      // created without the one page that can show it.
+      const sessionId = format === "html" && form ? req.sessionId : undefined;
+      let revealId: string | undefined;
+      const outcome = await registry.run(ctx, target.page, target.action, body, {
+        form,
+        inTx: async (tx, o) => {
+          if (!o.secret || !sessionId) return;
+          revealId = await stashSecret(
+            tx,
+            { tenantId: ctx.tenant.id, sessionId },
+            {
+              label: o.secretLabel ?? "Your new token",
+              location: o.location,
+              secret: o.secret,
+              help: o.secretHelp,
+            },
           );
-        return reply.redirect(outcome.location, 303);
+        },
+      });
+      // Browsers get Post/Redirect/Get so a reload never re-submits. A one-time secret waits,
+      // sealed, for the page that shows it once (routes/secrets.ts): never in the cookie or URL.
+      if (format === "html" && form && (!outcome.secret || revealId)) {
+        if (outcome.notice) setFlash(req, reply, outcome);
+        return reply.redirect(revealId ? `/secrets/${revealId}` : outcome.location, 303);
       }
       return showPage(req, reply, format, outcome.location, {
         status: outcome.status,

@@ -863,6 +863,8 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   // Webhooks: the seed's own, through rotate, disable, enable and (last on the page) delete.
   instruction: () => ({ value: `${PROBE} instruction` }),
   webhook_id: (s) => ({ value: s.webhook ?? NO_HOOK, aRef: true }),
+  signature: () => ({ value: "cadre" }),
+  old_secret: () => ({ value: "grace" }),
   "set_cost_limit.monthly_limit_usd": () => ({ value: 50 }),
   "set_cost_limit.alert_thresholds_usd": () => ({ value: "1, 5" }),
   // set_model_price then remove_model_price on the same page: the price the probe sets is the one it removes.

@@ -57,12 +57,14 @@ import {
   subscribe,
   unsubscribe,
 } from "../actions/subscriptions.ts";
+import { sendTestDelivery } from "../actions/webhook-test.ts";
 import {
   createWebhook,
   deleteWebhook,
   disableWebhook,
   enableWebhook,
   rotateWebhookSecret,
+  setWebhookSignature,
 } from "../actions/webhooks.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
 import { agentSettingsPage } from "../pages/agent-settings.ts";
@@ -187,6 +189,8 @@ export const actions = [
   removeModelPrice,
   createWebhook,
   rotateWebhookSecret,
+  setWebhookSignature,
+  sendTestDelivery,
   disableWebhook,
   enableWebhook,
   deleteWebhook,

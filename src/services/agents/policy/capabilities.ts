@@ -50,6 +50,8 @@ export const ALWAYS_BLOCKED = [
   // An agent must not mint itself a way in from outside, nor see a signing secret.
   "create_webhook",
   "rotate_webhook_secret",
+  "set_webhook_signature",
+  "send_test_delivery",
   "disable_webhook",
   "enable_webhook",
   "delete_webhook",
