@@ -76,13 +76,26 @@ async function askToConfirm(
   target: { page: string; action: string },
   body: Record<string, unknown>,
 ) {
-  const { action } = await registry.describe(ctxOf(req), target.page, target.action);
-  parseParams(action.params, body, { form: true });
+  const ctx = ctxOf(req);
+  const { action, resolved } = await registry.describe(ctx, target.page, target.action);
+  // What the confirmation asks for itself (a rejection's reason) may still be missing; anything else is checked now.
+  const asked = new Set(
+    fields(action.params)
+      .filter((f) => !f.pickedBeside)
+      .map((f) => f.name),
+  );
+  try {
+    parseParams(action.params, body, { form: true });
+  } catch (err) {
+    if (!(err instanceof ValidationError) || err.issues.some((i) => !asked.has(i.field.split(".")[0]!)))
+      throw err;
+  }
   const confirm = confirmForm(action, {
     path: target.page,
     csrf: req.csrfToken,
     values: body,
     label: humanize(action.name),
+    what: await action.confirmText?.(ctx, body, resolved.scope),
   });
   return showPage(req, reply, "html", target.page, { confirm });
 }
@@ -235,7 +248,9 @@ export default async function pageRoutes(app: FastifyInstance) {
       // sealed, for the page that shows it once (routes/secrets.ts): never in the cookie or URL.
       if (format === "html" && form && (!outcome.secret || revealId)) {
         if (outcome.notice) setFlash(req, reply, outcome);
-        return reply.redirect(revealId ? `/secrets/${revealId}` : outcome.location, 303);
+        const back =
+          named && registry.actions.get(target.action)?.staysOnPage ? target.page : outcome.location;
+        return reply.redirect(revealId ? `/secrets/${revealId}` : back, 303);
       }
       return showPage(req, reply, format, outcome.location, {
         status: outcome.status,

@@ -1,6 +1,7 @@
 // Markdown to HTML (raw HTML escaped, unsafe links dropped), and every action as a form
 // generated from its schema; page-html.ts places them in a page.
 import type { Tokens } from "marked";
+import type { z } from "zod";
 import type { Issue } from "../../lib/errors.ts";
 import { boundedMarked } from "./bounded-marked.ts";
 import { type Field, fields, humanize, labelOf } from "./params.ts";
@@ -165,6 +166,8 @@ interface FormOpts {
   state?: FormState;
   /** Options for a select the schema cannot list (the keys you own). */
   choices?: Record<string, Choice[]>;
+  /** Object params filled in as the fields of another schema (FormBlock `nested`). */
+  nested?: Record<string, z.ZodObject>;
 }
 
 /** The params' issues by the field they belong to (`params.text` is the `params` field's). */
@@ -173,7 +176,9 @@ function issuesByField(issues: Issue[], shown: Set<string>) {
   const rest: Issue[] = [];
   for (const i of issues) {
     const [top, ...path] = i.field.split(".");
-    if (top && shown.has(top) && !at.has(top))
+    // A nested field shown on its own (`params.text`) carries its issue itself.
+    if (shown.has(i.field) && !at.has(i.field)) at.set(i.field, i.message);
+    else if (top && shown.has(top) && !at.has(top))
       at.set(top, path.length ? `${path.join(".")}: ${i.message}` : i.message);
     else rest.push(i);
   }
@@ -197,9 +202,15 @@ export function actionForm(a: ActionDef, o: FormOpts): string {
   const visible = fields(a.params).filter(
     (f) => !(f.name in (o.fixed ?? {})) && (o.only ? o.only.includes(f.name) : !f.pickedBeside),
   );
-  const { at, rest } = issuesByField(state?.issues ?? [], new Set(visible.map((f) => f.name)));
+  const nestedNames = visible.flatMap((f) =>
+    o.nested?.[f.name] ? fields(o.nested[f.name]!).map((n) => `${f.name}.${n.name}`) : [],
+  );
+  const shown = new Set([...visible.map((f) => f.name), ...nestedNames]);
+  const { at, rest } = issuesByField(state?.issues ?? [], shown);
   // Inline forms sit beside content: their params explain themselves, so no help text.
   const inputs = visible.map((f) => {
+    const inner = o.nested?.[f.name];
+    if (inner) return nestedInputs(f, inner, state?.values ?? {}, formId, at);
     const field = o.inline ? { ...f, description: undefined } : f;
     const error = at.get(f.name);
     const input = fieldInput(field, state?.values[f.name], formId, {
@@ -214,6 +225,33 @@ export function actionForm(a: ActionDef, o: FormOpts): string {
   const cls = `action-form${o.inline ? " inline" : ""}${a.destructive ? " destructive" : ""}`;
   const button = `<button type="submit" name="_submit" value="1"${a.destructive ? ' class="danger"' : ""}>${label}</button>`;
   return `<form method="post" action="${escapeHtml(o.path)}" class="${cls}" id="${formId}" data-action="${a.name}">${issuesHtml(rest)}${hidden.join("")}${inputs.join("")}${button}</form>`;
+}
+
+/**
+ * An object param as the fields of the schema it holds, each named `<param>.<field>` (a form
+ * sends them so: registry/params.ts folds them back into the object). A field picked beside
+ * the content (which comment a reply answers) is kept as it was, never typed.
+ */
+function nestedInputs(
+  f: Field,
+  schema: z.ZodObject,
+  values: Record<string, unknown>,
+  formId: string,
+  at: Map<string, string>,
+): string {
+  const whole = (values[f.name] ?? {}) as Record<string, unknown>;
+  const parts = fields(schema).map((sf) => {
+    const name = `${f.name}.${sf.name}`;
+    const value = name in values ? values[name] : whole[sf.name];
+    if (sf.pickedBeside)
+      return value === undefined || value === null
+        ? ""
+        : `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(String(value))}">`;
+    const error = at.get(name);
+    const input = fieldInput({ ...sf, name, label: labelOf(sf) }, value, formId, { error });
+    return `<div class="field field-${sf.type}${error ? " has-error" : ""}">${input}</div>`;
+  });
+  return `<fieldset class="group nested"><legend>${escapeHtml(labelOf(f))}</legend>${parts.join("")}</fieldset>`;
 }
 
 /** Consecutive fields of one group become one fieldset under the group's name (in place). */
@@ -233,20 +271,31 @@ function grouped(visible: Field[], inputs: string[]) {
 }
 
 /**
- * The step between a destructive action's first POST and the one that runs it: what it
- * will do, and a real button that sends the same params again with `_confirm=yes`.
+ * The step between a destructive action's first POST and the one that runs it: what it will
+ * do (and on what, when the action can say: `confirmText`), and a real button that sends the
+ * same params again with `_confirm=yes`. What the person may still say (a rejection's reason)
+ * is a field here, asked now; what they picked beside the content rides along hidden.
  */
 export function confirmForm(
   a: ActionDef,
-  o: { path: string; csrf: string; values: Record<string, unknown>; label: string },
+  o: { path: string; csrf: string; values: Record<string, unknown>; label: string; what?: string | null },
 ): string {
+  const asked = fields(a.params).filter((f) => !f.pickedBeside);
+  const askedNames = new Set(asked.map((f) => f.name));
   const hidden = [
     ["_csrf", o.csrf],
     ["_action", a.name],
     ["_confirm", "yes"],
-    ...Object.entries(o.values).flatMap(([k, v]) =>
-      (Array.isArray(v) ? v : [v]).filter((x) => x !== undefined).map((x) => [k, String(x)]),
-    ),
+    ...Object.entries(o.values)
+      .filter(([k]) => !askedNames.has(k))
+      .flatMap(([k, v]) =>
+        (Array.isArray(v) ? v : [v]).filter((x) => x !== undefined).map((x) => [k, String(x)]),
+      ),
   ].map(([k, v]) => `<input type="hidden" name="${escapeHtml(k!)}" value="${escapeHtml(v!)}">`);
-  return `<section class="confirm" role="alertdialog" aria-labelledby="confirm-title"><h2 id="confirm-title">${escapeHtml(humanize(a.name))}?</h2><p>${escapeHtml(a.destructive ?? "")}</p><form method="post" action="${escapeHtml(o.path)}" data-action="${a.name}" class="confirm-form">${hidden.join("")}<button type="submit" class="danger">Yes, ${escapeHtml(o.label.charAt(0).toLowerCase() + o.label.slice(1))}</button> <a class="cancel" href="${escapeHtml(o.path)}">Cancel</a></form></section>`;
+  const formId = `confirm-${a.name}`;
+  const inputs = asked.map(
+    (f) => `<div class="field field-${f.type}">${fieldInput(f, o.values[f.name], formId)}</div>`,
+  );
+  const what = o.what ? `<p class="confirm-what">${escapeHtml(o.what)}</p>` : "";
+  return `<section class="confirm" role="alertdialog" aria-labelledby="confirm-title"><h2 id="confirm-title">${escapeHtml(humanize(a.name))}?</h2>${what}<p>${escapeHtml(a.destructive ?? "")}</p><form method="post" action="${escapeHtml(o.path)}" data-action="${a.name}" class="confirm-form action-form">${hidden.join("")}${inputs.join("")}<button type="submit" class="danger">Yes, ${escapeHtml(o.label.charAt(0).toLowerCase() + o.label.slice(1))}</button> <a class="cancel" href="${escapeHtml(o.path)}">Cancel</a></form></section>`;
 }

@@ -98,6 +98,7 @@ function inlineForm(a: ActionDef, b: FormBlock, opts: RenderOpts): string {
     only: b.form.fields ?? (b.form.style === "block" ? fields(a.params).map((f) => f.name) : []),
     label: b.form.label,
     choices: b.form.choices,
+    nested: b.form.nested,
     inline: b.form.style === undefined || b.form.style === "inline",
     state: failedHere ? opts.state : prefill,
   });

@@ -104,7 +104,7 @@ export function fields(schema: z.ZodObject): Field[] {
 function fieldType(kind: string): FieldType {
   if (kind === "number" || kind === "boolean" || kind === "enum") return kind;
   if (kind === "array") return "list";
-  if (kind === "object") return "object";
+  if (kind === "object" || kind === "record") return "object";
   return "string";
 }
 
@@ -162,17 +162,39 @@ function single(f: Field, v: unknown, form: boolean): { value: unknown } | { iss
 }
 
 /**
+ * A form sends an object param as one field per key (`params.title`, `params.text`: a queued
+ * action's params, reviewed field by field); they become the one object the schema reads.
+ */
+function nestedFromForm(defs: Field[], body: Record<string, unknown>): Record<string, unknown> {
+  const objects = new Set(defs.filter((f) => f.type === "object").map((f) => f.name));
+  if (!objects.size) return body;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) {
+    const dot = k.indexOf(".");
+    const top = dot > 0 ? k.slice(0, dot) : "";
+    if (!objects.has(top)) {
+      out[k] = v;
+      continue;
+    }
+    const nested = (out[top] ??= Object.create(null)) as Record<string, unknown>;
+    if (typeof nested === "object") nested[k.slice(dot + 1)] = v;
+  }
+  return out;
+}
+
+/**
  * Validates a body against the schema. Form bodies send every value as a string and
  * leave unchecked boxes out, so strings are coerced to the declared type first.
  * Unknown keys are an error: an agent that misspells a param should hear about it.
  */
 export function parseParams<S extends z.ZodObject>(
   schema: S,
-  body: Record<string, unknown>,
+  sent: Record<string, unknown>,
   opts: { form: boolean },
 ): z.infer<S> {
   const defs = fields(schema);
   const known = new Set(defs.map((f) => f.name));
+  const body = opts.form ? nestedFromForm(defs, sent) : sent;
   const issues: Issue[] = Object.keys(body)
     .filter((k) => !known.has(k))
     .map((k) => ({ field: k, message: `unknown parameter (expected: ${[...known].join(", ") || "none"})` }));
