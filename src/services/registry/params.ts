@@ -176,8 +176,9 @@ function nestedFromForm(defs: Field[], body: Record<string, unknown>): Record<st
       out[k] = v;
       continue;
     }
-    const nested = (out[top] ??= Object.create(null)) as Record<string, unknown>;
-    if (typeof nested === "object") nested[k.slice(dot + 1)] = v;
+    out[top] ??= Object.create(null);
+    const nested = out[top];
+    if (nested && typeof nested === "object") (nested as Record<string, unknown>)[k.slice(dot + 1)] = v;
   }
   return out;
 }
