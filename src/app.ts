@@ -8,7 +8,7 @@ import { Eta } from "eta";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Config } from "./config.ts";
 import { type PrismaClient, prismaFromConfig } from "./db/prisma.ts";
-import bodyParsers from "./http/body-parsers.ts";
+import bodyParsers, { BODY_LIMIT } from "./http/body-parsers.ts";
 import audit from "./plugins/audit.ts";
 import auth from "./plugins/auth.ts";
 import errors, { sendError } from "./plugins/errors.ts";
@@ -21,6 +21,7 @@ import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
 import mcpRoutes from "./routes/mcp.ts";
 import pageRoutes from "./routes/pages.ts";
+import secretRoutes from "./routes/secrets.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
 import { configureKeyring } from "./services/money/keyring.ts";
@@ -45,7 +46,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
             redact: ["req.headers.authorization", "req.headers.cookie"],
             ...(typeof opts.logger === "object" && { stream: opts.logger.stream }),
           },
-    bodyLimit: 256 * 1024,
+    bodyLimit: BODY_LIMIT,
     // Refused before routing (a path whose %-escapes are not UTF-8, `/studios/%FF`):
     // answered in the request's format like any other bad input, not as Fastify's JSON.
     frameworkErrors: (err, req, reply) =>
@@ -111,6 +112,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(usageCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });
+  await app.register(secretRoutes);
   await app.register(pageRoutes);
   return app;
 }

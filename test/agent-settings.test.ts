@@ -1,5 +1,5 @@
-// The owner's controls over an agent at /subagents/:handle/settings: capabilities, the
-// approval list, approval mode and expiry, ordered policy rules. Every action in both
+// The owner's controls over an agent at /subagents/:handle/settings: one form for what it
+// may use, what waits for approval and how reviews work; ordered policy rules. Every action in both
 // formats (markdown API and browser form), bad input, what the page shows, and that only
 // the owner sees or changes any of it.
 import type { FastifyInstance } from "fastify";
@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../src/services/agents/policy/capabilities.ts";
 import { makeAgent } from "./helpers/agents.ts";
 import { actionNames, type Browser, buildTestApp, login, makeWorld, md, type World } from "./helpers/app.ts";
-import { configOf, perAction } from "./helpers/approvals.ts";
+import { configOf, permissions } from "./helpers/approvals.ts";
 import { issuesOf } from "./helpers/bad-input.ts";
 
 let app: FastifyInstance;
@@ -19,14 +19,7 @@ afterAll(async () => {
 });
 
 const PAGE = "/subagents/scout/settings";
-const ACTIONS = [
-  "set_capabilities",
-  "set_approval_requirements",
-  "set_approval_mode",
-  "try_rule",
-  "add_rule",
-  "remove_rule",
-];
+const ACTIONS = ["set_capabilities", "try_rule", "add_rule", "remove_rule"];
 
 /** A world with alice's agent @scout (config as given), alice's browser and markdown poster. */
 async function setup(config: Record<string, unknown> = {}) {
@@ -41,13 +34,15 @@ async function setup(config: Record<string, unknown> = {}) {
 /** The markdown page, before its `## Actions` section. */
 const pageBody = async (w: World) => (await md(app, w, w.alice, "GET", PAGE)).body.split("\n## Actions")[0]!;
 
-/** The ids of the checked boxes in one settings form (`f-<action>--<name>`). */
-async function checked(browser: Browser, action: string) {
+/** The level each grantable action's select shows in the one settings form, as `{ level: [actions] }`. */
+async function levels(browser: Browser) {
   const html = (await browser.get(PAGE)).body;
-  const re = new RegExp(`id="f-${action}--(\\w+)" name="\\w+" value="true"( checked)?>`, "g");
-  const boxes = [...html.matchAll(re)];
-  expect(boxes.map((m) => m[1])).toEqual([...GRANTABLE]);
-  return boxes.filter((m) => m[2]).map((m) => m[1]);
+  const selects = [...html.matchAll(/<select id="f-set_capabilities--(\w+)"[^>]*>([\s\S]*?)<\/select>/g)];
+  const shown = selects.map((m) => [m[1]!, /<option value="(\w+)" selected>/.exec(m[2]!)?.[1]] as const);
+  expect(shown.map(([a]) => a)).toEqual([...GRANTABLE, "approval_mode"]);
+  const out: Record<string, string[]> = { off: [], on: [], approval: [] };
+  for (const [a, level] of shown.slice(0, -1)) out[level!]!.push(a);
+  return out;
 }
 
 const rule = (name: string, extra: Record<string, unknown> = {}) => ({
@@ -75,8 +70,11 @@ describe("what the page shows", () => {
     expect(page).toContain("Runs **carry on without** the outcome; unreviewed actions expire after 24 h.");
     expect(page).toContain("_No rules: actions in the approval list wait for you");
     expect(actionNames(page)).toEqual(ACTIONS);
-    expect(await checked(browser, "set_capabilities")).toEqual(["confirm_read", "add_comment"]);
-    expect(await checked(browser, "set_approval_requirements")).toEqual([]);
+    expect(await levels(browser)).toEqual({
+      off: GRANTABLE.filter((g) => g !== "confirm_read" && g !== "add_comment"),
+      on: ["confirm_read", "add_comment"],
+      approval: [],
+    });
   });
 
   it("shows the current settings: granted boxes checked, approval list, mode and expiry, rules in order", async () => {
@@ -90,11 +88,11 @@ describe("what the page shows", () => {
         { name: "review-all", action: "*", params: {}, decision: "require_approval" },
       ],
     });
-    expect(await checked(browser, "set_capabilities")).toEqual(["create_note", "vote"]);
-    expect(await checked(browser, "set_approval_requirements")).toEqual(["vote"]);
+    const notGranted = GRANTABLE.filter((a) => a !== "create_note" && a !== "vote");
+    expect(await levels(browser)).toEqual({ off: notGranted, on: ["create_note"], approval: ["vote"] });
     const html = (await browser.get(PAGE)).body;
-    expect(html).toContain('<option value="wait" selected>wait</option>');
-    expect(html).toMatch(/name="expiry_hours" value="48"/);
+    expect(html).toContain('<option value="wait" selected>the run waits for your decision</option>');
+    expect(html).toMatch(/name="approval_expiry_hours" value="48"/);
     const page = await pageBody(w);
     expect(page).toContain("**Yours to grant** (content): 2 of 13 granted");
     expect(page).toContain("Runs **wait for** the outcome; unreviewed actions expire after 48 h.");
@@ -131,92 +129,84 @@ describe("what the page shows", () => {
   });
 });
 
-describe("capabilities and the approval list", () => {
-  it("markdown: every grantable action as a boolean; it takes effect on the agent's pages", async () => {
+describe("what it may do: one form, one Save", () => {
+  it("markdown: a level per grantable action and the review settings; it takes effect on the agent's pages", async () => {
     const { w, scout, post } = await setup();
-    const res = await post("set_capabilities", perAction(["add_comment", "create_decision"]));
+    const body = permissions(["add_comment"], { approval: ["create_decision"], mode: "wait", expiry: 720 });
+    const res = await post("set_capabilities", body);
     expect(res.statusCode).toBe(200);
-    expect(res.body).toContain("**It may now use 2 of 13 content actions**");
-    expect((await configOf(scout.id)).capabilities).toEqual(["add_comment", "create_decision"]);
+    expect(res.body).toContain(
+      "**Saved: it may use 2 of 13 content actions, 1 of them after your approval**",
+    );
+    expect(res.body).toContain("Runs **wait for** the outcome; unreviewed actions expire after 720 h.");
+    expect(await configOf(scout.id)).toMatchObject({
+      capabilities: ["add_comment", "create_decision"],
+      requires_approval: ["create_decision"],
+      approval_mode: "wait",
+      approval_expiry_hours: 720,
+    });
     expect(actionNames((await md(app, w, scout, "GET", "/studios/general")).body)).toEqual([
       "create_decision",
     ]);
-    const req = await post("set_approval_requirements", perAction(["create_decision"]));
-    expect(req.statusCode).toBe(200);
-    expect(req.body).toContain("**1 action now needs your approval**");
-    expect((await configOf(scout.id)).requires_approval).toEqual(["create_decision"]);
-    expect((await configOf(scout.id)).capabilities).toEqual(["add_comment", "create_decision"]);
-    const none = await post("set_capabilities", perAction([]));
-    expect(none.body).toContain("It may now use 0 of 13 content actions");
+    const none = await post("set_capabilities", permissions([]));
+    expect(none.body).toContain("it may use 0 of 13 content actions");
     expect(actionNames((await md(app, w, scout, "GET", "/studios/general")).body)).toEqual([]);
+    expect(await configOf(scout.id)).toMatchObject({ requires_approval: [], approval_mode: "continue" });
   });
 
-  it("browser: unticked boxes are false; 303 back to the page with the notice and the boxes as saved", async () => {
+  // Regression (issue 30): three forms, three Save buttons; ticking an approval and then
+  // saving the capabilities form dropped the approval ("Waiting for your approval: nothing.").
+  it("browser: the page has one settings form; one post saves capabilities, approvals and reviews together", async () => {
     const { scout, browser } = await setup();
-    const res = await browser.post(`${PAGE}/actions/set_capabilities`, { create_note: "true", vote: "on" });
+    const html = (await browser.get(PAGE)).body;
+    expect(html.match(/<form [^>]*data-action="set_capabilities"/g)).toHaveLength(1);
+    expect(html).not.toContain('data-action="set_approval_requirements"');
+    const form = Object.fromEntries(
+      Object.entries(permissions(["create_note", "vote"], { approval: ["vote"], expiry: 6 })).map(
+        ([k, v]) => [k, String(v)],
+      ),
+    );
+    const res = await browser.post(PAGE, { _action: "set_capabilities", ...form });
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toBe(PAGE);
-    expect((await browser.get(PAGE)).body).toContain("It may now use 2 of 13 content actions");
-    expect(await checked(browser, "set_capabilities")).toEqual(["create_note", "vote"]);
-    const req = await browser.post(`${PAGE}/actions/set_approval_requirements`, { create_note: "true" });
-    expect(req.statusCode).toBe(303);
-    expect(await checked(browser, "set_approval_requirements")).toEqual(["create_note"]);
+    const page = (await browser.get(PAGE)).body;
+    expect(page).toContain("Saved: it may use 2 of 13 content actions, 1 of them after your approval");
+    expect(page).toContain("unreviewed actions expire after 6 h");
+    const off = GRANTABLE.filter((a) => a !== "create_note" && a !== "vote");
+    expect(await levels(browser)).toEqual({ off, on: ["create_note"], approval: ["vote"] });
     expect(await configOf(scout.id)).toMatchObject({
       capabilities: ["create_note", "vote"],
-      requires_approval: ["create_note"],
+      requires_approval: ["vote"],
+      approval_expiry_hours: 6,
     });
   });
 
-  it("bad input: missing or non-boolean values and actions that cannot be granted are 400s; nothing changes", async () => {
-    const { scout, post } = await setup({ capabilities: ["vote"] });
+  it("bad input: a missing or unknown level, an action that cannot be granted, a bad expiry are 400s; nothing changes", async () => {
+    const { scout, browser, post } = await setup({ capabilities: ["vote"] });
     const cases: [Record<string, unknown>, string][] = [
-      [{ ...perAction([]), vote: undefined }, "`vote`: required"],
-      [{ ...perAction([]), vote: "maybe" }, "`vote`"],
-      [{ ...perAction([]), approve_action: true }, "`approve_action`: unknown parameter"],
+      [{ ...permissions([]), vote: undefined }, "`vote`: required"],
+      [{ ...permissions([]), vote: true }, "`vote`"],
+      [{ ...permissions([]), vote: "maybe" }, "`vote`"],
+      [{ ...permissions([]), approve_action: "on" }, "`approve_action`: unknown parameter"],
+      [{ ...permissions([]), approval_expiry_hours: 0 }, "at least 1"],
+      [{ ...permissions([]), approval_expiry_hours: 721 }, "at most 720"],
+      [{ ...permissions([]), approval_expiry_hours: 1.5 }, "a whole number"],
+      [{ ...permissions([]), approval_mode: "later" }, "`approval_mode`"],
     ];
-    for (const action of ["set_capabilities", "set_approval_requirements"])
-      for (const [body, message] of cases) {
-        const res = await post(action, JSON.parse(JSON.stringify(body)));
-        expect(res.statusCode).toBe(400);
-        expect(res.body).toContain(message);
-      }
-    expect(await configOf(scout.id)).toMatchObject({ capabilities: ["vote"] });
-    expect(await configOf(scout.id)).not.toHaveProperty("requires_approval");
-  });
-});
-
-describe("approval mode", () => {
-  it("markdown and browser: mode and expiry are saved; out-of-range expiry and unknown modes are 400s", async () => {
-    const { scout, browser, post } = await setup();
-    const res = await post("set_approval_mode", { mode: "wait", expiry_hours: 720 });
-    expect(res.statusCode).toBe(200);
-    expect(res.body).toContain("Runs **wait for** the outcome; unreviewed actions expire after 720 h.");
-    expect(await configOf(scout.id)).toMatchObject({ approval_mode: "wait", approval_expiry_hours: 720 });
-    const bad: [Record<string, unknown>, string][] = [
-      [{ mode: "wait", expiry_hours: 0 }, "`expiry_hours`: at least 1"],
-      [{ mode: "wait", expiry_hours: 721 }, "`expiry_hours`: at most 720"],
-      [{ mode: "wait", expiry_hours: 1.5 }, "`expiry_hours`: a whole number"],
-      [{ mode: "later", expiry_hours: 5 }, "`mode`"],
-      [{ mode: "wait" }, "`expiry_hours`: required"],
-    ];
-    for (const [body, message] of bad) {
-      const r = await post("set_approval_mode", body);
-      expect(r.statusCode).toBe(400);
-      expect(r.body).toContain(message);
+    for (const [body, message] of cases) {
+      const res = await post("set_capabilities", JSON.parse(JSON.stringify(body)));
+      expect(res.statusCode).toBe(400);
+      expect(res.body).toContain(message);
     }
-    const form = await browser.post(`${PAGE}/actions/set_approval_mode`, {
-      mode: "continue",
-      expiry_hours: "6",
+    const form = { _action: "set_capabilities", ...permissions([]), approval_expiry_hours: "0" };
+    const bad = await browser.post(PAGE, form as Record<string, string>);
+    expect(bad.statusCode).toBe(400);
+    expect(issuesOf(bad.body).approval_expiry_hours).toBe("at least 1");
+    expect(await configOf(scout.id)).toEqual({
+      identity_prompt: "You help the team.",
+      max_steps: 10,
+      capabilities: ["vote"],
     });
-    expect(form.statusCode).toBe(303);
-    expect((await browser.get(PAGE)).body).toContain("unreviewed actions expire after 6 h");
-    const badForm = await browser.post(`${PAGE}/actions/set_approval_mode`, {
-      mode: "wait",
-      expiry_hours: "0",
-    });
-    expect(badForm.statusCode).toBe(400);
-    expect(issuesOf(badForm.body).expiry_hours).toBe("at least 1");
-    expect(await configOf(scout.id)).toMatchObject({ approval_mode: "continue", approval_expiry_hours: 6 });
   });
 });
 
@@ -327,9 +317,7 @@ describe("only the owner", () => {
     const { w, scout } = await setup();
     const other = await makeWorld();
     const bodies: Record<string, Record<string, unknown>> = {
-      set_capabilities: perAction([]),
-      set_approval_requirements: perAction(["vote"]),
-      set_approval_mode: { mode: "wait", expiry_hours: 1 },
+      set_capabilities: permissions([], { approval: ["vote"] }),
       add_rule: rule("sneaky"),
       remove_rule: { name: "sneaky" },
     };

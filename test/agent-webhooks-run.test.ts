@@ -54,9 +54,8 @@ describe("a delivery runs the agent", () => {
       w.alice,
       "POST",
       "/subagents/scout/webhooks/actions/rotate_webhook_secret",
-      {
-        webhook_id: hook.id,
-      },
+      // The old one leaked: refused at once (a delivery signed with it below must be refused).
+      { webhook_id: hook.id, old_secret: "now" },
     );
     const secret = secretIn(rotated);
     const title = `Crash ${randomBytes(4).toString("hex")}`;
@@ -103,6 +102,16 @@ describe("a delivery runs the agent", () => {
       keep(await browser.get(url));
     }
     keep(await md(app, w, scout, "GET", "/whoami"));
+    // A secret made in a browser's form waits, sealed, for the one page that shows it: the
+    // form's answer, its cookies and the page's reload never carry it (that page alone does).
+    const made = keep(
+      await browser.post("/subagents/scout/webhooks", { _action: "create_webhook", name: "Form" }),
+    );
+    expect(made.statusCode).toBe(303);
+    const shown = await browser.get(made.headers.location!);
+    const formSecret = /<code class="token copyable">(whsec_[\w-]+)<\/code>/.exec(shown.body)?.[1];
+    expect(formSecret).toBeDefined();
+    expect(keep(await browser.get(made.headers.location!)).statusCode).toBe(410);
     // A redelivery and a refused one answer without it too.
     keep(await send(app, w, hook.id, payload, { secret, delivery: "gh-1" }));
     keep(await send(app, w, hook.id, payload, { secret: hook.secret, delivery: "gh-2" }));
@@ -111,7 +120,7 @@ describe("a delivery runs the agent", () => {
       10_000,
     );
 
-    const forms = [hook.secret, secret].flatMap((s) => [
+    const forms = [hook.secret, secret, formSecret!].flatMap((s) => [
       s,
       Buffer.from(s).toString("hex"),
       Buffer.from(s).toString("base64"),

@@ -68,7 +68,9 @@ describe("reviewing past the expiry, before any sweep", () => {
     const rejected = await overdue(w, "rejected");
     const page = (await md(app, w, w.alice, "GET", "/approvals")).body;
     expect(page).toContain("## Waiting for your review (0)");
-    expect(page).toContain(`\`create_note\` by @${edited.scout.handle} — **expired**`);
+    expect(page).toContain(
+      `\`create_note\` by @${edited.scout.handle} on [the studio General](/studios/general) — **expired**`,
+    );
     const detailUrl = `/subagents/${edited.scout.handle}/pending/${edited.p.id}`;
     expect((await md(app, w, w.alice, "GET", detailUrl)).body).toContain("· **expired**");
     const html = (await (await login(app, w, w.alice)).get(detailUrl)).body;
@@ -77,7 +79,7 @@ describe("reviewing past the expiry, before any sweep", () => {
     const tries = [
       review(app, w, w.alice, "approve_action", {
         id: edited.p.id,
-        params: JSON.stringify({ text: "Edited" }),
+        params: { text: "Edited" },
       }),
       review(app, w, w.alice, "reject_action", { id: rejected.p.id, reason: "Too late anyway" }),
     ];

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
 import { finishRun } from "../src/services/agents/core/runs.ts";
 import { executeApproved } from "../src/services/agents/policy/approvals.ts";
+import { GRANTABLE } from "../src/services/agents/policy/capabilities.ts";
 import { registry } from "../src/services/catalog/catalog.ts";
 import { toActor } from "../src/services/registry/types.ts";
 import { requestsFor, stepsOf, userPrompt } from "./helpers/agent-scripts.ts";
@@ -30,7 +31,7 @@ import {
   type PlanStep,
   pendingOf,
   pendingRow,
-  perAction,
+  permissions,
   queued,
   REASON,
   resumed,
@@ -150,14 +151,19 @@ describe("queued from a run", () => {
     expect(n.excerpt).toBe(`wants your approval to create note: ${REASON}`);
     const list = (await md(app, w, w.alice, "GET", "/approvals")).body;
     expect(list).toContain("## Waiting for your review (1)");
-    expect(list).toContain(`### #${p.id} · \`create_note\` by [Agent scout](/subagents/scout) · **pending**`);
+    expect(list).toContain(
+      `### #${p.id} · Post a note (\`create_note\`) by [Agent scout](/subagents/scout) · **pending**`,
+    );
+    // The page by its title, each param by its label: no raw path, no JSON.
+    expect(list).toContain("on [the studio General](/studios/general) · run");
+    expect(list).toContain("**Text**: All good\n\n**Title**: Findings");
     expect((await md(app, w, w.alice, "GET", "/subagents/scout/pending")).body).toContain(`#${p.id}`);
     const detail = (await md(app, w, w.alice, "GET", `/subagents/scout/pending/${p.id}`)).body;
     expect(detail).toContain(`run [${run.id}](/subagents/scout/runs/${run.id}) (manual)`);
     expect(detail).toContain("because of the approval list");
     expect(detail).toContain(`The agent's reason:\n\n> ${REASON}`);
     expect(detail).toContain(`What it was working on:\n\n> ${TASK}`);
-    expect(detail).toContain('"title": "Findings"');
+    expect(detail).toContain("**Title**: Findings");
   });
 
   it("wait mode: the run waits (awaiting_approval), and resumes with the outcome once approved", async () => {
@@ -182,7 +188,9 @@ describe("queued from a run", () => {
     const { w, run, p } = await queued(h, { approval_mode: "wait" });
     const url = `/subagents/scout/runs/${run.id}`;
     const page = (await md(app, w, w.alice, "GET", url)).body;
-    expect(page).toContain(`[\\#${p.id}](/subagents/scout/pending/${p.id}) \`create_note\``);
+    expect(page).toContain(
+      `[\\#${p.id}](/subagents/scout/pending/${p.id}) Post a note (\`create_note\`) on [the studio General](/studios/general) — **pending**`,
+    );
     expect(page).toContain("The run waits for your review.");
     expect(page).not.toContain("## Waiting for your answer");
     expect(actionNames(page)).not.toContain("answer_question");
@@ -214,11 +222,13 @@ describe("review", () => {
     expect(done).toMatchObject({ result: "Note posted", resultPath: path, reviewedById: w.alice.id });
     await waitFor(async () => (await eventsAbout(p.id, "approval.executed")) === 1);
     const detail = (await md(app, w, w.alice, "GET", `/subagents/scout/pending/${p.id}`)).body;
-    expect(detail).toContain(`Executed: Note posted → [${path}](${path})`);
+    expect(detail).toContain(`Executed: Note posted → [the note “Findings” in General](${path})`);
     const runPage = (await md(app, w, w.alice, "GET", `/subagents/scout/runs/${run.id}`)).body;
     expect(runPage).toContain(`- note \`${notes[0]!.id}\` — note.created at step 3 — [${path}](${path})`);
-    const asked = `[\\#${p.id}](/subagents/scout/pending/${p.id}) \`create_note\` on [/studios/general](/studios/general)`;
-    expect(runPage).toContain(`- ${asked} — **executed** → [${path}](${path})`);
+    const asked = `[\\#${p.id}](/subagents/scout/pending/${p.id}) Post a note (\`create_note\`) on [the studio General](/studios/general)`;
+    expect(runPage).toContain(
+      `- ${asked} — **executed** by Alice Adams → [the note “Findings” in General](${path})`,
+    );
   });
 
   it("the execution claim: approved once, executed once, however many workers race for it", async () => {
@@ -243,34 +253,57 @@ describe("review", () => {
     expect(await eventsAbout(p.id, "approval.executed")).toBe(1);
   });
 
-  it("edit then approve: bad edits are 400s naming the field and change nothing; a good edit executes as edited", async () => {
+  it("edit then approve: bad edits are 400s naming the field and change nothing; a good edit, a field each, executes as edited", async () => {
     const { w, scout, p } = await queued(h);
-    const bad = async (params: string, field: string) => {
+    const bad = async (params: unknown, field: string) => {
       const res = await review(app, w, w.alice, "approve_action", { id: p.id, params });
       expect(res.statusCode).toBe(400);
       expect(res.body).toContain(`\`${field}\``);
     };
     await bad("{not json", "params");
-    await bad("[1]", "params");
-    await bad(JSON.stringify({ title: "No text" }), "params.text");
-    await bad(JSON.stringify({ text: "ok", colour: "red" }), "params.colour");
+    await bad([1], "params");
+    await bad({ title: "No text" }, "params.text");
+    await bad({ text: "ok", colour: "red" }, "params.colour");
     const untouched = { status: "pending", editedParams: null, reviewedById: null };
     expect(await pendingRow(p.id)).toMatchObject(untouched);
     expect(await eventsAbout(p.id, "approval.approved")).toBe(0);
     const browser = await login(app, w, w.alice);
     const page = `/subagents/scout/pending/${p.id}`;
-    expect((await browser.get(page)).body).toContain("&quot;title&quot;: &quot;Findings&quot;");
-    const edited = { title: "Edited", text: "Better" };
-    const res = await browser.post(`${page}/actions/approve_action`, {
+    // A field per param, labelled from the action's own schema, filled with what the agent asked.
+    const html = (await browser.get(page)).body;
+    expect(html).toMatch(
+      /<label for="[^"]*params\.title">Title <span class="optional">optional<\/span><\/label><input type="text" [^>]*name="params\.title" value="Findings"/,
+    );
+    expect(html).toMatch(/<textarea [^>]*name="params\.text"[^>]*>All good<\/textarea>/);
+    expect(html).not.toContain("&quot;title&quot;");
+    // A field the form leaves empty is a 400 at that field, on the same page.
+    const empty = await browser.post(page, {
+      _action: "approve_action",
       id: p.id,
-      params: JSON.stringify(edited),
+      "params.title": "x",
+      "params.text": "",
+    });
+    expect(empty.statusCode).toBe(400);
+    expect(empty.body).toMatch(/<p class="field-error" id="[^"]*params\.text-error">must not be empty<\/p>/);
+    const res = await browser.post(page, {
+      _action: "approve_action",
+      id: p.id,
+      "params.title": "Edited",
+      "params.text": "Better",
     });
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toBe(page);
     const done = await waitStatus(p.id, "executed");
-    expect(done.editedParams).toEqual(edited);
-    expect((await notesBy(scout.id)).map((n) => [n.title, n.text])).toEqual([["Edited", "Better"]]);
-    expect((await md(app, w, w.alice, "GET", page)).body).toContain("Params (as you edited them):");
+    expect(done.editedParams).toEqual({ title: "Edited", text: "Better" });
+    const notes = await notesBy(scout.id);
+    expect(notes.map((n) => [n.title, n.text])).toEqual([["Edited", "Better"]]);
+    expect(done.resultSubjectId).toBe(notes[0]!.id);
+    expect((await md(app, w, w.alice, "GET", page)).body).toContain(
+      "Edited by @alice before approval: **Text** (it asked for “All good”), **Title** (it asked for “Findings”).",
+    );
+    // The note says so too, for everyone who reads it.
+    const note = (await md(app, w, w.bob, "GET", `/studios/general/notes/${notes[0]!.id}`)).body;
+    expect(note).toContain("edited by [@alice](/u/alice) before approval");
   });
 
   it("reject with a reason (wait mode): never executes; the reason reaches the run, which completes", async () => {
@@ -287,15 +320,17 @@ describe("review", () => {
     expect(await executeApproved(registry, db(), p.id)).toBeNull();
     expect(await notesBy(scout.id)).toEqual([]);
     const list = (await md(app, w, w.alice, "GET", "/approvals")).body;
-    expect(list).toContain(`\`create_note\` by @scout — **rejected**: ${reason}`);
+    expect(list).toContain(
+      `\`create_note\` by @scout on [the studio General](/studios/general) — **rejected** by @alice: ${reason}`,
+    );
     const runPage = (await md(app, w, w.alice, "GET", `/subagents/scout/runs/${run.id}`)).body;
     expect(runPage).toContain(`Review of #${p.id} (\`create_note\`): **rejected** — ${reason}`);
   });
 
   it("expiry: an unreviewed action expires and never executes; a waiting run resumes with “expired”", async () => {
     const { w, scout } = await setup({ requires_approval: ["create_note"] }, () => [noteStep]);
-    const mode = { mode: "wait", expiry_hours: 1 };
-    expect((await settings(w, "set_approval_mode", mode)).statusCode).toBe(200);
+    const reviews = permissions([...GRANTABLE], { approval: ["create_note"], mode: "wait", expiry: 1 });
+    expect((await settings(w, "set_capabilities", reviews)).statusCode).toBe(200);
     await runTask(h, w);
     await waitForRun(scout.id, (s) => s === "waiting");
     const p = await waitPending(scout.id);
@@ -314,7 +349,7 @@ describe("review", () => {
 
   it("a capability revoked before approval: approving leads to `failed` with the capability error, nothing written", async () => {
     const { w, scout, p } = await queued(h);
-    expect((await settings(w, "set_capabilities", perAction(["add_comment"]))).statusCode).toBe(200);
+    expect((await settings(w, "set_capabilities", permissions(["add_comment"]))).statusCode).toBe(200);
     expect((await review(app, w, w.alice, "approve_action", { id: p.id })).statusCode).toBe(200);
     const failed = await waitStatus(p.id, "failed");
     expect(failed.error).toContain("capability `create_note` is not granted to this agent");

@@ -106,7 +106,8 @@ describe("approvals in the browser", () => {
     await page.getByRole("heading", { name: "Waiting for your review (2)" }).waitFor();
     for (const p of [c, n]) {
       const head = page.locator("article.content h3", { hasText: `#${p.id}` });
-      expect(await head.textContent()).toBe(`#${p.id} · ${p.actionName} by Agent scout · pending`);
+      const doing = p.actionName === "add_comment" ? "Comment and reply" : "Post a note";
+      expect(await head.textContent()).toBe(`#${p.id} · ${doing} (${p.actionName}) by Agent scout · pending`);
       await page.getByRole("button", { name: `Approve #${p.id}` }).waitFor();
       await page.getByRole("button", { name: `Reject #${p.id}` }).waitFor();
     }
@@ -130,21 +131,24 @@ describe("approvals in the browser", () => {
     expect(await content.locator(`a[href="${notePath}"]`).count()).toBe(1);
     expect(await content.locator('a[href="/studios/general"]').count()).toBe(1);
     expect(await content.locator('a[href="/subagents/scout"]').count()).toBe(2);
-    const params = await content.locator("pre code").allInnerTexts();
-    expect(params.map((t) => JSON.parse(t))).toEqual([{ text: COMMENT }, NOTE]);
-    for (const [p, reason] of [
-      [c, "Confirming the launch date"],
-      [n, "An alternative plan"],
+    // Params by their labels, not JSON; pages by their titles, not paths.
+    expect(await content.locator("pre code").count()).toBe(0);
+    expect(text).toContain(`Text: ${COMMENT}`);
+    expect(text).toContain(`Text: ${NOTE.text} Title: ${NOTE.title}`);
+    for (const [p, reason, where] of [
+      [c, "Confirming the launch date", "the note “Launch plan” in General"],
+      [n, "An alternative plan", "the studio General"],
     ] as const) {
       expect(text).toContain(
-        `on ${p.pagePath} · run ${runId} (manual) · asked ${when(p.createdAt)} · expires ${when(p.expiresAt)} · because of the approval list`,
+        `on ${where} · run ${runId} (manual) · asked ${when(p.createdAt)} · expires ${when(p.expiresAt)} · because of the approval list`,
       );
       expect(text).toContain(`The agent's reason: ${reason}`);
       expect(await content.locator(`a[href="/subagents/scout/pending/${p.id}"]`).count()).toBe(1);
       const reject = content.locator(`form#f-reject_action-${p.id}`);
       expect(await reject.getAttribute("action")).toBe("/subagents/scout/pending");
       expect(await reject.getAttribute("data-action")).toBe("reject_action");
-      await reject.getByRole("textbox", { name: "Reason" }).waitFor();
+      // Its reason is asked when the rejection is confirmed.
+      expect(await reject.getByRole("textbox").count()).toBe(0);
     }
     expect(
       await content.getByRole("link", { name: "Review in detail, or edit the params first" }).count(),
@@ -152,10 +156,11 @@ describe("approvals in the browser", () => {
     mkdirSync(TMP, { recursive: true });
     await page.screenshot({ path: `${TMP}browser-approvals-pending.png`, fullPage: true });
 
-    // Approve the comment: the detail page says so, then shows it executed (it reloads itself meanwhile).
+    // Approve the comment: the queue stays the queue, and says so; its page then shows it executed.
     await page.getByRole("button", { name: `Approve #${c.id}` }).click();
-    await page.waitForURL(`${base}/subagents/scout/pending/${c.id}`);
-    expect(await page.locator(".notice").textContent()).toBe(`Approved #${c.id}: it runs in a moment`);
+    await page.locator(".notice", { hasText: `Approved #${c.id}: it runs in a moment` }).waitFor();
+    expect(new URL(page.url()).pathname).toBe("/subagents/scout/pending");
+    await page.goto(`${base}/subagents/scout/pending/${c.id}`);
     const executed = await waitFor(
       () => db().agentPendingAction.findFirst({ where: { id: c.id, status: "executed" } }),
       15_000,
@@ -167,7 +172,7 @@ describe("approvals in the browser", () => {
     });
     await statusShown(page, c.id, "executed");
     const detail = await contentText(page);
-    expect(detail).toContain(`Executed: Comment posted → ${notePath}`);
+    expect(detail).toContain("Executed: Comment posted → the note “Launch plan” in General");
     expect(detail).toMatch(/Reviewed by @alice \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
     expect(detail).toContain("What it was working on: Confirm the launch date");
     expect(await page.getByRole("button", { name: `Approve #${c.id}` }).count()).toBe(0);
@@ -176,7 +181,7 @@ describe("approvals in the browser", () => {
     // Its link leads to the note, which now carries the agent's comment.
     await page
       .locator("article.content p", { hasText: "Executed:" })
-      .getByRole("link", { name: notePath })
+      .getByRole("link", { name: "the note “Launch plan” in General" })
       .click();
     await page.waitForURL(`${base}${notePath}`);
     await page.getByText(COMMENT).waitFor();
@@ -186,14 +191,19 @@ describe("approvals in the browser", () => {
     await page.getByRole("heading", { name: "Waiting for your review (1)" }).waitFor();
     expect(await page.getByRole("button", { name: `Approve #${c.id}` }).count()).toBe(0);
     const reject = page.locator(`form#f-reject_action-${n.id}`);
-    await reject.getByRole("textbox", { name: "Reason" }).fill(REJECTION);
     await reject.getByRole("button", { name: `Reject #${n.id}` }).click();
-    // Rejecting cannot be taken back: the page asks first, and nothing is decided yet.
-    await page.getByRole("heading", { name: "Reject action?" }).waitFor();
+    // Rejecting cannot be taken back: the page asks first, naming what, and asks why; nothing is decided yet.
+    const ask = page.locator("section.confirm");
+    await ask.getByRole("heading", { name: "Reject action?" }).waitFor();
+    expect(await ask.locator(".confirm-what").textContent()).toBe(
+      `@scout's note (create_note) on the studio General: “${NOTE.text}”.`,
+    );
     expect(await db().agentPendingAction.count({ where: { id: n.id, status: "pending" } })).toBe(1);
-    await page.getByRole("button", { name: "Yes, reject action" }).click();
-    await page.waitForURL(`${base}/subagents/scout/pending/${n.id}`);
-    expect(await page.locator(".notice").textContent()).toBe(`Rejected #${n.id}`);
+    await ask.getByRole("textbox", { name: "Why (the agent reads this)" }).fill(REJECTION);
+    await ask.getByRole("button", { name: "Yes, reject action" }).click();
+    await page.locator(".notice", { hasText: `Rejected #${n.id}` }).waitFor();
+    expect(new URL(page.url()).pathname).toBe("/subagents/scout/pending");
+    await page.goto(`${base}/subagents/scout/pending/${n.id}`);
     await statusShown(page, n.id, "rejected", 5000);
     const rejected = await contentText(page);
     expect(rejected).toMatch(
@@ -208,8 +218,12 @@ describe("approvals in the browser", () => {
       await page.getByRole("heading", { name: "Waiting for your review (0)" }).waitFor();
       const list = await contentText(page);
       expect(list).toContain("Nothing to review.");
-      expect(list).toContain(`#${n.id} create_note by @scout — rejected: ${REJECTION}`);
-      expect(list).toContain(`#${c.id} add_comment by @scout — executed`);
+      expect(list).toContain(
+        `#${n.id} create_note by @scout on the studio General — rejected by @alice: ${REJECTION}`,
+      );
+      expect(list).toContain(
+        `#${c.id} add_comment by @scout on the note “Launch plan” in General — executed by @alice`,
+      );
     }
 
     // The run page: every step, both queued actions, and the comment as a resource of the run.
@@ -228,6 +242,10 @@ describe("approvals in the browser", () => {
     const runText = await contentText(page);
     expect(runText).toContain("Status: completed");
     expect(runText).toContain("Queued a comment and a note for review");
+    // Under the agent's words, what really happened.
+    expect(runText).toContain(
+      `Those are the agent's words. What happened: its note (create_note, #${n.id}) on the studio General was not done: rejected by Alice Adams (${REJECTION}).`,
+    );
     expect(runText).toContain(
       `Result: Queued for approval as #${c.id}: your owner reviews it. → ${notePath}`,
     );
@@ -236,12 +254,14 @@ describe("approvals in the browser", () => {
     );
     await page.getByRole("heading", { name: "Actions it asked you to approve (2)" }).waitFor();
     const asked = page.locator("article.content li", { hasText: `#${c.id}` });
-    expect(await asked.textContent()).toBe(`#${c.id} add_comment on ${notePath} — executed → ${notePath}`);
+    expect(await asked.textContent()).toBe(
+      `#${c.id} Comment and reply (add_comment) on the note “Launch plan” in General — executed by Alice Adams → the note “Launch plan” in General`,
+    );
     expect(await asked.getByRole("link", { name: `#${c.id}` }).getAttribute("href")).toBe(
       `/subagents/scout/pending/${c.id}`,
     );
     expect(await page.locator("article.content li", { hasText: `#${n.id}` }).textContent()).toBe(
-      `#${n.id} create_note on /studios/general — rejected: ${REJECTION}`,
+      `#${n.id} Post a note (create_note) on the studio General — rejected by Alice Adams: ${REJECTION}`,
     );
     const resources = page.locator("article.content li", { hasText: `comment ${comment.id}` });
     expect(await resources.textContent()).toBe(

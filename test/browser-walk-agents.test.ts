@@ -105,19 +105,31 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: people and agents", (width) =
       await add.getByRole("button", { name: "Add to studio" }).click();
       await page.locator(".notice", { hasText: "Added to General" }).waitFor();
 
-      // Capabilities: grouped, labelled, saved.
+      // What it may do: one form, grouped and labelled; choices in several sections (an
+      // approval, two capabilities, how reviews work) are saved together by one Save.
       await page.getByRole("link", { name: "Capabilities, approvals and rules" }).click();
       await page.waitForURL(`${base}/subagents/helper/settings`);
       await look(walk, "capabilities");
       const caps = page.locator('form[data-action="set_capabilities"]');
-      // A new agent starts able to comment and confirm reads: grant it notes, leave votes off.
-      expect(await caps.getByLabel("Vote on a decision").isChecked()).toBe(false);
-      await caps.getByLabel("Post a note").check();
-      await caps.getByRole("button", { name: "Save capabilities" }).click();
-      await page.locator(".notice").waitFor();
-      const saved = await db().user.findUniqueOrThrow({ where: { id: helper.id } });
-      expect(agentConfig(saved).capabilities).not.toContain("vote");
-      expect(agentConfig(saved).capabilities).toContain("create_note");
+      expect(await page.locator("form[data-action^=set_]").count()).toBe(1);
+      // A new agent starts able to comment and confirm reads: grant it notes, after review.
+      await caps.getByLabel("Post a note").selectOption({ label: "Allowed, after your approval" });
+      await caps.getByLabel("Comment and reply").selectOption({ label: "Not allowed" });
+      await caps.getByLabel("Vote on a decision").selectOption({ label: "Not allowed" });
+      await caps.getByLabel("While an action waits for review").selectOption("wait");
+      await caps.getByRole("button", { name: "Save what it may do" }).click();
+      await page.locator(".notice", { hasText: "Saved: it may use 2 of 13" }).waitFor();
+      const saved = agentConfig(await db().user.findUniqueOrThrow({ where: { id: helper.id } }));
+      expect(saved.capabilities).not.toContain("vote");
+      expect(saved.capabilities).not.toContain("add_comment");
+      expect(saved.capabilities).toContain("create_note");
+      expect(saved.requires_approval).toEqual(["create_note"]);
+      expect(saved.approval_mode).toBe("wait");
+      // The page shows what was saved, every section of it.
+      expect(await caps.getByLabel("Post a note").inputValue()).toBe("approval");
+      expect(await caps.getByLabel("Vote on a decision").inputValue()).toBe("off");
+      expect(await contentText(page)).toContain("Waiting for your approval: Post a note (create_note).");
+      await look(walk, "capabilities-saved");
 
       // Archiving asks first; Cancel leaves it as it was.
       await page.goto(`${base}/subagents/helper`);

@@ -116,8 +116,18 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       const create = page.locator('form[data-action="create_api_token"]');
       await create.getByLabel("Name").fill("laptop script");
       await create.getByRole("button").click();
+      // Post/redirect/get: the token on a page of its own, once; a reload shows it no more.
       await page.locator(".secret").waitFor();
+      expect(new URL(page.url()).pathname).toMatch(/^\/secrets\/\w+$/);
+      const token = (await page.locator(".secret code.token").textContent())!;
+      expect(token).toMatch(/^cadre_/);
       await look(walk, "token-created");
+      await page.reload();
+      await page.getByRole("heading", { name: "Shown once" }).waitFor();
+      expect(await page.content()).not.toContain(token);
+      await look(walk, "token-shown-once");
+      await page.locator("article.content").getByRole("link", { name: "Back" }).click();
+      await page.waitForURL(`${base}/u/alice/settings/tokens`);
       const before = await db().apiToken.count({ where: { userId: w.alice.id, revokedAt: null } });
       await confirmThrough(
         walk,

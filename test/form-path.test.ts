@@ -41,7 +41,7 @@ describe("a form's own page", () => {
     expect((await db().apiToken.findUniqueOrThrow({ where: { id: other.row.id } })).revokedAt).not.toBeNull();
   });
 
-  it("shows a mistake on the same page at its field, in its label's words; JSON names the label too", async () => {
+  it("shows a mistake on the same page at its field, in its label's words; a JSON-only client hears 406 first", async () => {
     const w = await makeWorld("fq");
     const b = await login(app, w, w.alice);
     const bad = await b.post("/u/alice/settings/api-keys", {
@@ -60,7 +60,8 @@ describe("a form's own page", () => {
       headers: { host: w.host, authorization: `Bearer ${w.alice.token}`, accept: "application/json" },
       payload: { label: "Lab", provider: "openai_compatible", key: "sk-1234567890" },
     });
-    expect(json.statusCode).toBe(400);
-    expect(json.json().error.message).toContain("Base URL: needed for an OpenAI-compatible provider");
+    // An action answers with a page, which has no JSON form: refused before it is even checked.
+    expect(json.statusCode).toBe(406);
+    expect(json.json().error.message).toContain("text/markdown or text/html");
   });
 });

@@ -192,14 +192,21 @@ describe("API tokens", () => {
     expect(actionNames(me.body)).toEqual([]);
   });
 
-  it("shows a form-created token on the response page, never in a cookie or redirect", async () => {
+  it("a form-created token: a redirect to the page that shows it once, never in a cookie, the redirect or a reload", async () => {
     const b = await login(app, w, w.carol);
-    const res = await b.post("/u/carol/settings/tokens/actions/create_api_token", { name: "browser" });
-    expect(res.statusCode).toBe(201);
-    const token = /<code class="token">([^<]+)<\/code>/.exec(res.body)?.[1];
+    const res = await b.post("/u/carol/settings/tokens", { _action: "create_api_token", name: "browser" });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toMatch(/^\/secrets\/[a-z0-9]{24}$/);
+    const shown = await b.get(res.headers.location!);
+    expect(shown.statusCode).toBe(200);
+    expect(shown.headers["cache-control"]).toBe("no-store");
+    const token = /<code class="token copyable">([^<]+)<\/code>/.exec(shown.body)?.[1];
     expect(token).toMatch(/^cadre_/);
     expect(JSON.stringify(res.headers)).not.toContain(token!);
     expect((await b.get("/u/carol/settings/tokens")).body).not.toContain(token!);
+    const again = await b.get(res.headers.location!);
+    expect(again.statusCode).toBe(410);
+    expect(again.body).not.toContain(token!);
   });
 
   it("rejects bad names, writing nothing", async () => {

@@ -17,7 +17,7 @@ import {
   testPrisma,
   type World,
 } from "./helpers/app.ts";
-import { perAction } from "./helpers/approvals.ts";
+import { permissions } from "./helpers/approvals.ts";
 
 let app: FastifyInstance;
 const db = testPrisma;
@@ -234,7 +234,7 @@ describe("its rights never exceed a member's of its own studio", () => {
       w.alice,
       "/subagents/bound/settings",
       "set_capabilities",
-      perAction([...GRANTABLE]),
+      permissions([...GRANTABLE]),
     );
     expect(granted.statusCode, granted.body).toBe(200);
     const { token } = await createApiToken(db(), w.tenant.id, agent.id, "test");

@@ -11,7 +11,11 @@ import { agentConfig, DEFAULT_CAPABILITIES } from "../src/services/agents/core/s
 import { GRANTABLE } from "../src/services/agents/policy/capabilities.ts";
 import { actions } from "../src/services/catalog/catalog.ts";
 import { act, buildTestApp, login, md, testPrisma } from "./helpers/app.ts";
-import { perAction } from "./helpers/approvals.ts";
+import { permissions } from "./helpers/approvals.ts";
+
+/** A set_human_only body: these actions kept for people. */
+const humanOnly = (on: string[]) => Object.fromEntries(GRANTABLE.map((a) => [a, on.includes(a)]));
+
 import { mcpClient } from "./helpers/mcp.ts";
 import { SECRET, trustWorld } from "./helpers/trust.ts";
 
@@ -160,7 +164,7 @@ describe("safe defaults", () => {
       t.w.bob,
       "POST",
       "/settings/agents/actions/set_human_only",
-      perAction(["create_note"]),
+      humanOnly(["create_note"]),
     );
     expect(byBob.statusCode).toBe(403);
     const set = await md(
@@ -169,7 +173,7 @@ describe("safe defaults", () => {
       t.w.alice,
       "POST",
       "/settings/agents/actions/set_human_only",
-      perAction(["create_note"]),
+      humanOnly(["create_note"]),
     );
     expect(set.statusCode).toBe(200);
     const scout = { ...t.w.alice, ...t.scout };
@@ -182,13 +186,13 @@ describe("safe defaults", () => {
       t.w.alice,
       "POST",
       "/subagents/scout/settings/actions/set_capabilities",
-      perAction(["create_note", "add_comment"]),
+      permissions(["create_note", "add_comment"]),
     );
     expect(grant.statusCode).toBe(400);
     expect(grant.body).toContain("`create_note`: human-only in this workspace");
     const browser = await login(app, t.w, t.w.alice);
     const html = await browser.get("/subagents/scout/settings");
-    expect(html.body).toMatch(/name="create_note" value="true"[^>]* disabled/);
+    expect(html.body).toMatch(/<select disabled id="[^"]*-create_note" name="create_note"/);
     expect(html.body).toContain("human-only in this workspace: its admins keep it for people");
   });
 });

@@ -206,15 +206,15 @@ async function seedScribe(alice: Ctx, studio: string) {
   });
   await run("/subagents/scribe", "update_subagent", { max_steps: 10 });
   await run("/subagents/scribe", "set_member_runs", { members_may_run: true });
-  // A new agent may only read and comment: a note taker is granted notes too.
-  await run(
-    "/subagents/scribe/settings",
-    "set_capabilities",
-    Object.fromEntries(GRANTABLE.map((a) => [a, ["add_comment", "confirm_read", "create_note"].includes(a)])),
-  );
-  await run(
-    "/subagents/scribe/settings",
-    "set_approval_requirements",
-    Object.fromEntries(GRANTABLE.map((a) => [a, a === "create_note"])),
-  );
+  // A new agent may only read and comment: a note taker is granted notes too, after review.
+  await run("/subagents/scribe/settings", "set_capabilities", {
+    ...Object.fromEntries(
+      GRANTABLE.map((a) => [
+        a,
+        a === "create_note" ? "approval" : a === "add_comment" || a === "confirm_read" ? "on" : "off",
+      ]),
+    ),
+    approval_mode: "continue",
+    approval_expiry_hours: 24,
+  });
 }

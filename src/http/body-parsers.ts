@@ -4,7 +4,29 @@
 // (src/services/registry/params.ts), which every caller goes through, HTTP or not.
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
-import { type Issue, ValidationError } from "../lib/errors.ts";
+import { AppError, type Issue, ValidationError } from "../lib/errors.ts";
+
+/** The most a request's body may hold (app.ts gives it to Fastify). */
+export const BODY_LIMIT = 256 * 1024;
+/**
+ * A browser form past BODY_LIMIT is still read, up to this, but never acted on: the page
+ * shows the person's form again with what fits and the limits named, instead of a bare 413
+ * that loses what they wrote (a 340 KB paste into a note).
+ */
+export const FORM_READ_LIMIT = 1024 * 1024;
+
+export const kb = (bytes: number) => `${Math.ceil(bytes / 1024).toLocaleString("en-US")} KB`;
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The bytes of a form body past BODY_LIMIT, read only to show it again; null for every other body. */
+    formOverLimit: number | null;
+  }
+  interface FastifyContextConfig {
+    /** The route shows an over-limit form again itself (routes/pages.ts); every other route refuses it with 413. */
+    reshowsOverLimitForms?: boolean;
+  }
+}
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
@@ -74,10 +96,13 @@ export function parseForm(body: Buffer): Record<string, string | string[]> {
 
 export default fp(
   async (app: FastifyInstance) => {
+    app.decorateRequest("formOverLimit", null);
     app.addContentTypeParser(
       "application/x-www-form-urlencoded",
-      { parseAs: "buffer" },
-      (_req, body, done) => {
+      { parseAs: "buffer", bodyLimit: FORM_READ_LIMIT },
+      (req, body, done) => {
+        const bytes = (body as Buffer).length;
+        if (bytes > BODY_LIMIT) req.formOverLimit = bytes;
         try {
           done(null, parseForm(body as Buffer));
         } catch (err) {
@@ -85,6 +110,11 @@ export default fp(
         }
       },
     );
+    // Read past the limit only for the route that shows it again; a login form must never take a megabyte.
+    app.addHook("preHandler", async (req) => {
+      if (req.formOverLimit !== null && !req.routeOptions.config.reshowsOverLimitForms)
+        throw new AppError(413, tooLarge(req.formOverLimit));
+    });
     // Fastify's own JSON parser, given text decoded strictly instead of leniently.
     const json = app.getDefaultJsonParser("error", "error");
     app.removeContentTypeParser("application/json");
@@ -98,3 +128,8 @@ export default fp(
   },
   { name: "body-parsers" },
 );
+
+/** Names the limit a body went past: what the person can do about it starts there. */
+export function tooLarge(bytes: number | null, limit = BODY_LIMIT): string {
+  return `${bytes ? `This request sent ${kb(bytes)}; ` : "This request is larger than "}Cadre takes at most ${kb(limit)} at once. Nothing was saved.`;
+}

@@ -1,4 +1,5 @@
 import type { FastifyRequest } from "fastify";
+import { AppError } from "../lib/errors.ts";
 
 export type Format = "markdown" | "html";
 
@@ -25,6 +26,26 @@ function rank(accept: string, types: (type: string) => boolean): number {
     if (types(type ?? "")) best = Math.max(best, qParam ? Number(qParam.trim().slice(2)) : 1);
   }
   return best;
+}
+
+const PAGE_TYPES = new Set(["text/markdown", "text/x-markdown", "text/html", "text/*", "*/*"]);
+
+/**
+ * A page's format, or a 406 for a client that takes neither of a page's formats (`Accept:
+ * application/json` alone): a page has no JSON representation worth keeping (it would be
+ * the markdown in a string), and a 200 with HTML gave a JSON client what it did not ask for.
+ * Asked before anything runs, so a refused POST wrote nothing. The error itself is JSON for
+ * such a client (plugins/errors.ts), as 401s and 429s already are.
+ */
+export function pageFormat(req: FastifyRequest, path: string): { format: Format; path: string } {
+  const chosen = negotiate(req, path);
+  const accept = req.headers.accept;
+  if (chosen.format === "html" && accept && rank(accept, (t) => PAGE_TYPES.has(t)) <= 0)
+    throw new AppError(
+      406,
+      `Pages here are text/markdown or text/html, not ${accept.split(",")[0]!.trim().slice(0, 80)}: send \`Accept: text/markdown\` (or add .md to the address) or \`Accept: text/html\`.`,
+    );
+  return chosen;
 }
 
 export function prefersMarkdown(accept: string | undefined): boolean {

@@ -4,8 +4,9 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { managedBy } from "../services/agents/core/ownership.ts";
 import { awaitingReview } from "../services/agents/policy/approvals.ts";
 import { unreadOf } from "../services/notifications.ts";
-import { escapeHtml, type FormState, markdownToHtml, renderPageHtml } from "../services/registry/html.ts";
+import { escapeHtml, type FormState, markdownToHtml } from "../services/registry/html.ts";
 import { breadcrumbLine, renderPageMarkdown } from "../services/registry/markdown.ts";
+import { renderPageHtml } from "../services/registry/page-html.ts";
 import type { ActionDef, Crumb, PageView, Scope } from "../services/registry/types.ts";
 import type { Format } from "./format.ts";
 
@@ -57,6 +58,7 @@ export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: Page
     notice: r.notice,
     warning: r.warning,
     secret: r.secret,
+    secretLabel: r.secretLabel,
     secretHelpHtml: r.secret && r.secretHelp ? markdownToHtml(r.secretHelp) : undefined,
     live: r.view.live && { path: r.path, since: r.view.live.since },
     alert: r.alert,
@@ -72,6 +74,8 @@ export interface LayoutData {
   notice?: string;
   warning?: boolean;
   secret?: string;
+  /** What the secret is ("Your new token"). */
+  secretLabel?: string;
   /** Trusted, rendered from the action's own markdown. */
   secretHelpHtml?: string;
   error?: boolean;

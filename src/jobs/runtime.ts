@@ -2,6 +2,7 @@
 // maintenance workers (the last also tidies spent login-throttle rows, deletes audit rows past
 // their retention and fires due agent schedules), and the lease heartbeat. worker.ts, the
 // tests and the benchmark all start it the same way.
+
 import { type Job, UnrecoverableError, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.ts";
@@ -21,6 +22,7 @@ import { type ThrottleSettings, tidyLoginThrottles } from "../services/login-thr
 import { configureKeyring } from "../services/money/keyring.ts";
 import type { Endpoint } from "../services/money/keys.ts";
 import { liftLastMonthsPauses } from "../services/money/ledger.ts";
+import { pruneReveals } from "../services/reveals.ts";
 import { agentRunProcessor, workerId } from "./process-agent-run.ts";
 import { eventProcessor } from "./process-event.ts";
 import { closeQueues, createQueues, type Queues } from "./queues.ts";
@@ -112,6 +114,7 @@ function startWorkers(
         newMonth: await liftLastMonthsPauses(prisma),
         loginThrottlesTidied: await tidyLoginThrottles(prisma, c),
         apiCallsPruned: await pruneApiCalls(prisma, c.AUDIT_RETENTION_DAYS),
+        revealsPruned: await pruneReveals(prisma),
         // Last: a passing fault here fails the job, and the housekeeping above is done by then.
         schedules: await fireDueSchedules(prisma),
       }),

@@ -90,3 +90,6 @@ export const apiKeyAad = (tenantId: string, id: string) => `cadre:agent_api_key:
 
 /** What binds a webhook secret's ciphertext to its row. */
 export const webhookSecretAad = (tenantId: string, id: string) => `cadre:agent_webhook:${tenantId}:${id}`;
+
+/** What binds a secret waiting to be shown once (a form's new token or webhook secret) to its row. */
+export const revealAad = (tenantId: string, id: string) => `cadre:secret_reveal:${tenantId}:${id}`;

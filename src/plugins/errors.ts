@@ -2,7 +2,8 @@
 // request's format; anything unexpected is logged and answered as a bare 500.
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import { negotiate, prefersJson } from "../http/format.ts";
+import { FORM_READ_LIMIT, tooLarge } from "../http/body-parsers.ts";
+import { isFormBody, negotiate, prefersJson } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import {
   AppError,
@@ -67,6 +68,14 @@ export default fp(
         );
       }
       const status = error.statusCode ?? 500;
+      // Fastify's own "Request body is too large" names no limit; a form's is read further (body-parsers.ts).
+      if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE")
+        return sendError(
+          req,
+          reply,
+          413,
+          tooLarge(null, isFormBody(req) ? FORM_READ_LIMIT : req.routeOptions.bodyLimit),
+        );
       if (status >= 400 && status < 500) return sendError(req, reply, status, error.message);
       req.log.error({ err: error }, "unhandled error");
       return sendError(req, reply, 500, `Something went wrong on our side (request ${req.id}).`);

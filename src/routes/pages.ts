@@ -6,18 +6,21 @@
 // internal markdown API, so the routes declare only the envelope.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { type Format, isFormBody, negotiate, wantsEvents } from "../http/format.ts";
+import { BODY_LIMIT, tooLarge } from "../http/body-parsers.ts";
+import { setFlash, takeFlash } from "../http/flash.ts";
+import { type Format, isFormBody, pageFormat, wantsEvents } from "../http/format.ts";
 import { parseUrl, splitAction } from "../http/page-target.ts";
 import { sendLayout, sendPage } from "../http/render.ts";
 import { serveLive } from "../http/sse.ts";
-import { AppError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
+import { AppError, type Issue, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { backoffMs, isTransient, pause } from "../lib/transient.ts";
 import { storedFlow } from "../services/agents/policy/labels.ts";
 import { registry } from "../services/catalog/catalog.ts";
-import { actionForm, confirmForm, escapeHtml, type FormState } from "../services/registry/html.ts";
+import { actionForm, confirmForm, count, escapeHtml, type FormState } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
 import { fields, humanize, parseParams } from "../services/registry/params.ts";
 import type { Ctx, Query } from "../services/registry/types.ts";
+import { stashSecret } from "../services/reveals.ts";
 
 const bodySchema = z.record(z.string(), z.unknown());
 
@@ -44,25 +47,6 @@ export function ctxOf(req: FastifyRequest): Ctx {
       }),
     auth: req.authVia === "token" ? { via: "token", scope: req.tokenScope ?? "read" } : { via: "session" },
   };
-}
-
-interface Flash {
-  notice: string;
-  warning?: boolean;
-}
-
-function takeFlash(req: FastifyRequest, reply: FastifyReply): Flash | undefined {
-  const raw = req.server.cookieJar.read(req, "flash");
-  if (!raw) return undefined;
-  req.server.cookieJar.clear(reply, "flash");
-  const v = req.unsignCookie(raw);
-  if (!v.valid || !v.value) return undefined;
-  try {
-    const f = JSON.parse(v.value) as Flash;
-    return typeof f.notice === "string" ? f : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 async function showPage(
@@ -107,15 +91,62 @@ async function askToConfirm(
   target: { page: string; action: string },
   body: Record<string, unknown>,
 ) {
-  const { action } = await registry.describe(ctxOf(req), target.page, target.action);
-  parseParams(action.params, body, { form: true });
+  const ctx = ctxOf(req);
+  const { action, resolved } = await registry.describe(ctx, target.page, target.action);
+  // What the confirmation asks for itself (a rejection's reason) may still be missing; anything else is checked now.
+  const asked = new Set(
+    fields(action.params)
+      .filter((f) => !f.pickedBeside)
+      .map((f) => f.name),
+  );
+  try {
+    parseParams(action.params, body, { form: true });
+  } catch (err) {
+    if (!(err instanceof ValidationError) || err.issues.some((i) => !asked.has(i.field.split(".")[0]!)))
+      throw err;
+  }
   const confirm = confirmForm(action, {
     path: target.page,
     csrf: req.csrfToken,
     values: body,
     label: humanize(action.name),
+    what: await action.confirmText?.(ctx, body, resolved.scope),
   });
   return showPage(req, reply, "html", target.page, { confirm });
+}
+
+/**
+ * A browser form past the body limit (a 340 KB paste into a note): never run, but shown again
+ * on its page with what fits, each field cut at its own limit and the limits named, so the
+ * person loses only what could never have been saved. Any other client gets the 413.
+ */
+async function reshowOverLimit(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  target: { page: string; action: string },
+  body: Record<string, unknown>,
+  named: boolean,
+) {
+  const bytes = req.formOverLimit!;
+  if (!named) throw new AppError(413, tooLarge(bytes));
+  const { action } = await registry.describe(ctxOf(req), target.page, target.action);
+  const values: Record<string, unknown> = {};
+  const issues: Issue[] = [];
+  for (const f of fields(action.params)) {
+    const v = body[f.name];
+    if (typeof v === "string" && f.maxLength && v.length > f.maxLength) {
+      values[f.name] = v.slice(0, f.maxLength);
+      issues.push({
+        field: f.name,
+        message: `${count(v.length)} characters sent; it holds at most ${count(f.maxLength)}. The first ${count(f.maxLength)} are below; nothing was saved.`,
+      });
+    } else if (typeof v === "string") values[f.name] = v.slice(0, BODY_LIMIT);
+  }
+  return showPage(req, reply, "html", target.page, {
+    status: 413,
+    state: { action: target.action, values, issues },
+    alert: `${tooLarge(bytes)} What fits is below, each field cut at its own limit.`,
+  });
 }
 
 /**
@@ -134,7 +165,7 @@ async function streamPage(req: FastifyRequest, reply: FastifyReply, path: string
 async function getPage(req: FastifyRequest, reply: FastifyReply) {
   const raw = parseUrl(req.url);
   if (wantsEvents(req, raw.path)) return streamPage(req, reply, raw.path, raw.query);
-  const { format, path } = negotiate(req, raw.path);
+  const { format, path } = pageFormat(req, raw.path);
   const ctx = ctxOf(req);
   const target = splitAction(path);
   req.audit = target ?? { page: path };
@@ -178,8 +209,8 @@ export default async function pageRoutes(app: FastifyInstance) {
     }
   });
 
-  app.post("/*", async (req, reply) => {
-    const { format, path } = negotiate(req, parseUrl(req.url).path);
+  app.post("/*", { config: { reshowsOverLimitForms: true } }, async (req, reply) => {
+    const { format, path } = pageFormat(req, parseUrl(req.url).path);
     const parsed = bodySchema.safeParse(req.body ?? {});
     const form = isFormBody(req);
     // A browser's form posts to the page it is on and names its action: a mistake then shows that
@@ -197,6 +228,8 @@ export default async function pageRoutes(app: FastifyInstance) {
     // `_action` and `_confirm` belong to the browser's form only; a JSON client's body is all params.
     const { _action, _confirm, ...formBody } = sent;
     const body = form ? formBody : sent;
+    if (req.formOverLimit !== null)
+      return reshowOverLimit(req, reply, target, body, Boolean(named) && format === "html");
     try {
       // Only a browser's form asks first: a client that names the action in the URL means it.
       if (
@@ -206,18 +239,33 @@ export default async function pageRoutes(app: FastifyInstance) {
         registry.actions.get(target.action)?.destructive
       )
         return await askToConfirm(req, reply, target, body);
-      const outcome = await registry.run(ctx, target.page, target.action, body, { form });
-      // Browsers get Post/Redirect/Get so a reload never re-submits; a one-time secret
-      // is rendered directly instead, so it never travels in a cookie.
-      if (format === "html" && form && !outcome.secret) {
-        if (outcome.notice)
-          app.cookieJar.set(
-            reply,
-            "flash",
-            JSON.stringify({ notice: outcome.notice, warning: outcome.warning }),
-            { signed: true },
+      // A browser's new secret is stashed in the transaction that made it: a token is never
+      // created without the one page that can show it.
+      const sessionId = format === "html" && form ? req.sessionId : undefined;
+      let revealId: string | undefined;
+      const outcome = await registry.run(ctx, target.page, target.action, body, {
+        form,
+        inTx: async (tx, o) => {
+          if (!o.secret || !sessionId) return;
+          revealId = await stashSecret(
+            tx,
+            { tenantId: ctx.tenant.id, sessionId },
+            {
+              label: o.secretLabel ?? "Your new token",
+              location: o.location,
+              secret: o.secret,
+              help: o.secretHelp,
+            },
           );
-        return reply.redirect(outcome.location, 303);
+        },
+      });
+      // Browsers get Post/Redirect/Get so a reload never re-submits. A one-time secret waits,
+      // sealed, for the page that shows it once (routes/secrets.ts): never in the cookie or URL.
+      if (format === "html" && form && (!outcome.secret || revealId)) {
+        if (outcome.notice) setFlash(req, reply, outcome);
+        const back =
+          named && registry.actions.get(target.action)?.staysOnPage ? target.page : outcome.location;
+        return reply.redirect(revealId ? `/secrets/${revealId}` : back, 303);
       }
       return showPage(req, reply, format, outcome.location, {
         status: outcome.status,

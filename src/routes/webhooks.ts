@@ -3,24 +3,19 @@
 // not a session or token, and must see the raw bytes it signed. Its own plugin context,
 // so its body parsers (raw, 64 KB) and its JSON errors stay here; machine clients read
 // the answer, so every answer is JSON, errors included.
-import { createHash } from "node:crypto";
 import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import { AppError, NotFoundError, TooManyRequestsError } from "../lib/errors.ts";
-import { textProblem } from "../lib/text.ts";
 import { isTransient } from "../lib/transient.ts";
 import {
-  type Delivery,
+  checkDelivery,
   deliver,
   findWebhook,
-  openSecret,
-  verifySignature,
   type WebhookWithAgent,
 } from "../services/agents/automations/webhooks.ts";
 import { tenantSettings } from "../services/agents/core/settings.ts";
 
 export const WEBHOOK_BODY_LIMIT = 64 * 1024;
 const TYPES = { "application/json": "json", "text/plain": "text" } as const;
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 // Unknown, disabled, archived, agents off, or another tenant's: one answer, so it tells nothing.
 const NO_SUCH = "No such webhook.";
 
@@ -32,33 +27,6 @@ declare module "fastify" {
 
 const fail = (reply: FastifyReply, status: number, error: string) =>
   reply.code(status).type("application/json; charset=utf-8").send({ error });
-
-/** The body as text of its declared kind, or why it is refused (400). */
-function readBody(kind: Delivery["kind"], body: Buffer): string | { refused: string } {
-  let text: string;
-  try {
-    text = utf8.decode(body);
-  } catch {
-    return { refused: "The body is not valid UTF-8 text." };
-  }
-  const problem = textProblem(text);
-  if (problem) return { refused: `The body ${problem}.` };
-  if (kind === "json")
-    try {
-      JSON.parse(text);
-    } catch {
-      return { refused: "The body is not valid JSON (send text/plain for anything else)." };
-    }
-  return text;
-}
-
-/** The sender's delivery id, else the body's sha256: the key that makes a redelivery find its run. */
-function deliveryKey(header: unknown, body: Buffer): string | { refused: string } {
-  if (header === undefined) return createHash("sha256").update(body).digest("hex");
-  if (typeof header !== "string" || !/^[A-Za-z0-9._:-]{1,200}$/.test(header))
-    return { refused: "X-Cadre-Delivery must be 1–200 letters, digits and . _ : -" };
-  return header;
-}
 
 export default async function webhookRoutes(app: FastifyInstance, opts: { scheme: "http" | "https" }) {
   app.decorateRequest("webhook", undefined);
@@ -106,16 +74,11 @@ export default async function webhookRoutes(app: FastifyInstance, opts: { scheme
       .toLowerCase() as keyof typeof TYPES;
     const kind = TYPES[type];
     if (!kind) return fail(reply, 415, "Send the body as application/json or text/plain.");
-    const verdict = verifySignature(openSecret(hook), req.headers["x-cadre-signature"], body);
-    if (verdict === "stale")
-      return fail(reply, 401, "The signature's timestamp is more than 5 minutes away from now.");
-    if (verdict !== "ok")
-      return fail(reply, 401, "The signature does not match (X-Cadre-Signature: t=…,v1=…).");
-    const text = readBody(kind, body);
-    if (typeof text !== "string") return fail(reply, 400, text.refused);
-    const key = deliveryKey(req.headers["x-cadre-delivery"], body);
-    if (typeof key !== "string") return fail(reply, 400, key.refused);
-    const out = await deliver(app.prisma, hook, { kind, text, bytes: body.length, key });
+    const checked = checkDelivery(hook, kind, req.headers, body);
+    if ("refused" in checked) return fail(reply, checked.refused.status, checked.refused.message);
+    // GitHub says hello when the webhook is added there: signed, answered, and nothing runs.
+    if (checked.ping) return reply.code(200).send({ ok: true, ping: "pong" });
+    const out = await deliver(app.prisma, hook, checked.delivery);
     if ("retryAfterSeconds" in out)
       throw new TooManyRequestsError(
         `More than ${hook.ratePerMinute} deliveries a minute to this webhook.`,

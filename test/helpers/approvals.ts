@@ -64,9 +64,20 @@ export function review(
   return md(app, w, who, "POST", `${at}/actions/${action}`, body);
 }
 
-/** A set_capabilities / set_approval_requirements body: every grantable action, true for `on`. */
-export const perAction = (on: readonly string[]) =>
-  Object.fromEntries(GRANTABLE.map((a) => [a, on.includes(a)])) as Record<string, boolean>;
+/**
+ * A set_capabilities body: the grantable actions in `on` allowed, those in `approval` allowed
+ * after review, the rest not; reviews as given (the defaults otherwise).
+ */
+export const permissions = (
+  on: readonly string[],
+  o: { approval?: readonly string[]; mode?: "continue" | "wait"; expiry?: number } = {},
+): Record<string, unknown> => ({
+  ...Object.fromEntries(
+    GRANTABLE.map((a) => [a, o.approval?.includes(a) ? "approval" : on.includes(a) ? "on" : "off"]),
+  ),
+  approval_mode: o.mode ?? "continue",
+  approval_expiry_hours: o.expiry ?? 24,
+});
 
 /** The agent's stored agent_config. */
 export async function configOf(agentId: string): Promise<Record<string, unknown>> {

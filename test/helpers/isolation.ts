@@ -12,6 +12,7 @@ import { hashPassword } from "../../src/services/passwords.ts";
 import { fields } from "../../src/services/registry/params.ts";
 import type { ActionDef, PageDef } from "../../src/services/registry/types.ts";
 import { act, type Browser, login, PASSWORD, type Person, testPrisma, type World } from "./app.ts";
+import { permissions } from "./approvals.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Seeding
@@ -243,9 +244,12 @@ export async function seedPending(
   studio: string,
   mark: string,
   labels: string[],
+  /** Where a label's action was asked from: the agent (by handle) and run, when not `handle`'s and none. */
+  from: (label: string) => { agent?: string; runId?: string } = () => ({}),
 ): Promise<Record<string, string>> {
   const db = testPrisma();
-  const agent = await must(db.user.findFirst({ where: { tenantId: w.tenant.id, handle } }), "subagent");
+  const agentOf = async (h: string) =>
+    (await must(db.user.findFirst({ where: { tenantId: w.tenant.id, handle: h } }), "subagent")).id;
   const out: Record<string, string> = {};
   for (const label of labels)
     out[label] = (
@@ -253,7 +257,8 @@ export async function seedPending(
         data: {
           id: newId(),
           tenantId: w.tenant.id,
-          agentId: agent.id,
+          agentId: await agentOf(from(label).agent ?? handle),
+          runId: from(label).runId ?? null,
           actionName: "create_note",
           params: { title: `Pending ${mark} ${label}`, text: `Pending text ${mark}` },
           pagePath: `/studios/${studio}`,
@@ -271,10 +276,13 @@ export async function seedPending(
 /** The owner's settings for the agent, through the registry: some capabilities, an approval list, a rule naming `mark`. */
 async function seedSettings(w: World, owner: Person, handle: string, mark: string) {
   const path = `/subagents/${handle}/settings`;
-  const some = (names: string[]) => Object.fromEntries(GRANTABLE.map((g) => [g, names.includes(g)]));
-  await act(w, owner, path, "set_capabilities", some(["create_note", "add_comment", "vote"]));
-  await act(w, owner, path, "set_approval_requirements", some(["create_note"]));
-  await act(w, owner, path, "set_approval_mode", { mode: "wait", expiry_hours: 48 });
+  await act(
+    w,
+    owner,
+    path,
+    "set_capabilities",
+    permissions(["add_comment", "vote"], { approval: ["create_note"], mode: "wait", expiry: 48 }),
+  );
   await act(w, owner, path, "add_rule", {
     name: `Rule ${mark}`,
     action: "add_comment",
@@ -283,9 +291,44 @@ async function seedSettings(w: World, owner: Person, handle: string, mark: strin
   });
 }
 
-async function seedReview(w: World, owner: Person, handle: string, studio: string, mark: string) {
-  await seedSettings(w, owner, handle, mark);
-  const { url, ...pendings } = await seedPending(w, handle, studio, mark, ["url", ...reviewKeys()]);
+/**
+ * Pending actions for every page that reviews them: the `:pending` page's own, and one per
+ * page and review action. A thread page reviews what the runs it woke asked for, a run page
+ * what its run asked for; /approvals and threads get the watcher's, an agent that no probe
+ * archives (archiving expires an agent's pending actions, and /approvals is probed after it).
+ */
+async function seedReview(
+  w: World,
+  owner: Person,
+  at: { handle: string; watcher: string; studio: string; run: string; threads: Record<string, string> },
+  mark: string,
+) {
+  await seedSettings(w, owner, at.handle, mark);
+  const db = testPrisma();
+  const watcher = await must(
+    db.user.findFirst({ where: { tenantId: w.tenant.id, handle: at.watcher } }),
+    "watcher",
+  );
+  const threadRun = async (threadId: string) =>
+    (
+      await db.subagentTaskRun.create({
+        data: {
+          ...{ id: newId(), tenantId: w.tenant.id, agentId: watcher.id, initiatedById: owner.id },
+          ...{ triggerKind: "mention", task: `Mentioned ${mark}`, maxSteps: 5, timeoutSeconds: 60 },
+          ...{ status: "completed", threadId },
+        },
+      })
+    ).id;
+  const from = async (label: string) => {
+    const pattern = label === "url" ? "/subagents/:handle/pending/:pending" : label.split(" ")[0]!;
+    if (pattern === "/subagents/:handle/runs/:run") return { runId: at.run };
+    const thread = Object.entries(at.threads).find(([kind]) => pattern.includes(`/${kind}s/:`));
+    if (thread) return { agent: at.watcher, runId: await threadRun(thread[1]) };
+    return pattern.startsWith("/subagents/:handle") ? {} : { agent: at.watcher };
+  };
+  const keys = ["url", ...reviewKeys()];
+  const origins = new Map(await Promise.all(keys.map(async (k) => [k, await from(k)] as const)));
+  const { url, ...pendings } = await seedPending(w, at.handle, at.studio, mark, keys, (k) => origins.get(k)!);
   return { pending: url!, pendings };
 }
 
@@ -517,8 +560,31 @@ export async function seedVictim(w: World): Promise<Victim> {
   await act(w, zed, `/subagents/zagent-${rand}/schedules`, "pause_schedule", {
     schedule: onlyAgent.schedule,
   });
-  const sharedReview = await seedReview(w, w.alice, "scout", "general", mark);
-  const onlyReview = await seedReview(w, zed, `zagent-${rand}`, vault, mark);
+  const threads = (x: typeof shared) => ({ note: x.note, decision: x.decision, commitment: x.commitment });
+  const sharedReview = await seedReview(
+    w,
+    w.alice,
+    {
+      handle: "scout",
+      watcher: sharedWatcher,
+      studio: "general",
+      run: sharedAgent.run,
+      threads: threads(shared),
+    },
+    mark,
+  );
+  const onlyReview = await seedReview(
+    w,
+    zed,
+    {
+      handle: `zagent-${rand}`,
+      watcher: onlyWatcher,
+      studio: vault,
+      run: onlyAgent.run,
+      threads: threads(only),
+    },
+    mark,
+  );
   // Zed is a workspace admin (whole-workspace /usage, the price list's actions); alice is not.
   await db.user.update({ where: { id: zed.id }, data: { tenantAdmin: true } });
   const model = `m-${mark}`;
@@ -767,7 +833,7 @@ export function existsInB(pattern: string, seed: Seed, b: InB): boolean {
 }
 
 interface Probe {
-  value: string | number | boolean;
+  value: string | number | boolean | Record<string, string>;
   /** The value names one of A's objects: B must never get a success with it. */
   aRef?: boolean;
 }
@@ -840,11 +906,12 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "dismiss.id": (s) => ({ value: s.notification, aRef: true }),
   "approve_action.id": (s, page) => ({ value: pendingFor(s, page, "approve_action"), aRef: true }),
   "reject_action.id": (s, page) => ({ value: pendingFor(s, page, "reject_action"), aRef: true }),
+  // The queued action's params, a field each (a form sends them as params.title, params.text).
   "approve_action.params": () => ({
-    value: JSON.stringify({ title: `${PROBE} approved`, text: `${PROBE} approved text` }),
+    value: { title: `${PROBE} approved`, text: `${PROBE} approved text` },
   }),
-  "set_approval_mode.mode": () => ({ value: "continue" }),
-  "set_approval_mode.expiry_hours": () => ({ value: 24 }),
+  "set_capabilities.approval_mode": () => ({ value: "continue" }),
+  "set_capabilities.approval_expiry_hours": () => ({ value: 24 }),
   // add_rule then remove_rule on the same page: the rule the probe adds is the one it removes.
   "add_rule.name": () => ({ value: `${PROBE} rule` }),
   "add_rule.action": () => ({ value: "search" }),
@@ -861,15 +928,10 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   cron: () => ({ value: "0 9 * * *" }),
   time_zone: () => ({ value: "Europe/Paris" }),
   schedule: (s) => ({ value: s.schedule ?? NO_KEY, aRef: true }),
-  // One boolean per grantable action: grant them all, ask approval for none.
-  ...Object.fromEntries(
-    GRANTABLE.flatMap((g) => [
-      [`set_capabilities.${g}`, () => ({ value: true })],
-      [`set_approval_requirements.${g}`, () => ({ value: false })],
-      // Keeping an action for people would change what the other probes' agents may do.
-      [`set_human_only.${g}`, () => ({ value: false })],
-    ]),
-  ),
+  // One level per grantable action: grant them all, ask approval for none.
+  ...Object.fromEntries(GRANTABLE.map((g) => [`set_capabilities.${g}`, () => ({ value: "on" })])),
+  // Keeping an action for people would change what the other probes' agents may do.
+  ...Object.fromEntries(GRANTABLE.map((g) => [`set_human_only.${g}`, () => ({ value: false })])),
   "revoke_api_token.id": (s) => ({ value: s.token.id, aRef: true }),
   // Provider keys: a new one points at a closed local port, like the seeded ones.
   "add_api_key.label": () => ({ value: `${PROBE} key` }),
@@ -886,6 +948,8 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   // Webhooks: the seed's own, through rotate, disable, enable and (last on the page) delete.
   instruction: () => ({ value: `${PROBE} instruction` }),
   webhook_id: (s) => ({ value: s.webhook ?? NO_HOOK, aRef: true }),
+  signature: () => ({ value: "cadre" }),
+  old_secret: () => ({ value: "grace" }),
   "set_cost_limit.monthly_limit_usd": () => ({ value: 50 }),
   "set_cost_limit.alert_thresholds_usd": () => ({ value: "1, 5" }),
   // set_model_price then remove_model_price on the same page: the price the probe sets is the one it removes.
@@ -907,7 +971,7 @@ function pendingFor(s: Seed, page: PageDef, action: string): string {
 }
 
 export interface Body {
-  json: Record<string, string | number | boolean>;
+  json: Record<string, string | number | boolean | Record<string, string>>;
   form: Record<string, string>;
   aRef: boolean;
 }
@@ -923,7 +987,9 @@ export function probeBody(action: ActionDef, page: PageDef, seed: Seed, v: Pick<
       );
     const p = make(seed, page, v);
     body.json[f.name] = p.value;
-    body.form[f.name] = String(p.value);
+    if (typeof p.value === "object")
+      for (const [k, v] of Object.entries(p.value)) body.form[`${f.name}.${k}`] = v;
+    else body.form[f.name] = String(p.value);
     body.aRef ||= Boolean(p.aRef);
   }
   return body;

@@ -1,7 +1,7 @@
 // Webhooks in tests: one created through the registry over HTTP (its secret read from the
 // one answer that shows it), and deliveries signed the way another system would sign them.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
-import { sign } from "../../src/services/agents/automations/webhooks.ts";
+import { sign, signGithub } from "../../src/services/agents/automations/webhook-signatures.ts";
 import { md, type Person, type World } from "./app.ts";
 
 export interface Hook {
@@ -25,7 +25,7 @@ export async function createHook(
   w: World,
   who: Person,
   handle: string,
-  params: { name: string; instruction?: string } = { name: "CI" },
+  params: { name: string; instruction?: string; signature?: "cadre" | "github" } = { name: "CI" },
 ): Promise<Hook> {
   const res = await md(app, w, who, "POST", `/subagents/${handle}/webhooks/actions/create_webhook`, params);
   if (res.statusCode !== 201) throw new Error(`create_webhook: ${res.statusCode} ${res.body.slice(0, 300)}`);
@@ -41,23 +41,33 @@ export interface Send {
   delivery?: string;
   contentType?: string;
   host?: string;
-  /** Sent instead of a computed signature. */
-  signature?: string;
+  /** Sent instead of a computed signature; null sends none. */
+  signature?: string | null;
+  /** Signed GitHub's way (X-Hub-Signature-256, X-GitHub-Delivery) instead of Cadre's. */
+  github?: boolean;
+  /** More headers (X-GitHub-Event). */
+  headers?: Record<string, string>;
 }
 
-/** POSTs `body` to /hooks/:id, signed with `secret` as the README tells senders to. */
+/** POSTs `body` to /hooks/:id, signed with `secret` as the README tells senders to (Cadre's way, or GitHub's). */
 export function send(app: FastifyInstance, w: World, id: string, body: string | Buffer, o: Send = {}) {
   const at = o.at ?? Math.floor(Date.now() / 1000);
   const raw = Buffer.isBuffer(body) ? body : Buffer.from(body);
-  const signature = o.signature ?? `t=${at},v1=${sign(o.secret ?? "whsec_nobody", at, raw)}`;
+  const secret = o.secret ?? "whsec_nobody";
+  const computed = o.github ? signGithub(secret, raw) : `t=${at},v1=${sign(secret, at, raw)}`;
+  const signature = o.signature === undefined ? computed : o.signature;
+  const [sigHeader, deliveryHeader] = o.github
+    ? ["x-hub-signature-256", "x-github-delivery"]
+    : ["x-cadre-signature", "x-cadre-delivery"];
   return app.inject({
     method: "POST",
     url: `/hooks/${id}`,
     headers: {
       host: o.host ?? w.host,
       "content-type": o.contentType ?? "application/json",
-      "x-cadre-signature": signature,
-      ...(o.delivery && { "x-cadre-delivery": o.delivery }),
+      ...(signature !== null && { [sigHeader]: signature }),
+      ...(o.delivery && { [deliveryHeader]: o.delivery }),
+      ...o.headers,
     },
     payload: raw,
   });

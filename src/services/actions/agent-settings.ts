@@ -1,16 +1,16 @@
-// The owner's controls over what an agent may do: granted capabilities, which of them
-// need approval, ordered policy rules, and whether runs wait for reviews.
+// The owner's controls over what an agent may do: one form for what it may use, which of
+// those wait for approval and how reviews work; ordered policy rules beside it.
 import { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
-import { agree, plural } from "../../lib/plural.ts";
 import { compilePattern, MAX_RULES_SIZE, patternSize } from "../../lib/rule-pattern.ts";
 import { requireScope } from "../access.ts";
-import { agentConfig, type Rule, tenantSettings } from "../agents/core/settings.ts";
+import { type AgentConfig, agentConfig, type Rule, tenantSettings } from "../agents/core/settings.ts";
 import {
   ALWAYS_ALLOWED,
   GRANTABLE,
   GRANTABLE_GROUPS,
+  type Grantable,
   HUMAN_ONLY_WHY,
 } from "../agents/policy/capabilities.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
@@ -19,15 +19,62 @@ import { text } from "../validation.ts";
 
 const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");
 
-/** One checkbox per grantable action, grouped, labelled in words, its name as the hint. */
-export const perAction = () =>
-  z.object(
-    Object.fromEntries(
+/** How far an agent may go with one grantable action: one choice, so granting and reviewing cannot disagree. */
+export const LEVELS = ["off", "on", "approval"] as const;
+export type Level = (typeof LEVELS)[number];
+const LEVEL_LABELS: Record<Level, string> = {
+  off: "Not allowed",
+  on: "Allowed",
+  approval: "Allowed, after your approval",
+};
+
+/** An action's level as stored: granted (absent: every action) and on the approval list. */
+export function levelOf(cfg: AgentConfig, action: string): Level {
+  if (cfg.capabilities && !cfg.capabilities.includes(action)) return "off";
+  return cfg.requires_approval.includes(action) ? "approval" : "on";
+}
+
+/**
+ * Everything the owner decides about what the agent may do, as one form with one Save: a
+ * level per grantable action, grouped, labelled in words (its name the hint), then how
+ * reviews work. Separate forms each saved only their own part and dropped the other
+ * sections' unsaved choices (issue 30).
+ */
+const permissionsSchema = () =>
+  z.object({
+    ...(Object.fromEntries(
       GRANTABLE_GROUPS.flatMap((g) =>
-        g.actions.map(([a, label]) => [a, z.boolean().meta({ label, description: a, group: g.group })]),
+        g.actions.map(([a, label]) => [
+          a,
+          z.enum(LEVELS).meta({ label, description: a, group: g.group, optionLabels: LEVEL_LABELS }),
+        ]),
       ),
-    ) as Record<string, z.ZodBoolean>,
-  );
+    ) as Record<Grantable, z.ZodEnum<{ off: "off"; on: "on"; approval: "approval" }>>),
+    approval_mode: z
+      .enum(["continue", "wait"])
+      .meta({
+        label: "While an action waits for review",
+        group: "Reviews",
+        optionLabels: { continue: "the run carries on", wait: "the run waits for your decision" },
+      })
+      .describe("continue: the run goes on; wait: it pauses until you decide"),
+    approval_expiry_hours: z
+      .number()
+      .int("a whole number")
+      .min(1, "at least 1")
+      .max(720, "at most 720")
+      .meta({ label: "Unreviewed actions expire after (hours)", group: "Reviews" })
+      .describe("1 to 720"),
+  });
+
+/** The form's starting values: what the agent may do now. */
+export function permissionsOf(cfg: AgentConfig): Record<string, unknown> {
+  return {
+    ...Object.fromEntries(GRANTABLE.map((a) => [a, levelOf(cfg, a)])),
+    approval_mode: cfg.approval_mode,
+    approval_expiry_hours: cfg.approval_expiry_hours,
+  };
+}
 
 export async function saveConfig(
   ctx: ActionCtx,
@@ -46,71 +93,31 @@ export async function saveConfig(
 
 export const setCapabilities = defineAction({
   name: "set_capabilities",
-  description: "Choose which content actions it may use",
-  params: perAction(),
+  description: "Choose what it may do, what waits for your approval, and how reviews work",
+  params: permissionsSchema(),
   writes: true,
   audience: toAgentManagers("setting"),
   available: peopleOnly,
+  current: (scope) => permissionsOf(agentConfig(requireScope(scope.agent, "agent"))),
   async execute(ctx, p, scope) {
-    const granted = GRANTABLE.filter((a) => (p as Record<string, boolean>)[a]);
+    const granted = GRANTABLE.filter((a) => p[a] !== "off");
+    const reviewed = GRANTABLE.filter((a) => p[a] === "approval");
+    // The workspace keeps these for people: no owner may grant them (settings/agents).
     const humanOnly = tenantSettings(ctx.tenant).human_only;
     const refused = granted.filter((a) => humanOnly.includes(a));
     if (refused.length)
       throw new ValidationError(refused.map((field) => ({ field, message: HUMAN_ONLY_WHY })));
     const location = await saveConfig(ctx, scope, (cfg) => {
       cfg.capabilities = granted;
+      cfg.requires_approval = reviewed;
+      cfg.approval_mode = p.approval_mode;
+      cfg.approval_expiry_hours = p.approval_expiry_hours;
     });
     return {
       status: 200,
       location,
-      notice: `It may now use ${granted.length} of ${GRANTABLE.length} content actions`,
+      notice: `Saved: it may use ${granted.length} of ${GRANTABLE.length} content actions, ${reviewed.length} of them after your approval`,
     };
-  },
-});
-
-export const setApprovalRequirements = defineAction({
-  name: "set_approval_requirements",
-  description: "Choose which actions wait for your approval",
-  params: perAction(),
-  writes: true,
-  audience: toAgentManagers("setting"),
-  available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const chosen = GRANTABLE.filter((a) => (p as Record<string, boolean>)[a]);
-    const location = await saveConfig(ctx, scope, (cfg) => {
-      cfg.requires_approval = chosen;
-    });
-    return {
-      status: 200,
-      location,
-      notice: `${plural(chosen.length, "action")} now ${agree(chosen.length, "needs", "need")} your approval`,
-    };
-  },
-});
-
-export const setApprovalMode = defineAction({
-  name: "set_approval_mode",
-  description: "Should a run wait for your review, and how long do reviews stay open",
-  params: z.object({
-    mode: z
-      .enum(["continue", "wait"])
-      .describe("continue: the run goes on; wait: it pauses until you decide"),
-    expiry_hours: z
-      .number()
-      .int("a whole number")
-      .min(1, "at least 1")
-      .max(720, "at most 720")
-      .describe("unreviewed actions expire after this"),
-  }),
-  writes: true,
-  audience: toAgentManagers("setting"),
-  available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const location = await saveConfig(ctx, scope, (cfg) => {
-      cfg.approval_mode = p.mode;
-      cfg.approval_expiry_hours = p.expiry_hours;
-    });
-    return { status: 200, location, notice: "Approval settings saved" };
   },
 });
 

@@ -2,16 +2,25 @@ import { z } from "zod";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { pendingPath } from "../agents/core/notify.ts";
 import { managedBySql } from "../agents/core/ownership.ts";
-import { expirePending, resumeWaitingRun } from "../agents/policy/approvals.ts";
+import { AGENT_ARCHIVED, expirePending, resumeWaitingRun } from "../agents/policy/approvals.ts";
 import { emit } from "../events.ts";
 import { when } from "../pages/format.ts";
+import { describePending } from "../pages/pending-format.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
 import { parseParams } from "../registry/params.ts";
-import { type ActionCtx, defineAction } from "../registry/types.ts";
+import { type ActionCtx, type ActionDef, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";
 
-const ownerOnly = (ctx: { actor: { kind: string } }) =>
-  ctx.actor.kind === "person" ? null : "only people review agents' actions";
+/**
+ * People review; on a page that knows what waits there for this person (a thread, a run),
+ * only when something does, so a page does not offer a review with nothing to review.
+ */
+const reviewer = (ctx: Ctx, scope: Scope) =>
+  ctx.actor.kind !== "person"
+    ? "only people review agents' actions"
+    : scope.reviewable && !scope.reviewable.length
+      ? "nothing here waits for your review"
+      : null;
 
 /**
  * The pending action, locked, if it belongs to an agent the actor manages (otherwise the
@@ -31,7 +40,8 @@ async function lockOwned(ctx: ActionCtx, id: string, now: Date) {
   const expired = `#${id} expired at ${when(p.expiresAt)}: it will not run`;
   if (rows[0]!.overdue && (await expirePending(ctx.tx, p)))
     throw new ConflictError(expired, { commits: true });
-  if (p.status === "expired") throw new ConflictError(expired);
+  if (p.status === "expired")
+    throw new ConflictError(p.error === AGENT_ARCHIVED ? `#${id} expired: ${AGENT_ARCHIVED}` : expired);
   if (p.status !== "pending") throw new ConflictError(`#${id} is already ${p.status}`);
   return p;
 }
@@ -58,51 +68,54 @@ function canonical(v: unknown): string {
   );
 }
 
+/** The params as the action reads them, or null when they no longer parse (the action changed since). */
+function parsed(action: ActionDef, params: Record<string, unknown>, form: boolean) {
+  try {
+    return parseParams(action.params, params, { form });
+  } catch {
+    return null;
+  }
+}
+
 export const approveAction = defineAction({
   name: "approve_action",
   description: "Approve a queued action (optionally with edited params): it executes once, as the agent",
   params: z.object({
     id: idSchema.meta({ description: "the pending action's id", pickedBeside: true }),
     params: z
-      .string()
-      .max(20_000)
+      .record(z.string(), z.unknown())
       .meta({
-        multiline: true,
         label: "Params it will run with",
         description:
-          "JSON; change them to approve an edited action, or leave them (or empty) to approve as asked",
+          "the action's params, changed where you want them changed; leave it out to approve as asked",
       })
       .optional(),
   }),
   writes: true,
   audience: toAgentManagers("review"),
-  available: ownerOnly,
+  available: reviewer,
+  staysOnPage: true,
   async execute(ctx, p) {
     const now = new Date();
     const pending = await lockOwned(ctx, p.id, now);
     let edited: Record<string, unknown> | undefined;
-    if (p.params?.trim()) {
-      try {
-        edited = JSON.parse(p.params) as Record<string, unknown>;
-      } catch {
-        throw new ValidationError([{ field: "params", message: "not valid JSON" }]);
-      }
-      if (!edited || typeof edited !== "object" || Array.isArray(edited))
-        throw new ValidationError([{ field: "params", message: "must be a JSON object" }]);
+    if (p.params) {
       const action = ctx.actionDefs.get(pending.actionName);
       if (!action) throw new ConflictError(`The action \`${pending.actionName}\` no longer exists`);
       try {
-        parseParams(action.params, edited, { form: false });
+        // A form sends each param as text, as it would to the action itself.
+        edited = parseParams(action.params, p.params, { form: ctx.form });
       } catch (err) {
         if (err instanceof ValidationError)
           throw new ValidationError(
-            err.issues.map((i) => ({ field: `params.${i.field}`, message: i.message })),
+            err.issues.map((i) => ({ field: `params.${i.field}`, message: i.message, label: i.label })),
           );
         throw err;
       }
+      // The review form starts filled with the params as asked: sent back unchanged, they are not an edit.
+      const asked = parsed(action, pending.params as Record<string, unknown>, false);
+      if (asked && canonical(edited) === canonical(asked)) edited = undefined;
     }
-    // The review form starts filled with the params as asked: sent back unchanged, they are not an edit.
-    if (edited && canonical(edited) === canonical(pending.params)) edited = undefined;
     await ctx.tx.agentPendingAction.update({
       where: { id: pending.id },
       data: {
@@ -131,11 +144,13 @@ export const rejectAction = defineAction({
   description: "Reject a queued action, saying why: it never executes",
   params: z.object({
     id: idSchema.meta({ description: "the pending action's id", pickedBeside: true }),
-    reason: text(2000).describe("the agent reads this"),
+    reason: text(2000).meta({ label: "Why (the agent reads this)", multiline: true }),
   }),
   writes: true,
   audience: toAgentManagers("review"),
-  available: ownerOnly,
+  available: reviewer,
+  staysOnPage: true,
+  confirmText: (ctx, params) => describePending(ctx, String(params.id ?? "")),
   async execute(ctx, p) {
     const now = new Date();
     const pending = await lockOwned(ctx, p.id, now);

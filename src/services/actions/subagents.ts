@@ -5,6 +5,7 @@ import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import { agentConfig, MAX_STEPS_LIMIT } from "../agents/core/settings.ts";
+import { expireAgentPending } from "../agents/policy/approvals.ts";
 import { emit } from "../events.ts";
 import { toAgentManagers, toSelf } from "../registry/audiences.ts";
 import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
@@ -198,7 +199,7 @@ function archiveAction(archive: boolean) {
   return defineAction({
     name: archive ? "archive_subagent" : "unarchive_subagent",
     destructive: archive
-      ? "It stops answering mentions, subscriptions, schedules and webhooks, and its queued runs are cancelled."
+      ? "It stops answering mentions, subscriptions, schedules and webhooks, its queued runs are cancelled, and the actions waiting for your approval expire."
       : undefined,
     description: archive ? "Archive it: no more triggers or runs" : "Bring it back from the archive",
     params: z.object({}),
@@ -213,12 +214,14 @@ function archiveAction(archive: boolean) {
         where: { id: agent.id },
         data: { archivedAt: archive ? new Date() : null },
       });
-      if (archive)
+      if (archive) {
         // Queued work would otherwise run after the owner said stop.
         await ctx.tx.subagentTaskRun.updateMany({
           where: { agentId: agent.id, status: { in: ["queued", "waiting"] } },
           data: { status: "cancelled", stopReason: "archived", completedAt: new Date() },
         });
+        await expireAgentPending(ctx.tx, agent);
+      }
       return {
         status: 200,
         location: `/subagents/${agent.handle}`,

@@ -1,11 +1,22 @@
 // The workspace's own rules for agents, set by its admins (/settings/agents).
+
+import { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { ForbiddenError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
-import { GRANTABLE } from "../agents/policy/capabilities.ts";
+import { GRANTABLE, GRANTABLE_GROUPS } from "../agents/policy/capabilities.ts";
 import { toWorkspace } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction } from "../registry/types.ts";
-import { perAction } from "./agent-settings.ts";
+
+/** One checkbox per grantable action, grouped, labelled in words, its name as the hint. */
+const perAction = () =>
+  z.object(
+    Object.fromEntries(
+      GRANTABLE_GROUPS.flatMap((g) =>
+        g.actions.map(([a, label]) => [a, z.boolean().meta({ label, description: a, group: g.group })]),
+      ),
+    ) as Record<string, z.ZodBoolean>,
+  );
 
 export const workspaceAdminsOnly = (ctx: Ctx) =>
   ctx.actor.tenantAdmin ? null : "only workspace admins change the workspace's agent settings";

@@ -1,14 +1,7 @@
 // Every page and action of the workspace, in one list: the registry is built from it.
 
 import { setMemberRuns, transferSubagent } from "../actions/agent-ownership.ts";
-import {
-  addRule,
-  removeRule,
-  setApprovalMode,
-  setApprovalRequirements,
-  setCapabilities,
-  tryRule,
-} from "../actions/agent-settings.ts";
+import { addRule, removeRule, setCapabilities, tryRule } from "../actions/agent-settings.ts";
 import { approveAction, rejectAction } from "../actions/approvals.ts";
 import { addComment } from "../actions/comments.ts";
 import { createCommitment, joinCommitment } from "../actions/commitments.ts";
@@ -64,12 +57,14 @@ import {
   subscribe,
   unsubscribe,
 } from "../actions/subscriptions.ts";
+import { sendTestDelivery } from "../actions/webhook-test.ts";
 import {
   createWebhook,
   deleteWebhook,
   disableWebhook,
   enableWebhook,
   rotateWebhookSecret,
+  setWebhookSignature,
 } from "../actions/webhooks.ts";
 import { setHumanOnly } from "../actions/workspace-agents.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
@@ -180,8 +175,6 @@ export const actions = [
   retryRun,
   answerQuestion,
   setCapabilities,
-  setApprovalRequirements,
-  setApprovalMode,
   addRule,
   tryRule,
   removeRule,
@@ -201,6 +194,8 @@ export const actions = [
   removeModelPrice,
   createWebhook,
   rotateWebhookSecret,
+  setWebhookSignature,
+  sendTestDelivery,
   disableWebhook,
   enableWebhook,
   deleteWebhook,

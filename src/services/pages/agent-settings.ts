@@ -1,5 +1,5 @@
 import { plural } from "../../lib/plural.ts";
-import { parsePatterns } from "../actions/agent-settings.ts";
+import { parsePatterns, permissionsOf } from "../actions/agent-settings.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
 import { type AgentConfig, agentConfig, tenantSettings } from "../agents/core/settings.ts";
 import { backtest, backtestSummary } from "../agents/policy/backtest.ts";
@@ -59,21 +59,13 @@ function capabilitiesBlock(
 
 export const agentSettingsPage: PageDef = {
   pattern: "/subagents/:handle/settings",
-  actions: [
-    "set_capabilities",
-    "set_approval_requirements",
-    "set_approval_mode",
-    "try_rule",
-    "add_rule",
-    "remove_rule",
-  ],
+  actions: ["set_capabilities", "try_rule", "add_rule", "remove_rule"],
   resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
   async render(ctx, scope, query) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
     const humanOnly = tenantSettings(ctx.tenant).human_only;
     const granted = cfg.capabilities.filter((c) => !humanOnly.includes(c));
-    const grantedSet = new Set(granted);
     const rules = cfg.rules.length
       ? [
           "| # | rule | action | params must match | decision |",
@@ -94,34 +86,18 @@ export const agentSettingsPage: PageDef = {
       blocks: [
         capabilitiesBlock(granted, cfg.requires_approval, humanOnly),
         {
+          md: `## Approvals\n\nActions allowed after your approval wait for your review at ${`[/subagents/${a.handle}/pending](/subagents/${a.handle}/pending)`}. Runs **${cfg.approval_mode === "wait" ? "wait for" : "carry on without"}** the outcome; unreviewed actions expire after ${cfg.approval_expiry_hours} h.`,
+        },
+        // One form, one Save: what it may use, what waits for you and how reviews work are one decision.
+        {
           form: {
             action: "set_capabilities",
             fixed: {},
-            label: "Save capabilities",
+            label: "Save what it may do",
             style: "block",
-            values: Object.fromEntries(GRANTABLE.map((g) => [g, grantedSet.has(g)])),
+            // Human-only actions show as not allowed, greyed out, saying why.
+            values: { ...permissionsOf(cfg), ...Object.fromEntries(humanOnly.map((h) => [h, "off"])) },
             disabled: Object.fromEntries(humanOnly.map((h) => [h, `Greyed out: ${HUMAN_ONLY_WHY}.`])),
-          },
-        },
-        {
-          md: `## Approvals\n\nTicked actions wait for your review at ${`[/subagents/${a.handle}/pending](/subagents/${a.handle}/pending)`}. Runs **${cfg.approval_mode === "wait" ? "wait for" : "carry on without"}** the outcome; unreviewed actions expire after ${cfg.approval_expiry_hours} h.`,
-        },
-        {
-          form: {
-            action: "set_approval_requirements",
-            fixed: {},
-            label: "Save approval list",
-            style: "block",
-            values: Object.fromEntries(GRANTABLE.map((g) => [g, cfg.requires_approval.includes(g)])),
-          },
-        },
-        {
-          form: {
-            action: "set_approval_mode",
-            fixed: {},
-            label: "Save",
-            style: "block",
-            values: { mode: cfg.approval_mode, expiry_hours: cfg.approval_expiry_hours },
           },
         },
         {

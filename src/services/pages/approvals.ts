@@ -1,11 +1,13 @@
+import type { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadAgent, managedBy } from "../agents/core/ownership.ts";
 import { awaitingReview } from "../agents/policy/approvals.ts";
 import { changesFeed } from "../live/feed.ts";
-import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef } from "../registry/types.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
+import type { Block, PageCtx, PageDef } from "../registry/types.ts";
 import { agentCrumbs, home, pager, paging, when } from "./format.ts";
+import { doing, editedMarkdown, pageLink, pageTitles, paramsMarkdown } from "./pending-format.ts";
 
 type Pending = Prisma.AgentPendingActionGetPayload<{ include: { agent: true; run: true; reviewedBy: true } }>;
 const include = { agent: true, run: true, reviewedBy: true } as const;
@@ -13,22 +15,28 @@ const include = { agent: true, run: true, reviewedBy: true } as const;
 /** Past its expiry an action is expired, whether or not the sweep has marked it so yet. */
 const statusOf = (p: Pending) => (p.status === "pending" && p.expiresAt <= new Date() ? "expired" : p.status);
 
-/** Everything a reviewer needs in one place: who, why, where, what exactly, until when. */
 function reasonOf(rule: string): string {
   if (rule === "requires_approval") return "the approval list";
   if (rule === "disclosure") return "what it would disclose";
   return `rule “${mdEscape(rule)}”`;
 }
 
-export function pendingBlocks(p: Pending, detailed: boolean): Block[] {
+/** Everything a reviewer needs in one place: who, why, where (by its title), what exactly (by label), until when. */
+export function pendingBlocks(
+  ctx: PageCtx,
+  p: Pending,
+  detailed: boolean,
+  titles: Map<string, string>,
+): Block[] {
   const base = `/subagents/${p.agent.handle}`;
   const status = statusOf(p);
-  const params = JSON.stringify(p.editedParams ?? p.params, null, 2);
+  const def = ctx.actionDefs.get(p.actionName);
+  const params = (p.editedParams ?? p.params) as Record<string, unknown>;
   const head = [
-    `### #${p.id} · \`${p.actionName}\` by ${link(p.agent.name, base)} · **${status}**`,
+    `### #${p.id} · ${doing(p.actionName)} by ${link(p.agent.name, base)} · **${status}**`,
     "",
     [
-      `on ${link(p.pagePath, p.pagePath)}`,
+      `on ${pageLink(titles, p.pagePath)}`,
       p.run ? `run ${link(p.run.id, `${base}/runs/${p.run.id}`)} (${p.run.triggerKind})` : "outside a run",
       `asked ${when(p.createdAt)}`,
       status === "pending"
@@ -41,16 +49,16 @@ export function pendingBlocks(p: Pending, detailed: boolean): Block[] {
       .filter(Boolean)
       .join(" · "),
   ].join("\n");
+  const review = detailed && status === "pending";
   const blocks: Block[] = [
     { md: head },
     // What approving would disclose, in words: the decision a reviewer is really making.
     ...(p.disclosure ? [{ md: `**${mdEscape(p.disclosure)}** Approve only if they may see it.` }] : []),
-    {
-      md: `${p.editedParams ? "Params (as you edited them):" : "Params:"}\n\n${fenced(params, "json")}`,
-      // In a browser the review form right below shows them, editable: not twice.
-      ...(detailed && status === "pending" && { html: "" }),
-    },
+    // In a browser the review form right below shows them, a field each, editable: not twice.
+    { md: paramsMarkdown(def, params), ...(review && def && { html: "" }) },
   ];
+  const edited = editedMarkdown(def, p, p.reviewedBy?.handle);
+  if (edited) blocks.push({ md: edited });
   if (p.reason) blocks.push({ md: `The agent's reason:\n\n${quote(p.reason)}` });
   if (detailed && p.contextSummary)
     blocks.push({ md: `What it was working on:\n\n${quote(p.contextSummary)}` });
@@ -60,31 +68,46 @@ export function pendingBlocks(p: Pending, detailed: boolean): Block[] {
     });
   if (p.status === "executed")
     blocks.push({
-      md: `Executed: ${mdEscape(p.result ?? "")}${p.resultPath ? ` → ${link(p.resultPath, p.resultPath)}` : ""}`,
+      md: `Executed: ${mdEscape(p.result ?? "")}${p.resultPath ? ` → ${pageLink(titles, p.resultPath)}` : ""}`,
     });
   if (p.status === "failed") blocks.push({ md: `Failed: ${mdEscape(p.error ?? "")}` });
   if (status === "pending") {
-    blocks.push({
-      form: {
-        action: "approve_action",
-        fixed: { id: p.id },
-        label: `Approve #${p.id}`,
-        fields: detailed ? ["params"] : [],
-        values: detailed ? { params } : undefined,
-        style: detailed ? "block" : "inline",
-      },
-    });
-    blocks.push({
-      form: { action: "reject_action", fixed: { id: p.id }, label: `Reject #${p.id}`, fields: ["reason"] },
-    });
+    blocks.push(...reviewForms(p.id, review && def ? { schema: def.params, params } : undefined));
     if (!detailed)
       blocks.push({ md: link("Review in detail, or edit the params first", `${base}/pending/${p.id}`) });
   }
   return blocks;
 }
 
+/**
+ * Approve and Reject beside a queued action: with its params a field each when `edit` is
+ * given (its own page), as two buttons otherwise. Reject asks for the reason when confirmed.
+ */
+export function reviewForms(
+  id: string,
+  edit?: { schema: z.ZodObject; params: Record<string, unknown> },
+  labels = { approve: `Approve #${id}`, reject: `Reject #${id}` },
+): Block[] {
+  return [
+    {
+      form: {
+        action: "approve_action",
+        fixed: { id },
+        label: labels.approve,
+        fields: edit ? ["params"] : [],
+        ...(edit && {
+          values: { params: edit.params },
+          nested: { params: edit.schema },
+          style: "block" as const,
+        }),
+      },
+    },
+    { form: { action: "reject_action", fixed: { id }, label: labels.reject, fields: [] } },
+  ];
+}
+
 async function listing(
-  ctx: Ctx,
+  ctx: PageCtx,
   where: Prisma.AgentPendingActionWhereInput,
   path: string,
   query: Record<string, string | undefined>,
@@ -108,14 +131,18 @@ async function listing(
     }),
     ctx.db.agentPendingAction.count({ where: open }),
   ]);
+  const titles = await pageTitles(
+    ctx,
+    [...pending, ...recent].flatMap((p) => [p.pagePath, p.resultPath ?? ""]),
+  );
   const blocks: Block[] = [
     { md: `## Waiting for your review (${total})${total ? "" : "\n\n_Nothing to review._"}` },
   ];
-  for (const p of pending) blocks.push(...pendingBlocks(p, false));
+  for (const p of pending) blocks.push(...pendingBlocks(ctx, p, false, titles));
   const more = pager(path, pg, total);
   if (more) blocks.push({ md: more });
   blocks.push({
-    md: `## Recently reviewed\n\n${recent.length ? recent.map((p) => `- ${link(`#${p.id}`, `/subagents/${p.agent.handle}/pending/${p.id}`)} \`${p.actionName}\` by @${p.agent.handle} — **${statusOf(p)}**${p.reviewNote ? `: ${mdEscape(p.reviewNote)}` : p.error ? `: ${mdEscape(p.error)}` : ""}`).join("\n") : "_None yet._"}`,
+    md: `## Recently reviewed\n\n${recent.length ? recent.map((p) => `- ${link(`#${p.id}`, `/subagents/${p.agent.handle}/pending/${p.id}`)} \`${p.actionName}\` by @${p.agent.handle} on ${pageLink(titles, p.pagePath)} — **${statusOf(p)}**${p.reviewedBy ? ` by @${p.reviewedBy.handle}` : ""}${p.reviewNote ? `: ${mdEscape(p.reviewNote)}` : p.error ? `: ${mdEscape(p.error)}` : ""}`).join("\n") : "_None yet._"}`,
   });
   return blocks;
 }
@@ -183,7 +210,7 @@ export const pendingPage: PageDef = {
         { label: "Pending", path: `/subagents/${a.handle}/pending` },
         { label: `#${p.id}` },
       ],
-      blocks: pendingBlocks(p, true),
+      blocks: pendingBlocks(ctx, p, true, await pageTitles(ctx, [p.pagePath, p.resultPath ?? ""])),
       // Approved, it runs in a moment (the approved-actions worker): the page shows the outcome live.
       live: p.status === "approved" ? { since: p.status } : undefined,
     };

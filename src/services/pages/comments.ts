@@ -5,6 +5,7 @@ import { escapeHtml, markdownToHtml } from "../registry/html.ts";
 import { link, quote } from "../registry/markdown.ts";
 import type { Block, Ctx, Query } from "../registry/types.ts";
 import { pager, paging, when, who } from "./format.ts";
+import { editedBeforeApproval, editedMark } from "./pending-format.ts";
 import { runPath } from "./run-steps.ts";
 
 export const COMMENTS_PER_PAGE = 20;
@@ -39,8 +40,17 @@ export async function commentsBlock(
   const children = new Map<string, typeof replies>();
   for (const r of replies) children.set(r.parentId!, [...(children.get(r.parentId!) ?? []), r]);
 
-  const agents = [...roots, ...replies].filter((c) => c.author.kind === "subagent").map((c) => c.authorId);
-  const managed = await managedAmong(ctx, agents);
+  const written = [...roots, ...replies].filter((c) => c.author.kind === "subagent");
+  const [managed, edited] = await Promise.all([
+    managedAmong(
+      ctx,
+      written.map((c) => c.authorId),
+    ),
+    editedBeforeApproval(
+      ctx,
+      written.filter((c) => c.runId).map((c) => c.id),
+    ),
+  ]);
   const blocks: Block[] = [
     { md: `## Comments (${total + replies.length})${roots.length ? "" : "\n\n_No comments yet._"}` },
   ];
@@ -51,7 +61,7 @@ export async function commentsBlock(
     const badge = c.author.kind === "subagent" ? aiBadge(c, managed.has(c.authorId)) : null;
     // Agents reply by the comment's id; people reply with the link under it, so their view leaves it out.
     const head = (l: string, id: string) =>
-      `${l}**${who(c.author)}**${badge ? ` · ${badge.md}` : ""} · ${when(c.createdAt)}${id}\n\n${quote(c.text)}`;
+      `${l}**${who(c.author)}**${badge ? ` · ${badge.md}` : ""} · ${when(c.createdAt)}${editedMark(edited.get(c.id))}${id}\n\n${quote(c.text)}`;
     const html = markdownToHtml(head("", ""));
     blocks.push({
       md: head(lead, ` · comment \`${c.id}\``),

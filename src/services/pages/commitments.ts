@@ -3,6 +3,7 @@ import { link, quote } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { watchBlocks } from "./subscriptions.ts";
+import { reviewableIn } from "./thread-reviews.ts";
 import { threadBlocks, threadFeed } from "./threads.ts";
 
 // A commitment can gather thousands; the first ones and the count say enough.
@@ -43,10 +44,12 @@ export const commitmentsPage: PageDef = {
 
 export const commitmentPage: PageDef = {
   pattern: "/studios/:studio/commitments/:commitment",
-  actions: ["join_commitment", "add_comment", "subscribe", "unsubscribe"],
+  actions: ["join_commitment", "add_comment", "subscribe", "unsubscribe", "approve_action", "reject_action"],
   async resolve(ctx, p) {
     const studio = await loadStudio(ctx, p.studio!);
-    return { studio, commitment: await loadCommitment(ctx, studio, p.commitment!) };
+    const commitment = await loadCommitment(ctx, studio, p.commitment!);
+    // Approve and Reject beside a reply waiting here, for whoever may review it (thread-reviews.ts).
+    return { studio, commitment, reviewable: await reviewableIn(ctx, commitment.id) };
   },
   async render(ctx, scope, query) {
     const s = scope.studio!;

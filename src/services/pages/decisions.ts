@@ -3,6 +3,7 @@ import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { watchBlocks } from "./subscriptions.ts";
+import { reviewableIn } from "./thread-reviews.ts";
 import { threadBlocks, threadFeed } from "./threads.ts";
 
 export const decisionsPage: PageDef = {
@@ -40,10 +41,20 @@ export const decisionsPage: PageDef = {
 
 export const decisionPage: PageDef = {
   pattern: "/studios/:studio/decisions/:decision",
-  actions: ["vote", "add_option", "add_comment", "subscribe", "unsubscribe"],
+  actions: [
+    "vote",
+    "add_option",
+    "add_comment",
+    "subscribe",
+    "unsubscribe",
+    "approve_action",
+    "reject_action",
+  ],
   async resolve(ctx, p) {
     const studio = await loadStudio(ctx, p.studio!);
-    return { studio, decision: await loadDecision(ctx, studio, p.decision!) };
+    const decision = await loadDecision(ctx, studio, p.decision!);
+    // Approve and Reject beside a reply waiting here, for whoever may review it (thread-reviews.ts).
+    return { studio, decision, reviewable: await reviewableIn(ctx, decision.id) };
   },
   async render(ctx, scope, query) {
     const s = scope.studio!;

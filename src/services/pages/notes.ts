@@ -2,8 +2,10 @@ import { loadNote, loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
+import { editedBeforeApproval, editedMark } from "./pending-format.ts";
 import { studioNotes } from "./studio-reads.ts";
 import { watchBlocks } from "./subscriptions.ts";
+import { reviewableIn } from "./thread-reviews.ts";
 import { threadBlocks, threadFeed } from "./threads.ts";
 
 export const notesPage: PageDef = {
@@ -47,16 +49,20 @@ export const notePage: PageDef = {
     "update_note",
     "subscribe",
     "unsubscribe",
+    "approve_action",
+    "reject_action",
   ],
   async resolve(ctx, p) {
     const studio = await loadStudio(ctx, p.studio!);
-    return { studio, note: await loadNote(ctx, studio, p.note!) };
+    const note = await loadNote(ctx, studio, p.note!);
+    // Approve and Reject beside a reply waiting here, for whoever may review it (thread-reviews.ts).
+    return { studio, note, reviewable: await reviewableIn(ctx, note.id) };
   },
   async render(ctx, scope, query) {
     const s = scope.studio!;
     const note = scope.note!;
     const path = `/studios/${s.handle}/notes/${note.id}`;
-    const [author, reads, mine, thread, watch] = await Promise.all([
+    const [author, reads, mine, thread, watch, edited] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: note.authorId } }),
       // Confirmed reads, named: an agent that opened the note without confirming is not among them.
       ctx.db.noteRead.findMany({
@@ -68,9 +74,10 @@ export const notePage: PageDef = {
       ctx.db.noteRead.findUnique({ where: { noteId_userId: { noteId: note.id, userId: ctx.actor.id } } }),
       threadBlocks(ctx, "note", note.id, path, query),
       watchBlocks(ctx, scope),
+      editedBeforeApproval(ctx, [note.id]),
     ]);
     const meta = [
-      `By ${who(author)} · ${when(note.createdAt)}`,
+      `By ${who(author)} · ${when(note.createdAt)}${editedMark(edited.get(note.id))}`,
       note.updatedAt.getTime() - note.createdAt.getTime() > 1000 ? `edited ${when(note.updatedAt)}` : null,
       note.pinnedAt ? "pinned" : null,
       `note \`${note.id}\``,

@@ -1,13 +1,16 @@
-import { RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
+import { type AgentPendingAction, RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { loadRun } from "../access.ts";
 import { loadAgent, mayManage, maySee, withOwnerStudio } from "../agents/core/ownership.ts";
+import { awaitingReview } from "../agents/policy/approvals.ts";
 import { retryKey } from "../agents/triggers/retry.ts";
 import { changesFeed, digestOf } from "../live/feed.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { AgentScope, Block, Ctx, PageDef, Query, Scope } from "../registry/types.ts";
+import { reviewForms } from "./approvals.ts";
 import { agentCrumbs, excerpt, type Paging, pager, paging, when } from "./format.ts";
+import { doing, pageLink, pageTitles, writeOf } from "./pending-format.ts";
 import { positionOf, runFeed } from "./run-live.ts";
 import { ENDED, progressHtml, progressLine, runState, stepsBlock } from "./run-steps.ts";
 
@@ -39,6 +42,56 @@ function errorHeading(r: Pick<SubagentTaskRun, "status" | "stopReason">): string
 }
 
 const STATUSES = Object.values(RunStatus);
+
+type Asked = Pick<
+  AgentPendingAction,
+  "id" | "actionName" | "pagePath" | "status" | "reviewNote" | "error" | "resultPath" | "expiresAt"
+> & { reviewedBy: { name: string } | null };
+
+/**
+ * Under the agent's own last words, what became of what it asked approval for: a run whose
+ * reply was rejected still said "Replied in the thread.", and only this says otherwise.
+ */
+function whatHappened(pending: Asked[], titles: Map<string, string>): string {
+  const notDone = pending.filter((p) => p.status !== "executed" && p.status !== "approved");
+  if (!notDone.length) return "";
+  const lines = notDone.map((p) => {
+    const where = titles.get(p.pagePath) ?? p.pagePath;
+    const what = `its ${writeOf(p.actionName)} (\`${p.actionName}\`, #${p.id}) on ${mdEscape(where)}`;
+    if (p.status === "rejected")
+      return `${what} was **not done**: rejected by ${mdEscape(p.reviewedBy?.name ?? "its owner")}${p.reviewNote ? ` (${mdEscape(p.reviewNote)})` : ""}`;
+    if (p.status === "pending" && p.expiresAt > new Date()) return `${what} is **waiting for approval**`;
+    if (p.status === "failed") return `${what} was **not done**: ${mdEscape(p.error ?? "it failed")}`;
+    return `${what} was **not done**: it expired unapproved`;
+  });
+  return `\n\n_Those are the agent's words. What happened:_ ${lines.join("; ")}.`;
+}
+
+/** The actions it asked approval for, each on its page by title; Approve and Reject beside those still open. */
+function askedBlocks(
+  handle: string,
+  r: SubagentTaskRun,
+  pending: Asked[],
+  titles: Map<string, string>,
+  reviewable: string[],
+): Block[] {
+  const line = (p: Asked) =>
+    `- ${link(`#${p.id}`, `/subagents/${handle}/pending/${p.id}`)} ${doing(p.actionName)} on ${pageLink(titles, p.pagePath)} — **${p.status}**${p.reviewedBy ? ` by ${mdEscape(p.reviewedBy.name)}` : ""}${p.reviewNote ? `: ${mdEscape(p.reviewNote)}` : p.error ? `: ${mdEscape(p.error)}` : ""}${p.resultPath ? ` → ${pageLink(titles, p.resultPath)}` : ""}`;
+  const waits = r.status === "waiting" && r.stopReason === "awaiting_approval";
+  const blocks: Block[] = [
+    {
+      md: `## Actions it asked you to approve (${pending.length})${waits ? "\n\nThe run waits for your review." : ""}`,
+    },
+  ];
+  for (const p of pending) {
+    blocks.push({ md: line(p) });
+    if (reviewable.includes(p.id))
+      blocks.push(
+        ...reviewForms(p.id, undefined, { approve: `Approve #${p.id}`, reject: `Reject #${p.id}` }),
+      );
+  }
+  return blocks;
+}
 
 /** `?status=failed`: one status, or every run when absent or unknown. */
 function statusFilter(query: Query): RunStatus | undefined {
@@ -148,7 +201,7 @@ async function refusedRunOf(ctx: Ctx, handle: string, id: string): Promise<Scope
 
 export const runPage: PageDef = {
   pattern: "/subagents/:handle/runs/:run",
-  actions: ["answer_question", "stop_run", "retry_run"],
+  actions: ["answer_question", "stop_run", "retry_run", "approve_action", "reject_action"],
   async resolve(ctx, p) {
     // Its managers see every run; a member who gave a studio's agent a task sees that run;
     // whoever's trigger was refused sees that refusal.
@@ -161,9 +214,18 @@ export const runPage: PageDef = {
       throw err;
     }
     const taskRun = await loadRun(ctx, agent.id, p.run!);
-    if (!mayManage(ctx.actor, agent) && taskRun.initiatedById !== ctx.actor.id)
-      throw new NotFoundError(`No run ${p.run}`);
-    return { agent, taskRun };
+    const manages = mayManage(ctx.actor, agent);
+    if (!manages && taskRun.initiatedById !== ctx.actor.id) throw new NotFoundError(`No run ${p.run}`);
+    // What its managers may approve or reject right here.
+    const reviewable = manages
+      ? (
+          await ctx.db.agentPendingAction.findMany({
+            where: { runId: taskRun.id, ...awaitingReview() },
+            select: { id: true },
+          })
+        ).map((x) => x.id)
+      : [];
+    return { agent, taskRun, reviewable };
   },
   async render(ctx, scope) {
     const a = scope.agent!;
@@ -172,7 +234,11 @@ export const runPage: PageDef = {
       ctx.db.subagentTaskRunStep.findMany({ where: { runId: r.id }, orderBy: { number: "asc" } }),
       ctx.db.subagentTaskRunResource.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
       r.initiatedById ? ctx.db.user.findUnique({ where: { id: r.initiatedById } }) : null,
-      ctx.db.agentPendingAction.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
+      ctx.db.agentPendingAction.findMany({
+        where: { runId: r.id },
+        orderBy: { createdAt: "asc" },
+        include: { reviewedBy: { select: { name: true } } },
+      }),
       r.viewerIds.length
         ? ctx.db.user.findMany({ where: { id: { in: r.viewerIds } }, select: { handle: true } })
         : [],
@@ -195,7 +261,12 @@ export const runPage: PageDef = {
       { md: facts.join(" · ") },
       { md: `## Task\n\n${quote(r.task)}` },
     ];
-    if (r.finalMessage) blocks.push({ md: `## Final message\n\n${quote(r.finalMessage)}` });
+    const titles = await pageTitles(
+      ctx,
+      pending.map((x) => x.pagePath),
+    );
+    if (r.finalMessage)
+      blocks.push({ md: `## Final message\n\n${quote(r.finalMessage)}${whatHappened(pending, titles)}` });
     if (r.status === "queued" && r.notBefore && r.notBefore > new Date())
       blocks.push({
         md: `## Waiting for its trigger rate\n\n${mdEscape(a.name)} starts at most the workspace's trigger rate of runs a minute from mentions, replies, comments and subscriptions; this one starts after ${when(r.notBefore)}, in the order its triggers came.`,
@@ -206,10 +277,7 @@ export const runPage: PageDef = {
       });
     if (r.status === "waiting" && r.stopReason === "asked_owner" && r.question)
       blocks.push({ md: `## Waiting for your answer\n\n${quote(r.question)}` });
-    if (pending.length)
-      blocks.push({
-        md: `## Actions it asked you to approve (${pending.length})\n\n${pending.map((p) => `- ${link(`#${p.id}`, `/subagents/${a.handle}/pending/${p.id}`)} \`${p.actionName}\` on ${link(p.pagePath, p.pagePath)} — **${p.status}**${p.reviewNote ? `: ${mdEscape(p.reviewNote)}` : p.error ? `: ${mdEscape(p.error)}` : ""}${p.resultPath ? ` → ${link(p.resultPath, p.resultPath)}` : ""}`).join("\n")}${r.status === "waiting" && r.stopReason === "awaiting_approval" ? "\n\nThe run waits for your review." : ""}`,
-      });
+    if (pending.length) blocks.push(...askedBlocks(a.handle, r, pending, titles, scope.reviewable ?? []));
     blocks.push({
       md: `## Resources it created or changed (${resources.length})\n\n${resources.length ? resources.map((x) => `- ${x.resourceType} \`${x.resourceId}\` — ${x.action} at step ${x.stepNumber} — ${link(x.path, x.path)}`).join("\n") : "_None._"}`,
     });

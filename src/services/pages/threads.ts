@@ -12,6 +12,7 @@ import { link } from "../registry/markdown.ts";
 import type { Block, Ctx, Query } from "../registry/types.ts";
 import { commentsBlock } from "./comments.ts";
 import { type RunState, runPath, runState } from "./run-steps.ts";
+import { reviewBlocks } from "./thread-reviews.ts";
 
 interface Working {
   run: string;
@@ -24,6 +25,8 @@ interface ThreadState {
   digest: string;
   comments: number;
   working: Working[];
+  /** Actions the runs woken here asked approval for and that did not happen (yet): waiting, refused, expired. */
+  unposted: number;
 }
 
 async function threadState(ctx: Ctx, type: SubjectType, id: string): Promise<ThreadState> {
@@ -31,6 +34,7 @@ async function threadState(ctx: Ctx, type: SubjectType, id: string): Promise<Thr
     comments: number;
     last: string | null;
     working: { run: string; agentId: string; handle: string; status: RunStatus; stopping: boolean }[];
+    unposted: { id: string; status: string }[];
   }>(
     ctx.db,
     Prisma.sql`
@@ -43,7 +47,11 @@ async function threadState(ctx: Ctx, type: SubjectType, id: string): Promise<Thr
           'status', r.status, 'stopping', r.stop_requested_at IS NOT NULL) ORDER BY r.created_at, r.id)
         FROM subagent_task_runs r JOIN users u ON u.id = r.agent_id
         WHERE r.thread_id = ${id} AND r.tenant_id = ${ctx.tenant.id}
-          AND r.status IN ('queued', 'running', 'waiting')), '[]') AS working`,
+          AND r.status IN ('queued', 'running', 'waiting')), '[]') AS working,
+      COALESCE((SELECT json_agg(json_build_object('id', p.id, 'status', p.status) ORDER BY p.id)
+        FROM subagent_task_runs r JOIN agent_pending_actions p ON p.run_id = r.id
+        WHERE r.thread_id = ${id} AND r.tenant_id = ${ctx.tenant.id}
+          AND p.status IN ('pending', 'rejected', 'expired', 'failed')), '[]') AS unposted`,
   );
   const working = (row?.working ?? []).map((w) => ({
     run: w.run,
@@ -52,10 +60,12 @@ async function threadState(ctx: Ctx, type: SubjectType, id: string): Promise<Thr
     state: runState({ status: w.status, stopRequestedAt: w.stopping ? new Date() : null }),
   }));
   const comments = row?.comments ?? 0;
+  const unposted = row?.unposted ?? [];
   return {
-    digest: digestOf([comments, row?.last ?? null, working.map((w) => [w.run, w.state])]),
+    digest: digestOf([comments, row?.last ?? null, working.map((w) => [w.run, w.state]), unposted]),
     comments,
     working,
+    unposted: unposted.length,
   };
 }
 
@@ -95,8 +105,11 @@ export async function threadBlocks(
     threadState(ctx, type, id),
     commentsBlock(ctx, type, id, path, query),
   ]);
-  const working = await workingBlock(ctx, state.working);
-  return { blocks: working ? [working, ...comments] : comments, since: state.digest };
+  const [working, reviews] = await Promise.all([
+    workingBlock(ctx, state.working),
+    state.unposted ? reviewBlocks(ctx, id) : [],
+  ]);
+  return { blocks: [...(working ? [working] : []), ...reviews, ...comments], since: state.digest };
 }
 
 // Where a thread stands is the same for everyone who may see it: the streams of one process

@@ -1,5 +1,7 @@
 import type { AgentWebhook, SubagentTaskRun } from "../../generated/prisma/client.ts";
-import { SIGNATURE_TOLERANCE_SECONDS, TASK_PAYLOAD_CHARS } from "../agents/automations/webhooks.ts";
+import { ROTATION_GRACE_HOURS } from "../actions/webhooks.ts";
+import { SCHEMES, SIGNATURE_TOLERANCE_SECONDS } from "../agents/automations/webhook-signatures.ts";
+import { TASK_PAYLOAD_CHARS } from "../agents/automations/webhooks.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
 import { code, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
@@ -8,13 +10,19 @@ import { runLine } from "./runs.ts";
 
 const RECENT_RUNS = 5;
 
+/** While a rotation's grace lasts, the old secret still signs: the owner sees until when. */
+const graceLine = (h: AgentWebhook) =>
+  h.previousSecretUntil && h.previousSecretUntil > new Date()
+    ? ` · the old secret is accepted until ${when(h.previousSecretUntil)}`
+    : "";
+
 /** One webhook: what it is, where it is called, what it started; its section's id is the webhook's, so `#<id>` lands on it. */
 function card(handle: string, origin: string, h: AgentWebhook, runs: SubagentTaskRun[]): Block {
   const md = [
     `### ${mdEscape(h.name)} · ${h.enabled ? "enabled" : "**disabled** (deliveries answer 404)"} {#${h.id}}`,
     "",
     `${code(`POST ${origin}/hooks/${h.id}`)}  `,
-    `id ${code(h.id)} · created ${when(h.createdAt)}${h.rotatedAt ? ` · secret rotated ${when(h.rotatedAt)}` : ""} · last delivery ${h.lastDeliveryAt ? when(h.lastDeliveryAt) : "never"} · at most ${h.ratePerMinute} deliveries a minute`,
+    `id ${code(h.id)} · signed ${SCHEMES[h.signature].title} way (${code(SCHEMES[h.signature].header)}) · created ${when(h.createdAt)}${h.rotatedAt ? ` · secret rotated ${when(h.rotatedAt)}` : ""}${graceLine(h)} · last delivery ${h.lastDeliveryAt ? when(h.lastDeliveryAt) : "never"} · at most ${h.ratePerMinute} deliveries a minute`,
     "",
     h.instruction
       ? `Instruction:\n\n${quote(h.instruction)}`
@@ -27,7 +35,15 @@ function card(handle: string, origin: string, h: AgentWebhook, runs: SubagentTas
 
 export const webhooksPage: PageDef = {
   pattern: "/subagents/:handle/webhooks",
-  actions: ["create_webhook", "rotate_webhook_secret", "disable_webhook", "enable_webhook", "delete_webhook"],
+  actions: [
+    "create_webhook",
+    "send_test_delivery",
+    "set_webhook_signature",
+    "rotate_webhook_secret",
+    "disable_webhook",
+    "enable_webhook",
+    "delete_webhook",
+  ],
   resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
   async render(ctx, scope) {
     const a = scope.agent!;
@@ -52,7 +68,26 @@ export const webhooksPage: PageDef = {
       const fixed = { webhook_id: h.id };
       return [
         card(a.handle, origin, h, runs.filter((r) => r.triggerRef === h.id).slice(0, RECENT_RUNS)),
-        { form: { action: "rotate_webhook_secret", fixed, label: "Rotate secret" } },
+        ...(h.enabled
+          ? [{ form: { action: "send_test_delivery", fixed, label: "Send a test delivery" } } as Block]
+          : []),
+        {
+          form: {
+            action: "set_webhook_signature",
+            fixed,
+            label: "Change signature",
+            fields: ["signature"],
+            values: { signature: h.signature },
+          },
+        },
+        {
+          form: {
+            action: "rotate_webhook_secret",
+            fixed,
+            label: "Rotate secret",
+            fields: ["old_secret"],
+          },
+        },
         {
           form: {
             action: h.enabled ? "disable_webhook" : "enable_webhook",
@@ -71,7 +106,12 @@ export const webhooksPage: PageDef = {
           md: [
             `Another system (GitHub, a CI job, a form) POSTs a JSON or text body to a webhook's URL and ${mdEscape(a.name)} starts a run: your instruction, then the body quoted as data (the first ${TASK_PAYLOAD_CHARS} characters), never as instructions. The answer is 202 with the run's address.`,
             "",
-            `Each delivery is signed with the webhook's secret, shown once when you create or rotate it: header ${code("X-Cadre-Signature: t=<unix seconds>,v1=<hex>")}, where v1 is the HMAC-SHA256 of ${code("<t>.<raw body>")}. A timestamp more than ${SIGNATURE_TOLERANCE_SECONDS / 60} minutes off is refused; ${code("X-Cadre-Delivery: <id>")} (else the body's SHA-256) makes a redelivery return the same run. Bodies up to 64 KB.`,
+            `Each delivery is signed with the webhook's secret (shown once, when you create or rotate it), the way you choose per webhook:`,
+            "",
+            `- **Cadre's**: ${code(`${SCHEMES.cadre.header}: ${SCHEMES.cadre.shape}`)}. A timestamp more than ${SIGNATURE_TOLERANCE_SECONDS / 60} minutes off is refused; ${code(`${SCHEMES.cadre.delivery}: <id>`)} names the delivery.`,
+            `- **GitHub's**: ${code(`${SCHEMES.github.header}: ${SCHEMES.github.shape}`)}, with ${code(SCHEMES.github.delivery)} as the delivery id; set the webhook's content type to ${code("application/json")} in GitHub.`,
+            "",
+            `Without a delivery id, the body's SHA-256 is one: a redelivery returns the same run. Bodies up to 64 KB. Rotating keeps the old secret working ${ROTATION_GRACE_HOURS} hours while you update the sender, unless you say it leaked.`,
           ].join("\n"),
         },
         ...(perHook.length ? perHook : [{ md: "_No webhooks yet: create one with the form._" }]),

@@ -1,10 +1,11 @@
-// Page views to HTML: markdown blocks through `marked` (raw HTML escaped, unsafe links
-// dropped), and every action as a form generated from its schema.
+// Markdown to HTML (raw HTML escaped, unsafe links dropped), and every action as a form
+// generated from its schema; page-html.ts places them in a page.
 import type { Tokens } from "marked";
+import type { z } from "zod";
 import type { Issue } from "../../lib/errors.ts";
 import { boundedMarked } from "./bounded-marked.ts";
 import { type Field, fields, humanize, labelOf } from "./params.ts";
-import type { ActionDef, FormBlock, PageView, Scope } from "./types.ts";
+import type { ActionDef } from "./types.ts";
 
 export function escapeHtml(text: string): string {
   return text
@@ -76,30 +77,51 @@ export interface Choice {
   label: string;
 }
 
+/** "20,000": a limit as a person reads it. */
+export const count = (n: number) => n.toLocaleString("en-US");
+
+/**
+ * A text field's limit, said before it bites: `maxlength` for the browser, and a line that
+ * names it, which public/forms.js turns into a live count as the person types.
+ */
+function limitOf(f: Field, id: string, shown: boolean): { attr: string; note: string; describes?: string } {
+  if (!f.maxLength || f.secret) return { attr: "", note: "" };
+  const attr = ` maxlength="${f.maxLength}"`;
+  if (!shown) return { attr, note: "" };
+  return {
+    attr,
+    note: `<small class="count" id="${id}-count" data-count-for="${id}" data-max="${f.maxLength}">Up to ${count(f.maxLength)} characters</small>`,
+    describes: `${id}-count`,
+  };
+}
+
 function fieldInput(
   f: Field,
   value: unknown,
   formId: string,
-  choices?: Choice[],
-  error?: string,
-  disabled?: string,
+  opts: { choices?: Choice[]; error?: string; inline?: boolean; disabled?: string } = {},
 ): string {
+  const { choices, error, disabled } = opts;
   const id = `${formId}-${f.name}`;
   const v = value === undefined || value === null ? (f.defaultValue ?? "") : value;
   const req = f.required && f.type !== "boolean" ? " required" : "";
+  // Beside content (a Reply form) a one-line field's limit stays an attribute; a text area's is said.
+  const limit = limitOf(f, id, !opts.inline || f.multiline);
   // The message sits at its field and the field points at it, so a screen reader reads both.
-  const invalid = error ? ` aria-invalid="true" aria-describedby="${id}-error"` : "";
+  const describedBy = [error ? `${id}-error` : "", limit.describes ?? ""].filter(Boolean).join(" ");
+  const invalid =
+    (error ? ' aria-invalid="true"' : "") + (describedBy ? ` aria-describedby="${describedBy}"` : "");
   const label = `${escapeHtml(labelOf(f))}${f.required || f.type === "boolean" ? "" : ' <span class="optional">optional</span>'}`;
   // A select drawn from the data explains itself; the hint (written for callers who type the value) would not.
   const help =
     f.description && !choices && !f.optionLabels ? `<small>${escapeHtml(f.description)}</small>` : "";
   const err = error ? `<p class="field-error" id="${id}-error">${escapeHtml(error)}</p>` : "";
+  // Greyed out, saying why: a choice the page shows but this form may not make.
+  const why = disabled ? `<small class="disabled-why">${escapeHtml(disabled)}</small>` : "";
   if (f.type === "boolean") {
     const checked = v === true || v === "true" || v === "on" ? " checked" : "";
-    // Greyed out, saying why: a choice the page shows but this form may not make.
-    const off = disabled ? ` disabled aria-describedby="${id}-why"` : "";
-    const why = disabled ? `<small class="disabled-why" id="${id}-why">${escapeHtml(disabled)}</small>` : "";
-    return `<label class="check${disabled ? " disabled" : ""}" for="${id}"><input type="checkbox" id="${id}" name="${f.name}" value="true"${checked}${invalid}${off}> ${label}</label>${why || help}${err}`;
+    const off = disabled ? " disabled" : "";
+    return `<label class="check${off}" for="${id}"><input type="checkbox" id="${id}" name="${f.name}" value="true"${checked}${invalid}${off}> ${label}</label>${why || help}${err}`;
   }
   let control: string;
   if (f.secret) {
@@ -117,13 +139,18 @@ function fieldInput(
     );
     control = `<select id="${id}" name="${f.name}"${req}${invalid}>${opts.join("")}</select>`;
   } else if (f.multiline) {
-    control = `<textarea id="${id}" name="${f.name}" rows="4"${req}${invalid}>${escapeHtml(String(v))}</textarea>`;
+    control = `<textarea id="${id}" name="${f.name}" rows="4"${limit.attr}${req}${invalid}>${escapeHtml(String(v))}</textarea>`;
   } else {
     const type = f.type === "number" ? "number" : "text";
     const step = f.type === "number" ? ' step="any"' : "";
-    control = `<input type="${type}"${step} id="${id}" name="${f.name}" value="${escapeHtml(String(v))}"${req}${invalid}>`;
+    control = `<input type="${type}"${step} id="${id}" name="${f.name}" value="${escapeHtml(String(v))}"${limit.attr}${req}${invalid}>`;
   }
-  return `<label for="${id}">${label}</label>${control}${help}${err}`;
+  if (disabled) {
+    // A disabled control is not sent: its value is, so the form still saves as a whole.
+    control = `${control.replace(/^<(select|input|textarea)/, "<$1 disabled")}<input type="hidden" name="${f.name}" value="${escapeHtml(String(v))}">`;
+    return `<label for="${id}">${label}</label>${control}${why}${err}`;
+  }
+  return `<label for="${id}">${label}</label>${control}${limit.note}${help}${err}`;
 }
 
 /** What went wrong that no field shown here can carry (the request as a whole, a fixed param), named by label. */
@@ -147,6 +174,8 @@ interface FormOpts {
   state?: FormState;
   /** Options for a select the schema cannot list (the keys you own). */
   choices?: Record<string, Choice[]>;
+  /** Object params filled in as the fields of another schema (FormBlock `nested`). */
+  nested?: Record<string, z.ZodObject>;
   /** Fields shown greyed out, with why (a capability the workspace keeps for people). */
   disabled?: Record<string, string>;
 }
@@ -157,7 +186,9 @@ function issuesByField(issues: Issue[], shown: Set<string>) {
   const rest: Issue[] = [];
   for (const i of issues) {
     const [top, ...path] = i.field.split(".");
-    if (top && shown.has(top) && !at.has(top))
+    // A nested field shown on its own (`params.text`) carries its issue itself.
+    if (shown.has(i.field) && !at.has(i.field)) at.set(i.field, i.message);
+    else if (top && shown.has(top) && !at.has(top))
       at.set(top, path.length ? `${path.join(".")}: ${i.message}` : i.message);
     else rest.push(i);
   }
@@ -181,18 +212,57 @@ export function actionForm(a: ActionDef, o: FormOpts): string {
   const visible = fields(a.params).filter(
     (f) => !(f.name in (o.fixed ?? {})) && (o.only ? o.only.includes(f.name) : !f.pickedBeside),
   );
-  const { at, rest } = issuesByField(state?.issues ?? [], new Set(visible.map((f) => f.name)));
+  const nestedNames = visible.flatMap((f) =>
+    o.nested?.[f.name] ? fields(o.nested[f.name]!).map((n) => `${f.name}.${n.name}`) : [],
+  );
+  const shown = new Set([...visible.map((f) => f.name), ...nestedNames]);
+  const { at, rest } = issuesByField(state?.issues ?? [], shown);
   // Inline forms sit beside content: their params explain themselves, so no help text.
   const inputs = visible.map((f) => {
+    const inner = o.nested?.[f.name];
+    if (inner) return nestedInputs(f, inner, state?.values ?? {}, formId, at);
     const field = o.inline ? { ...f, description: undefined } : f;
     const error = at.get(f.name);
-    return `<div class="field field-${f.type}${error ? " has-error" : ""}">${fieldInput(field, state?.values[f.name], formId, o.choices?.[f.name], error, o.disabled?.[f.name])}</div>`;
+    const input = fieldInput(field, state?.values[f.name], formId, {
+      choices: o.choices?.[f.name],
+      error,
+      inline: o.inline,
+      disabled: o.disabled?.[f.name],
+    });
+    return `<div class="field field-${f.type}${error ? " has-error" : ""}">${input}</div>`;
   });
   grouped(visible, inputs);
   const label = escapeHtml(o.label ?? humanize(a.name));
   const cls = `action-form${o.inline ? " inline" : ""}${a.destructive ? " destructive" : ""}`;
   const button = `<button type="submit" name="_submit" value="1"${a.destructive ? ' class="danger"' : ""}>${label}</button>`;
   return `<form method="post" action="${escapeHtml(o.path)}" class="${cls}" id="${formId}" data-action="${a.name}">${issuesHtml(rest)}${hidden.join("")}${inputs.join("")}${button}</form>`;
+}
+
+/**
+ * An object param as the fields of the schema it holds, each named `<param>.<field>` (a form
+ * sends them so: registry/params.ts folds them back into the object). A field picked beside
+ * the content (which comment a reply answers) is kept as it was, never typed.
+ */
+function nestedInputs(
+  f: Field,
+  schema: z.ZodObject,
+  values: Record<string, unknown>,
+  formId: string,
+  at: Map<string, string>,
+): string {
+  const whole = (values[f.name] ?? {}) as Record<string, unknown>;
+  const parts = fields(schema).map((sf) => {
+    const name = `${f.name}.${sf.name}`;
+    const value = name in values ? values[name] : whole[sf.name];
+    if (sf.pickedBeside)
+      return value === undefined || value === null
+        ? ""
+        : `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(String(value))}">`;
+    const error = at.get(name);
+    const input = fieldInput({ ...sf, name, label: labelOf(sf) }, value, formId, { error });
+    return `<div class="field field-${sf.type}${error ? " has-error" : ""}">${input}</div>`;
+  });
+  return `<fieldset class="group nested"><legend>${escapeHtml(labelOf(f))}</legend>${parts.join("")}</fieldset>`;
 }
 
 /** Consecutive fields of one group become one fieldset under the group's name (in place). */
@@ -212,123 +282,31 @@ function grouped(visible: Field[], inputs: string[]) {
 }
 
 /**
- * The step between a destructive action's first POST and the one that runs it: what it
- * will do, and a real button that sends the same params again with `_confirm=yes`.
+ * The step between a destructive action's first POST and the one that runs it: what it will
+ * do (and on what, when the action can say: `confirmText`), and a real button that sends the
+ * same params again with `_confirm=yes`. What the person may still say (a rejection's reason)
+ * is a field here, asked now; what they picked beside the content rides along hidden.
  */
 export function confirmForm(
   a: ActionDef,
-  o: { path: string; csrf: string; values: Record<string, unknown>; label: string },
+  o: { path: string; csrf: string; values: Record<string, unknown>; label: string; what?: string | null },
 ): string {
+  const asked = fields(a.params).filter((f) => !f.pickedBeside);
+  const askedNames = new Set(asked.map((f) => f.name));
   const hidden = [
     ["_csrf", o.csrf],
     ["_action", a.name],
     ["_confirm", "yes"],
-    ...Object.entries(o.values).flatMap(([k, v]) =>
-      (Array.isArray(v) ? v : [v]).filter((x) => x !== undefined).map((x) => [k, String(x)]),
-    ),
+    ...Object.entries(o.values)
+      .filter(([k]) => !askedNames.has(k))
+      .flatMap(([k, v]) =>
+        (Array.isArray(v) ? v : [v]).filter((x) => x !== undefined).map((x) => [k, String(x)]),
+      ),
   ].map(([k, v]) => `<input type="hidden" name="${escapeHtml(k!)}" value="${escapeHtml(v!)}">`);
-  return `<section class="confirm" role="alertdialog" aria-labelledby="confirm-title"><h2 id="confirm-title">${escapeHtml(humanize(a.name))}?</h2><p>${escapeHtml(a.destructive ?? "")}</p><form method="post" action="${escapeHtml(o.path)}" data-action="${a.name}" class="confirm-form">${hidden.join("")}<button type="submit" class="danger">Yes, ${escapeHtml(o.label.charAt(0).toLowerCase() + o.label.slice(1))}</button> <a class="cancel" href="${escapeHtml(o.path)}">Cancel</a></form></section>`;
-}
-
-interface RenderOpts {
-  path: string;
-  csrf: string;
-  state?: FormState;
-  /** What the page resolved: an edit form starts from its current values (`ActionDef.current`). */
-  scope?: Scope;
-}
-
-export function renderPageHtml(
-  view: PageView,
-  actions: ActionDef[],
-  opts: RenderOpts,
-): { content: string; actions: string } {
-  const byName = new Map(actions.map((a) => [a.name, a]));
-  const inline = view.blocks.filter((b): b is FormBlock => "form" in b && byName.has(b.form.action));
-  // Whether a form in the page shows the failure (then the panel does not repeat the form).
-  const failedInPage = inline.some((b) => failsHere(b, opts.state));
-  const content = view.blocks
-    .map((b) => {
-      if ("md" in b) return b.html ?? markdownToHtml(b.md);
-      const a = byName.get(b.form.action);
-      return a ? inlineForm(a, b, opts) : "";
-    })
-    .join("\n");
-  // An action whose inline forms fix a required param (vote on *this* option) lives only inline;
-  // one whose inline forms fix an optional param (reply_to) keeps its panel form without that param.
-  const covered = new Set<string>();
-  const hidden = new Map<string, Set<string>>();
-  for (const b of inline) {
-    const a = byName.get(b.form.action)!;
-    const required = fields(a.params)
-      .filter((f) => f.required)
-      .map((f) => f.name);
-    // A form in the page that offers every param and fixes none (a folded one listing them all) stands in for the panel's.
-    const complete =
-      !Object.keys(b.form.fixed).length && fields(a.params).every((f) => b.form.fields?.includes(f.name));
-    if (b.form.style === "block" || complete || Object.keys(b.form.fixed).some((k) => required.includes(k)))
-      covered.add(a.name);
-    for (const k of Object.keys(b.form.fixed)) hidden.set(a.name, (hidden.get(a.name) ?? new Set()).add(k));
-  }
-  // An action on one item of a list (its id picked by the buttons beside each, or a select the page
-  // fills from the data) has no form of its own: the panel would ask a person to type an id.
-  const besideOnly = (a: ActionDef) => fields(a.params).some((f) => f.besideOnly);
-  const failedHere = (a: ActionDef) => opts.state?.action === a.name && !failedInPage;
-  const shown = actions.filter((a) => (!covered.has(a.name) && !besideOnly(a)) || failedHere(a));
-  const panel = shown.map((a, i) => panelAction(a, i, shown.length, hidden.get(a.name), opts)).join("\n");
-  return { content, actions: panel };
-}
-
-function panelAction(
-  a: ActionDef,
-  i: number,
-  count: number,
-  skip: Set<string> | undefined,
-  opts: RenderOpts,
-) {
-  // The first action (and the one that just failed) is open; the rest fold away so the panel stays short.
-  const open = opts.state ? opts.state.action === a.name : i === 0 || count <= 2;
-  const only = fields(a.params)
-    .filter((f) => !skip?.has(f.name) && !f.pickedBeside)
-    .map((f) => f.name);
-  if (!only.length) {
-    // Nothing to fill in: one button that says what it does.
-    const button = actionForm(a, {
-      path: opts.path,
-      csrf: opts.csrf,
-      state: opts.state,
-      label: a.description,
-      only,
-    });
-    return `<div class="action simple" id="action-${a.name}">${button}</div>`;
-  }
-  const current = a.current && opts.scope ? a.current(opts.scope) : undefined;
-  const state = opts.state ?? (current && { action: a.name, values: current, issues: [] });
-  const form = actionForm(a, { path: opts.path, csrf: opts.csrf, state, only });
-  return `<details class="action" id="action-${a.name}"${open ? " open" : ""}><summary>${escapeHtml(a.description)}</summary>${form}</details>`;
-}
-
-function failsHere(b: FormBlock, state?: FormState): boolean {
-  return (
-    state?.action === b.form.action && Object.entries(b.form.fixed).every(([k, v]) => state.values[k] === v)
+  const formId = `confirm-${a.name}`;
+  const inputs = asked.map(
+    (f) => `<div class="field field-${f.type}">${fieldInput(f, o.values[f.name], formId)}</div>`,
   );
-}
-
-function inlineForm(a: ActionDef, b: FormBlock, opts: RenderOpts): string {
-  const failedHere = failsHere(b, opts.state);
-  const prefill = b.form.values ? { action: a.name, values: b.form.values, issues: [] } : undefined;
-  const form = actionForm(a, {
-    path: opts.path,
-    csrf: opts.csrf,
-    fixed: b.form.fixed,
-    only: b.form.fields ?? (b.form.style === "block" ? fields(a.params).map((f) => f.name) : []),
-    label: b.form.label,
-    choices: b.form.choices,
-    disabled: b.form.disabled,
-    inline: b.form.style === undefined || b.form.style === "inline",
-    state: failedHere ? opts.state : prefill,
-  });
-  return b.form.style === "folded"
-    ? `<details class="folded${b.form.depth ? ` depth-${b.form.depth}` : ""}"${failedHere ? " open" : ""}><summary>${escapeHtml(b.form.label)}</summary>${form}</details>`
-    : form;
+  const what = o.what ? `<p class="confirm-what">${escapeHtml(o.what)}</p>` : "";
+  return `<section class="confirm" role="alertdialog" aria-labelledby="confirm-title"><h2 id="confirm-title">${escapeHtml(humanize(a.name))}?</h2>${what}<p>${escapeHtml(a.destructive ?? "")}</p><form method="post" action="${escapeHtml(o.path)}" data-action="${a.name}" class="confirm-form action-form">${hidden.join("")}${inputs.join("")}<button type="submit" class="danger">Yes, ${escapeHtml(o.label.charAt(0).toLowerCase() + o.label.slice(1))}</button> <a class="cancel" href="${escapeHtml(o.path)}">Cancel</a></form></section>`;
 }

@@ -117,6 +117,7 @@ export const ERROR_TITLES: Record<number, string> = {
   403: "Not allowed",
   404: "Not found",
   405: "Method not allowed",
+  406: "Not acceptable",
   409: "Conflict",
   413: "Too large",
   415: "Unsupported body",

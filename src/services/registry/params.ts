@@ -33,6 +33,8 @@ export interface Field {
   clears: boolean;
   /** Fields of one group sit together in a form under this heading (capabilities by subject). */
   group?: string;
+  /** The most characters a text param takes (its schema's `max`): a form says it before it bites. */
+  maxLength?: number;
 }
 
 const ACRONYMS: Record<string, string> = { api: "API", url: "URL", usd: "USD", id: "ID" };
@@ -94,6 +96,7 @@ export function fields(schema: z.ZodObject): Field[] {
       besideOnly: (meta.pickedBeside ?? inner.pickedBeside) === true,
       clears: Boolean(meta.clears ?? inner.clears),
       group: meta.group ?? inner.group,
+      maxLength: type === "string" ? ((t as unknown as z.ZodString).maxLength ?? undefined) : undefined,
     };
   });
 }
@@ -101,7 +104,7 @@ export function fields(schema: z.ZodObject): Field[] {
 function fieldType(kind: string): FieldType {
   if (kind === "number" || kind === "boolean" || kind === "enum") return kind;
   if (kind === "array") return "list";
-  if (kind === "object") return "object";
+  if (kind === "object" || kind === "record") return "object";
   return "string";
 }
 
@@ -159,17 +162,40 @@ function single(f: Field, v: unknown, form: boolean): { value: unknown } | { iss
 }
 
 /**
+ * A form sends an object param as one field per key (`params.title`, `params.text`: a queued
+ * action's params, reviewed field by field); they become the one object the schema reads.
+ */
+function nestedFromForm(defs: Field[], body: Record<string, unknown>): Record<string, unknown> {
+  const objects = new Set(defs.filter((f) => f.type === "object").map((f) => f.name));
+  if (!objects.size) return body;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(body)) {
+    const dot = k.indexOf(".");
+    const top = dot > 0 ? k.slice(0, dot) : "";
+    if (!objects.has(top)) {
+      out[k] = v;
+      continue;
+    }
+    out[top] ??= Object.create(null);
+    const nested = out[top];
+    if (nested && typeof nested === "object") (nested as Record<string, unknown>)[k.slice(dot + 1)] = v;
+  }
+  return out;
+}
+
+/**
  * Validates a body against the schema. Form bodies send every value as a string and
  * leave unchecked boxes out, so strings are coerced to the declared type first.
  * Unknown keys are an error: an agent that misspells a param should hear about it.
  */
 export function parseParams<S extends z.ZodObject>(
   schema: S,
-  body: Record<string, unknown>,
+  sent: Record<string, unknown>,
   opts: { form: boolean },
 ): z.infer<S> {
   const defs = fields(schema);
   const known = new Set(defs.map((f) => f.name));
+  const body = opts.form ? nestedFromForm(defs, sent) : sent;
   const issues: Issue[] = Object.keys(body)
     .filter((k) => !known.has(k))
     .map((k) => ({ field: k, message: `unknown parameter (expected: ${[...known].join(", ") || "none"})` }));

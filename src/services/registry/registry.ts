@@ -236,12 +236,12 @@ export function createRegistry(
     const params = parseParams(action.params, body, opts);
     if (action.callsOut) {
       // A call to another service (testing a provider key) must not hold a transaction open.
-      const actx: ActionCtx = { ...ctx, actionDefs: byName, tx: ctx.db, emitted: [] };
+      const actx: ActionCtx = { ...ctx, actionDefs: byName, tx: ctx.db, emitted: [], form: opts.form };
       const held = opts.approved ? null : await policy?.(actx, action, params, resolved.scope, path, opts);
       return held ?? (await action.execute(actx, params, resolved.scope));
     }
     const done = await ctx.db.$transaction(async (tx) => {
-      const actx: ActionCtx = { ...ctx, actionDefs: byName, tx, emitted: [] };
+      const actx: ActionCtx = { ...ctx, actionDefs: byName, tx, emitted: [], form: opts.form };
       await opts.claim?.(tx);
       try {
         const held = opts.approved ? null : await policy?.(actx, action, params, resolved.scope, path, opts);

@@ -115,6 +115,8 @@ export interface PageCtx extends Ctx {
 export interface ActionCtx extends PageCtx {
   tx: Db;
   emitted: Emitted[];
+  /** The params came from a form (strings, unticked boxes left out): an action that parses another action's params parses them the same way. */
+  form: boolean;
 }
 
 export type StudioScope = Studio & { role: StudioRole };
@@ -137,6 +139,8 @@ export interface Scope {
   /** One step of `taskRun`. */
   step?: SubagentTaskRunStep;
   pendingId?: string;
+  /** On a page that shows reviews in place (a thread, a run): the queued actions there this person may review. */
+  reviewable?: string[];
   apiToken?: ApiToken;
 }
 
@@ -165,6 +169,8 @@ export interface FormBlock {
     choices?: Record<string, { value: string; label: string }[]>;
     /** Params shown greyed out, each with why it cannot be chosen here. */
     disabled?: Record<string, string>;
+    /** An object param filled in as the fields of this schema (a queued action's params, reviewed one field each). */
+    nested?: Record<string, z.ZodObject>;
   };
 }
 /** Markdown; `html`, when given, is trusted server-rendered markup (a chart) shown instead in browsers. */
@@ -256,6 +262,13 @@ export interface ActionDef<S extends z.ZodObject = z.ZodObject> {
    * markdown, MCP or agent callers: they name the action on purpose.
    */
   destructive?: string;
+  /**
+   * What exactly this call would do, for its confirmation ("Reject @scout's reply on “Retro
+   * day”…"), when the sentence above cannot say it; shown before it.
+   */
+  confirmText?(ctx: Ctx, params: Record<string, unknown>, scope: Scope): Promise<string | null>;
+  /** A browser form comes back to the page it was sent from (reviewing from a queue keeps the queue), not `location`. */
+  staysOnPage?: boolean;
   /** The current values an edit form starts from (the note's text, the agent's model). */
   current?(scope: Scope): Record<string, unknown>;
   execute(ctx: ActionCtx, params: z.infer<S>, scope: Scope): Promise<ActionOutcome>;

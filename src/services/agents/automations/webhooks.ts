@@ -3,17 +3,24 @@
 // (signature, age), counted against the webhook's own rate, then queued through the one
 // way every trigger queues a run (queueTriggered), keyed by its delivery id so a
 // redelivery finds the run the first delivery started.
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import type { IncomingHttpHeaders } from "node:http";
 import type { PrismaClient } from "../../../db/prisma.ts";
-import { type AgentWebhook, Prisma, type Tenant, type User } from "../../../generated/prisma/client.ts";
+import {
+  type AgentWebhook,
+  Prisma,
+  type Tenant,
+  type User,
+  type WebhookSignature,
+} from "../../../generated/prisma/client.ts";
 import { open, type Sealed, seal, webhookSecretAad } from "../../../lib/secrets.ts";
+import { textProblem } from "../../../lib/text.ts";
 import { keyring } from "../../money/keyring.ts";
 import { fenced } from "../../registry/markdown.ts";
 import { agentConfig, resolveModel, tenantSettings } from "../core/settings.ts";
 import { queueTriggered } from "../triggers/dispatcher.ts";
+import { refusal, SCHEMES, verify } from "./webhook-signatures.ts";
 
-/** A signature older (or further ahead) than this is refused: a captured request cannot be replayed later. */
-export const SIGNATURE_TOLERANCE_SECONDS = 300;
 /** The most of a payload a task quotes: the model's prompt has a budget, and a task is cut at a fraction of it. */
 export const TASK_PAYLOAD_CHARS = 8000;
 export const DEFAULT_RATE_PER_MINUTE = 60;
@@ -32,28 +39,91 @@ export function openSecret(h: Pick<AgentWebhook, "id" | "tenantId" | "encryptedS
   );
 }
 
-/** The hex HMAC-SHA256 of `<timestamp>.<raw body>`: what `X-Cadre-Signature` carries as `v1`. */
-export function sign(secret: string, timestamp: number, body: Buffer): string {
-  return createHmac("sha256", secret).update(`${timestamp}.`).update(body).digest("hex");
+/**
+ * The secrets a delivery may be signed with now: the current one, and during a rotation's
+ * grace period the one before it. A previous secret sealed under a master key version that
+ * was since retired no longer opens, and is simply no longer accepted.
+ */
+export function acceptedSecrets(h: AgentWebhook, now = new Date()): string[] {
+  const secrets = [openSecret(h)];
+  if (
+    h.previousSecret &&
+    h.previousKeyVersion !== null &&
+    h.previousSecretUntil &&
+    h.previousSecretUntil > now
+  )
+    try {
+      secrets.push(
+        open(
+          keyring().master,
+          { ciphertext: Buffer.from(h.previousSecret), keyVersion: h.previousKeyVersion },
+          webhookSecretAad(h.tenantId, h.id),
+        ),
+      );
+    } catch {
+      // Retired with its master key: no longer accepted, like one past its grace.
+    }
+  return secrets;
 }
 
-export type Verdict = "ok" | "bad" | "stale";
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
-/** Checks `t=<unix seconds>,v1=<hex>` against the body, in constant time. */
-export function verifySignature(secret: string, header: unknown, body: Buffer, nowMs = Date.now()): Verdict {
-  if (typeof header !== "string" || header.length > 1000) return "bad";
-  const parts = new Map(
-    header.split(",").map((p) => {
-      const i = p.indexOf("=");
-      return [p.slice(0, i).trim(), p.slice(i + 1).trim()] as const;
-    }),
-  );
-  const t = parts.get("t") ?? "";
-  const v1 = parts.get("v1") ?? "";
-  if (!/^\d{1,12}$/.test(t) || !/^[0-9a-f]{64}$/i.test(v1)) return "bad";
-  if (Math.abs(nowMs / 1000 - Number(t)) > SIGNATURE_TOLERANCE_SECONDS) return "stale";
-  const want = Buffer.from(sign(secret, Number(t), body), "hex");
-  return timingSafeEqual(want, Buffer.from(v1, "hex")) ? "ok" : "bad";
+/** The body as text of its declared kind, or why it is refused (400). */
+function readBody(kind: Delivery["kind"], body: Buffer): string | { refused: string } {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    return { refused: "The body is not valid UTF-8 text." };
+  }
+  const problem = textProblem(text);
+  if (problem) return { refused: `The body ${problem}.` };
+  if (kind === "json")
+    try {
+      JSON.parse(text);
+    } catch {
+      return { refused: "The body is not valid JSON (send text/plain for anything else)." };
+    }
+  return text;
+}
+
+/** The sender's delivery id (its scheme's header), else the body's sha256: the key that makes a redelivery find its run. */
+function deliveryKey(scheme: WebhookSignature, headers: IncomingHttpHeaders, body: Buffer) {
+  const name = SCHEMES[scheme].delivery;
+  const header = headers[name.toLowerCase()];
+  if (header === undefined) return createHash("sha256").update(body).digest("hex");
+  if (typeof header !== "string" || !/^[A-Za-z0-9._:-]{1,200}$/.test(header))
+    return { refused: `${name} must be 1–200 letters, digits and . _ : -` };
+  return header;
+}
+
+export type Checked =
+  | { refused: { status: 400 | 401; message: string } }
+  | {
+      delivery: Delivery /** GitHub's hello when a webhook is added there: answered, never a run. */;
+      ping: boolean;
+    };
+
+/**
+ * Everything a delivery passes before it may start a run, whoever sends it (another system
+ * over HTTP, or the owner's "Send a test delivery"): its signature under the webhook's
+ * scheme, then its body, then its delivery id.
+ */
+export function checkDelivery(
+  hook: AgentWebhook,
+  kind: Delivery["kind"],
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+  nowMs = Date.now(),
+): Checked {
+  const verdict = verify(hook.signature, acceptedSecrets(hook, new Date(nowMs)), headers, body, nowMs);
+  if (verdict !== "ok") return { refused: { status: 401, message: refusal(hook.signature, verdict) } };
+  const text = readBody(kind, body);
+  if (typeof text !== "string") return { refused: { status: 400, message: text.refused } };
+  const key = deliveryKey(hook.signature, headers, body);
+  if (typeof key !== "string") return { refused: { status: 400, message: key.refused } };
+  const ping = hook.signature === "github" && headers["x-github-event"] === "ping";
+  return { delivery: { kind, text, bytes: body.length, key }, ping };
 }
 
 export interface Delivery {

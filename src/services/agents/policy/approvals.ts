@@ -15,6 +15,7 @@ class AlreadySettled extends Error {}
 class ApprovedTooLate extends Error {}
 
 export const EXPIRED_UNREVIEWED = "Nobody reviewed it before it expired.";
+export const AGENT_ARCHIVED = "Its agent was archived, so it will not run.";
 
 /** Actions still waiting for a person's review: pending and not yet expired (an expired one is only settled later). */
 export const awaitingReview = (now = new Date()) => ({ status: "pending" as const, expiresAt: { gt: now } });
@@ -97,6 +98,12 @@ export async function executeApproved(
   };
   const params = (p.editedParams ?? p.params) as Record<string, unknown>;
   let outcome: Outcome;
+  // Archived after it was approved (the archive expires it too; this covers a row it missed).
+  if (agent.archivedAt) {
+    const refused = await settleUnrun(db, p.id, "expired", AGENT_ARCHIVED);
+    if (!refused) return null;
+    return refused;
+  }
   try {
     const done = await registry.run(ctx, p.pagePath, p.actionName, params, {
       form: false,
@@ -105,7 +112,8 @@ export async function executeApproved(
       inTx: async (tx, o, emitted) => {
         await tx.agentPendingAction.update({
           where: { id: p.id },
-          data: { result: o.notice, resultPath: o.location },
+          // What it created, so that content can say a person edited it before it was posted.
+          data: { result: o.notice, resultPath: o.location, resultSubjectId: emitted[0]?.subjectId ?? null },
         });
         if (run) {
           // Attributed to the step that asked for it, so the run page reads in order.
@@ -144,6 +152,28 @@ export async function executeApproved(
     await resumeWaitingRun(tx, p, outcome, p.reviewedById ?? p.agentId);
   });
   return outcome;
+}
+
+/**
+ * Archiving an agent ends what it asked for: its queued actions, and approved ones the worker
+ * has not run yet, expire in the archive's transaction, so no review (or a late worker) can
+ * make an archived agent act. Its managers' notices of them are settled. Returns how many.
+ */
+export async function expireAgentPending(tx: Db, agent: { id: string; handle: string }): Promise<number> {
+  const { count } = await tx.agentPendingAction.updateMany({
+    where: { agentId: agent.id, status: { in: ["pending", "approved"] } },
+    data: { status: "expired", error: AGENT_ARCHIVED },
+  });
+  if (count)
+    await tx.notification.updateMany({
+      where: {
+        kind: "agent",
+        path: { startsWith: `/subagents/${agent.handle}/pending/` },
+        dismissedAt: null,
+      },
+      data: { dismissedAt: new Date() },
+    });
+  return count;
 }
 
 /**

@@ -31,8 +31,6 @@ export const ALWAYS_BLOCKED = [
   "approve_action",
   "reject_action",
   "set_capabilities",
-  "set_approval_requirements",
-  "set_approval_mode",
   "add_rule",
   "try_rule",
   "remove_rule",
@@ -54,6 +52,8 @@ export const ALWAYS_BLOCKED = [
   // An agent must not mint itself a way in from outside, nor see a signing secret.
   "create_webhook",
   "rotate_webhook_secret",
+  "set_webhook_signature",
+  "send_test_delivery",
   "disable_webhook",
   "enable_webhook",
   "delete_webhook",
@@ -101,7 +101,7 @@ export const GRANTABLE_GROUPS = [
   },
 ] as const;
 
-type Grantable = (typeof GRANTABLE_GROUPS)[number]["actions"][number][0];
+export type Grantable = (typeof GRANTABLE_GROUPS)[number]["actions"][number][0];
 
 export const GRANTABLE: readonly Grantable[] = GRANTABLE_GROUPS.flatMap((g) => g.actions.map(([a]) => a));
 

@@ -62,7 +62,8 @@ export function summarize(step: Omit<Remembered, "number">): string {
     case "ask_owner":
       return `asked your owner: "${clip(String(d.question ?? ""), 200)}"`;
     case "approval":
-      return `your owner's review of #${d.pending} (${d.action}): ${d.status}${d.notice ? ` — ${clip(String(d.notice), 160)}` : d.message ? ` — ${clip(String(d.message), 300)}` : ""}`;
+      // Said outright: a model told "rejected" still finished with "Replied in the thread." (issue 30).
+      return `your owner's review of #${d.pending} (${d.action}): ${d.status}${d.notice ? ` — ${clip(String(d.notice), 160)}` : d.message ? ` — ${clip(String(d.message), 300)}` : ""}${d.status === "executed" ? "" : " (so it was NOT done: do not report it as done)"}`;
     case "answer":
       return `your owner answered: "${clip(String(d.answer ?? ""), 500)}"`;
     default:

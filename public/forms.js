@@ -1,0 +1,67 @@
+// Small helps on every page, none needed: without this script each form still names its
+// limits and each secret is still selectable text.
+//
+// - A field with a limit (`maxlength`, and a line `[data-count-for]` naming it, from the
+//   registry's schemas) counts what was typed as it is typed: "1,234 of 20,000 characters".
+// - A secret (`.copyable`) and each example beside it (`.copy-blocks pre`) get a Copy button,
+//   added here because only a script can copy. Listeners sit on the document, so parts of a
+//   page that live.js replaces keep working.
+(() => {
+  const fmt = (n) => n.toLocaleString("en-US");
+
+  function countFor(field) {
+    const note = document.querySelector(`[data-count-for="${field.id}"]`);
+    if (!note) return;
+    const max = Number(note.dataset.max);
+    const n = field.value.length;
+    note.textContent = `${fmt(n)} of ${fmt(max)} characters${n >= max ? " — the limit" : ""}`;
+    note.classList.toggle("near", n >= max * 0.9 && n < max);
+    note.classList.toggle("full", n >= max);
+  }
+
+  document.addEventListener("input", (e) => {
+    if (e.target instanceof HTMLElement && e.target.id) countFor(e.target);
+  });
+
+  /** Copies through the Clipboard API, or (a page served over plain http elsewhere than localhost) a selection. */
+  async function copy(text, source) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch {
+      const range = document.createRange();
+      range.selectNodeContents(source);
+      const sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      return document.execCommand("copy");
+    }
+  }
+
+  document.addEventListener("click", async (e) => {
+    const button = e.target instanceof Element ? e.target.closest("button.copy") : null;
+    const source = button?.previousElementSibling;
+    if (!source) return;
+    const ok = await copy(source.textContent, source);
+    button.textContent = ok ? "Copied" : "Select and copy";
+    setTimeout(() => {
+      button.textContent = "Copy";
+    }, 2000);
+  });
+
+  function ready() {
+    for (const source of document.querySelectorAll(".copyable, .copy-blocks pre")) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "copy";
+      button.textContent = "Copy";
+      source.after(button);
+    }
+    for (const note of document.querySelectorAll("[data-count-for]")) {
+      const field = document.getElementById(note.dataset.countFor);
+      if (field?.value) countFor(field);
+    }
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready);
+  else ready();
+})();

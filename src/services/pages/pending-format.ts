@@ -1,0 +1,152 @@
+// How an action waiting for review reads, wherever it is shown (the queue, its own page,
+// the run that asked for it, the thread it would write in): the page by its title, what it
+// would do in words, each param by its label, and what a reviewer's edit changed.
+import type { AgentPendingAction } from "../../generated/prisma/client.ts";
+import { managedBy } from "../agents/core/ownership.ts";
+import { capabilityLabel } from "../agents/policy/capabilities.ts";
+import { link, mdEscape, quote } from "../registry/markdown.ts";
+import { fields, labelOf } from "../registry/params.ts";
+import type { ActionDef, Ctx } from "../registry/types.ts";
+import { excerpt } from "./format.ts";
+
+const PAGE = /^\/studios\/([a-z0-9_-]+)(?:\/(notes|decisions|commitments)\/([a-z0-9]+))?$/;
+
+/**
+ * "the note “Retro day” in General" for each path that names a studio or its content, read in
+ * at most four statements; any other path (or one that no longer exists) is shown as it is.
+ */
+export async function pageTitles(ctx: Ctx, paths: string[]): Promise<Map<string, string>> {
+  const parsed = paths.map((p) => [p, PAGE.exec(p)] as const).filter(([, m]) => m);
+  const ids = (kind: string) => parsed.filter(([, m]) => m![2] === kind).map(([, m]) => m![3]!);
+  const tenantId = ctx.tenant.id;
+  const [studios, notes, decisions, commitments] = await Promise.all([
+    parsed.length
+      ? ctx.db.studio.findMany({ where: { tenantId, handle: { in: parsed.map(([, m]) => m![1]!) } } })
+      : [],
+    ids("notes").length ? ctx.db.note.findMany({ where: { tenantId, id: { in: ids("notes") } } }) : [],
+    ids("decisions").length
+      ? ctx.db.decision.findMany({ where: { tenantId, id: { in: ids("decisions") } } })
+      : [],
+    ids("commitments").length
+      ? ctx.db.commitment.findMany({ where: { tenantId, id: { in: ids("commitments") } } })
+      : [],
+  ]);
+  const studio = new Map(studios.map((s) => [s.handle, s.name]));
+  const named = new Map<string, string>([
+    ...notes.map((n) => [n.id, `the note “${n.title || "Untitled note"}”`] as const),
+    ...decisions.map((d) => [d.id, `the decision “${d.question}”`] as const),
+    ...commitments.map((c) => [c.id, `the commitment “${c.title}”`] as const),
+  ]);
+  const out = new Map<string, string>();
+  for (const [path, m] of parsed) {
+    const s = studio.get(m![1]!);
+    if (!s) continue;
+    const thing = m![3] ? named.get(m![3]) : undefined;
+    if (m![3] && !thing) continue;
+    out.set(path, thing ? `${thing} in ${s}` : `the studio ${s}`);
+  }
+  return out;
+}
+
+/** The page a queued action acts on, as a link named by its title (its path when it has none). */
+export function pageLink(titles: Map<string, string>, path: string): string {
+  return link(mdEscape(titles.get(path) ?? path), path);
+}
+
+/** What a queued action would do, in words: "Comment and reply (`add_comment`)". */
+export const doing = (action: string) =>
+  capabilityLabel(action) === action ? `\`${action}\`` : `${capabilityLabel(action)} (\`${action}\`)`;
+
+/** What it would write, as a person names it: "reply", "note"; what not doing it means. */
+const WRITES: Record<string, string> = {
+  add_comment: "reply",
+  create_note: "note",
+  update_note: "edit",
+  create_decision: "decision",
+  add_option: "option",
+  create_commitment: "commitment",
+  vote: "vote",
+};
+export const writeOf = (action: string) => WRITES[action] ?? "action";
+
+const shown = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
+
+/** Each param by its label (from the action's schema), long text quoted; one the schema does not know, by name. */
+export function paramsMarkdown(def: ActionDef | undefined, params: Record<string, unknown>): string {
+  const known = def ? fields(def.params) : [];
+  const label = (k: string) => {
+    const f = known.find((x) => x.name === k);
+    return f ? labelOf(f) : k;
+  };
+  const entries = Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== "");
+  if (!entries.length) return "_No params._";
+  return entries
+    .map(([k, v]) => {
+      const text = shown(v);
+      return text.length > 80 || text.includes("\n")
+        ? `**${mdEscape(label(k))}**\n\n${quote(text)}`
+        : `**${mdEscape(label(k))}**: ${mdEscape(text)}`;
+    })
+    .join("\n\n");
+}
+
+/** The params a reviewer's edit changed, by label, each with what the agent had asked: empty when none. */
+export function editedMarkdown(
+  def: ActionDef | undefined,
+  p: Pick<AgentPendingAction, "params" | "editedParams">,
+  reviewer: string | undefined,
+): string {
+  if (!p.editedParams) return "";
+  const asked = p.params as Record<string, unknown>;
+  const edited = p.editedParams as Record<string, unknown>;
+  const keys = [...new Set([...Object.keys(asked), ...Object.keys(edited)])].filter(
+    (k) => shown(asked[k] ?? "") !== shown(edited[k] ?? ""),
+  );
+  const label = (k: string) => {
+    const f = def && fields(def.params).find((x) => x.name === k);
+    return f ? labelOf(f) : k;
+  };
+  const changes = keys.map(
+    (k) => `**${mdEscape(label(k))}** (it asked for “${mdEscape(excerpt(shown(asked[k] ?? ""), 80))}”)`,
+  );
+  return `Edited${reviewer ? ` by @${reviewer}` : ""} before approval: ${changes.join(", ") || "nothing that shows"}.`;
+}
+
+/**
+ * "@scout's reply on the note “Retro day” in General: “Thursday suits…”": a queued action in
+ * one sentence, for the confirmation of its rejection. Null for one this person does not manage.
+ */
+export async function describePending(ctx: Ctx, id: string): Promise<string | null> {
+  const p = await ctx.db.agentPendingAction.findFirst({
+    where: { id, tenantId: ctx.tenant.id, agent: managedBy(ctx.actor.id) },
+    include: { agent: true },
+  });
+  if (!p) return null;
+  const titles = await pageTitles(ctx, [p.pagePath]);
+  const params = (p.editedParams ?? p.params) as Record<string, unknown>;
+  const text = [params.text, params.title, params.question].find((v) => typeof v === "string") as
+    | string
+    | undefined;
+  return `@${p.agent.handle}'s ${writeOf(p.actionName)} (${p.actionName}) on ${titles.get(p.pagePath) ?? p.pagePath}${text ? `: “${excerpt(text, 120)}”` : ""}.`;
+}
+
+/**
+ * Content an agent wrote through an approval that a person edited first (a comment, a note),
+ * by id: who edited it. Its page says so, so nobody takes the reviewer's words for the agent's.
+ */
+export async function editedBeforeApproval(ctx: Ctx, ids: string[]): Promise<Map<string, string>> {
+  if (!ids.length) return new Map();
+  const rows = await ctx.db.agentPendingAction.findMany({
+    where: { tenantId: ctx.tenant.id, resultSubjectId: { in: ids }, status: "executed" },
+    select: { resultSubjectId: true, editedParams: true, reviewedBy: { select: { handle: true } } },
+  });
+  return new Map(
+    rows
+      .filter((r) => r.editedParams !== null && r.reviewedBy)
+      .map((r) => [r.resultSubjectId!, r.reviewedBy!.handle] as const),
+  );
+}
+
+/** " · edited by @alice before approval", linked to the reviewer; empty for content nobody edited. */
+export const editedMark = (by: string | undefined) =>
+  by ? ` · edited by [@${by}](/u/${by}) before approval` : "";
