@@ -9,6 +9,7 @@ import { requireScope } from "../access.ts";
 import { signedHeaders } from "../agents/automations/webhook-signatures.ts";
 import { checkDelivery, deliver, findWebhook, openSecret } from "../agents/automations/webhooks.ts";
 import { tenantSettings } from "../agents/core/settings.ts";
+import { toAgentManagers } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
 import { webhookId } from "./webhooks.ts";
 
@@ -17,6 +18,7 @@ export const sendTestDelivery = defineAction({
   description: "Send it a signed test delivery: a run starts as it would for its sender",
   params: z.object({ webhook_id: webhookId }),
   writes: true,
+  audience: toAgentManagers("webhook"),
   // Queued through the triggers' own transactions, as a delivery over HTTP is.
   callsOut: true,
   available: (ctx) => (ctx.actor.kind === "person" ? null : "only people manage webhooks"),

@@ -198,6 +198,7 @@ export const setWebhookSignature = defineAction({
   description: "Choose how its sender signs deliveries: Cadre's header or GitHub's",
   params: z.object({ webhook_id: webhookId, signature: signatureParam }),
   writes: true,
+  audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, p, scope) {
     const { agent, hook } = await ownWebhook(ctx, scope, p.webhook_id);

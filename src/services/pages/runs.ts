@@ -196,7 +196,8 @@ async function refusedRunOf(ctx: Ctx, handle: string, id: string): Promise<Scope
   });
   if (!taskRun || !(await maySee(ctx, taskRun.agent))) return null;
   const { agent, ...run } = taskRun;
-  return { agent, taskRun: run };
+  // Nothing there is theirs to review.
+  return { agent, taskRun: run, reviewable: [] };
 }
 
 export const runPage: PageDef = {
