@@ -84,14 +84,8 @@ function legend(items: LegendItem[], size: ChartSize): { svg: string[]; top: num
   return { svg, top: 28 + (items.length ? row * 16 : 0) };
 }
 
-export function barChartSvg(c: BarChart, size: ChartSize = WIDE): string {
-  const totals = c.values.map((v) => v.reduce((a, b) => a + b, 0));
-  const most = Math.max(0, ...totals);
-  if (most <= 0) return `<p class="chart-empty">${escapeHtml(c.empty)}</p>`;
-  // The scale shows the data: a budget far above it would flatten every bar to a hairline, so
-  // then the budget is only named in the legend, not drawn.
-  const drawMarker = c.marker && c.marker.value > 0 && c.marker.value <= most * 2 ? c.marker : undefined;
-  const top = Math.max(niceCeil(Math.max(most, drawMarker?.value ?? 0)), c.whole ? 4 : 0);
+/** What the legend names: each series of a stacked chart, and the marker (drawn, or too far above to draw). */
+function legendItems(c: BarChart, drawMarker: BarChart["marker"]): LegendItem[] {
   const items: LegendItem[] = [];
   if (c.series.length > 1)
     for (const s of c.series)
@@ -113,7 +107,18 @@ export function barChartSvg(c: BarChart, size: ChartSize = WIDE): string {
       draw: (x, y) =>
         `<line x1="${x}" x2="${x + 18}" y1="${y + 5}" y2="${y + 5}" stroke="#c92a2a" stroke-width="1.5" stroke-dasharray="5 4"/><text x="${x + 24}" y="${y + 9}" fill="#c92a2a">${escapeHtml(drawMarker.label)}</text>`,
     });
-  const key = legend(items, size);
+  return items;
+}
+
+export function barChartSvg(c: BarChart, size: ChartSize = WIDE): string {
+  const totals = c.values.map((v) => v.reduce((a, b) => a + b, 0));
+  const most = Math.max(0, ...totals);
+  if (most <= 0) return `<p class="chart-empty">${escapeHtml(c.empty)}</p>`;
+  // The scale shows the data: a budget far above it would flatten every bar to a hairline, so
+  // then the budget is only named in the legend, not drawn.
+  const drawMarker = c.marker && c.marker.value > 0 && c.marker.value <= most * 2 ? c.marker : undefined;
+  const top = Math.max(niceCeil(Math.max(most, drawMarker?.value ?? 0)), c.whole ? 4 : 0);
+  const key = legend(legendItems(c, drawMarker), size);
   const W = size.w;
   const H = size.h + key.top - 28;
   const pad = { ...PAD, top: key.top };
