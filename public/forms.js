@@ -6,6 +6,8 @@
 // - A secret (`.copyable`) and each example beside it (`.copy-blocks pre`) get a Copy button,
 //   added here because only a script can copy. Listeners sit on the document, so parts of a
 //   page that live.js replaces keep working.
+// - A table wider than its card (`.table-wrap`, which scrolls sideways) says so above it:
+//   its edge shadow alone (app.css) is easy to miss on a phone.
 (() => {
   const fmt = (n) => n.toLocaleString("en-US");
 
@@ -49,7 +51,31 @@
     }, 2000);
   });
 
+  const HINT = "Wider than the screen: scroll the table sideways to see every column →";
+
+  function hintWideTables() {
+    for (const wrap of document.querySelectorAll(".table-wrap")) {
+      const hint = wrap.previousElementSibling?.classList.contains("scroll-hint")
+        ? wrap.previousElementSibling
+        : null;
+      const wide = wrap.scrollWidth > wrap.clientWidth + 1;
+      if (wide && !hint) {
+        const p = document.createElement("p");
+        p.className = "scroll-hint";
+        p.textContent = HINT;
+        wrap.before(p);
+      } else if (!wide && hint) hint.remove();
+    }
+  }
+
+  let resizing = 0;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(hintWideTables, 150);
+  });
+
   function ready() {
+    hintWideTables();
     for (const source of document.querySelectorAll(".copyable, .copy-blocks pre")) {
       const button = document.createElement("button");
       button.type = "button";

@@ -79,7 +79,7 @@ describe("the thread", () => {
     const ask = await b.post(notePath, { _action: "reject_action", id: p.id });
     expect(ask.statusCode).toBe(200);
     expect(ask.body).toContain(
-      `<p class="confirm-what">@scout&#39;s reply (add_comment) on the note “Plan” in General: “${REPLY}”.</p>`,
+      `<p class="confirm-what">@scout&#39;s reply (add_comment) on the note “Plan” in General: “${REPLY}”</p>`,
     );
     expect(ask.body).toMatch(
       /<label for="confirm-reject_action-reason">Why \(the agent reads this\)<\/label><textarea/,

@@ -196,7 +196,7 @@ describe("approvals in the browser", () => {
     const ask = page.locator("section.confirm");
     await ask.getByRole("heading", { name: "Reject action?" }).waitFor();
     expect(await ask.locator(".confirm-what").textContent()).toBe(
-      `@scout's note (create_note) on the studio General: “${NOTE.text}”.`,
+      `@scout's note (create_note) on the studio General: “${NOTE.text}”`,
     );
     expect(await db().agentPendingAction.count({ where: { id: n.id, status: "pending" } })).toBe(1);
     await ask.getByRole("textbox", { name: "Why (the agent reads this)" }).fill(REJECTION);

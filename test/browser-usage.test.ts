@@ -118,9 +118,9 @@ async function ledger(agentId: string, now: Date) {
   return { days, byModel, month, topRun, calls30: rows.filter((r) => r.createdAt >= from).length };
 }
 
-/** The charts on a dashboard: exactly two, spend then tokens, one hover group (`<g>`) per day. */
+/** The charts on a dashboard (a laptop's: a phone has its own pair): exactly two, spend then tokens, one hover group (`<g>`) per day. */
 async function checkCharts(page: Page, days: Awaited<ReturnType<typeof ledger>>["days"]) {
-  const charts = page.locator("article.content svg.chart");
+  const charts = page.locator("article.content svg.chart.wide");
   expect(await charts.count()).toBe(2);
   const [spend, tokens] = [charts.nth(0), charts.nth(1)];
   expect(await spend.getAttribute("aria-label")).toBe("Spend per day, last 30 days");

@@ -63,8 +63,15 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       await page.goto(`${base}/approvals`);
       const reject = page.locator(`form#f-reject_action-${second!.id}`);
       expect(await reject.getByRole("button").getAttribute("class")).toBe("danger");
-      await reject.getByRole("textbox", { name: "Reason" }).fill("One agenda is enough");
-      await confirmThrough(walk, reject.getByRole("button"), "reject-confirm", "Yes, reject action");
+      // The confirmation names what is rejected and asks why.
+      await reject.getByRole("button").click();
+      const ask = page.locator("section.confirm");
+      await ask.getByLabel("Why (the agent reads this)").fill("One agenda is enough");
+      expect(await ask.locator(".confirm-what").textContent()).toBe(
+        "@scout's note (create_note) on the studio General: “A competing agenda.”",
+      );
+      await look(walk, "reject-confirm");
+      await ask.getByRole("button", { name: "Yes, reject action" }).click();
       await page.locator(".notice", { hasText: `Rejected #${second!.id}` }).waitFor();
       expect(await db().agentPendingAction.findUniqueOrThrow({ where: { id: second!.id } })).toMatchObject({
         status: "rejected",

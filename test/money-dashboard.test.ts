@@ -170,9 +170,9 @@ interface Chart {
   /** One per day: its tooltip and the fills of its visible bar segments. */
   bars: { tip: string; fills: string[] }[];
 }
-/** The `<svg class="chart">`s of an HTML page, day by day. */
-function charts(html: string): Chart[] {
-  return [...html.matchAll(/<svg class="chart"[\s\S]*?<\/svg>/g)].map(([svg]) => ({
+/** The `<svg class="chart wide">`s (or the phone's, `narrow`) of an HTML page, day by day. */
+function charts(html: string, size: "wide" | "narrow" = "wide"): Chart[] {
+  return [...html.matchAll(new RegExp(`<svg class="chart ${size}"[\\s\\S]*?</svg>`, "g"))].map(([svg]) => ({
     bars: [...svg.matchAll(/<g><title>([^<]*)<\/title>([\s\S]*?)<\/g>/g)].map(([, tip, body]) => ({
       tip: tip!,
       fills: [...body!.matchAll(/<rect [^>]*fill="([^"]+)"/g)]
@@ -336,6 +336,9 @@ describe("the dashboards add up the ledger", () => {
     const res = await browser.get("/subagents/alpha/usage");
     expect(res.statusCode).toBe(200);
     const [spend, tokens] = charts(res.body);
+    // The phone's charts draw the same bars on a canvas its labels read on (issue 30).
+    expect(charts(res.body, "narrow")).toEqual([spend, tokens]);
+    expect(res.body.match(/<svg class="chart narrow" viewBox="0 0 340 /g)).toHaveLength(2);
     expect(spend!.bars).toHaveLength(30);
     expect(tokens!.bars).toHaveLength(30);
     const days = Array.from({ length: 30 }, (_, i) => new Date(windowStart().getTime() + i * DAY));
@@ -451,7 +454,7 @@ describe("who sees whose usage", () => {
     expect(page).toContain(`**${monthName()} so far: $4.00** of its $100.00 limit (4%)`);
     expect(actionNames(page)).toEqual([]);
     const html = (await (await login(app, s.w, s.w.carol)).get("/subagents/gamma/usage")).body;
-    expect(html).toContain('<svg class="chart"');
+    expect(html).toContain('<svg class="chart wide"');
     expect(html).not.toContain("actions/set_cost_limit");
 
     const before = await db().user.findUniqueOrThrow({ where: { id: s.gamma.id } });

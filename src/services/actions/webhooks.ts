@@ -154,7 +154,7 @@ export const rotateWebhookSecret = defineAction({
       .meta({
         label: "The old secret",
         optionLabels: {
-          grace: `keeps working ${ROTATION_GRACE_HOURS} h, while you update the sender`,
+          grace: `works ${ROTATION_GRACE_HOURS} more hours`,
           now: "stops now (it leaked)",
         },
       }),

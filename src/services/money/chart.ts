@@ -25,9 +25,19 @@ export interface BarChart {
   empty: string;
 }
 
-const W = 720;
-const H = 240;
-const PAD = { top: 28, right: 16, bottom: 36, left: 64 };
+/** A chart's canvas: a laptop's, or a phone's where each label still reads at 11 px. */
+export interface ChartSize {
+  w: number;
+  h: number;
+  /** At most this many day labels under the bars. */
+  labels: number;
+  cls: string;
+}
+const WIDE: ChartSize = { w: 720, h: 240, labels: 8, cls: "wide" };
+const NARROW: ChartSize = { w: 340, h: 230, labels: 4, cls: "narrow" };
+const PAD = { right: 12, bottom: 36, left: 60 };
+/** Per character of legend text at 11 px, generously: an item never runs into the next. */
+const CHAR = 6.5;
 
 /** The axis top: 1, 2, 4, 6 or 8 × 10^n, so each of the four gridlines lands on a round number. */
 function niceCeil(v: number): number {
@@ -44,7 +54,63 @@ const shortDay = (label: string) => {
     : d.toLocaleDateString("en-US", { month: "short", day: "numeric", timeZone: "UTC" });
 };
 
-export function barChartSvg(c: BarChart): string {
+/**
+ * The chart twice, drawn for a wide screen and for a phone, the page's CSS showing the one
+ * that fits (public/app.css): a 720-unit chart shrunk to a phone's 340 px had 5 px labels.
+ */
+export function responsiveChart(c: BarChart): string {
+  const wide = barChartSvg(c, WIDE);
+  return wide.startsWith("<svg") ? `${wide}${barChartSvg(c, NARROW)}` : wide;
+}
+
+interface LegendItem {
+  width: number;
+  draw: (x: number, y: number) => string;
+}
+
+/** The legend's items in rows that fit the canvas, and how tall they make its top. */
+function legend(items: LegendItem[], size: ChartSize): { svg: string[]; top: number } {
+  const svg: string[] = [];
+  let x = PAD.left;
+  let row = 0;
+  for (const item of items) {
+    if (x > PAD.left && x + item.width > size.w - PAD.right) {
+      row += 1;
+      x = PAD.left;
+    }
+    svg.push(item.draw(x, 8 + row * 16));
+    x += item.width + 14;
+  }
+  return { svg, top: 28 + (items.length ? row * 16 : 0) };
+}
+
+/** What the legend names: each series of a stacked chart, and the marker (drawn, or too far above to draw). */
+function legendItems(c: BarChart, drawMarker: BarChart["marker"]): LegendItem[] {
+  const items: LegendItem[] = [];
+  if (c.series.length > 1)
+    for (const s of c.series)
+      items.push({
+        width: 15 + s.name.length * CHAR,
+        draw: (x, y) =>
+          `<rect x="${x}" y="${y}" width="10" height="10" fill="${s.color}" rx="2"/><text x="${x + 15}" y="${y + 9}" fill="#1d2330">${escapeHtml(s.name)}</text>`,
+      });
+  if (c.marker && !drawMarker && c.marker.value > 0) {
+    const text = `${c.marker.label}: far above this scale`;
+    items.push({
+      width: text.length * CHAR,
+      draw: (x, y) => `<text x="${x}" y="${y + 9}" fill="#c92a2a">${escapeHtml(text)}</text>`,
+    });
+  }
+  if (drawMarker)
+    items.push({
+      width: 24 + drawMarker.label.length * CHAR,
+      draw: (x, y) =>
+        `<line x1="${x}" x2="${x + 18}" y1="${y + 5}" y2="${y + 5}" stroke="#c92a2a" stroke-width="1.5" stroke-dasharray="5 4"/><text x="${x + 24}" y="${y + 9}" fill="#c92a2a">${escapeHtml(drawMarker.label)}</text>`,
+    });
+  return items;
+}
+
+export function barChartSvg(c: BarChart, size: ChartSize = WIDE): string {
   const totals = c.values.map((v) => v.reduce((a, b) => a + b, 0));
   const most = Math.max(0, ...totals);
   if (most <= 0) return `<p class="chart-empty">${escapeHtml(c.empty)}</p>`;
@@ -52,28 +118,32 @@ export function barChartSvg(c: BarChart): string {
   // then the budget is only named in the legend, not drawn.
   const drawMarker = c.marker && c.marker.value > 0 && c.marker.value <= most * 2 ? c.marker : undefined;
   const top = Math.max(niceCeil(Math.max(most, drawMarker?.value ?? 0)), c.whole ? 4 : 0);
-  const plotW = W - PAD.left - PAD.right;
-  const plotH = H - PAD.top - PAD.bottom;
+  const key = legend(legendItems(c, drawMarker), size);
+  const W = size.w;
+  const H = size.h + key.top - 28;
+  const pad = { ...PAD, top: key.top };
+  const plotW = W - pad.left - pad.right;
+  const plotH = H - pad.top - pad.bottom;
   const slot = plotW / Math.max(1, c.labels.length);
   const barW = Math.max(2, slot * 0.72);
-  const y = (v: number) => PAD.top + plotH - (v / top) * plotH;
+  const y = (v: number) => pad.top + plotH - (v / top) * plotH;
   const out: string[] = [];
   out.push(
-    `<svg class="chart" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="${escapeHtml(c.title)}" xmlns="http://www.w3.org/2000/svg" font-family="inherit" font-size="11">`,
+    `<svg class="chart ${size.cls}" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="${escapeHtml(c.title)}" xmlns="http://www.w3.org/2000/svg" font-family="inherit" font-size="11">`,
     `<title>${escapeHtml(c.title)}</title>`,
   );
   for (let i = 0; i <= 4; i++) {
     const v = (top * i) / 4;
     const yy = y(v).toFixed(1);
     out.push(
-      `<line x1="${PAD.left}" x2="${W - PAD.right}" y1="${yy}" y2="${yy}" stroke="#e3e7ee"${i === 0 ? ' stroke-width="1.5"' : ""}/>`,
-      `<text x="${PAD.left - 8}" y="${yy}" dy="4" text-anchor="end" fill="#5f6b7a">${escapeHtml(c.axis(v, top / 4))}</text>`,
+      `<line x1="${pad.left}" x2="${W - pad.right}" y1="${yy}" y2="${yy}" stroke="#e3e7ee"${i === 0 ? ' stroke-width="1.5"' : ""}/>`,
+      `<text x="${pad.left - 8}" y="${yy}" dy="4" text-anchor="end" fill="#5f6b7a">${escapeHtml(c.axis(v, top / 4))}</text>`,
     );
   }
   // Counted from the end, so the newest day (today) always has its label and spacing stays even.
-  const every = Math.ceil(c.labels.length / 8);
+  const every = Math.ceil(c.labels.length / size.labels);
   c.labels.forEach((label, i) => {
-    const x = PAD.left + i * slot + (slot - barW) / 2;
+    const x = pad.left + i * slot + (slot - barW) / 2;
     let base = 0;
     const tip = `${shortDay(label)}: ${c.format(totals[i]!)}${c.series.length > 1 ? ` (${c.series.map((s, j) => `${s.name} ${c.format(c.values[i]![j]!)}`).join(", ")})` : ""}`;
     out.push(`<g><title>${escapeHtml(tip)}</title>`);
@@ -89,35 +159,21 @@ export function barChartSvg(c: BarChart): string {
     });
     // An invisible full-height target, so a tiny bar still shows its tooltip.
     out.push(
-      `<rect x="${(PAD.left + i * slot).toFixed(1)}" y="${PAD.top}" width="${slot.toFixed(1)}" height="${plotH}" fill="transparent"/></g>`,
+      `<rect x="${(pad.left + i * slot).toFixed(1)}" y="${pad.top}" width="${slot.toFixed(1)}" height="${plotH}" fill="transparent"/></g>`,
     );
     if ((c.labels.length - 1 - i) % every === 0)
       out.push(
-        `<text x="${(PAD.left + i * slot + slot / 2).toFixed(1)}" y="${H - PAD.bottom + 16}" text-anchor="middle" fill="#5f6b7a">${escapeHtml(shortDay(label))}</text>`,
+        `<text x="${(pad.left + i * slot + slot / 2).toFixed(1)}" y="${H - pad.bottom + 16}" text-anchor="middle" fill="#5f6b7a">${escapeHtml(shortDay(label))}</text>`,
       );
   });
-  let legendX = PAD.left;
-  if (c.series.length > 1)
-    for (const s of c.series) {
-      out.push(
-        `<rect x="${legendX}" y="8" width="10" height="10" fill="${s.color}" rx="2"/>`,
-        `<text x="${legendX + 15}" y="17" fill="#1d2330">${escapeHtml(s.name)}</text>`,
-      );
-      legendX += 40 + s.name.length * 6.5;
-    }
-  if (c.marker && !drawMarker && c.marker.value > 0)
-    out.push(
-      `<text x="${legendX}" y="17" fill="#c92a2a">${escapeHtml(c.marker.label)}: far above this scale</text>`,
-    );
   if (drawMarker) {
-    // The line spans the plot; its name goes in the legend row, never over the bars.
+    // The line spans the plot; its name is in the legend, never over the bars.
     const yy = y(drawMarker.value).toFixed(1);
     out.push(
-      `<line x1="${PAD.left}" x2="${W - PAD.right}" y1="${yy}" y2="${yy}" stroke="#c92a2a" stroke-width="1.5" stroke-dasharray="5 4"/>`,
-      `<line x1="${legendX}" x2="${legendX + 18}" y1="13" y2="13" stroke="#c92a2a" stroke-width="1.5" stroke-dasharray="5 4"/>`,
-      `<text x="${legendX + 24}" y="17" fill="#c92a2a">${escapeHtml(drawMarker.label)}</text>`,
+      `<line x1="${pad.left}" x2="${W - pad.right}" y1="${yy}" y2="${yy}" stroke="#c92a2a" stroke-width="1.5" stroke-dasharray="5 4"/>`,
     );
   }
+  out.push(...key.svg);
   out.push("</svg>");
   return out.join("");
 }

@@ -127,7 +127,8 @@ export async function describePending(ctx: Ctx, id: string): Promise<string | nu
   const text = [params.text, params.title, params.question].find((v) => typeof v === "string") as
     | string
     | undefined;
-  return `@${p.agent.handle}'s ${writeOf(p.actionName)} (${p.actionName}) on ${titles.get(p.pagePath) ?? p.pagePath}${text ? `: “${excerpt(text, 120)}”` : ""}.`;
+  const what = `@${p.agent.handle}'s ${writeOf(p.actionName)} (${p.actionName}) on ${titles.get(p.pagePath) ?? p.pagePath}`;
+  return text ? `${what}: “${excerpt(text, 120)}”` : `${what}.`;
 }
 
 /**

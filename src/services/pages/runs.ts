@@ -264,7 +264,7 @@ export const runPage: PageDef = {
     ];
     const titles = await pageTitles(
       ctx,
-      pending.map((x) => x.pagePath),
+      pending.flatMap((x) => [x.pagePath, x.resultPath ?? ""]),
     );
     if (r.finalMessage)
       blocks.push({ md: `## Final message\n\n${quote(r.finalMessage)}${whatHappened(pending, titles)}` });

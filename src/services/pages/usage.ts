@@ -4,7 +4,7 @@ import { ForbiddenError } from "../../lib/errors.ts";
 import { loadStudio } from "../access.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
 import { agentConfig, tenantSettings } from "../agents/core/settings.ts";
-import { barChartSvg } from "../money/chart.ts";
+import { responsiveChart } from "../money/chart.ts";
 import {
   DAYS,
   loadUsage,
@@ -56,7 +56,7 @@ function dayTable(u: Usage): string {
 
 function charts(u: Usage, dailyLimitMicros?: number): Block[] {
   const labels = u.days.map((d) => d.day);
-  const spend = barChartSvg({
+  const spend = responsiveChart({
     title: `Spend per day, last ${DAYS} days`,
     labels,
     series: [{ name: "cost", color: "#3b5bdb" }],
@@ -68,7 +68,7 @@ function charts(u: Usage, dailyLimitMicros?: number): Block[] {
       ? { value: dailyLimitMicros / 1e6, label: `daily budget (${usd(Math.round(dailyLimitMicros))}/day)` }
       : undefined,
   });
-  const tokens = barChartSvg({
+  const tokens = responsiveChart({
     title: `Tokens per day, last ${DAYS} days`,
     labels,
     series: [
