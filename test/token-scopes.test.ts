@@ -155,8 +155,10 @@ describe("in the browser", () => {
       scope: "read",
       expires_in_days: "7",
     });
-    expect(res.statusCode).toBe(201);
-    expect(res.body).toContain("Token “dashboard” created (read, expires");
+    // The secret is shown once on the page the form redirects to (post/redirect/get).
+    expect(res.statusCode).toBe(303);
+    const shown = await browser.get(String(res.headers.location));
+    expect(shown.body).toContain("Token “dashboard” created (read, expires");
     const row = await testPrisma().apiToken.findFirstOrThrow({ where: { name: "dashboard" } });
     expect(row).toMatchObject({ scope: "read", revokedAt: null });
     const page = (await browser.get(TOKENS)).body;
