@@ -4,8 +4,10 @@
 //   POST <page>/actions/<name>   run it with a JSON or form body
 // Validation lives in each action's zod schema inside the registry, shared with the
 // internal markdown API, so the routes declare only the envelope.
+
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
+import { Prisma } from "../generated/prisma/client.ts";
 import { BODY_LIMIT, tooLarge } from "../http/body-parsers.ts";
 import { setFlash, takeFlash } from "../http/flash.ts";
 import { type Format, isFormBody, pageFormat, wantsEvents } from "../http/format.ts";
@@ -14,7 +16,7 @@ import { sendLayout, sendPage } from "../http/render.ts";
 import { serveLive } from "../http/sse.ts";
 import { AppError, type Issue, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { backoffMs, isTransient, pause } from "../lib/transient.ts";
-import { storedFlow } from "../services/agents/policy/labels.ts";
+import { storedFlow, withLabel } from "../services/agents/policy/labels.ts";
 import { registry } from "../services/catalog/catalog.ts";
 import { actionForm, confirmForm, count, escapeHtml, type FormState } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
@@ -41,8 +43,7 @@ export function ctxOf(req: FastifyRequest): Ctx {
         flow: storedFlow(
           req.tokenLabel,
           (label) =>
-            db.$executeRaw`UPDATE api_tokens SET label = (SELECT coalesce(jsonb_agg(DISTINCT x), '[]')
-            FROM jsonb_array_elements(label || ${JSON.stringify(label)}::jsonb) x) WHERE id = ${tokenId}`,
+            db.$executeRaw`UPDATE api_tokens SET label = ${withLabel(Prisma.sql`label`, label)} WHERE id = ${tokenId}`,
         ),
       }),
     auth: req.authVia === "token" ? { via: "token", scope: req.tokenScope ?? "read" } : { via: "session" },

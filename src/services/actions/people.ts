@@ -1,7 +1,9 @@
 import { z } from "zod";
+import { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
+import { withLabel } from "../agents/policy/labels.ts";
 import { unreadOf } from "../notifications.ts";
 import { toSelf, toWorkspace } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
@@ -150,10 +152,9 @@ export const updateScratchpad = defineAction({
   async execute(ctx, p) {
     // The scratchpad carries the label of what its writer had read (added to what it carried),
     // so a later run reading it takes that in too: memory cannot launder content.
-    const label = JSON.stringify(ctx.flow?.label() ?? []);
     await ctx.tx.$executeRaw`
       UPDATE users SET scratchpad = ${p.text.trim()},
-        scratchpad_label = (SELECT coalesce(jsonb_agg(DISTINCT x), '[]') FROM jsonb_array_elements(scratchpad_label || ${label}::jsonb) x)
+        scratchpad_label = ${withLabel(Prisma.sql`scratchpad_label`, ctx.flow?.label() ?? [])}
       WHERE id = ${ctx.actor.id}`;
     return { status: 200, location: "/whoami", notice: "Scratchpad saved" };
   },

@@ -21,7 +21,15 @@ export async function pageTitles(ctx: Ctx, paths: string[]): Promise<Map<string,
   const tenantId = ctx.tenant.id;
   const [studios, notes, decisions, commitments] = await Promise.all([
     parsed.length
-      ? ctx.db.studio.findMany({ where: { tenantId, handle: { in: parsed.map(([, m]) => m![1]!) } } })
+      ? ctx.db.studio.findMany({
+          // Named only in studios the reader is in (as notifications name them): a reviewer
+          // who has left a studio sees its path, not its notes' titles.
+          where: {
+            tenantId,
+            handle: { in: parsed.map(([, m]) => m![1]!) },
+            members: { some: { userId: ctx.actor.id } },
+          },
+        })
       : [],
     ids("notes").length ? ctx.db.note.findMany({ where: { tenantId, id: { in: ids("notes") } } }) : [],
     ids("decisions").length

@@ -120,6 +120,14 @@ export async function disclosureText(
 }
 
 /**
+ * SQL: a stored label (a jsonb column) with `label`'s audiences added, each once. Done in the
+ * statement, not read-modify-write, so two writers at once both leave what they read.
+ */
+export function withLabel(column: Prisma.Sql, label: Audience[]): Prisma.Sql {
+  return Prisma.sql`(SELECT coalesce(jsonb_agg(DISTINCT x), '[]') FROM jsonb_array_elements(${column} || ${JSON.stringify(label)}::jsonb) x)`;
+}
+
+/**
  * A label kept on a row (a run, an agent's token): narrowed in memory as pages are read, and
  * written back only when it changes, which a run reading one studio does once.
  */
