@@ -29,6 +29,7 @@ import {
   startEntry,
   stopChild,
 } from "./lib.ts";
+import { startSink } from "./otlp-sink.ts";
 
 const env = parseConfig(process.env);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 200);
@@ -36,6 +37,8 @@ const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 500);
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
 const PHASES = (process.env.BENCH_PHASES ?? "trigger,overhead,prompt,load").split(",");
+/** BENCH_TRACES=1: the workers export traces to a local OTLP/HTTP receiver in this process. */
+const TRACES = process.env.BENCH_TRACES === "1";
 const LONG_STEPS = 121;
 /** The first phases use agents 0–50; the load phase needs at least CONCURRENT. */
 const AGENTS = Math.max(CONCURRENT, 51);
@@ -102,7 +105,13 @@ const promptTokens = (req: ChatRequest | undefined) =>
       o200k(JSON.stringify(req.tools ?? [])).length
     : Number.NaN;
 
-function startWorker(databaseUrl: string, redisUrl: string, llmUrl: string, prefix: string): ChildProcess {
+function startWorker(
+  databaseUrl: string,
+  redisUrl: string,
+  llmUrl: string,
+  prefix: string,
+  otlp?: string,
+): ChildProcess {
   const profile = process.env.BENCH_PROFILE
     ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`]
     : [];
@@ -120,6 +129,7 @@ function startWorker(databaseUrl: string, redisUrl: string, llmUrl: string, pref
       LLM_DEFAULT_MODEL: "bench-model",
       // info: the worker says it is running at that level (and logs nothing per step).
       LOG_LEVEL: "info",
+      ...(otlp && { OTEL_EXPORTER_OTLP_ENDPOINT: otlp, OTEL_SERVICE_NAME: "cadre-bench" }),
     },
     [...profile, ...heap, ...extra],
   );
@@ -367,8 +377,9 @@ async function main() {
   const noting = new Map<string, ChatRequest[]>();
   const llm = await startFakeLlm({ script: script(() => perRun, firstCall, calls, noting) });
   const prefix = `cadre-bench-${newId(6)}`;
+  const sink = TRACES ? await startSink() : null;
   const workers = Array.from({ length: WORKERS }, () =>
-    startWorker(database.url, redis?.url ?? env.REDIS_URL, llm.url, prefix),
+    startWorker(database.url, redis?.url ?? env.REDIS_URL, llm.url, prefix, sink?.url),
   );
   try {
     await Promise.all(workers.map((c) => printed(c, "running")));
@@ -388,11 +399,20 @@ async function main() {
     };
     const rows = PHASES.includes("trigger") ? await firstPhases(b) : [];
     if (PHASES.includes("load")) rows.push(...(await loadPhase(b)));
-    console.log(`\nAgent runs benchmark (${redis ? "own Redis" : "shared Redis: its CPU not counted"})`);
+    // What the receiver got by the end of the phase (the worker's last batch may still be on its way).
+    if (sink)
+      rows.push([
+        "traces received (requests / spans / MB)",
+        `${sink.seen.requests} / ${sink.seen.spans} / ${fmt(sink.seen.bytes / 2 ** 20, 1)}`,
+      ]);
+    console.log(
+      `\nAgent runs benchmark (${redis ? "own Redis" : "shared Redis: its CPU not counted"}${sink ? ", traces on" : ""})`,
+    );
     for (const [k, v] of rows) console.log(`  ${k.padEnd(80)} ${v}`);
   } finally {
     await Promise.all(workers.map((c) => stopChild(c)));
     await llm.close();
+    await sink?.close();
     await db.$disconnect();
     await database.drop();
     await redis?.stop();

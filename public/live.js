@@ -5,7 +5,8 @@
 // this only places what the server rendered.
 //
 // - A run page gets each step as it is recorded (`step`), "thinking…" while the model is
-//   called (`thinking`), and status changes (`status`), after which the page is read again
+//   called (`thinking`) with its reply as it streams (`text`, the whole reply so far each
+//   time, until the step replaces it), and status changes (`status`), after which the page is read again
 //   for the parts a status changes (the final message, the actions).
 // - A thread or a list of runs gets `changed`, and is read again.
 // Reading a page again replaces only what differs from what was shown, so a form being
@@ -119,22 +120,40 @@
     const box = document.getElementById("run-steps");
     if (!box || document.getElementById(`step-${step}`)) return;
     if (!thinking) {
-      const el = document.createElement("p");
-      el.className = "thinking";
-      el.setAttribute("role", "status");
+      const el = document.createElement("div");
+      el.className = "thinking-box";
+      const label = document.createElement("p");
+      label.className = "thinking";
+      label.setAttribute("role", "status");
+      el.append(label);
       box.append(el);
-      thinking = { el };
+      thinking = { el, label };
       ticker = setInterval(() => paintThinking(), 1000);
-    }
+    } else if (thinking.el.parentNode !== box) box.append(thinking.el);
+    if (thinking.step !== step) thinking.text?.remove();
+    if (thinking.step !== step) thinking.text = null;
     thinking.step = step;
     thinking.since = Date.parse(since);
     paintThinking();
   }
 
+  /** The model's reply so far, under "Thinking…", until its step arrives. */
+  function showText(step, text) {
+    if (!thinking || thinking.step !== step) showThinking(step, new Date().toISOString());
+    if (!thinking || thinking.step !== step) return;
+    if (!thinking.text) {
+      thinking.text = document.createElement("blockquote");
+      thinking.text.className = "streaming";
+      thinking.text.setAttribute("aria-live", "polite");
+      thinking.el.append(thinking.text);
+    }
+    thinking.text.textContent = text;
+  }
+
   function paintThinking() {
     if (!thinking) return;
     const s = Math.max(0, Math.round((Date.now() - thinking.since) / 1000));
-    thinking.el.textContent = `Thinking… (step ${thinking.step}, ${s} s)`;
+    thinking.label.textContent = `${thinking.text ? "Writing" : "Thinking"}… (step ${thinking.step}, ${s} s)`;
   }
 
   /** Adds a step unless it is shown already; a live one opens, and a long run's older ones fold unless their reader opened them. */
@@ -145,10 +164,13 @@
     const n = Number(el.dataset.step);
     box.querySelector(":scope > p:not(.thinking)")?.remove();
     const after = [...box.querySelectorAll(":scope > details.step")].find((d) => Number(d.dataset.step) > n);
-    box.insertBefore(el, after ?? thinking?.el ?? null);
+    // The "thinking" line may sit in a list the page has since replaced (a replay's side-by-side
+    // columns are redrawn whole): only a line in this list marks where steps go.
+    const thinkingHere = thinking?.el.parentNode === box ? thinking.el : null;
+    box.insertBefore(el, after ?? thinkingHere);
     const all = box.querySelectorAll(":scope > details.step");
     const heading = document.getElementById("steps");
-    if (heading) heading.textContent = `Steps (${all.length})`;
+    if (heading?.textContent.startsWith("Steps")) heading.textContent = `Steps (${all.length})`;
     if (!live) return;
     // As the server renders a long run: past FOLD_AFTER steps, all but the last few fold.
     if (all.length > FOLD_AFTER)
@@ -197,10 +219,15 @@
       const d = data(e);
       showThinking(d.step, d.since);
     });
+    events.addEventListener("text", (e) => {
+      const d = data(e);
+      showText(d.step, d.text);
+      paintThinking();
+    });
     events.addEventListener("status", (e) => {
       const d = data(e);
       showProgress(d.progress);
-      if (d.state !== "running") stopThinking();
+      if (!["running", "stopping", "pausing"].includes(d.state)) stopThinking();
       if (ENDED.includes(d.state)) {
         ended = true;
         events.close();

@@ -5,10 +5,11 @@ import cookie from "@fastify/cookie";
 import fastifyStatic from "@fastify/static";
 import view from "@fastify/view";
 import { Eta } from "eta";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import type { Config } from "./config.ts";
 import { type PrismaClient, prismaFromConfig } from "./db/prisma.ts";
 import bodyParsers, { BODY_LIMIT } from "./http/body-parsers.ts";
+import { redactUrl } from "./lib/url-redact.ts";
 import audit from "./plugins/audit.ts";
 import auth from "./plugins/auth.ts";
 import errors, { sendError } from "./plugins/errors.ts";
@@ -17,6 +18,7 @@ import metrics from "./plugins/metrics.ts";
 import prismaPlugin from "./plugins/prisma.ts";
 import rateLimit from "./plugins/rate-limit.ts";
 import tenancy from "./plugins/tenancy.ts";
+import tracing from "./plugins/tracing.ts";
 import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
 import mcpRoutes from "./routes/mcp.ts";
@@ -25,6 +27,7 @@ import secretRoutes from "./routes/secrets.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
 import { configureKeyring } from "./services/money/keyring.ts";
+import { setMailConfigured } from "./services/reach/preferences.ts";
 
 export interface AppOptions {
   config: Config;
@@ -37,6 +40,7 @@ export interface AppOptions {
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { config } = opts;
   configureKeyring(config);
+  setMailConfigured(Boolean(config.SMTP_URL));
   const app = Fastify({
     logger:
       opts.logger === false
@@ -44,6 +48,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         : {
             level: config.LOG_LEVEL,
             redact: ["req.headers.authorization", "req.headers.cookie"],
+            serializers: {
+              req: (r: FastifyRequest) => ({
+                method: r.method,
+                url: redactUrl(r.url),
+                host: r.host,
+                remoteAddress: r.ip,
+              }),
+            },
             ...(typeof opts.logger === "object" && { stream: opts.logger.stream }),
           },
     bodyLimit: BODY_LIMIT,
@@ -62,6 +74,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   const secure = config.PUBLIC_SCHEME === "https";
 
+  // First, so its span covers the request from the start (a no-op unless tracing is on).
+  await app.register(tracing);
   await app.register(prismaPlugin, {
     prisma: opts.prisma ?? prismaFromConfig(config),
     owned: !opts.prisma,
@@ -87,6 +101,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(live, {
     databaseUrl: config.DATABASE_URL,
+    redisUrl: config.REDIS_URL,
     heartbeatMs: config.LIVE_HEARTBEAT_MS,
     maxAgeMs: config.LIVE_STREAM_MAX_SECONDS * 1000,
   });

@@ -4,6 +4,7 @@ import { availableParallelism } from "node:os";
 import { getHeapStatistics } from "node:v8";
 import { z } from "zod";
 import { DEV_ENCRYPTION_KEYS, parseMasterKeys, usesDevelopmentKey } from "./lib/secrets.ts";
+import type { TracingOptions } from "./lib/telemetry.ts";
 
 /** The most agent runs a worker holds by default, whatever its heap. */
 export const MAX_DEFAULT_CONCURRENCY = 1000;
@@ -173,9 +174,58 @@ const schema = z.object({
   METRICS_TOKEN: z.string().min(16, "at least 16 characters").optional(),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   METRICS_HOST: z.string().default("127.0.0.1"),
+  // Mail (services/reach/): an SMTP server, `smtp://user:pass@host:port` or `smtps://…`.
+  // Unset, nobody is mailed and everything else works as before.
+  SMTP_URL: z.string().url().optional(),
+  MAIL_FROM: z.string().min(3).optional(),
+  // Links in mails and outgoing webhooks point at `<scheme>://<workspace>.<BASE_DOMAIN>[:PUBLIC_PORT]`;
+  // unset, the port is PORT's while BASE_DOMAIN is localhost (a development server), else none.
+  PUBLIC_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  // The hour (UTC) from which each person's daily digest is sent.
+  DIGEST_HOUR_UTC: z.coerce.number().int().min(0).max(23).default(8),
+  // Outgoing webhooks: attempts per delivery, the first retry's wait (doubling after), and
+  // how many deliveries in a row may fail for good before the endpoint is turned off.
+  OUTBOUND_ATTEMPTS: z.coerce.number().int().min(1).max(30).default(8),
+  OUTBOUND_BACKOFF_MS: z.coerce.number().int().min(1).max(3_600_000).default(5000),
+  OUTBOUND_DISABLE_AFTER: z.coerce.number().int().min(1).max(1000).default(5),
+  OUTBOUND_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  // OpenTelemetry traces (lib/telemetry.ts), the standard variables: unset, no SDK is loaded.
+  // The endpoint is the collector's base URL (spans go to <endpoint>/v1/traces, OTLP/HTTP
+  // JSON); headers are `key=value` pairs separated by commas, values URL-encoded.
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .optional()
+    .transform((v, c) => {
+      const headers: Record<string, string> = {};
+      for (const pair of (v ?? "").split(",").filter((p) => p.trim())) {
+        const at = pair.indexOf("=");
+        if (at < 1) {
+          c.addIssue({ code: "custom", message: "expected key=value pairs separated by commas" });
+          return z.NEVER;
+        }
+        headers[pair.slice(0, at).trim()] = decodeURIComponent(pair.slice(at + 1).trim());
+      }
+      return headers;
+    }),
+  OTEL_SERVICE_NAME: z.string().min(1).default("cadre"),
+  // The GenAI conventions' own switch: prompts and replies are exported (masked as they are
+  // for the model) only when an operator turns this on.
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: z
+    .enum(["0", "1", "true", "false"])
+    .default("false")
+    .transform((v) => v === "1" || v === "true"),
 });
 
 export type Config = z.infer<typeof schema>;
+
+/** What lib/telemetry.ts's startTracing needs: nothing, and no SDK loaded, without an endpoint. */
+export const tracingOptions = (c: Config): TracingOptions => ({
+  endpoint: c.OTEL_EXPORTER_OTLP_ENDPOINT,
+  headers: c.OTEL_EXPORTER_OTLP_HEADERS,
+  serviceName: c.OTEL_SERVICE_NAME,
+  captureContent: c.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT,
+});
 
 export function parseConfig(env: Record<string, string | undefined>): Config {
   const result = schema.safeParse(env);

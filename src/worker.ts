@@ -1,5 +1,5 @@
 import { setFlagsFromString } from "node:v8";
-import { loadConfig } from "./config.ts";
+import { loadConfig, tracingOptions } from "./config.ts";
 import { prismaFromConfig } from "./db/prisma.ts";
 import { createRedis } from "./db/redis.ts";
 import { DEMO_MODEL, demoScript } from "./dev/demo-script.ts";
@@ -7,6 +7,7 @@ import { startFakeLlm } from "./dev/fake-llm.ts";
 import { portOf, serveMetrics } from "./http/metrics-scrape.ts";
 import { startRuntime } from "./jobs/runtime.ts";
 import { createLogger } from "./lib/logger.ts";
+import { startTracing, stopTracing } from "./lib/telemetry.ts";
 
 // A worker holding 1,000 waiting runs keeps about 90 MB live, but V8's default growth let its
 // heap double between collections: peak RSS 600 MB, 410 MB with the heap grown by half
@@ -14,6 +15,8 @@ import { createLogger } from "./lib/logger.ts";
 setFlagsFromString("--heap-growing-percent=50");
 
 const config = loadConfig();
+// No active context in the worker (lib/telemetry.ts): its spans are passed explicitly.
+await startTracing({ ...tracingOptions(config), activeContext: false });
 const prisma = prismaFromConfig(config);
 const connection = createRedis(config.REDIS_URL, "worker");
 const log = createLogger(config.LOG_LEVEL);
@@ -49,6 +52,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     await fake?.close();
     connection.disconnect();
     await prisma.$disconnect();
+    await stopTracing();
     process.exit(0);
   });
 }

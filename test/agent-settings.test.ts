@@ -98,10 +98,10 @@ describe("what the page shows", () => {
     expect(page).toContain("Runs **wait for** the outcome; unreviewed actions expire after 48 h.");
     expect(page).toContain(
       [
-        "| # | rule | action | params must match | decision |",
-        "|---|---|---|---|---|",
-        "| 1 | no-secrets | `add_comment` | `text` ~ `secret` | **deny** |",
-        "| 2 | review-all | `*` | — | **require_approval** |",
+        "| # | rule | action | where | params must match | decision |",
+        "|---|---|---|---|---|---|",
+        "| 1 | no-secrets | `add_comment` | anywhere | `text` ~ `secret` | **deny** |",
+        "| 2 | review-all | `*` | anywhere | — | **require_approval** |",
       ].join("\n"),
     );
   });
@@ -237,7 +237,7 @@ describe("rules", () => {
       "| 5 | e",
     ]);
     expect(rows[1]).toBe(
-      "| 2 | a | `add_comment` | `text` ~ `^ok`, `reply_to` ~ `\\w+` | **require_approval** |",
+      "| 2 | a | `add_comment` | anywhere | `text` ~ `^ok`, `reply_to` ~ `\\w+` | **require_approval** |",
     );
   });
 

@@ -169,21 +169,20 @@ describe("POST /hooks/:id", () => {
     expect([deleted.statusCode, deleted.body]).toEqual([404, unknown.body]);
   });
 
-  it("an archived agent's webhook, or any webhook while agents are off in the workspace, is not found", async () => {
+  it("an archived agent's webhook is not found; while agents are off a delivery is recorded as skipped", async () => {
     const { w, agentId, hook } = await setup();
     const unknown = await send(app, w, "nosuchhook01", "{}", { secret: hook.secret });
     await db().tenant.update({ where: { id: w.tenant.id }, data: { settings: { agents_enabled: false } } });
     const off = await send(app, w, hook.id, "{}", { secret: hook.secret });
+    expect(off.statusCode).toBe(202);
+    expect(JSON.parse(off.body)).toMatchObject({ status: "skipped" });
+    const skipped = await runsOf(agentId);
+    expect(skipped).toHaveLength(1);
     await db().tenant.update({ where: { id: w.tenant.id }, data: { settings: {} } });
     await md(app, w, w.alice, "POST", "/subagents/scout/actions/archive_subagent", {});
     const archived = await send(app, w, hook.id, "{}", { secret: hook.secret });
-    expect([off.statusCode, off.body, archived.statusCode, archived.body]).toEqual([
-      404,
-      unknown.body,
-      404,
-      unknown.body,
-    ]);
-    expect(await runsOf(agentId)).toEqual([]);
+    expect([archived.statusCode, archived.body]).toEqual([404, unknown.body]);
+    expect(await runsOf(agentId)).toEqual(skipped);
   });
 
   it("another tenant's host cannot use the hook", async () => {

@@ -148,21 +148,23 @@ async function checkCharts(page: Page, days: Awaited<ReturnType<typeof ledger>>[
     expect(Math.abs(h - Math.max(1, costs[i]! * scale))).toBeLessThan(0.5);
   expect(Math.max(...heights)).toBeGreaterThan(80);
 
-  // Hovering today's bar hits its group, whose tooltip says today's spend (within the chart's rounding).
-  const today = days[29]!;
+  // Hovering the latest day with spend hits its group, whose tooltip says that day's spend
+  // (within the chart's rounding). Not always today: just after midnight UTC today may have none.
+  const at = days.findLastIndex((d) => d.calls > 0);
+  const today = days[at]!;
   const label = new Date(`${today.day}T00:00:00Z`).toLocaleDateString("en-US", {
     month: "short",
     day: "numeric",
     timeZone: "UTC",
   });
-  await spend.locator("g").nth(29).locator('rect[fill="transparent"]').hover();
+  await spend.locator("g").nth(at).locator('rect[fill="transparent"]').hover();
   const hovered = spend.locator("g:hover");
   expect(await hovered.count()).toBe(1);
   const tip = (await hovered.locator("title").textContent()) ?? "";
   const m = new RegExp(`^${label}: \\$(\\d+\\.\\d+)$`).exec(tip);
   expect(m, tip).not.toBeNull();
   expect(Math.abs(Number(m![1]) - today.cost / 1e6)).toBeLessThan(0.01);
-  const tokenTip = (await tokens.locator("g").nth(29).locator("title").textContent()) ?? "";
+  const tokenTip = (await tokens.locator("g").nth(at).locator("title").textContent()) ?? "";
   expect(tokenTip).toMatch(
     new RegExp(
       `^${label}: [\\d.]+k? \\(uncached input [\\d.]+k?, cached input [\\d.]+k?, output [\\d.]+k?\\)$`,

@@ -78,7 +78,8 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: people and agents", (width) =
       await look(walk, "create-agent-error");
       await create.getByLabel("Handle").fill("helper");
       await create.getByLabel("Identity prompt").fill("You keep notes tidy.");
-      await create.getByLabel("Model").fill("tiny-model");
+      // The model is picked from the workspace's catalogue, each priced.
+      await create.getByLabel("Model").selectOption("gpt-4o-mini");
       await create.getByRole("button", { name: "Create" }).click();
       await page.waitForURL(`${base}/subagents/helper`);
       await look(walk, "agent");
@@ -87,10 +88,10 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: people and agents", (width) =
       const edit = page.locator('form[data-action="update_subagent"]');
       expect(await edit.getByLabel("Name").inputValue()).toBe("Helper");
       expect(await edit.getByLabel("Identity prompt").inputValue()).toBe("You keep notes tidy.");
-      expect(await edit.getByLabel("Model").inputValue()).toBe("tiny-model");
+      expect(await edit.locator("select[name=model]").inputValue()).toBe("gpt-4o-mini");
       expect(await edit.getByLabel("Max steps").inputValue()).toBe("30");
       // Emptying the model goes back to the workspace default, as its hint says.
-      await edit.getByLabel("Model").fill("");
+      await edit.locator("select[name=model]").selectOption("");
       await edit.getByRole("button").click();
       await page.waitForURL(`${base}/subagents/helper`);
       await page.locator(".notice", { hasText: "Saved" }).waitFor();

@@ -9,6 +9,8 @@ import { newId } from "../src/lib/ids.ts";
 import { DEFAULT_CAPABILITIES } from "../src/services/agents/core/settings.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../src/services/agents/policy/capabilities.ts";
 import { actions, pages, registry } from "../src/services/catalog/catalog.ts";
+import { sealEndpointSecret } from "../src/services/reach/endpoints.ts";
+import { mintReviewLinks } from "../src/services/reach/review-links.ts";
 import type { Actor, Ctx, PageDef } from "../src/services/registry/types.ts";
 import { createApiToken } from "../src/services/tokens.ts";
 import { requestsFor, stepsOf, userPrompt } from "./helpers/agent-scripts.ts";
@@ -119,12 +121,16 @@ async function capabilityWorld() {
     data: {
       ...{ id: newId(), tenantId: w.tenant.id, agentId: minion.id, initiatedById: agent.id },
       ...{ triggerKind: "manual", task: "t", maxSteps: 5, timeoutSeconds: 60 },
-      ...{ status: "waiting", stopReason: "asked_owner", question: "?", stepsCount: 1 },
+      ...{ status: "waiting", stopReason: "asked_owner", question: "?", stepsCount: 2 },
     },
   });
   // Its one step, which its step page shows.
   await db().subagentTaskRunStep.create({
     data: { id: newId(), runId: run.id, tenantId: w.tenant.id, number: 1, type: "ask_owner", detail: {} },
+  });
+  // And a second, the one the step page probes name (isolation.ts), where replay_run is offered to people only.
+  await db().subagentTaskRunStep.create({
+    data: { id: newId(), runId: run.id, tenantId: w.tenant.id, number: 2, type: "finish", detail: {} },
   });
   const { url, ...pendings } = await seedPending(w, "minion", "general", "caps", ["url", ...reviewKeys()]);
   const elsewhere = await db().studio.create({
@@ -140,6 +146,42 @@ async function capabilityWorld() {
       ...{ subjectId: w.studio.id, studioId: w.studio.id, events: ["created"], createdById: agent.id },
     },
   });
+  // An outgoing webhook and review links of the agent's own, inserted (no agent could make
+  // them), so their pages resolve for it and only the capability refuses.
+  const endpointId = newId();
+  const sealed = sealEndpointSecret(w.tenant.id, endpointId, "whsec_caps");
+  await db().outboundEndpoint.create({
+    data: {
+      ...{
+        id: endpointId,
+        tenantId: w.tenant.id,
+        ownerId: agent.id,
+        name: "Mine",
+        url: "http://127.0.0.1:9/h",
+      },
+      ...{
+        events: ["run.failed"],
+        encryptedSecret: new Uint8Array(sealed.ciphertext),
+        keyVersion: sealed.keyVersion,
+      },
+    },
+  });
+  const link = async (decision: "approve" | "reject") => {
+    const p = await db().agentPendingAction.findUniqueOrThrow({
+      where: { id: pendings[`/review/:token ${decision}_from_link`]! },
+    });
+    const minted = await mintReviewLinks(db(), {
+      ...{
+        tenantId: w.tenant.id,
+        pendingId: p.id,
+        userId: agent.id,
+        params: p.params,
+        expiresAt: p.expiresAt,
+      },
+    });
+    return minted[decision];
+  };
+  const links = { approve: await link("approve"), reject: await link("reject") };
   await deliverEvents(w.tenant.id); // bob's comments notify the agent, author of the note
   const notification = await db().notification.findFirstOrThrow({ where: { userId: agent.id } });
   const seed: Seed = {
@@ -148,10 +190,10 @@ async function capabilityWorld() {
     option: (await db().decisionOption.findFirstOrThrow({ where: { decisionId: decision } })).id,
     notification: notification.id,
     token: { id: spare.row.id, secret: spare.token },
-    ...{ agent: "minion", run: run.id, agentStudio: { handle: "general", aRef: false } },
+    ...{ agent: "minion", run: run.id, finished: run.id, agentStudio: { handle: "general", aRef: false } },
     // The agent subscribes itself; its subagent's subscriptions page names minion's.
     ...{ watcher: "scout", subscription: subscription.id },
-    ...{ pending: url!, pendings },
+    ...{ pending: url!, pendings, endpoint: endpointId, links },
   };
   return { w, agent, seed, pinned };
 }

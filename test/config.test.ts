@@ -3,7 +3,7 @@
 import { availableParallelism } from "node:os";
 import { getHeapStatistics } from "node:v8";
 import { describe, expect, it } from "vitest";
-import { parseConfig, workerConcurrency } from "../src/config.ts";
+import { parseConfig, tracingOptions, workerConcurrency } from "../src/config.ts";
 
 describe("DATABASE_POOL_SIZE", () => {
   it("defaults to two connections per core plus one", () => {
@@ -69,5 +69,35 @@ describe("WORKER_CONCURRENCY and LLM_MAX_CONNECTIONS", () => {
     expect(parseConfig({}).LLM_MAX_CONNECTIONS).toBeUndefined();
     expect(parseConfig({ LLM_MAX_CONNECTIONS: "8" }).LLM_MAX_CONNECTIONS).toBe(8);
     expect(() => parseConfig({ LLM_MAX_CONNECTIONS: "0" })).toThrow(/LLM_MAX_CONNECTIONS/);
+  });
+});
+
+describe("OpenTelemetry variables", () => {
+  it("off without an endpoint; headers read as key=value pairs, URL-decoded; a malformed list names the variable", async () => {
+    const off = parseConfig({});
+    expect(off.OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
+    expect(off.OTEL_SERVICE_NAME).toBe("cadre");
+    expect(off.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT).toBe(false);
+    const { startTracing, tracingOn } = await import("../src/lib/telemetry.ts");
+    expect(await startTracing(tracingOptions(off))).toBe(false);
+    expect(tracingOn()).toBe(false);
+    const on = parseConfig({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318",
+      OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20abc, x-team = ops",
+      OTEL_SERVICE_NAME: "cadre-worker",
+      OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: "true",
+    });
+    expect(tracingOptions(on)).toEqual({
+      endpoint: "http://collector:4318",
+      headers: { authorization: "Bearer abc", "x-team": "ops" },
+      serviceName: "cadre-worker",
+      captureContent: true,
+    });
+    expect(() => parseConfig({ OTEL_EXPORTER_OTLP_HEADERS: "no-equals-sign" })).toThrow(
+      /OTEL_EXPORTER_OTLP_HEADERS: expected key=value pairs/,
+    );
+    expect(() => parseConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "collector" })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT/,
+    );
   });
 });

@@ -19,6 +19,7 @@ import { type AgentEnv, makeAgent, startAgents, tool } from "./helpers/agents.ts
 import { act, login, makeWorld, md, testConfig, testPrisma, type World, waitFor } from "./helpers/app.ts";
 import { issuesOf } from "./helpers/bad-input.ts";
 import { databaseDump, redisDump } from "./helpers/dumps.ts";
+import { type Inbox, startInbox } from "./helpers/inbox.ts";
 import { fakeKey, keyRow, last4 } from "./helpers/keys.ts";
 import { captureLog } from "./helpers/logs.ts";
 
@@ -33,6 +34,8 @@ const workerLog = captureLog("trace");
 
 let app: FastifyInstance;
 let env: AgentEnv;
+// Mail is on: what the worker mails (a failed run below) is scanned like everything else.
+let inbox: Inbox;
 const providers: FakeLlm[] = [];
 
 beforeAll(async () => {
@@ -45,11 +48,13 @@ beforeAll(async () => {
   await app.ready();
   // One runtime for the whole file, so every event and job of every test lands under one
   // queue prefix; its log callback is what the leak test reads of the worker.
-  env = await startAgents("keys", { LLM_API_KEY: SHARED_KEY }, [], workerLog.logger);
+  inbox = await startInbox();
+  env = await startAgents("keys", { LLM_API_KEY: SHARED_KEY, SMTP_URL: inbox.url }, [], workerLog.logger);
 });
 afterAll(async () => {
   await env.close();
   await app.close();
+  await inbox.close();
   for (const p of providers) await p.close();
 });
 
@@ -711,6 +716,8 @@ describe("the leak test", () => {
       return r;
     };
     const scout = await makeAgent(w, w.alice, "scout");
+    // Alice hears of failed runs by mail at once: the refused run below mails her.
+    await db().user.update({ where: { id: w.alice.id }, data: { reachPrefs: { run_failed: "email" } } });
     // Another key, pasted into a note by mistake: it stays in the note, and reaches neither
     // a model nor a run record (the agent reads the note below).
     const pasted = `sk-PASTED-${randomBytes(16).toString("hex")}`;
@@ -843,7 +850,18 @@ describe("the leak test", () => {
     expect(sent.some((s) => s.includes("For now use [masked: OpenAI key]"))).toBe(true);
     for (const s of sent) expect(s.includes(pasted), "LLM request holds the pasted key").toBe(false);
 
-    // 5. Every row of every table. The sealed key is bytes; it must not hold the plaintext either.
+    // 5. The mail that told alice of the refused run (its error quoted the key).
+    const mails = await waitFor(
+      async () => (inbox.to(w.alice.email).length ? inbox.to(w.alice.email) : null),
+      15_000,
+    );
+    expect(mails[0]!.subject).toBe("@scout could not finish: the model's provider refused its key");
+    clean(
+      "mail",
+      mails.map((m) => m.raw),
+    );
+
+    // 6. Every row of every table. The sealed key is bytes; it must not hold the plaintext either.
     const rows = await databaseDump();
     expect(rows.some((r) => r.table === "agent_api_keys" && r.row.includes(k.id))).toBe(true);
     expect(rows.some((r) => r.table === "subagent_task_run_steps" && r.row.includes(ok.id))).toBe(true);

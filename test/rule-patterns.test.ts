@@ -62,8 +62,9 @@ describe("linear time", () => {
       timed.push(await actionMs(runId));
     }
     const [without, withRules] = timed as [number, number];
-    // Backtracking took 1.5 s for {20} and would take minutes for {30}; RE2 adds a few ms.
-    expect(withRules).toBeLessThan(200);
+    // Backtracking took 1.5 s for {20} and would take minutes for {30}; RE2 adds a few ms. The
+    // bound only tells "linear" from "exponential": a loaded CI machine took 325 ms for the step.
+    expect(withRules).toBeLessThan(5000);
     console.info(
       `execute step besides the model: ${without.toFixed(1)} ms without rules, ${withRules.toFixed(1)} ms with`,
     );

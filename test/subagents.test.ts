@@ -80,7 +80,7 @@ describe("/subagents: create_subagent", () => {
   const CS = "/subagents/actions/create_subagent";
 
   it("creates a subagent I own (201 + Location, 303 in HTML), without a password", async () => {
-    const cfg = { identity_prompt: "Be kind.", model: "gpt/x", max_steps: 7 };
+    const cfg = { identity_prompt: "Be kind.", model: "gpt-5-mini", max_steps: 7 };
     const res = await A(CS, { name: "Helper", handle: " Helper-1 ", ...cfg });
     check(res, 201, "# Helper\n", "**Created @helper-1**");
     expect(res.headers.location).toBe("/subagents/helper-1");
@@ -182,8 +182,8 @@ describe("/subagents/:handle", () => {
     expect(page).toContain("- [General](/studios/general) (`general`)");
     expect(actions(page)).toEqual(expect.arrayContaining(["update_subagent", "archive_subagent"]));
     const U = "/subagents/editor/actions/update_subagent";
-    const cfg = { identity_prompt: "Edit things.", model: "m-1", max_steps: 5, timeout_seconds: 60 };
-    check(await A(U, { name: "Ed", ...cfg }), 200, "**Saved**", "| model | `m-1` |", "# Ed\n");
+    const cfg = { identity_prompt: "Edit things.", model: "gpt-4o", max_steps: 5, timeout_seconds: 60 };
+    check(await A(U, { name: "Ed", ...cfg }), 200, "**Saved**", "| model | `gpt-4o` |", "# Ed\n");
     expect((await user(a.id)).agentConfig).toMatchObject(cfg);
     check(await A(U, { model: "" }), 200, "| model | workspace default |");
     expect((await user(a.id)).agentConfig).not.toHaveProperty("model");
@@ -191,8 +191,14 @@ describe("/subagents/:handle", () => {
     const form = (await aliceB.get("/subagents/editor")).body;
     expect(form).toMatch(/name="identity_prompt"[^>]*>Edit things\.<\/textarea>/);
     expect(form).toMatch(/name="max_steps" value="5"/);
-    await A(U, { model: "m-2" });
-    expect((await aliceB.get("/subagents/editor")).body).toMatch(/name="model" value="m-2"/);
+    await A(U, { model: "gpt-4o-mini" });
+    // The model is a select of the workspace's catalogue, grouped by where each comes from, priced.
+    const select = (await aliceB.get("/subagents/editor")).body;
+    expect(select).toMatch(/<select id="[^"]*-model" name="model">/);
+    expect(select).toContain('<optgroup label="Price list · OpenAI">');
+    expect(select).toMatch(
+      /<option value="gpt-4o-mini" selected>gpt-4o-mini — \$0\.15 in \/ \$0\.60 out per 1M tokens<\/option>/,
+    );
     const html = await aliceB.post(U, { name: "Ed 2", identity_prompt: "", model: "", max_steps: "9" });
     check(html, 303);
     expect(html.headers.location).toBe("/subagents/editor");
@@ -352,7 +358,10 @@ describe("/subagents/:handle/runs and /subagents/:handle/runs/:run", () => {
     const a = await agent(w, w.alice, "stopper");
     const S = (id: string) => `/subagents/stopper/runs/${id}/actions/stop_run`;
     const [q1, q2] = [await runTask("stopper", "one"), await runTask("stopper", "two")];
-    expect(actions(check(await A(`/subagents/stopper/runs/${q1}`), 200, "> one"))).toEqual(["stop_run"]);
+    expect(actions(check(await A(`/subagents/stopper/runs/${q1}`), 200, "> one"))).toEqual([
+      "pause_run",
+      "stop_run",
+    ]);
     check(await A(S(q1), {}), 200, "**Run cancelled**");
     expect(await run(q1)).toMatchObject({ status: "cancelled", stopReason: "stopped_by_owner" });
     check(await aliceB.post(S(q2), {}), 303);

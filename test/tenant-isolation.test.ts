@@ -55,7 +55,7 @@ const NOT_FOR_PEOPLE = new Set(["update_scratchpad"]);
 /** Pages that show none of A's content even to A (so the positive control cannot look for A's mark). */
 // Pages with nothing of A's to show: a search with no query, and the workspace's agent
 // settings before an admin sets any.
-const NO_CONTENT = new Set(["/search", "/settings/agents"]);
+const NO_CONTENT = new Set(["/search", "/settings/agents", "/u/:handle/settings/notifications"]);
 
 let app: FastifyInstance;
 let A: Victim;
@@ -450,7 +450,8 @@ describe("tenant B against tenant A", () => {
     const rows = await db.agentPendingAction.findMany({ where: { id: { in: ids } } });
     expect(rows).toHaveLength(ids.length);
     for (const r of rows) expect([r.status, r.reviewedById, r.editedParams]).toEqual(["pending", null, null]);
-  });
+    // Many requests (every seeded id, on every review page, both ways, each format): not a timing test.
+  }, 120_000);
 
   it("path tricks on B's host reach none of A's objects", async () => {
     const { note, decision } = A.shared;

@@ -1,5 +1,6 @@
 // The demo's scripted "model": reads the navigator's prompt and plays a polite agent —
-// open the page that triggered the run, reply with a comment, finish. It exists so the
+// open the page that triggered the run, reply with a comment (or, asked to write a note,
+// post one in that studio), finish. It exists so the
 // demo works without an API key; with LLM_BASE_URL set, the same demo uses a real model.
 import type { ChatRequest, FakeReply } from "./fake-llm.ts";
 import { obedientScript } from "./obedient-script.ts";
@@ -22,7 +23,18 @@ export function demoScript(req: ChatRequest): FakeReply {
   const commented = /execute add_comment\(/.test(prompt);
   const finish = (message: string): FakeReply => ({ tool: { name: "finish", args: { message } } });
 
+  if (/execute create_note\(/.test(prompt)) return finish("Posted the note, or asked for approval to.");
   if (commented) return finish("Replied in the thread.");
+  // "write a note" in what woke it: a note in that studio (@scribe's wait for an admin's approval).
+  const studio =
+    target && /\b(?:write|post) a note\b/i.test(prompt) ? /^\/studios\/[\w-]+/.exec(target)?.[0] : undefined;
+  if (studio) {
+    if (current !== studio) return { tool: { name: "navigate", args: { path: studio } } };
+    const title = `A note for ${asker ? `@${asker[2]}` : "the team"}`;
+    const text =
+      "Written by Cadre's scripted demo model: with a real model (LLM_BASE_URL) this would be the note you asked for.";
+    return { tool: { name: "execute_action", args: { action: "create_note", params: { title, text } } } };
+  }
   if (target && current !== target) return { tool: { name: "navigate", args: { path: target } } };
   if (target && current === target) {
     const hello = asker ? `Hi @${asker[2]}! ` : "Hi! ";

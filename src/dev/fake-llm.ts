@@ -28,6 +28,12 @@ export interface Recorded {
 export interface FakeReply {
   /** A tool call the model "chose". */
   tool?: { name: string; args: unknown };
+  /** Several tool calls in one reply (a model ignoring `parallel_tool_calls: false`). */
+  tools?: { name: string; args: unknown }[];
+  /** Streamed requests: the content in these pieces, one chunk each (default: a few words a chunk). */
+  chunks?: string[];
+  /** Streamed requests: the wait before each chunk. */
+  chunkDelayMs?: number;
   /** Plain assistant content (JSON-mode answers, or malformed output). */
   content?: string;
   /** An HTTP error instead of a completion (429, 500, 401…). */
@@ -50,6 +56,10 @@ export interface FakeLlm {
   setLatency(ms: number): void;
   /** Only these bearer keys are accepted (401 otherwise), like a real provider; null accepts any. */
   setAcceptedKeys(keys: string[] | null): void;
+  /** What `GET /models` lists (default: `fake-model`). */
+  setModels(models: string[]): void;
+  /** Models a provider does not have: a completion asking for one is a 404 `model_not_found`, as OpenAI answers. */
+  setMissingModels(models: string[]): void;
   close(): Promise<void>;
 }
 
@@ -62,34 +72,93 @@ export function estimateTokens(messages: ChatMessage[]): number {
   return Math.ceil(chars / 4);
 }
 
-function completion(req: ChatRequest, reply: FakeReply, n: number) {
+function assistantMessage(reply: FakeReply, n: number) {
   const message: Record<string, unknown> = { role: "assistant", content: reply.content ?? null };
-  if (reply.tool)
-    message.tool_calls = [
-      {
-        id: `call_${n}`,
-        type: "function",
-        function: {
-          name: reply.tool.name,
-          arguments: typeof reply.tool.args === "string" ? reply.tool.args : JSON.stringify(reply.tool.args),
-        },
+  const calls = reply.tools ?? (reply.tool ? [reply.tool] : []);
+  if (calls.length)
+    message.tool_calls = calls.map((t, i) => ({
+      id: `call_${n}${i ? `_${i}` : ""}`,
+      type: "function",
+      function: {
+        name: t.name,
+        arguments: typeof t.args === "string" ? t.args : JSON.stringify(t.args),
       },
-    ];
+    }));
+  return message;
+}
+
+function usageOf(req: ChatRequest, reply: FakeReply, message: Record<string, unknown>) {
   const prompt = reply.usage?.prompt_tokens ?? estimateTokens(req.messages);
   const out = reply.usage?.completion_tokens ?? Math.max(5, Math.ceil(JSON.stringify(message).length / 4));
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: out,
+    total_tokens: prompt + out,
+    prompt_tokens_details: { cached_tokens: reply.usage?.cached_tokens ?? 0 },
+  };
+}
+
+function completion(req: ChatRequest, reply: FakeReply, n: number) {
+  const message = assistantMessage(reply, n);
   return {
     id: `chatcmpl-fake-${n}`,
     object: "chat.completion",
     created: Math.floor(Date.now() / 1000),
     model: req.model,
-    choices: [{ index: 0, message, finish_reason: reply.tool ? "tool_calls" : "stop", logprobs: null }],
-    usage: {
-      prompt_tokens: prompt,
-      completion_tokens: out,
-      total_tokens: prompt + out,
-      prompt_tokens_details: { cached_tokens: reply.usage?.cached_tokens ?? 0 },
-    },
+    choices: [
+      { index: 0, message, finish_reason: message.tool_calls ? "tool_calls" : "stop", logprobs: null },
+    ],
+    usage: usageOf(req, reply, message),
   };
+}
+
+/** The text in pieces of a few words, as a model streams it. */
+const pieces = (text: string) => text.match(/\S*\s*/g)?.filter(Boolean) ?? [];
+
+/**
+ * The same reply as server-sent chunks, as OpenAI streams it: the role, the content piece by
+ * piece, each tool call's name then its arguments in two halves, the finish reason, and
+ * (asked for with `stream_options.include_usage`) a last chunk with the usage and no choices.
+ */
+async function streamCompletion(res: ServerResponse, req: ChatRequest, reply: FakeReply, n: number) {
+  const message = assistantMessage(reply, n);
+  const base = {
+    id: `chatcmpl-fake-${n}`,
+    object: "chat.completion.chunk",
+    created: Math.floor(Date.now() / 1000),
+    model: req.model,
+  };
+  const send = async (choices: unknown[], extra: Record<string, unknown> = {}) => {
+    if (reply.chunkDelayMs) await new Promise((r) => setTimeout(r, reply.chunkDelayMs));
+    if (!res.destroyed) res.write(`data: ${JSON.stringify({ ...base, choices, ...extra })}\n\n`);
+  };
+  const delta = (d: Record<string, unknown>, finish: string | null = null) => [
+    { index: 0, delta: d, finish_reason: finish, logprobs: null },
+  ];
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...reply.headers });
+  await send(delta({ role: "assistant", content: "" }));
+  for (const piece of reply.chunks ?? pieces(reply.content ?? "")) await send(delta({ content: piece }));
+  const calls = (message.tool_calls ?? []) as { id: string; function: { name: string; arguments: string } }[];
+  for (const [index, c] of calls.entries()) {
+    const half = Math.ceil(c.function.arguments.length / 2);
+    await send(
+      delta({
+        tool_calls: [
+          {
+            index,
+            id: c.id,
+            type: "function",
+            function: { name: c.function.name, arguments: c.function.arguments.slice(0, half) },
+          },
+        ],
+      }),
+    );
+    await send(delta({ tool_calls: [{ index, function: { arguments: c.function.arguments.slice(half) } }] }));
+  }
+  await send(delta({}, calls.length ? "tool_calls" : "stop"));
+  const opts = req.stream_options as { include_usage?: boolean } | undefined;
+  if (opts?.include_usage) await send([], { usage: usageOf(req, reply, message) });
+  res.end("data: [DONE]\n\n");
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {
@@ -105,6 +174,8 @@ export async function startFakeLlm(
   let latency = opts.latencyMs ?? 0;
   let n = 0;
   let accepted: string[] | null = null;
+  let listed = ["fake-model"];
+  let missing = new Set<string>();
   const requests: Recorded[] = [];
   const hanging = new Set<ServerResponse>();
 
@@ -127,7 +198,7 @@ export async function startFakeLlm(
         res.writeHead(200, { "content-type": "application/json" }).end(
           JSON.stringify({
             object: "list",
-            data: [{ id: "fake-model", object: "model", owned_by: "cadre" }],
+            data: listed.map((id) => ({ id, object: "model", owned_by: "cadre" })),
           }),
         );
         return;
@@ -140,6 +211,19 @@ export async function startFakeLlm(
       }
       const body = JSON.parse(await readBody(req)) as ChatRequest;
       requests.push({ headers: req.headers, body, at: Date.now() });
+      // Before the script: a missing model takes no turn of it, as a provider answers before any model runs.
+      if (missing.has(body.model)) {
+        res.writeHead(404, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            error: {
+              message: `The model \`${body.model}\` does not exist or you do not have access to it.`,
+              type: "invalid_request_error",
+              code: "model_not_found",
+            },
+          }),
+        );
+        return;
+      }
       const i = n++;
       const reply: FakeReply =
         typeof script === "function"
@@ -166,9 +250,11 @@ export async function startFakeLlm(
         );
         return;
       }
-      res
-        .writeHead(200, { "content-type": "application/json", ...reply.headers })
-        .end(JSON.stringify(completion(body, reply, i)));
+      if (body.stream) await streamCompletion(res, body, reply, i);
+      else
+        res
+          .writeHead(200, { "content-type": "application/json", ...reply.headers })
+          .end(JSON.stringify(completion(body, reply, i)));
     } catch (err) {
       res
         .writeHead(500, { "content-type": "application/json" })
@@ -190,6 +276,12 @@ export async function startFakeLlm(
     },
     setAcceptedKeys(keys) {
       accepted = keys;
+    },
+    setModels(models) {
+      listed = models;
+    },
+    setMissingModels(models) {
+      missing = new Set(models);
     },
     async close() {
       for (const res of hanging) res.destroy();

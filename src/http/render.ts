@@ -1,7 +1,9 @@
 // Turns registry results into a reply in the negotiated format. Markdown answers
 // carry `Vary: Accept` because the same URL also serves HTML.
+
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { managedBy } from "../services/agents/core/ownership.ts";
+import { tenantSettings } from "../services/agents/core/settings.ts";
 import { awaitingReview } from "../services/agents/policy/approvals.ts";
 import { unreadOf } from "../services/notifications.ts";
 import { escapeHtml, type FormState, markdownToHtml } from "../services/registry/html.ts";
@@ -94,6 +96,8 @@ export async function sendLayout(req: FastifyRequest, reply: FastifyReply, d: La
     actor: req.actor ?? null,
     csrf: req.csrfToken,
     ...(await counts(req)),
+    // The workspace's kill switch is on: its admins see it on every page until they switch agents back on.
+    agentsOff: Boolean(req.actor?.tenantAdmin && req.tenant && !tenantSettings(req.tenant).agents_enabled),
     escape: escapeHtml,
   });
   return reply.type("text/html; charset=utf-8").send(html);

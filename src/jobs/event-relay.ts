@@ -36,11 +36,12 @@ interface Row {
   id: string;
   type: string;
   subject_id: string;
+  traceparent: string | null;
 }
 
 // One simple-protocol query each, so each half of a batch is one round trip (a simple
 // query may hold several statements; the extended protocol, with parameters, may not).
-const CLAIM = `BEGIN; SELECT id, type, subject_id FROM events WHERE published_at IS NULL
+const CLAIM = `BEGIN; SELECT id, type, subject_id, traceparent FROM events WHERE published_at IS NULL
   ORDER BY created_at LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`;
 
 /** Publishes the rows to their queues. A queued run goes straight to agent-runs: one queue hop fewer before it starts. */
@@ -48,10 +49,14 @@ async function publish(queues: Queues, rows: Row[]) {
   const runs = rows.filter((r) => r.type === "run.queued");
   const others = rows.filter((r) => r.type !== "run.queued");
   await Promise.all([
-    runs.length && queues["agent-runs"].addBulk(runs.map((r) => runJob(r.id, r.subject_id))),
+    runs.length && queues["agent-runs"].addBulk(runs.map((r) => runJob(r.id, r.subject_id, r.traceparent))),
     others.length &&
       queues.events.addBulk(
-        others.map((r) => ({ name: "event", data: { eventId: r.id }, opts: { jobId: r.id } })),
+        others.map((r) => ({
+          name: "event",
+          data: r.traceparent ? { eventId: r.id, traceparent: r.traceparent } : { eventId: r.id },
+          opts: { jobId: r.id },
+        })),
       ),
   ]);
 }

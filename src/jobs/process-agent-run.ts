@@ -17,6 +17,7 @@ import {
   runNavigator,
   stopped,
 } from "../services/agents/runtime/navigator.ts";
+import { type RunTrace, startRunTrace } from "../services/agents/runtime/tracing.ts";
 import type { JobPayloads } from "./queues.ts";
 
 export function workerId(): string {
@@ -49,14 +50,15 @@ function runLogger(log: Logger, start: RunStart): Logger {
 const countEnd = (trigger: string, status: string, stopReason: string | undefined) =>
   runsEnded.inc({ trigger, status, stop_reason: stopReason ?? "none" });
 
-async function execute(d: AgentRunDeps, start: RunStart): Promise<void> {
+async function execute(d: AgentRunDeps, start: RunStart, jobTraceparent?: string): Promise<void> {
   const { run } = start;
   const log = runLogger(d.log, start);
   if (run.stepsCount === 0) runsStarted.inc({ trigger: run.triggerKind });
   const controller = d.heartbeat.track(run.id);
-  let fin: Finish;
+  const trace = startRunTrace(d.prisma, start, jobTraceparent);
+  let fin: Finish = { status: "failed", stopReason: "internal_error" };
   try {
-    fin = await navigateResuming(d, start, controller.signal, log);
+    fin = await navigateResuming(d, start, controller.signal, log, trace);
   } catch (err) {
     if (err instanceof LeaseLostError) fin = { status: "failed", stopReason: "lease_lost" };
     else {
@@ -81,6 +83,7 @@ async function execute(d: AgentRunDeps, start: RunStart): Promise<void> {
     if (ended && TERMINAL.includes(fin.status)) countEnd(run.triggerKind, fin.status, fin.stopReason);
   } finally {
     d.heartbeat.untrack(run.id);
+    trace.end(fin);
   }
 }
 
@@ -96,9 +99,17 @@ async function navigateResuming(
   start: RunStart,
   signal: AbortSignal,
   log: Logger,
+  trace: RunTrace,
 ): Promise<Finish> {
   const { run } = start;
-  const deps = { ...d.navigator, prisma: d.prisma, owner: d.owner, log };
+  const deps = {
+    ...d.navigator,
+    prisma: d.prisma,
+    owner: d.owner,
+    log,
+    trace,
+    pause: d.heartbeat.pauseSignal(run.id),
+  };
   const resumable: Resumable = {};
   let next: RunStart | null = start;
   try {
@@ -139,7 +150,9 @@ export function agentRunProcessor(d: AgentRunDeps) {
       if (claim.gaveUp) countEnd(claim.gaveUp.triggerKind, "failed", "worker_lost");
       if (claim.retry) continue;
       if (!claim.start) return { ran };
-      await execute(d, claim.start);
+      // The job's traceparent is what woke this run again, when the job was this run's.
+      const tp = claim.start.run.id === job.data.runId ? job.data.traceparent : undefined;
+      await execute(d, claim.start, tp);
       ran += 1;
     }
   };

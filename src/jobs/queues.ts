@@ -3,13 +3,17 @@
 // run), so a re-delivery is a no-op. Postgres decides what actually happens.
 import { type ConnectionOptions, Queue, type QueueOptions } from "bullmq";
 
-export const QUEUE_NAMES = ["events", "agent-runs", "approved-actions", "maintenance"] as const;
+export const QUEUE_NAMES = ["events", "agent-runs", "approved-actions", "outbound", "maintenance"] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
+// `traceparent` (W3C, not a secret) is the span that wrote the job's event, when tracing is
+// on: the job's work continues that trace (lib/telemetry.ts).
 export interface JobPayloads {
-  events: { eventId: string };
-  "agent-runs": { runId: string };
+  events: { eventId: string; traceparent?: string };
+  "agent-runs": { runId: string; traceparent?: string };
   "approved-actions": { pendingId: string };
+  /** A mail or an outgoing webhook's delivery (services/reach/). */
+  outbound: { emailId: string } | { deliveryId: string };
   maintenance: Record<string, never>;
 }
 
@@ -30,11 +34,39 @@ export type Queues = { [K in QueueName]: Queue<JobPayloads[K]> };
  * (the relay, or the worker that queued the run, as soon as it committed) publishes the
  * same job, and a second add of it is a no-op.
  */
-export const runJob = (eventId: string, runId: string) => ({
+export const runJob = (eventId: string, runId: string, traceparent?: string | null) => ({
   name: "run" as const,
-  data: { runId },
+  data: traceparent ? { runId, traceparent } : { runId },
   opts: { jobId: `run-${eventId}` },
 });
+
+/**
+ * The jobs that send mails and deliveries. A sweep's re-send names its time bucket: the
+ * first job may sit in the failed set, and a second add under its id would be a no-op.
+ */
+export function outboundJobs(
+  ids: { emails: string[]; deliveries: string[] },
+  delivery: { attempts: number; backoffMs: number },
+  bucket?: number,
+) {
+  const tail = bucket === undefined ? "" : `-${bucket}`;
+  return [
+    ...ids.emails.map((emailId) => ({
+      name: "mail",
+      data: { emailId },
+      opts: { jobId: `mail-${emailId}${tail}` },
+    })),
+    ...ids.deliveries.map((deliveryId) => ({
+      name: "delivery",
+      data: { deliveryId },
+      opts: {
+        jobId: `delivery-${deliveryId}${tail}`,
+        attempts: delivery.attempts,
+        backoff: { type: "exponential" as const, delay: delivery.backoffMs },
+      },
+    })),
+  ];
+}
 
 export function createQueues(connection: ConnectionOptions, prefix: string): Queues {
   const make = <K extends QueueName>(name: K) =>
@@ -43,6 +75,7 @@ export function createQueues(connection: ConnectionOptions, prefix: string): Que
     events: make("events"),
     "agent-runs": make("agent-runs"),
     "approved-actions": make("approved-actions"),
+    outbound: make("outbound"),
     maintenance: make("maintenance"),
   };
 }

@@ -7,24 +7,36 @@ import { type Job, UnrecoverableError, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.ts";
 import type { PrismaClient } from "../db/prisma.ts";
+import { createRedis } from "../db/redis.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { isTransient } from "../lib/transient.ts";
 import { addWorkerGauges } from "../metrics/metrics.ts";
 import { fireDueSchedules } from "../services/agents/automations/schedule-firing.ts";
 import { flushDueSubscriptions } from "../services/agents/automations/subscriptions.ts";
+import { maskText } from "../services/agents/core/secret-masking.ts";
 import { executeApproved, expireOverdue, resumeSettled } from "../services/agents/policy/approvals.ts";
 import { startHeartbeat } from "../services/agents/runtime/heartbeat.ts";
 import { createLlmClient, type LlmClient } from "../services/agents/runtime/llm.ts";
 import { measured } from "../services/agents/runtime/llm-metrics.ts";
 import { pruneApiCalls } from "../services/audit.ts";
 import { registry } from "../services/catalog/catalog.ts";
+import { textPublisher } from "../services/live/text.ts";
 import { type ThrottleSettings, tidyLoginThrottles } from "../services/login-throttle.ts";
 import { configureKeyring } from "../services/money/keyring.ts";
 import type { Endpoint } from "../services/money/keys.ts";
 import { liftLastMonthsPauses } from "../services/money/ledger.ts";
+import type { MailTransport } from "../services/reach/mail.ts";
+import { setMailConfigured } from "../services/reach/preferences.ts";
 import { pruneReveals } from "../services/reveals.ts";
 import { agentRunProcessor, workerId } from "./process-agent-run.ts";
 import { eventProcessor } from "./process-event.ts";
+import {
+  type Outbound,
+  type OutboundConfig,
+  outboundFrom,
+  outboundProcessor,
+  sweepOutbound,
+} from "./process-outbound.ts";
 import { closeQueues, createQueues, type Queues } from "./queues.ts";
 import { startRelayThread } from "./relay-thread.ts";
 import { sweep, sweepApproved } from "./sweeper.ts";
@@ -50,6 +62,7 @@ export type RuntimeConfig = Pick<
   | "APP_ENCRYPTION_KEYS"
   | "BYOK_ALLOW_PRIVATE_URLS"
   | "AUDIT_RETENTION_DAYS"
+  | keyof OutboundConfig
   | keyof ThrottleSettings
 >;
 
@@ -61,6 +74,8 @@ export interface RuntimeOptions {
   llm?: LlmClient;
   /** The worker's log (lib/logger.ts); each run logs through a child of it. Silent when absent. */
   log?: Logger;
+  /** Tests may inject a mail transport; otherwise SMTP_URL's, or no mail. */
+  mail?: MailTransport;
 }
 
 /**
@@ -80,13 +95,20 @@ function retryingTransient<J extends Job, R>(fn: (job: J) => Promise<R>) {
 
 /** The queues' consumers: events, agent runs (`runs`), approved actions and maintenance. */
 function startWorkers(
-  d: { c: RuntimeConfig; prisma: PrismaClient; connection: Redis; queues: Queues; log: Logger },
+  d: {
+    c: RuntimeConfig;
+    prisma: PrismaClient;
+    connection: Redis;
+    queues: Queues;
+    log: Logger;
+    outbound: Outbound;
+  },
   runs: ReturnType<typeof agentRunProcessor>,
 ): Worker[] {
-  const { c, prisma, connection, queues, log } = d;
+  const { c, prisma, connection, queues, log, outbound } = d;
   const base = { connection, prefix: c.QUEUE_PREFIX };
   const workers = [
-    new Worker("events", retryingTransient(eventProcessor(prisma, queues)), {
+    new Worker("events", retryingTransient(eventProcessor(prisma, queues, outbound)), {
       ...base,
       concurrency: 16,
     }),
@@ -103,6 +125,8 @@ function startWorkers(
       })),
       { ...base, concurrency: 8 },
     ),
+    // Every failure here is worth another try (a receiver's 500, SMTP away): not wrapped.
+    new Worker("outbound", outboundProcessor(prisma, outbound), { ...base, concurrency: 8 }),
     new Worker(
       "maintenance",
       async () => ({
@@ -115,6 +139,7 @@ function startWorkers(
         loginThrottlesTidied: await tidyLoginThrottles(prisma, c),
         apiCallsPruned: await pruneApiCalls(prisma, c.AUDIT_RETENTION_DAYS),
         revealsPruned: await pruneReveals(prisma),
+        outbound: await sweepOutbound(prisma, queues, outbound),
         // Last: a passing fault here fails the job, and the housekeeping above is done by then.
         schedules: await fireDueSchedules(prisma),
       }),
@@ -149,11 +174,26 @@ export async function startRuntime(o: RuntimeOptions) {
       }),
   );
 
+  const outbound = outboundFrom(c, o.mail);
+  setMailConfigured(outbound.reach.mail);
+  // Replies as they stream, for run pages: a connection of its own that fails fast (the text
+  // is best-effort, and must never hold a run up), connected in the background.
+  const textRedis = createRedis(c.REDIS_URL, "producer");
+  textRedis.on("error", () => undefined);
+  textRedis.connect().catch(() => undefined);
+  const text = textPublisher(textRedis, maskText);
+
   const workers = startWorkers(
-    { c, prisma, connection, queues, log },
+    { c, prisma, connection, queues, log, outbound },
     agentRunProcessor({
       prisma,
-      navigator: { llm, endpoint, defaultModel: c.LLM_DEFAULT_MODEL, promptBudget: c.PROMPT_TOKEN_BUDGET },
+      navigator: {
+        llm,
+        endpoint,
+        defaultModel: c.LLM_DEFAULT_MODEL,
+        promptBudget: c.PROMPT_TOKEN_BUDGET,
+        text,
+      },
       heartbeat,
       owner,
       leaseSeconds: c.RUN_LEASE_SECONDS,
@@ -208,6 +248,8 @@ export async function startRuntime(o: RuntimeOptions) {
       await relay.stop();
       await Promise.all(workers.map((w) => w.close()));
       await closeQueues(queues);
+      outbound.transport?.close?.();
+      textRedis.disconnect();
     },
   };
 }

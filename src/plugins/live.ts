@@ -3,8 +3,11 @@
 // app ends every stream first: a server waits for its open responses, and these never end
 // by themselves.
 import fp from "fastify-plugin";
+import type { Redis } from "ioredis";
+import { createRedis } from "../db/redis.ts";
 import type { LiveHub, LiveStream } from "../http/sse.ts";
 import { createLiveListener, type LiveListener } from "../services/live/listener.ts";
+import { textWatcher, withText } from "../services/live/text.ts";
 
 declare module "fastify" {
   interface FastifyInstance {
@@ -14,6 +17,8 @@ declare module "fastify" {
 
 export interface LiveOptions {
   databaseUrl: string;
+  /** Where workers publish a model's reply as it streams (services/live/text.ts). */
+  redisUrl: string;
   heartbeatMs: number;
   maxAgeMs: number;
 }
@@ -21,11 +26,17 @@ export interface LiveOptions {
 export default fp<LiveOptions>(
   async (app, o) => {
     let listener: LiveListener | null = null;
+    let redis: Redis[] = [];
     const log = (msg: string, err?: unknown) => app.log.warn({ err }, msg);
     const streams = new Set<LiveStream>();
     const hub: LiveHub = {
       listener: () => {
-        listener ??= createLiveListener({ databaseUrl: o.databaseUrl, log });
+        if (listener) return listener;
+        // Redis for the streamed text: connected by the first stream that shows a run.
+        redis = [createRedis(o.redisUrl, "producer"), createRedis(o.redisUrl, "producer")];
+        for (const r of redis) r.on("error", () => undefined); // a page without live text, not an outage
+        const [sub, reads] = redis as [Redis, Redis];
+        listener = withText(createLiveListener({ databaseUrl: o.databaseUrl, log }), textWatcher(sub, reads));
         return listener;
       },
       streams,
@@ -42,7 +53,10 @@ export default fp<LiveOptions>(
       clearInterval(timer);
       for (const s of [...streams]) s.end();
     });
-    app.addHook("onClose", async () => listener?.close());
+    app.addHook("onClose", async () => {
+      await listener?.close();
+      for (const r of redis) r.disconnect();
+    });
   },
   { name: "live" },
 );

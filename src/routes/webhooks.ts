@@ -12,7 +12,6 @@ import {
   findWebhook,
   type WebhookWithAgent,
 } from "../services/agents/automations/webhooks.ts";
-import { tenantSettings } from "../services/agents/core/settings.ts";
 
 export const WEBHOOK_BODY_LIMIT = 64 * 1024;
 const TYPES = { "application/json": "json", "text/plain": "text" } as const;
@@ -60,8 +59,8 @@ export default async function webhookRoutes(app: FastifyInstance, opts: { scheme
       req.tenant && id && /^[a-z0-9]{6,32}$/.test(id)
         ? await findWebhook(app.prisma, req.tenant.id, id)
         : null;
-    // Agents switched off for the workspace: nothing would run, and that is no business of the sender's.
-    if (!hook || !tenantSettings(hook.tenant).agents_enabled) throw new NotFoundError(NO_SUCH);
+    // Agents switched off for the workspace: the delivery is still a trigger, recorded as a skipped run (deliver).
+    if (!hook) throw new NotFoundError(NO_SUCH);
     req.webhook = hook;
   });
 

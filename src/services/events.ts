@@ -5,6 +5,7 @@
 import type { Db } from "../db/prisma.ts";
 import type { Prisma } from "../generated/prisma/client.ts";
 import { newId } from "../lib/ids.ts";
+import { activeTraceparent } from "../lib/telemetry.ts";
 import { EVENTS_CHANNEL } from "./events-channel.ts";
 import type { ActionCtx } from "./registry/types.ts";
 
@@ -41,6 +42,7 @@ export async function emitEvent(tx: Db, e: NewEvent): Promise<string> {
       parentChain: (e.parentChain ?? []) as unknown as Prisma.InputJsonValue,
       payload: e.payload ?? {},
       runId: e.runId ?? null,
+      traceparent: activeTraceparent() ?? null,
     },
   });
   return id;

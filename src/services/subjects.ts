@@ -62,7 +62,7 @@ export async function readEvent(
     SELECT json_build_object(
       'event', json_build_object('id', e.id, 'tenantId', e.tenant_id, 'type', e.type, 'actorId', e.actor_id,
         'studioId', e.studio_id, 'subjectType', e.subject_type, 'subjectId', e.subject_id,
-        'parentChain', e.parent_chain, 'payload', e.payload, 'runId', e.run_id,
+        'parentChain', e.parent_chain, 'payload', e.payload, 'runId', e.run_id, 'traceparent', e.traceparent,
         'createdAt', e.created_at AT TIME ZONE 'UTC', 'publishedAt', e.published_at AT TIME ZONE 'UTC'),
       'studio', s.handle,
       'comment', CASE WHEN c.id IS NOT NULL THEN json_build_object('id', c.id, 'text', c.text,

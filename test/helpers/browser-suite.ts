@@ -1,5 +1,6 @@
 // A browser test file's world, started before its tests and closed after them: the app on a
 // real listener, a worker running agents against the fake LLM, and Chromium.
+import type { AddressInfo } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll } from "vitest";
@@ -16,12 +17,17 @@ export interface BrowserSuite {
 }
 
 /** Registers the file's setup and teardown; the fields are set once `beforeAll` has run. */
-export function browserWithAgents(queue: string): BrowserSuite {
+export function browserWithAgents(
+  queue: string,
+  /** The worker's settings, knowing the listener's port (links in mails point there). */
+  workerEnv: (port: number) => Record<string, string> | Promise<Record<string, string>> = () => ({}),
+  appEnv: Record<string, string> = {},
+): BrowserSuite {
   const suite = {} as Partial<BrowserSuite>;
   beforeAll(async () => {
-    suite.app = await buildTestApp();
+    suite.app = await buildTestApp(appEnv);
     suite.baseOf = await listen(suite.app);
-    suite.env = await startAgents(queue);
+    suite.env = await startAgents(queue, await workerEnv((suite.app.server.address() as AddressInfo).port));
     suite.browser = await launchChromium();
   });
   afterAll(async () => {

@@ -4,13 +4,19 @@
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { rebuildTotals } from "../../src/dev/seed-usage.ts";
 import { newId } from "../../src/lib/ids.ts";
+import { eventFlag } from "../../src/services/actions/outgoing-webhooks.ts";
 import { SUBSCRIPTION_EVENTS } from "../../src/services/agents/automations/subscriptions.ts";
+import { DEFAULT_CAPABILITIES } from "../../src/services/agents/core/settings.ts";
 import { GRANTABLE } from "../../src/services/agents/policy/capabilities.ts";
 import { pages } from "../../src/services/catalog/catalog.ts";
 import { notifyForEvent } from "../../src/services/notifications.ts";
 import { hashPassword } from "../../src/services/passwords.ts";
+import { HOOK_EVENTS } from "../../src/services/reach/news.ts";
+import { REACH_KINDS } from "../../src/services/reach/preferences.ts";
+import { mintReviewLinks } from "../../src/services/reach/review-links.ts";
 import { fields } from "../../src/services/registry/params.ts";
 import type { ActionDef, PageDef } from "../../src/services/registry/types.ts";
+import { writeScratchpad } from "../../src/services/scratchpad.ts";
 import { act, type Browser, login, PASSWORD, type Person, testPrisma, type World } from "./app.ts";
 import { permissions } from "./approvals.ts";
 
@@ -43,6 +49,8 @@ export interface Seed {
   /** A subagent the actor owns, in no studio yet, and one of its runs, waiting for the owner's answer. */
   agent: string;
   run: string;
+  /** A finished run of `agent` whose step 2 was a model call: the step page that replay_run re-runs from. */
+  finished: string;
   /** A schedule of `agent` (absent in a seed without one: its schedule actions then name one nobody has). */
   schedule?: string;
   /** The studio add_to_studio / remove_from_studio name; `aRef` when B has no studio with that handle. */
@@ -71,6 +79,19 @@ export interface Seed {
   agentKey?: string;
   /** A webhook of `agent`: its actions name it (rotate, disable, enable, then delete). Absent: they name one nobody has. */
   webhook?: string;
+  /** An outgoing webhook of the actor's (test, off, on, then delete). Absent: its actions name one nobody has. */
+  endpoint?: string;
+  /** The endpoint a page URL names, when not `endpoint`: in B's seed, one of B's own. */
+  pageEndpoint?: string;
+  /** Review links mailed to the actor: approve and reject, each for its own pending action (`/review/:token …`). */
+  links?: { approve: string; reject: string };
+  /** The link a page URL names, when not `links.approve`: in B's seed, one of B's own. */
+  pageLink?: string;
+  /**
+   * The model the model params name (an agent's model and fallbacks, the workspace default): one
+   * only A's catalogue has (A prices it), `aRef` in B's seed. Absent: a price-list model.
+   */
+  catalogueModel?: { name: string; aRef: boolean };
 }
 
 export interface Victim {
@@ -190,6 +211,12 @@ export async function seedAgent(
       modelText: `Words ${mark}`,
     },
   });
+  // Its memory (its memory page, and the run page's link to what the run wrote): one write of
+  // the run, carrying A's mark, so a leak of it anywhere shows.
+  await writeScratchpad(db, {
+    ...{ tenantId: w.tenant.id, agentId: agent.id, authorId: agent.id, runId: run.id },
+    ...{ kind: "write", text: `Scratchpad ${mark}` },
+  });
   // What the agent watches (its subscriptions page), inserted: a person's agent is in no studio
   // yet; a studio's agent watches its own.
   const watched = await must(
@@ -205,9 +232,51 @@ export async function seedAgent(
   return {
     agent: handle,
     run: run.id,
+    finished: await seedFinished(w, agent.id, owner, mark),
     subscription: subscription.id,
     schedule: await seedSchedule(w, owner, handle, mark),
   };
+}
+
+/** A completed run of the agent: it read /whoami, then (a model call, its prompt's facts kept) finished. */
+async function seedFinished(w: World, agentId: string, owner: Person, mark: string) {
+  const db = testPrisma();
+  const run = await db.subagentTaskRun.create({
+    data: {
+      id: newId(),
+      tenantId: w.tenant.id,
+      agentId,
+      initiatedById: owner.id,
+      triggerKind: "manual",
+      task: `Finished task ${mark}`,
+      maxSteps: 5,
+      timeoutSeconds: 60,
+      status: "completed",
+      stopReason: "finished",
+      finalMessage: `Done ${mark}`,
+      stepsCount: 2,
+    },
+  });
+  const step = { runId: run.id, tenantId: w.tenant.id, path: "/whoami" };
+  await db.subagentTaskRunStep.createMany({
+    data: [
+      {
+        ...step,
+        id: newId(),
+        number: 1,
+        type: "navigate",
+        detail: { ok: true, auto: true, page: `# Who am I ${mark}` },
+      },
+      {
+        ...step,
+        id: newId(),
+        number: 2,
+        type: "finish",
+        detail: { message: `Done ${mark}`, prompt: { budget: 6000, hash: "0123456789abcdef" } },
+      },
+    ],
+  });
+  return run.id;
 }
 
 /** An agent of `owner` in studio `studio`, which subscribe and unsubscribe name. */
@@ -228,7 +297,7 @@ export async function seedSchedule(w: World, owner: Person, handle: string, mark
 }
 
 /** The actions that review a pending action by id. */
-const REVIEW_ACTIONS = new Set(["approve_action", "reject_action"]);
+const REVIEW_ACTIONS = new Set(["approve_action", "reject_action", "approve_from_link", "reject_from_link"]);
 /** `pattern action` for every page that lists a review action: each gets its own pending action. */
 export const reviewKeys = (): string[] =>
   pages.flatMap((p) => p.actions.filter((a) => REVIEW_ACTIONS.has(a)).map((a) => `${p.pattern} ${a}`));
@@ -329,7 +398,39 @@ async function seedReview(
   const keys = ["url", ...reviewKeys()];
   const origins = new Map(await Promise.all(keys.map(async (k) => [k, await from(k)] as const)));
   const { url, ...pendings } = await seedPending(w, at.handle, at.studio, mark, keys, (k) => origins.get(k)!);
-  return { pending: url!, pendings };
+  return { pending: url!, pendings, links: await seedLinks(w, owner, pendings) };
+}
+
+/** Review links mailed to `owner` for the pending actions seeded for `/review/:token`. */
+async function seedLinks(w: World, owner: Pick<Person, "id">, pendings: Record<string, string>) {
+  const db = testPrisma();
+  const mint = async (decision: "approve" | "reject") => {
+    const p = await db.agentPendingAction.findUniqueOrThrow({
+      where: { id: pendings[`/review/:token ${decision}_from_link`]! },
+    });
+    return (
+      await mintReviewLinks(db, {
+        tenantId: w.tenant.id,
+        pendingId: p.id,
+        userId: owner.id,
+        params: p.params,
+        expiresAt: p.expiresAt,
+      })
+    )[decision];
+  };
+  return { approve: await mint("approve"), reject: await mint("reject") };
+}
+
+/** An outgoing webhook of `owner`'s, made through the registry, pointing at a closed local port. */
+async function seedEndpoint(w: World, owner: Person, mark: string) {
+  const made = await act(w, owner, `/u/${owner.handle}/settings/webhooks`, "create_outgoing_webhook", {
+    name: `Hook ${mark}`,
+    url: "http://127.0.0.1:9/hook",
+    run_failed: true,
+  });
+  const id = made.location.split("/").pop()!;
+  if (!made.secret) throw new Error("seed: outgoing webhook not created");
+  return { id, secret: made.secret };
 }
 
 /**
@@ -597,6 +698,8 @@ export async function seedVictim(w: World): Promise<Victim> {
   await seedLedger(w, null, `zagent-${rand}`, onlyAgent.run, onlyStudioKeys.keys.use, model);
   const sharedHook = await seedWebhook(w, w.alice, "scout", mark);
   const onlyHook = await seedWebhook(w, zed, `zagent-${rand}`, mark);
+  const sharedEndpoint = await seedEndpoint(w, w.alice, mark);
+  const onlyEndpoint = await seedEndpoint(w, zed, mark);
   await rebuildTotals(db, w.tenant.id);
   await deliverEvents(w.tenant.id);
   const notification = async (p: Person) =>
@@ -619,6 +722,8 @@ export async function seedVictim(w: World): Promise<Victim> {
       ...[sharedMoney, onlyMoney, sharedStudioKeys, onlyStudioKeys].flatMap((k) => k.secrets),
       sharedHook.secret,
       onlyHook.secret,
+      sharedEndpoint.secret,
+      onlyEndpoint.secret,
     ],
     hooks: [sharedHook, onlyHook],
     model,
@@ -630,6 +735,8 @@ export async function seedVictim(w: World): Promise<Victim> {
       keys: sharedMoney.keys,
       studioKeys: sharedStudioKeys.keys,
       webhook: sharedHook.id,
+      endpoint: sharedEndpoint.id,
+      catalogueModel: { name: model, aRef: false },
       agentStudio: { handle: "general", aRef: false },
       joinCode: vaultCode,
       memberTarget: yan.handle,
@@ -644,6 +751,8 @@ export async function seedVictim(w: World): Promise<Victim> {
       studioKeys: onlyStudioKeys.keys,
       agentKey: onlyStudioKeys.keys.use,
       webhook: onlyHook.id,
+      endpoint: onlyEndpoint.id,
+      catalogueModel: { name: model, aRef: false },
       agentStudio: { handle: vault, aRef: true },
       joinCode: w.studio.inviteCode,
       memberTarget: yan.handle,
@@ -680,7 +789,16 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
     testPrisma().apiToken.findFirst({ where: { userId: w.alice.id, name: `B token ${mark}` } }),
     "B's api token",
   );
-  const { url } = await seedPending(w, "scout", "general", mark, ["url"]);
+  const { url, link } = await seedPending(w, "scout", "general", mark, ["url", "link"]);
+  const pageEndpoint = await seedEndpoint(w, w.alice, mark);
+  const linkRow = await testPrisma().agentPendingAction.findUniqueOrThrow({ where: { id: link! } });
+  const { approve: pageLink } = await mintReviewLinks(testPrisma(), {
+    tenantId: w.tenant.id,
+    pendingId: link!,
+    userId: w.alice.id,
+    params: linkRow.params,
+    expiresAt: linkRow.expiresAt,
+  });
   // B's alice is a workspace admin: B's whole-workspace usage views (the widest queries)
   // are swept too, and must show B's own spend, never A's.
   const db = testPrisma();
@@ -720,13 +838,18 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
       commitment: last(commitment.location),
       agent: agent.agent,
       run: agent.run,
+      finished: agent.finished,
       // A's ids in params: A's watcher, subscription and schedule (B's scout has its own, so the actions are offered).
       watcher: v.shared.watcher,
       subscription: v.shared.subscription,
       schedule: v.shared.schedule,
       pending: url!,
       pageToken: pageToken.id,
+      pageEndpoint: pageEndpoint.id,
+      pageLink,
       agentStudio: { handle: v.only.studio.handle, aRef: true },
+      // A model only A's workspace prices: never in B's catalogue.
+      catalogueModel: { name: v.model, aRef: true },
     },
   };
 }
@@ -751,13 +874,23 @@ const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = 
   "u.token": { kind: "object", value: (s) => s.pageToken ?? s.token.id },
   "subagents.handle": { kind: "agent", value: (s) => s.agent },
   "subagents.run": { kind: "object", value: (s) => s.run },
-  "subagents.step": { kind: "object", value: () => "1" },
+  // A step's page is a finished run's step 2, which replay_run can re-run from.
+  "subagents.step": { kind: "object", value: () => "2" },
   "subagents.pending": { kind: "object", value: (s) => s.pending },
+  "u.id": { kind: "object", value: (s) => s.pageEndpoint ?? s.endpoint ?? NO_HOOK },
+  "review.token": { kind: "object", value: (s) => s.pageLink ?? s.links?.approve ?? NO_LINK },
+};
+
+/** Where one page names something other than its first segment's usual row. */
+const PATTERN_PARAMS: Record<string, typeof PARAMS> = {
+  "/subagents/:handle/runs/:run/steps/:step": {
+    "subagents.run": { kind: "object", value: (s) => s.finished },
+  },
 };
 
 function param(pattern: string, name: string) {
   const key = `${pattern.split("/")[1]}.${name}`;
-  const p = PARAMS[key];
+  const p = PATTERN_PARAMS[pattern]?.[key] ?? PARAMS[key];
   if (!p)
     throw new Error(
       `tenant-isolation: no value for :${name} in page ${pattern}; add "${key}" to PARAMS in test/helpers/isolation.ts`,
@@ -842,6 +975,7 @@ const PROBE = `probe${newId(6)}`;
 /** A well-formed key id no key has. */
 const NO_KEY = `nokey${newId(7)}`;
 const NO_HOOK = `nohook${newId(7)}`;
+const NO_LINK = `nolink${newId(20)}`;
 const slug = (s: Seed) =>
   s.label
     .toLowerCase()
@@ -855,6 +989,10 @@ const slug = (s: Seed) =>
  */
 /** The keys a keys page manages: the studio's on a studio's page, else the person's. */
 const keysOn = (s: Seed, page: PageDef) => (page.pattern.startsWith("/studios") ? s.studioKeys : s.keys);
+
+/** A model the seed's workspace's catalogue has (A's own priced model), or B's smuggling A's. */
+const catalogueModel = (s: Seed): Probe =>
+  s.catalogueModel ? { value: s.catalogueModel.name, aRef: s.catalogueModel.aRef } : { value: "gpt-4o-mini" };
 
 const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">) => Probe> = {
   text: () => ({ value: `${PROBE} text` }),
@@ -882,7 +1020,21 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
     return { value: s.comments[subject], aRef: true };
   },
   identity_prompt: () => ({ value: `${PROBE} identity` }),
-  model: () => ({ value: `${PROBE}-model` }),
+  model: catalogueModel,
+  fallback_models: catalogueModel,
+  "set_agent_limits.default_model": catalogueModel,
+  // Switching agents off would stop the other probes' runs: the probe switches them on.
+  "set_agents_enabled.agents": () => ({ value: "on" }),
+  trigger_rate_per_minute: () => ({ value: 3 }),
+  workspace_trigger_rate_per_minute: () => ({ value: 0 }),
+  chain_depth_limit: () => ({ value: 3 }),
+  // What new agents may do: what they may do by default, so the probes' new agents are as before.
+  ...Object.fromEntries(
+    GRANTABLE.map((g) => [
+      `set_default_capabilities.${g}`,
+      () => ({ value: (DEFAULT_CAPABILITIES as readonly string[]).includes(g) }),
+    ]),
+  ),
   max_steps: () => ({ value: 3 }),
   timeout_seconds: () => ({ value: 60 }),
   task: () => ({ value: `${PROBE} task` }),
@@ -958,6 +1110,24 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "set_model_price.cached_input": () => ({ value: 0.5 }),
   "set_model_price.output": () => ({ value: 2 }),
   "remove_model_price.model": () => ({ value: `${PROBE}-price` }),
+  // Approving as asked: the always-allow probe would add a rule other probes' agents obey.
+  "approve_action.always_allow": () => ({ value: false }),
+  "approve_action.allow_when": () => ({ value: `title=^${PROBE}` }),
+  "approve_from_link.token": (s) => ({ value: s.links?.approve ?? NO_LINK, aRef: true }),
+  "reject_from_link.token": (s) => ({ value: s.links?.reject ?? NO_LINK, aRef: true }),
+  ...Object.fromEntries(REACH_KINDS.map((k) => [`set_notifications.${k}`, () => ({ value: "email" })])),
+  "create_outgoing_webhook.url": () => ({ value: "http://127.0.0.1:9/hook" }),
+  "create_outgoing_webhook.format": () => ({ value: "json" }),
+  "create_outgoing_webhook.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),
+  ...Object.fromEntries(
+    HOOK_EVENTS.map((e) => [`create_outgoing_webhook.${eventFlag(e)}`, () => ({ value: true })]),
+  ),
+  ...Object.fromEntries(
+    ["test", "enable", "disable", "delete"].map((a) => [
+      `${a}_outgoing_webhook.id`,
+      (s: Seed) => ({ value: s.endpoint ?? NO_HOOK, aRef: true }),
+    ]),
+  ),
 };
 
 /** The pending action a review action on this page names: its own one, so each can succeed once. */

@@ -78,7 +78,7 @@ export function permissionsOf(cfg: AgentConfig): Record<string, unknown> {
 
 export async function saveConfig(
   ctx: ActionCtx,
-  scope: Scope,
+  scope: { agent?: { id: string; handle: string } },
   change: (cfg: Record<string, unknown>) => void,
 ) {
   const agent = requireScope(scope.agent, "agent");
@@ -139,10 +139,11 @@ export function parsePatterns(
   ctx: Pick<PageCtx, "actionDefs">,
   action: string,
   textValue: string | undefined,
+  field = "param_patterns",
 ): Record<string, string> {
   const out: Record<string, string> = {};
   const bad = (line: number, message: string) =>
-    new ValidationError([{ field: "param_patterns", message: `line ${line}: ${message}` }]);
+    new ValidationError([{ field, message: `line ${line}: ${message}` }]);
   const valid = ruleParams(ctx, action);
   for (const [i, raw] of (textValue ?? "").split(/\r\n|\r|\n/).entries()) {
     const line = raw.trim();

@@ -1,15 +1,21 @@
 import { z } from "zod";
+import { canonical } from "../../lib/canonical-json.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { pendingPath } from "../agents/core/notify.ts";
 import { managedBySql } from "../agents/core/ownership.ts";
+import type { Rule } from "../agents/core/settings.ts";
+import { allowRule } from "../agents/policy/always-allow.ts";
 import { AGENT_ARCHIVED, expirePending, resumeWaitingRun } from "../agents/policy/approvals.ts";
 import { emit } from "../events.ts";
+import { studioHandleOf } from "../page-titles.ts";
 import { when } from "../pages/format.ts";
 import { describePending } from "../pages/pending-format.ts";
+import { useLink } from "../reach/review-links.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
 import { parseParams } from "../registry/params.ts";
 import { type ActionCtx, type ActionDef, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";
+import { parsePatterns, saveConfig } from "./agent-settings.ts";
 
 /**
  * People review; on a page that knows what waits there for this person (a thread, a run),
@@ -59,15 +65,6 @@ async function settleRequest(ctx: ActionCtx, pending: { id: string; agent: { han
   });
 }
 
-/** JSON with its object keys sorted, so two equal param sets compare equal whatever their key order. */
-function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x) =>
-    x && typeof x === "object" && !Array.isArray(x)
-      ? Object.fromEntries(Object.entries(x as object).sort(([a], [b]) => a.localeCompare(b)))
-      : x,
-  );
-}
-
 /** The params as the action reads them, or null when they no longer parse (the action changed since). */
 function parsed(action: ActionDef, params: Record<string, unknown>, form: boolean) {
   try {
@@ -77,9 +74,83 @@ function parsed(action: ActionDef, params: Record<string, unknown>, form: boolea
   }
 }
 
+/** What "Approve and always allow this" adds: the rule, first of the agent's rules. */
+async function alwaysAllow(
+  ctx: ActionCtx,
+  pending: Awaited<ReturnType<typeof lockOwned>>,
+  patterns: string | undefined,
+): Promise<string> {
+  if (pending.matchedRule === "disclosure")
+    throw new ConflictError(
+      `#${pending.id} was held for what it would disclose: no rule can allow that, so approve it alone`,
+    );
+  const params = parsePatterns(ctx, pending.actionName, patterns, "allow_when");
+  const rule = allowRule(pending, params, studioHandleOf(pending.pagePath), ctx.actor.handle);
+  await saveConfig(ctx, { agent: pending.agent }, (cfg) => {
+    const rules = ((cfg.rules as Rule[]) ?? []).filter((r) => r.name !== rule.name);
+    cfg.rules = [rule, ...rules];
+  });
+  return rule.name;
+}
+
+/** Approves a pending action the actor reviews, as asked or with edits; settled for every reviewer. */
+async function approve(
+  ctx: ActionCtx,
+  id: string,
+  o: { params?: Record<string, unknown>; alwaysAllow?: boolean; allowWhen?: string } = {},
+) {
+  const now = new Date();
+  const pending = await lockOwned(ctx, id, now);
+  const edited = o.params ? editedParams(ctx, pending, o.params) : undefined;
+  const rule = o.alwaysAllow ? await alwaysAllow(ctx, pending, o.allowWhen) : null;
+  await ctx.tx.agentPendingAction.update({
+    where: { id: pending.id },
+    data: {
+      status: "approved",
+      reviewedById: ctx.actor.id,
+      // The time the expiry was checked against: the executor trusts an approval given before it.
+      reviewedAt: now,
+      ...(edited && { editedParams: edited as object }),
+    },
+  });
+  await settleRequest(ctx, pending);
+  // Execution happens in the approved-actions worker, from this outbox event.
+  await emit(ctx, { type: "approval.approved", subjectType: "pending_action", subjectId: pending.id });
+  return {
+    status: 200 as const,
+    location: pendingPath(pending.agent.handle, pending.id),
+    notice: `Approved #${pending.id}${edited ? " with your edits" : ""}: it runs in a moment${rule ? `. The rule “${rule}” now lets the same action through without review` : ""}`,
+  };
+}
+
+/** The reviewer's edits, parsed as the action reads them; undefined when they change nothing. */
+function editedParams(
+  ctx: ActionCtx,
+  pending: { actionName: string; params: unknown },
+  given: Record<string, unknown>,
+): Record<string, unknown> | undefined {
+  const action = ctx.actionDefs.get(pending.actionName);
+  if (!action) throw new ConflictError(`The action \`${pending.actionName}\` no longer exists`);
+  let edited: Record<string, unknown>;
+  try {
+    // A form sends each param as text, as it would to the action itself.
+    edited = parseParams(action.params, given, { form: ctx.form });
+  } catch (err) {
+    if (err instanceof ValidationError)
+      throw new ValidationError(
+        err.issues.map((i) => ({ field: `params.${i.field}`, message: i.message, label: i.label })),
+      );
+    throw err;
+  }
+  // The review form starts filled with the params as asked: sent back unchanged, they are not an edit.
+  const asked = parsed(action, pending.params as Record<string, unknown>, false);
+  return asked && canonical(edited) === canonical(asked) ? undefined : edited;
+}
+
 export const approveAction = defineAction({
   name: "approve_action",
-  description: "Approve a queued action (optionally with edited params): it executes once, as the agent",
+  description:
+    "Approve a queued action (optionally with edited params, or always allowing it from now on): it executes once, as the agent",
   params: z.object({
     id: idSchema.meta({ description: "the pending action's id", pickedBeside: true }),
     params: z
@@ -90,52 +161,44 @@ export const approveAction = defineAction({
           "the action's params, changed where you want them changed; leave it out to approve as asked",
       })
       .optional(),
+    always_allow: z.boolean().optional().meta({
+      label: "Always allow this",
+      description: "also add a rule that lets the same action through without review from now on",
+    }),
+    allow_when: z.string().max(2000).optional().meta({
+      label: "…when its params match",
+      multiline: true,
+      description:
+        "one per line, param=regex, as proposed from this action (exact values); widen or remove a line to allow more. The rule also keeps to this studio.",
+    }),
   }),
   writes: true,
   audience: toAgentManagers("review"),
   available: reviewer,
   staysOnPage: true,
-  async execute(ctx, p) {
-    const now = new Date();
-    const pending = await lockOwned(ctx, p.id, now);
-    let edited: Record<string, unknown> | undefined;
-    if (p.params) {
-      const action = ctx.actionDefs.get(pending.actionName);
-      if (!action) throw new ConflictError(`The action \`${pending.actionName}\` no longer exists`);
-      try {
-        // A form sends each param as text, as it would to the action itself.
-        edited = parseParams(action.params, p.params, { form: ctx.form });
-      } catch (err) {
-        if (err instanceof ValidationError)
-          throw new ValidationError(
-            err.issues.map((i) => ({ field: `params.${i.field}`, message: i.message, label: i.label })),
-          );
-        throw err;
-      }
-      // The review form starts filled with the params as asked: sent back unchanged, they are not an edit.
-      const asked = parsed(action, pending.params as Record<string, unknown>, false);
-      if (asked && canonical(edited) === canonical(asked)) edited = undefined;
-    }
-    await ctx.tx.agentPendingAction.update({
-      where: { id: pending.id },
-      data: {
-        status: "approved",
-        reviewedById: ctx.actor.id,
-        // The time the expiry was checked against: the executor trusts an approval given before it.
-        reviewedAt: now,
-        ...(edited && { editedParams: edited as object }),
-      },
-    });
-    await settleRequest(ctx, pending);
-    // Execution happens in the approved-actions worker, from this outbox event.
-    await emit(ctx, { type: "approval.approved", subjectType: "pending_action", subjectId: pending.id });
-    return {
-      status: 200,
-      location: pendingPath(pending.agent.handle, pending.id),
-      notice: `Approved #${pending.id}${edited ? " with your edits" : ""}: it runs in a moment`,
-    };
-  },
+  execute: (ctx, p) =>
+    approve(ctx, p.id, { params: p.params, alwaysAllow: p.always_allow, allowWhen: p.allow_when }),
 });
+
+/** Rejects a pending action the actor reviews; a run waiting for it reads the reason. */
+async function reject(ctx: ActionCtx, id: string, reason: string) {
+  const now = new Date();
+  const pending = await lockOwned(ctx, id, now);
+  const updated = await ctx.tx.agentPendingAction.update({
+    where: { id: pending.id },
+    data: { status: "rejected", reviewedById: ctx.actor.id, reviewedAt: now, reviewNote: reason },
+  });
+  await settleRequest(ctx, pending);
+  await emit(ctx, { type: "approval.rejected", subjectType: "pending_action", subjectId: pending.id });
+  await resumeWaitingRun(ctx.tx, updated, { status: "rejected", message: reason }, ctx.actor.id);
+  return {
+    status: 200 as const,
+    location: pendingPath(pending.agent.handle, pending.id),
+    notice: `Rejected #${pending.id}`,
+  };
+}
+
+const reason = text(2000).meta({ label: "Why (the agent reads this)", multiline: true });
 
 export const rejectAction = defineAction({
   name: "reject_action",
@@ -144,27 +207,48 @@ export const rejectAction = defineAction({
   description: "Reject a queued action, saying why: it never executes",
   params: z.object({
     id: idSchema.meta({ description: "the pending action's id", pickedBeside: true }),
-    reason: text(2000).meta({ label: "Why (the agent reads this)", multiline: true }),
+    reason,
   }),
   writes: true,
   audience: toAgentManagers("review"),
   available: reviewer,
   staysOnPage: true,
   confirmText: (ctx, params) => describePending(ctx, String(params.id ?? "")),
+  execute: (ctx, p) => reject(ctx, p.id, p.reason),
+});
+
+// A mail's review link: the same review, after the link is taken for its one use
+// (services/reach/review-links.ts). Only the person it was sent to may use it.
+const token = z
+  .string()
+  .trim()
+  .max(128)
+  .meta({ label: "Review link", description: "the link's token, from its address", pickedBeside: true });
+const linkUser = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people review agents' actions");
+
+export const approveFromLink = defineAction({
+  name: "approve_from_link",
+  description: "Approve the action a review link from a mail names: it executes once, as the agent",
+  params: z.object({ token }),
+  writes: true,
+  audience: toAgentManagers("review"),
+  available: linkUser,
   async execute(ctx, p) {
-    const now = new Date();
-    const pending = await lockOwned(ctx, p.id, now);
-    const updated = await ctx.tx.agentPendingAction.update({
-      where: { id: pending.id },
-      data: { status: "rejected", reviewedById: ctx.actor.id, reviewedAt: now, reviewNote: p.reason },
-    });
-    await settleRequest(ctx, pending);
-    await emit(ctx, { type: "approval.rejected", subjectType: "pending_action", subjectId: pending.id });
-    await resumeWaitingRun(ctx.tx, updated, { status: "rejected", message: p.reason }, ctx.actor.id);
-    return {
-      status: 200,
-      location: pendingPath(pending.agent.handle, pending.id),
-      notice: `Rejected #${pending.id}`,
-    };
+    const link = await useLink(ctx.tx, ctx.tenant.id, p.token, ctx.actor.id, "approve");
+    return approve(ctx, link.pendingId);
+  },
+});
+
+export const rejectFromLink = defineAction({
+  name: "reject_from_link",
+  destructive: "The agent's action never runs, and the agent reads your reason.",
+  description: "Reject the action a review link from a mail names, saying why",
+  params: z.object({ token, reason }),
+  writes: true,
+  audience: toAgentManagers("review"),
+  available: linkUser,
+  async execute(ctx, p) {
+    const link = await useLink(ctx.tx, ctx.tenant.id, p.token, ctx.actor.id, "reject");
+    return reject(ctx, link.pendingId, p.reason);
   },
 });

@@ -1,12 +1,11 @@
 import { z } from "zod";
-import { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
-import { withLabel } from "../agents/policy/labels.ts";
 import { unreadOf } from "../notifications.ts";
 import { toSelf, toWorkspace } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
+import { writeScratchpad } from "../scratchpad.ts";
 import { createApiToken } from "../tokens.ts";
 import { idSchema, optionalText, text } from "../validation.ts";
 
@@ -152,10 +151,12 @@ export const updateScratchpad = defineAction({
   async execute(ctx, p) {
     // The scratchpad carries the label of what its writer had read (added to what it carried),
     // so a later run reading it takes that in too: memory cannot launder content.
-    await ctx.tx.$executeRaw`
-      UPDATE users SET scratchpad = ${p.text.trim()},
-        scratchpad_label = ${withLabel(Prisma.sql`scratchpad_label`, ctx.flow?.label() ?? [])}
-      WHERE id = ${ctx.actor.id}`;
+    const write = { tenantId: ctx.tenant.id, agentId: ctx.actor.id, authorId: ctx.actor.id };
+    await writeScratchpad(
+      ctx.tx,
+      { ...write, kind: "write", text: p.text, runId: ctx.run?.id },
+      ctx.flow?.label() ?? [],
+    );
     return { status: 200, location: "/whoami", notice: "Scratchpad saved" };
   },
 });

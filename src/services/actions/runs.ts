@@ -30,13 +30,15 @@ export const runTask = defineAction({
   audience: toAgentManagers("task"),
   available: (ctx, scope) =>
     ownerOnly(ctx) ??
-    (scope.agent?.archivedAt
-      ? "the subagent is archived"
-      : scope.agent?.pausedKind === "cost_limit"
-        ? "the subagent reached its monthly cost limit; raise the limit on its usage page"
-        : scope.agent?.pausedAt
-          ? "the subagent is paused; resume it first"
-          : null),
+    (!tenantSettings(ctx.tenant).agents_enabled
+      ? "agents are switched off in this workspace"
+      : scope.agent?.archivedAt
+        ? "the subagent is archived"
+        : scope.agent?.pausedKind === "cost_limit"
+          ? "the subagent reached its monthly cost limit; raise the limit on its usage page"
+          : scope.agent?.pausedAt
+            ? "the subagent is paused; resume it first"
+            : null),
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
     const cfg = agentConfig(agent);
@@ -69,15 +71,17 @@ export const stopRun = defineAction({
   audience: toAgentManagers("stop request"),
   available: (ctx, scope) =>
     ownerOnly(ctx) ??
-    (["queued", "running", "waiting"].includes(scope.taskRun?.status ?? "") ? null : "the run is not active"),
+    (["queued", "running", "waiting", "paused"].includes(scope.taskRun?.status ?? "")
+      ? null
+      : "the run is not active"),
   async execute(ctx, _p, scope) {
     const run = requireScope(scope.taskRun, "run");
     const agent = requireScope(scope.agent, "agent");
     const location = `/subagents/${agent.handle}/runs/${run.id}`;
-    // Not started or paused: cancel at once. Running: ask its worker, which sees it within a heartbeat and aborts.
+    // Not started, waiting or paused: cancel at once. Running: ask its worker, which sees it within a heartbeat and aborts.
     const now = new Date();
     const cancelled = await ctx.tx.subagentTaskRun.updateMany({
-      where: { id: run.id, status: { in: ["queued", "waiting"] } },
+      where: { id: run.id, status: { in: ["queued", "waiting", "paused"] } },
       data: {
         status: "cancelled",
         stopReason: "stopped_by_owner",

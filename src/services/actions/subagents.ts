@@ -4,9 +4,16 @@ import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
-import { agentConfig, MAX_STEPS_LIMIT } from "../agents/core/settings.ts";
+import {
+  agentConfig,
+  MAX_FALLBACK_MODELS,
+  MAX_STEPS_LIMIT,
+  newAgentCapabilities,
+  tenantSettings,
+} from "../agents/core/settings.ts";
 import { expireAgentPending } from "../agents/policy/approvals.ts";
 import { emit } from "../events.ts";
+import { assertInCatalogue } from "../money/catalogue.ts";
 import { toAgentManagers, toSelf } from "../registry/audiences.ts";
 import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, longText, optionalText, text } from "../validation.ts";
@@ -32,6 +39,28 @@ const modelName = z
   .max(200)
   .regex(/^[\w./:@-]*$/, "letters, digits and . / : @ - _ only");
 
+const MODEL_FIELD = { name: "model", label: "Model" };
+const FALLBACK_FIELD = { name: "fallback_models", label: "Fallback models" };
+
+/** "a, b c": the fallback models as a list, each a model's name, a few at most. */
+function fallbackList(raw: string): string[] {
+  const names = [...new Set(raw.split(/[\s,]+/).filter(Boolean))];
+  const bad = names.find((n) => !modelName.safeParse(n).success || n.length > 200);
+  if (bad)
+    throw new ValidationError([
+      {
+        ...FALLBACK_FIELD,
+        field: FALLBACK_FIELD.name,
+        message: `“${bad.slice(0, 40)}”: letters, digits and . / : @ - _ only`,
+      },
+    ]);
+  if (names.length > MAX_FALLBACK_MODELS)
+    throw new ValidationError([
+      { ...FALLBACK_FIELD, field: FALLBACK_FIELD.name, message: `at most ${MAX_FALLBACK_MODELS} models` },
+    ]);
+  return names;
+}
+
 export const createSubagent = defineAction({
   name: "create_subagent",
   description: "Create a subagent: an AI user you own, or one a studio you administer owns",
@@ -43,7 +72,9 @@ export const createSubagent = defineAction({
       description: "you (empty), or a studio you administer: its admins then manage it together",
     }),
     identity_prompt: longText(10_000, "who it is and how it should behave").optional(),
-    model: modelName.optional().describe("leave empty for the workspace default"),
+    model: modelName
+      .optional()
+      .meta({ label: "Model", description: "leave empty for the workspace default" }),
     max_steps: maxSteps.optional(),
   }),
   writes: true,
@@ -60,6 +91,7 @@ export const createSubagent = defineAction({
     // On a studio's page the studio owns what its admin creates there.
     const owner = p.studio ?? scope.studio?.handle;
     const studio = owner ? await adminStudio(ctx, owner) : null;
+    if (p.model) await assertInCatalogue(ctx.tx, ctx.tenant, MODEL_FIELD, [p.model]);
     const agent = await ctx.tx.user
       .create({
         data: {
@@ -74,6 +106,10 @@ export const createSubagent = defineAction({
             identity_prompt: p.identity_prompt ?? "",
             ...(p.model && { model: p.model }),
             max_steps: p.max_steps ?? 30,
+            // What the workspace's admins chose for new agents (/settings/agents), when they chose.
+            ...(tenantSettings(ctx.tenant).default_capabilities && {
+              capabilities: newAgentCapabilities(tenantSettings(ctx.tenant)),
+            }),
           },
         },
       })
@@ -95,7 +131,19 @@ export const updateSubagent = defineAction({
     name: optionalText(80).meta({ clears: true }),
     // Emptied in a form, these clear: no identity prompt, the workspace's default model.
     identity_prompt: z.string().trim().max(10_000).meta({ multiline: true, clears: true }).optional(),
-    model: modelName.optional().meta({ description: "empty for the workspace default", clears: true }),
+    model: modelName
+      .optional()
+      .meta({ label: "Model", description: "empty for the workspace default", clears: true }),
+    fallback_models: z
+      .string()
+      .trim()
+      .max(700)
+      .meta({
+        label: "Fallback models",
+        description: `tried in order when its model's endpoint fails for good; up to ${MAX_FALLBACK_MODELS}, comma-separated`,
+        clears: true,
+      })
+      .optional(),
     max_steps: maxSteps.optional(),
     timeout_seconds: z
       .number()
@@ -121,6 +169,7 @@ export const updateSubagent = defineAction({
       name: scope.agent.name,
       identity_prompt: cfg.identity_prompt,
       model: cfg.model ?? "",
+      fallback_models: cfg.fallback_models.join(", "),
       max_steps: cfg.max_steps,
       timeout_seconds: cfg.timeout_seconds,
       subscription_window_seconds: cfg.subscription_window_seconds,
@@ -132,6 +181,9 @@ export const updateSubagent = defineAction({
       throw new ValidationError([{ field: "", message: "nothing to change" }]);
     if (p.name !== undefined && !p.name)
       throw new ValidationError([{ field: "name", message: "must not be empty" }]);
+    const fallbacks = p.fallback_models === undefined ? undefined : fallbackList(p.fallback_models);
+    if (p.model) await assertInCatalogue(ctx.tx, ctx.tenant, MODEL_FIELD, [p.model]);
+    if (fallbacks?.length) await assertInCatalogue(ctx.tx, ctx.tenant, FALLBACK_FIELD, fallbacks);
     // Under the row's lock (saveConfig): two managers saving at once never tear the config.
     await saveConfig(ctx, scope, (cfg) => {
       if (p.identity_prompt !== undefined) cfg.identity_prompt = p.identity_prompt;
@@ -139,6 +191,7 @@ export const updateSubagent = defineAction({
         if (p.model) cfg.model = p.model;
         else delete cfg.model;
       }
+      if (fallbacks) cfg.fallback_models = fallbacks;
       for (const k of ["max_steps", "timeout_seconds", "subscription_window_seconds"] as const)
         if (p[k] !== undefined) cfg[k] = p[k];
     });

@@ -1,15 +1,19 @@
-// The workspace's own rules for agents, set by its admins (/settings/agents).
+// The workspace's own rules for agents, set by its admins (/settings/agents). Every change is
+// recorded as an event naming who changed which setting from what to what, in the same
+// transaction (the page lists them): the workspace's audit trail of its agent settings.
 
 import { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { ForbiddenError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
+import { SETTING_CHANGED, tenantSettings } from "../agents/core/settings.ts";
 import { GRANTABLE, GRANTABLE_GROUPS } from "../agents/policy/capabilities.ts";
+import { emit } from "../events.ts";
 import { toWorkspace } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction } from "../registry/types.ts";
 
 /** One checkbox per grantable action, grouped, labelled in words, its name as the hint. */
-const perAction = () =>
+export const perAction = () =>
   z.object(
     Object.fromEntries(
       GRANTABLE_GROUPS.flatMap((g) =>
@@ -22,7 +26,7 @@ export const workspaceAdminsOnly = (ctx: Ctx) =>
   ctx.actor.tenantAdmin ? null : "only workspace admins change the workspace's agent settings";
 
 /** Read-modify-write of the tenant's settings, under the tenant row's lock. */
-async function changeSettings(ctx: ActionCtx, change: (settings: Record<string, unknown>) => void) {
+export async function changeSettings(ctx: ActionCtx, change: (settings: Record<string, unknown>) => void) {
   const refused = workspaceAdminsOnly(ctx);
   if (refused) throw new ForbiddenError(refused);
   await ctx.tx.$queryRaw`SELECT id FROM tenants WHERE id = ${ctx.tenant.id} FOR UPDATE`;
@@ -30,6 +34,34 @@ async function changeSettings(ctx: ActionCtx, change: (settings: Record<string, 
   const settings = { ...((t.settings ?? {}) as Record<string, unknown>) };
   change(settings);
   await ctx.tx.tenant.update({ where: { id: t.id }, data: { settings: settings as Prisma.InputJsonValue } });
+}
+
+export type Change = { setting: string; from: unknown; to: unknown };
+
+/** Saves the settings `change` returns changes for, and records each in the same transaction. */
+export async function saveAudited(
+  ctx: ActionCtx,
+  change: (s: Record<string, unknown>) => Change[],
+): Promise<Change[]> {
+  let changes: Change[] = [];
+  await changeSettings(ctx, (s) => {
+    changes = change(s).filter((c) => JSON.stringify(c.from) !== JSON.stringify(c.to));
+  });
+  for (const c of changes)
+    await emit(ctx, {
+      type: SETTING_CHANGED,
+      subjectType: "tenant",
+      subjectId: ctx.tenant.id,
+      payload: { setting: c.setting, from: c.from ?? null, to: c.to ?? null } as never,
+    });
+  return changes;
+}
+
+/** Sets (or, undefined, removes) one setting, as a change when it moves. */
+export function put(s: Record<string, unknown>, key: string, to: unknown, effective: unknown): Change {
+  if (to === undefined) delete s[key];
+  else s[key] = to;
+  return { setting: key, from: effective, to };
 }
 
 export const setHumanOnly = defineAction({
@@ -41,9 +73,8 @@ export const setHumanOnly = defineAction({
   available: workspaceAdminsOnly,
   async execute(ctx, p) {
     const humanOnly = GRANTABLE.filter((a) => (p as Record<string, boolean>)[a]);
-    await changeSettings(ctx, (s) => {
-      s.human_only = humanOnly;
-    });
+    const was = tenantSettings(ctx.tenant).human_only;
+    await saveAudited(ctx, (s) => [put(s, "human_only", humanOnly, was)]);
     return {
       status: 200,
       location: "/settings/agents",

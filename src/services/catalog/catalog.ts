@@ -2,7 +2,7 @@
 
 import { setMemberRuns, transferSubagent } from "../actions/agent-ownership.ts";
 import { addRule, removeRule, setCapabilities, tryRule } from "../actions/agent-settings.ts";
-import { approveAction, rejectAction } from "../actions/approvals.ts";
+import { approveAction, approveFromLink, rejectAction, rejectFromLink } from "../actions/approvals.ts";
 import { addComment } from "../actions/comments.ts";
 import { createCommitment, joinCommitment } from "../actions/commitments.ts";
 import { addOption, createDecision, vote } from "../actions/decisions.ts";
@@ -16,6 +16,14 @@ import {
   testApiKey,
 } from "../actions/money.ts";
 import { confirmRead, createNote, pinNote, unpinNote, updateNote } from "../actions/notes.ts";
+import { setNotifications } from "../actions/notification-settings.ts";
+import {
+  createOutgoingWebhook,
+  deleteOutgoingWebhook,
+  disableOutgoingWebhook,
+  enableOutgoingWebhook,
+  testOutgoingWebhook,
+} from "../actions/outgoing-webhooks.ts";
 import {
   createApiTokenAction,
   dismiss,
@@ -25,6 +33,8 @@ import {
   updateProfile,
   updateScratchpad,
 } from "../actions/people.ts";
+import { replayRun } from "../actions/replay.ts";
+import { pauseRun, resumeRun } from "../actions/run-pause.ts";
 import { answerQuestion, retryRun, runTask, stopRun } from "../actions/runs.ts";
 import {
   addSchedule,
@@ -33,6 +43,7 @@ import {
   resumeSchedule,
   updateSchedule,
 } from "../actions/schedules.ts";
+import { clearScratchpad, editScratchpad } from "../actions/scratchpad.ts";
 import {
   createStudio,
   joinStudio,
@@ -66,8 +77,15 @@ import {
   rotateWebhookSecret,
   setWebhookSignature,
 } from "../actions/webhooks.ts";
+import {
+  refreshModels,
+  setAgentLimits,
+  setAgentsEnabled,
+  setDefaultCapabilities,
+} from "../actions/workspace-agent-settings.ts";
 import { setHumanOnly } from "../actions/workspace-agents.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
+import { agentMemoryPage } from "../pages/agent-memory.ts";
 import { agentSettingsPage } from "../pages/agent-settings.ts";
 import { apiKeysPage, studioApiKeysPage } from "../pages/api-keys.ts";
 import { apiTokenPage } from "../pages/api-token.ts";
@@ -75,8 +93,14 @@ import { agentPendingPage, approvalsPage, pendingPage } from "../pages/approvals
 import { commitmentPage, commitmentsPage } from "../pages/commitments.ts";
 import { decisionPage, decisionsPage } from "../pages/decisions.ts";
 import { notePage, notesPage } from "../pages/notes.ts";
+import {
+  notificationSettingsPage,
+  outgoingWebhookPage,
+  outgoingWebhooksPage,
+} from "../pages/notification-settings.ts";
 import { notificationsPage } from "../pages/notifications.ts";
 import { profilePage, searchPage, whoamiPage } from "../pages/people.ts";
+import { reviewLinkPage } from "../pages/review-link.ts";
 import { runStepPage } from "../pages/run-step.ts";
 import { runFormPage, runPage, runsPage } from "../pages/runs.ts";
 import { runsInboxPage } from "../pages/runs-inbox.ts";
@@ -119,6 +143,7 @@ export const pages = [
   runsInboxPage,
   subscriptionsPage,
   agentSettingsPage,
+  agentMemoryPage,
   schedulesPage,
   agentPendingPage,
   pendingPage,
@@ -129,6 +154,10 @@ export const pages = [
   pricingPage,
   webhooksPage,
   workspaceAgentsPage,
+  notificationSettingsPage,
+  outgoingWebhooksPage,
+  outgoingWebhookPage,
+  reviewLinkPage,
 ];
 
 export const actions = [
@@ -160,6 +189,8 @@ export const actions = [
   createApiTokenAction,
   revokeApiToken,
   updateScratchpad,
+  editScratchpad,
+  clearScratchpad,
   createSubagent,
   updateSubagent,
   addToStudio,
@@ -172,7 +203,10 @@ export const actions = [
   setMemberRuns,
   runTask,
   stopRun,
+  pauseRun,
+  resumeRun,
   retryRun,
+  replayRun,
   answerQuestion,
   setCapabilities,
   addRule,
@@ -200,6 +234,18 @@ export const actions = [
   enableWebhook,
   deleteWebhook,
   setHumanOnly,
+  setNotifications,
+  createOutgoingWebhook,
+  enableOutgoingWebhook,
+  disableOutgoingWebhook,
+  deleteOutgoingWebhook,
+  testOutgoingWebhook,
+  approveFromLink,
+  rejectFromLink,
+  setAgentsEnabled,
+  setAgentLimits,
+  setDefaultCapabilities,
+  refreshModels,
 ];
 
 export const registry = createRegistry(pages, actions, { guard: agentGuard, policy: agentPolicy });

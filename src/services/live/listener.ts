@@ -12,6 +12,8 @@ export type Notice =
   | { kind: "run"; runId: string; agentId: string; threadId: string | null; state: string }
   | { kind: "comment"; threadId: string; commentId: string }
   | { kind: "call"; runId: string; step: number; at: number }
+  /** The model's reply so far (text.ts): from Redis, not the Postgres channel. */
+  | { kind: "text"; runId: string; step: number; text: string }
   | { kind: "pending"; pendingId: string; agentId: string }
   | { kind: "resync" };
 
@@ -38,6 +40,7 @@ export function topicsOf(n: Notice): string[] {
     case "comment":
       return [`thread:${n.threadId}`];
     case "call":
+    case "text":
       return [`run:${n.runId}`];
     case "pending":
       return [`pending:${n.pendingId}`, `agent:${n.agentId}`];

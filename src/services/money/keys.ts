@@ -178,6 +178,25 @@ export interface KeyTest {
   message: string;
 }
 
+/** The model ids the provider lists for the key (`GET /models`); throws as the SDK does. */
+export async function listModels(k: AgentApiKey, timeoutMs = 10_000): Promise<string[]> {
+  const apiKey = openKey(k);
+  const client = new OpenAI({
+    baseURL: k.baseUrl,
+    apiKey,
+    timeout: timeoutMs,
+    maxRetries: 0,
+    // Anthropic's compatibility layer covers chat completions; its model list is the
+    // native API, which authenticates with these headers rather than a Bearer token.
+    ...(k.provider === "anthropic" && {
+      defaultHeaders: { "x-api-key": apiKey, "anthropic-version": "2023-06-01" },
+    }),
+  });
+  const page = await client.models.list();
+  // Bounded: a listing is shown in a select and kept on the key's row.
+  return [...new Set(page.data.map((m) => m.id).filter((id) => id && id.length <= 200))].sort().slice(0, 500);
+}
+
 /** Lists the provider's models with the key: proves it authenticates without spending tokens. */
 export async function testKey(db: Db, k: AgentApiKey, timeoutMs = 10_000): Promise<KeyTest> {
   let result: KeyTest;
@@ -190,22 +209,11 @@ export async function testKey(db: Db, k: AgentApiKey, timeoutMs = 10_000): Promi
     });
     return result;
   }
+  let listed: string[] | undefined;
   try {
     // Inside the try: a key that no longer decrypts is a failed test the owner can act on, not a 500.
-    const apiKey = openKey(k);
-    const client = new OpenAI({
-      baseURL: k.baseUrl,
-      apiKey,
-      timeout: timeoutMs,
-      maxRetries: 0,
-      // Anthropic's compatibility layer covers chat completions; its model list is the
-      // native API, which authenticates with these headers rather than a Bearer token.
-      ...(k.provider === "anthropic" && {
-        defaultHeaders: { "x-api-key": apiKey, "anthropic-version": "2023-06-01" },
-      }),
-    });
-    const page = await client.models.list();
-    result = { ok: true, message: `The key works: the provider lists ${page.data.length} model(s).` };
+    listed = await listModels(k, timeoutMs);
+    result = { ok: true, message: `The key works: the provider lists ${listed.length} model(s).` };
   } catch (err) {
     result =
       err instanceof DecryptError
@@ -227,6 +235,8 @@ export async function testKey(db: Db, k: AgentApiKey, timeoutMs = 10_000): Promi
       lastTestedAt: new Date(),
       lastTestOk: result.ok,
       ...(result.ok && { authFailedAt: null, authError: null }),
+      // What it listed joins the workspace's model catalogue (catalogue.ts).
+      ...(listed && { listedModels: listed, modelsListedAt: new Date() }),
       ...(refused && { authFailedAt: new Date(), authError: result.message }),
     },
   });

@@ -233,7 +233,7 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
         cost_micros bigint, latency_ms int, at timestamp, month text, event_ids text[], ${STEP_COLUMNS}) ${batchRows(input.length)}
     ), ${TOTALS_SQL}, ${LIMITS_SQL}
     SELECT input.i, month.cost_micros AS spent, config.agent_config,
-      ${keyGoneSql(Prisma.sql`input.api_key_id`)} AS key_gone,
+      ${keyGoneSql(Prisma.sql`input.api_key_id`)} AS key_gone, ${agentsOffSql(Prisma.sql`input.tenant_id`)} AS agents_off,
       (SELECT count(*) FROM crossed c WHERE c.i = input.i)::int AS crossed,
       EXISTS (SELECT 1 FROM paused p WHERE p.agent_id = input.agent_id) AS paused,
       ${steppedSql} AS stepped
@@ -270,6 +270,8 @@ export interface Budget {
   limitMicros: bigint;
   /** The run's own API key was revoked (or deleted) since the run started. */
   keyGone: boolean;
+  /** The workspace's agents were switched off (agents/core/kill-switch.ts): the run stops at its next step. */
+  agentsOff: boolean;
 }
 
 interface BudgetRow {
@@ -277,7 +279,14 @@ interface BudgetRow {
   /** int8: a bigint through Prisma, a string through pg (hotQuery). */
   spent: bigint | string | null;
   key_gone: boolean;
+  agents_off?: boolean | null;
 }
+
+/** The tenant (an expression naming its id) has its agents switched off: read with every recorded call, no round trip of its own. */
+const agentsOffSql = (
+  tenantId: Prisma.Sql,
+) => Prisma.sql`coalesce((SELECT t.settings -> 'agents_enabled' = 'false'::jsonb
+  FROM tenants t WHERE t.id = ${tenantId}), false)`;
 
 /** The run's own API key (an expression naming its id, or null) was revoked or deleted. */
 const keyGoneSql = (keyId: Prisma.Sql) => Prisma.sql`(${keyId} IS NOT NULL AND NOT EXISTS (
@@ -291,6 +300,7 @@ function budgetOf(row: BudgetRow | undefined): Budget {
     spentMicros: BigInt(row?.spent ?? 0),
     limitMicros: toMicros(cfg.cost_limit_usd),
     keyGone: Boolean(row?.key_gone),
+    agentsOff: Boolean(row?.agents_off),
   };
 }
 
@@ -299,8 +309,12 @@ function budgetOf(row: BudgetRow | undefined): Budget {
  * as the claim read them (agents/run-start.ts). Its key was checked as the run resolved
  * its endpoint, after the claim.
  */
-export const budgetAtStart = (agentConfig: Prisma.JsonValue, spentMicros: bigint): Budget =>
-  budgetOf({ agent_config: agentConfig, spent: spentMicros, key_gone: false });
+export const budgetAtStart = (
+  agentConfig: Prisma.JsonValue,
+  spentMicros: bigint,
+  agentsOff = false,
+): Budget =>
+  budgetOf({ agent_config: agentConfig, spent: spentMicros, key_gone: false, agents_off: agentsOff });
 
 /**
  * The agent's configuration, month-to-date spend and its key's state, read together
@@ -315,7 +329,8 @@ export async function readBudget(
   const [row] = await hotQuery<BudgetRow>(
     db,
     Prisma.sql`
-    SELECT u.agent_config, m.cost_micros AS spent, ${keyGoneSql(Prisma.sql`${keyId}::text`)} AS key_gone
+    SELECT u.agent_config, m.cost_micros AS spent, ${keyGoneSql(Prisma.sql`${keyId}::text`)} AS key_gone,
+      ${agentsOffSql(Prisma.sql`u.tenant_id`)} AS agents_off
     FROM users u LEFT JOIN agent_usage_months m ON m.agent_id = u.id AND m.month = ${monthOf(at)}
     WHERE u.id = ${agentId}`,
   );

@@ -1,7 +1,7 @@
 import { plural } from "../../lib/plural.ts";
 import { parsePatterns, permissionsOf } from "../actions/agent-settings.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
-import { type AgentConfig, agentConfig, tenantSettings } from "../agents/core/settings.ts";
+import { type AgentConfig, agentConfig, type Rule, tenantSettings } from "../agents/core/settings.ts";
 import { backtest, backtestSummary } from "../agents/policy/backtest.ts";
 import {
   ALWAYS_ALLOWED,
@@ -57,6 +57,13 @@ function capabilitiesBlock(
   };
 }
 
+/** Where a rule came from, when "Approve and always allow this" made it. */
+function originOf(handle: string, r: Rule): string {
+  if (!r.origin) return "";
+  const at = new Date(r.origin.at);
+  return ` (from approval [#${r.origin.pending}](/subagents/${handle}/pending/${r.origin.pending}), by @${r.origin.by}, on ${Number.isNaN(at.getTime()) ? r.origin.at : when(at)})`;
+}
+
 export const agentSettingsPage: PageDef = {
   pattern: "/subagents/:handle/settings",
   actions: ["set_capabilities", "try_rule", "add_rule", "remove_rule"],
@@ -68,11 +75,11 @@ export const agentSettingsPage: PageDef = {
     const granted = cfg.capabilities.filter((c) => !humanOnly.includes(c));
     const rules = cfg.rules.length
       ? [
-          "| # | rule | action | params must match | decision |",
-          "|---|---|---|---|---|",
+          "| # | rule | action | where | params must match | decision |",
+          "|---|---|---|---|---|---|",
           ...cfg.rules.map(
             (r, i) =>
-              `| ${i + 1} | ${mdEscape(r.name)} | \`${r.action}\` | ${
+              `| ${i + 1} | ${mdEscape(r.name)}${originOf(a.handle, r)} | \`${r.action}\` | ${r.studio ? `studio \`${r.studio}\`` : "anywhere"} | ${
                 Object.entries(r.params)
                   .map(([k, v]) => `\`${k}\` ~ \`${cell(v)}\``)
                   .join(", ") || "—"

@@ -4,57 +4,15 @@
 import type { AgentPendingAction } from "../../generated/prisma/client.ts";
 import { managedBy } from "../agents/core/ownership.ts";
 import { capabilityLabel } from "../agents/policy/capabilities.ts";
+import { pageTitles as titlesFor } from "../page-titles.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import { fields, labelOf } from "../registry/params.ts";
 import type { ActionDef, Ctx } from "../registry/types.ts";
 import { excerpt } from "./format.ts";
 
-const PAGE = /^\/studios\/([a-z0-9_-]+)(?:\/(notes|decisions|commitments)\/([a-z0-9]+))?$/;
-
-/**
- * "the note “Retro day” in General" for each path that names a studio or its content, read in
- * at most four statements; any other path (or one that no longer exists) is shown as it is.
- */
-export async function pageTitles(ctx: Ctx, paths: string[]): Promise<Map<string, string>> {
-  const parsed = paths.map((p) => [p, PAGE.exec(p)] as const).filter(([, m]) => m);
-  const ids = (kind: string) => parsed.filter(([, m]) => m![2] === kind).map(([, m]) => m![3]!);
-  const tenantId = ctx.tenant.id;
-  const [studios, notes, decisions, commitments] = await Promise.all([
-    parsed.length
-      ? ctx.db.studio.findMany({
-          // Named only in studios the reader is in (as notifications name them): a reviewer
-          // who has left a studio sees its path, not its notes' titles.
-          where: {
-            tenantId,
-            handle: { in: parsed.map(([, m]) => m![1]!) },
-            members: { some: { userId: ctx.actor.id } },
-          },
-        })
-      : [],
-    ids("notes").length ? ctx.db.note.findMany({ where: { tenantId, id: { in: ids("notes") } } }) : [],
-    ids("decisions").length
-      ? ctx.db.decision.findMany({ where: { tenantId, id: { in: ids("decisions") } } })
-      : [],
-    ids("commitments").length
-      ? ctx.db.commitment.findMany({ where: { tenantId, id: { in: ids("commitments") } } })
-      : [],
-  ]);
-  const studio = new Map(studios.map((s) => [s.handle, s.name]));
-  const named = new Map<string, string>([
-    ...notes.map((n) => [n.id, `the note “${n.title || "Untitled note"}”`] as const),
-    ...decisions.map((d) => [d.id, `the decision “${d.question}”`] as const),
-    ...commitments.map((c) => [c.id, `the commitment “${c.title}”`] as const),
-  ]);
-  const out = new Map<string, string>();
-  for (const [path, m] of parsed) {
-    const s = studio.get(m![1]!);
-    if (!s) continue;
-    const thing = m![3] ? named.get(m![3]) : undefined;
-    if (m![3] && !thing) continue;
-    out.set(path, thing ? `${thing} in ${s}` : `the studio ${s}`);
-  }
-  return out;
-}
+/** Pages named for the person reading (page-titles.ts). */
+export const pageTitles = (ctx: Ctx, paths: string[]) =>
+  titlesFor(ctx.db, ctx.tenant.id, { userId: ctx.actor.id }, paths);
 
 /** The page a queued action acts on, as a link named by its title (its path when it has none). */
 export function pageLink(titles: Map<string, string>, path: string): string {

@@ -21,6 +21,8 @@ import {
 } from "./run-steps.ts";
 
 const BATCH = 50;
+/** The states of a run whose model may be writing: a stop or a pause waits for the step in flight. */
+const WORKING: ReadonlySet<RunState> = new Set(["running", "stopping", "pausing"]);
 
 interface Position {
   step: number;
@@ -38,7 +40,7 @@ function parsePosition(since: string | null): Position {
 
 type Read = ProgressRow & { steps: StepRow[]; lastStepAt: Date | null };
 
-type Dates = "startedAt" | "completedAt" | "stopRequestedAt" | "lastStepAt";
+type Dates = "startedAt" | "completedAt" | "stopRequestedAt" | "pauseRequestedAt" | "lastStepAt";
 interface RawRead {
   // Timestamps come as JSON's ISO text, without a zone: they are UTC.
   run: Omit<ProgressRow, Dates | "costMicros"> & Record<Dates, string | null> & { costMicros: string };
@@ -55,7 +57,8 @@ async function readRun(
   const [row] = await hotQuery<RawRead>(
     db,
     Prisma.sql`
-    SELECT json_build_object('status', r.status, 'stopRequestedAt', r.stop_requested_at, 'stopReason', r.stop_reason,
+    SELECT json_build_object('status', r.status, 'stopRequestedAt', r.stop_requested_at,
+        'pauseRequestedAt', r.pause_requested_at, 'stopReason', r.stop_reason,
         'stepsCount', r.steps_count, 'maxSteps', r.max_steps, 'inputTokens', r.input_tokens,
         'cachedTokens', r.cached_tokens, 'outputTokens', r.output_tokens, 'costMicros', r.cost_micros::text,
         'startedAt', r.started_at, 'completedAt', r.completed_at,
@@ -76,6 +79,7 @@ async function readRun(
     startedAt: date(r.startedAt),
     completedAt: date(r.completedAt),
     stopRequestedAt: date(r.stopRequestedAt),
+    pauseRequestedAt: date(r.pauseRequestedAt),
     lastStepAt: date(r.lastStepAt),
     steps: row.steps,
   };
@@ -148,12 +152,13 @@ export function runFeed(
       return { events, more, ended: ENDED.has(state) };
     },
     direct(n, since) {
-      if (n.kind !== "call") return null;
+      if (n.kind !== "call" && n.kind !== "text") return null;
       // Only for a step not yet sent, of a run still running where the stream stands.
       const at = parsePosition(since);
-      return n.step > at.step && (at.state === "running" || at.state === null)
-        ? thinking(since, n.step, new Date(n.at))
-        : null;
+      if (n.step <= at.step || !(at.state === null || WORKING.has(at.state))) return null;
+      // The model's reply so far (services/live/text.ts): the step, once recorded, replaces it.
+      if (n.kind === "text") return { event: "text", id: since, data: { step: n.step, text: n.text } };
+      return thinking(since, n.step, new Date(n.at));
     },
   };
 }

@@ -4,11 +4,14 @@
 
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadRun } from "../access.ts";
-import { loadAgent } from "../agents/core/ownership.ts";
+import { loadAgent, mayManage } from "../agents/core/ownership.ts";
 import { rebuildPrompt } from "../agents/prompt/step-prompt.ts";
+import { REPLAYABLE } from "../agents/triggers/replay.ts";
+import { modelCatalogue } from "../money/catalogue.ts";
 import { fenced, link } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
 import { agentCrumbs } from "./format.ts";
+import { modelChoices } from "./model-choices.ts";
 import { runPath, stepHead, stepPath, stepText } from "./run-steps.ts";
 
 function messageText(content: unknown): string {
@@ -26,7 +29,7 @@ function withoutPrompt(s: { type: string; detail: unknown }): string {
 
 export const runStepPage: PageDef = {
   pattern: "/subagents/:handle/runs/:run/steps/:step",
-  actions: [],
+  actions: ["replay_run"],
   async resolve(ctx, p) {
     // The run page's own loaders: whoever may not see the run sees none of its steps.
     const agent = await loadAgent(ctx, p.handle!);
@@ -55,6 +58,24 @@ export const runStepPage: PageDef = {
       { md: nav.filter(Boolean).join(" · ") },
       { md: `**${stepHead(s)}**\n\n${stepText(s) || "_Nothing more was recorded with this step._"}` },
     ];
+    // Re-run from here, with the run's own model or another of the workspace's (its catalogue).
+    if (REPLAYABLE.includes(r.status) && mayManage(ctx.actor, a))
+      blocks.push(
+        {
+          md: "## Re-run from here\n\nA new run that remembers the steps before this one (copied, not done again) and goes on live from here.",
+        },
+        {
+          form: {
+            action: "replay_run",
+            fixed: {},
+            label: "Re-run from here",
+            style: "block",
+            choices: {
+              model: modelChoices(await modelCatalogue(ctx.db, ctx.tenant), [], "The run's own model"),
+            },
+          },
+        },
+      );
     if (typeof page === "string")
       blocks.push({
         md: `## The page it saw (${s.path ? `\`${s.path}\`, ` : ""}${page.length} characters)\n\n${fenced(page, "markdown")}`,

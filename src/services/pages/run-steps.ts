@@ -8,8 +8,8 @@ import { escapeHtml, inlineHtml, markdownToHtml } from "../registry/html.ts";
 import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block } from "../registry/types.ts";
 
-/** A run's status as its watchers see it: a running run its owner asked to stop is `stopping`. */
-export type RunState = RunStatus | "stopping";
+/** A run's status as its watchers see it: a running run its owner asked to stop is `stopping`, to pause `pausing`. */
+export type RunState = RunStatus | "stopping" | "pausing";
 
 export const ENDED: ReadonlySet<RunState> = new Set([
   "completed",
@@ -19,9 +19,17 @@ export const ENDED: ReadonlySet<RunState> = new Set([
   "skipped",
 ]);
 
-export function runState(r: Pick<SubagentTaskRun, "status" | "stopRequestedAt">): RunState {
-  return r.status === "running" && r.stopRequestedAt ? "stopping" : r.status;
+export function runState(
+  r: Pick<SubagentTaskRun, "status" | "stopRequestedAt"> & { pauseRequestedAt?: Date | null },
+): RunState {
+  if (r.status !== "running") return r.status;
+  return r.stopRequestedAt ? "stopping" : r.pauseRequestedAt ? "pausing" : "running";
 }
+
+const STATE_WORDS: Partial<Record<RunState, string>> = {
+  stopping: "running — stopping…",
+  pausing: "running — pausing after this step…",
+};
 
 // A long run folds its steps: past this many, all but the last few show as their headline.
 const FOLD_AFTER = 8;
@@ -31,7 +39,7 @@ const PAGE_START = 600;
 export type StepRow = Pick<
   SubagentTaskRunStep,
   "number" | "type" | "path" | "detail" | "inputTokens" | "outputTokens" | "durationMs" | "modelText"
->;
+> & { replayed?: boolean };
 
 export const runPath = (handle: string, runId: string) => `/subagents/${handle}/runs/${runId}`;
 export const stepPath = (handle: string, runId: string, n: number) => `${runPath(handle, runId)}/steps/${n}`;
@@ -40,7 +48,12 @@ const detailOf = (s: Pick<StepRow, "detail">) => (s.detail ?? {}) as Record<stri
 
 export function stepHead(s: StepRow): string {
   const d = detailOf(s);
-  return `${s.number} · ${s.type}${s.path ? ` \`${s.path}\`` : ""}${d.ok === false ? " · **failed**" : ""} · ${s.inputTokens} in / ${s.outputTokens} out tokens · ${s.durationMs} ms`;
+  const head = `${s.number} · ${s.type}${s.path ? ` \`${s.path}\`` : ""}${d.ok === false ? " · **failed**" : ""}`;
+  // A replay's copied steps say so: recorded by the original run, not done again.
+  if (s.replayed) return `${head} · replayed from the original run, not done again`;
+  // A fallback model answered (runtime/fallback.ts): said on the step, since the run names its own model.
+  const by = typeof d.model === "string" ? ` · answered by fallback \`${mdEscape(d.model)}\`` : "";
+  return `${head} · ${s.inputTokens} in / ${s.outputTokens} out tokens · ${s.durationMs} ms${by}`;
 }
 
 /** What the model said and meant: its text beside the call, its reason, its note. */
@@ -81,6 +94,12 @@ function stepOutcome(s: StepRow, d: Record<string, unknown>): string[] {
     );
   if (s.type === "error" && typeof d.reply === "string")
     lines.push("The model replied:", "", fenced(d.reply.slice(0, 600)), "");
+  // A reply with several tool calls: only the first ran, and the next prompt said so.
+  if (Array.isArray(d.unrun) && d.unrun.length)
+    lines.push(
+      `Not run (the reply called ${d.unrun.length + 1} tools; only the first runs, and the model was told): ${d.unrun.map((n) => `\`${String(n)}\``).join(", ")}`,
+      "",
+    );
   return lines;
 }
 
@@ -132,20 +151,21 @@ export function stepsBlock(steps: StepRow[], handle: string, runId: string): Blo
   };
 }
 
-export type ProgressRow = Pick<
-  SubagentTaskRun,
-  | "status"
-  | "stopRequestedAt"
-  | "stopReason"
-  | "stepsCount"
-  | "maxSteps"
-  | "inputTokens"
-  | "cachedTokens"
-  | "outputTokens"
-  | "costMicros"
-  | "startedAt"
-  | "completedAt"
->;
+export type ProgressRow = Partial<Pick<SubagentTaskRun, "pauseRequestedAt">> &
+  Pick<
+    SubagentTaskRun,
+    | "status"
+    | "stopRequestedAt"
+    | "stopReason"
+    | "stepsCount"
+    | "maxSteps"
+    | "inputTokens"
+    | "cachedTokens"
+    | "outputTokens"
+    | "costMicros"
+    | "startedAt"
+    | "completedAt"
+  >;
 
 function duration(r: ProgressRow): string {
   if (!r.startedAt) return "not started";
@@ -157,7 +177,7 @@ function duration(r: ProgressRow): string {
 export function progressLine(r: ProgressRow): string {
   const state = runState(r);
   return [
-    `Status: **${state === "stopping" ? "running — stopping…" : state}**${r.stopReason && state !== "stopping" ? ` (${r.stopReason})` : ""}`,
+    `Status: **${STATE_WORDS[state] ?? state}**${r.stopReason && !STATE_WORDS[state] && state !== "paused" ? ` (${r.stopReason})` : ""}`,
     `steps: ${r.stepsCount} of ${r.maxSteps}`,
     `tokens: ${r.inputTokens} in${r.cachedTokens ? ` (${r.cachedTokens} cached)` : ""} / ${r.outputTokens} out`,
     `cost: ${usd(r.costMicros)}`,

@@ -15,7 +15,7 @@ import { runPath, runState } from "./run-steps.ts";
 import { listDigest, triggerText } from "./runs.ts";
 
 const STATUSES = Object.values(RunStatus);
-const TRIGGERS = ["mention", "reply", "thread", "subscription", "schedule", "webhook", "manual"];
+const TRIGGERS = ["mention", "reply", "thread", "subscription", "schedule", "webhook", "manual", "replay"];
 const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const MAX_SEARCH = 200;
 

@@ -12,6 +12,8 @@ import { reviewForms } from "./approvals.ts";
 import { agentCrumbs, excerpt, type Paging, pager, paging, when } from "./format.ts";
 import { doing, pageLink, pageTitles, writeOf } from "./pending-format.ts";
 import { positionOf, runFeed } from "./run-live.ts";
+import { memoryBlocks, pausedBlocks } from "./run-memory-pause.ts";
+import { replayFacts, replaySteps } from "./run-replay.ts";
 import { ENDED, progressHtml, progressLine, runState, stepsBlock } from "./run-steps.ts";
 
 // A trigger of its own (not an event in a thread) links to the agent's list of them.
@@ -202,7 +204,15 @@ async function refusedRunOf(ctx: Ctx, handle: string, id: string): Promise<Scope
 
 export const runPage: PageDef = {
   pattern: "/subagents/:handle/runs/:run",
-  actions: ["answer_question", "stop_run", "retry_run", "approve_action", "reject_action"],
+  actions: [
+    "answer_question",
+    "pause_run",
+    "resume_run",
+    "stop_run",
+    "retry_run",
+    "approve_action",
+    "reject_action",
+  ],
   async resolve(ctx, p) {
     // Its managers see every run; a member who gave a studio's agent a task sees that run;
     // whoever's trigger was refused sees that refusal.
@@ -231,7 +241,7 @@ export const runPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const r = scope.taskRun!;
-    const [steps, resources, initiator, pending, viewers, retried] = await Promise.all([
+    const [steps, resources, initiator, pending, viewers, retried, replays] = await Promise.all([
       ctx.db.subagentTaskRunStep.findMany({ where: { runId: r.id }, orderBy: { number: "asc" } }),
       ctx.db.subagentTaskRunResource.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
       r.initiatedById ? ctx.db.user.findUnique({ where: { id: r.initiatedById } }) : null,
@@ -249,6 +259,7 @@ export const runPage: PageDef = {
             select: { id: true },
           })
         : null,
+      replayFacts(ctx, a.handle, r),
     ]);
     const facts = [
       `trigger: ${triggerText(a.handle, r)}${initiator ? ` by [@${initiator.handle}](/u/${initiator.handle})` : ""}`,
@@ -256,6 +267,7 @@ export const runPage: PageDef = {
       `queued ${when(r.createdAt)}`,
       // Woken by someone who does not manage it: it read only what they can.
       ...(viewers.length ? [`acting within ${viewers.map((v) => `@${v.handle}`).join(" and ")}'s view`] : []),
+      ...replays,
     ];
     const blocks: Block[] = [
       { md: progressLine(r), html: progressHtml(r) },
@@ -276,13 +288,15 @@ export const runPage: PageDef = {
       blocks.push({
         md: `## ${errorHeading(r)}\n\n${mdEscape(r.error)}${retried ? `\n\nRetried as ${link(`run ${retried.id}`, `/subagents/${a.handle}/runs/${retried.id}`)}.` : ""}`,
       });
+    blocks.push(...(await pausedBlocks(ctx, r)));
     if (r.status === "waiting" && r.stopReason === "asked_owner" && r.question)
       blocks.push({ md: `## Waiting for your answer\n\n${quote(r.question)}` });
     if (pending.length) blocks.push(...askedBlocks(a.handle, r, pending, titles, scope.reviewable ?? []));
     blocks.push({
       md: `## Resources it created or changed (${resources.length})\n\n${resources.length ? resources.map((x) => `- ${x.resourceType} \`${x.resourceId}\` — ${x.action} at step ${x.stepNumber} — ${link(x.path, x.path)}`).join("\n") : "_None._"}`,
     });
-    blocks.push(stepsBlock(steps, a.handle, r.id));
+    if (mayManage(ctx.actor, a)) blocks.push(...(await memoryBlocks(ctx, a.handle, r)));
+    blocks.push(...((await replaySteps(ctx, a.handle, r, steps)) ?? [stepsBlock(steps, a.handle, r.id)]));
     const state = runState(r);
     return {
       title: `Run ${r.id} of ${a.name}`,

@@ -29,6 +29,9 @@ export const settingsPage: PageDef = {
         {
           md: `[Model API keys](/u/${u.handle}/settings/api-keys): your own OpenAI, Anthropic or OpenAI-compatible keys for your agents to call their model with.`,
         },
+        {
+          md: `[Notifications](/u/${u.handle}/settings/notifications): how you hear of what your agents need — in the app, by mail at once, or in a daily digest. [Outgoing webhooks](/u/${u.handle}/settings/webhooks) tell a chat channel or a service.`,
+        },
       ],
     };
   },

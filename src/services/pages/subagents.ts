@@ -1,12 +1,15 @@
 import { plural } from "../../lib/plural.ts";
+import { updateSubagent } from "../actions/subagents.ts";
 import { keysOf, loadAgent, mayManage, visibleTo, withOwnerStudio } from "../agents/core/ownership.ts";
 import { agentConfig } from "../agents/core/settings.ts";
 import { capabilityLabel } from "../agents/policy/capabilities.ts";
+import { modelCatalogue } from "../money/catalogue.ts";
 import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
 import { home, pager, paging, subagentsCrumb, when } from "./format.ts";
+import { modelChoices } from "./model-choices.ts";
 import { runLine } from "./runs.ts";
 import { listSchedules, scheduleLine } from "./schedules.ts";
 
@@ -17,7 +20,7 @@ export const subagentsPage: PageDef = {
   async render(ctx, _scope, query) {
     const pg = paging(query);
     const where = { tenantId: ctx.tenant.id, kind: "subagent" as const, parentId: ctx.actor.id };
-    const [agents, total, studioAgents, adminOf] = await Promise.all([
+    const [agents, total, studioAgents, adminOf, catalogue] = await Promise.all([
       ctx.db.user.findMany({
         where,
         orderBy: [{ archivedAt: { sort: "asc", nulls: "first" } }, { name: "asc" }],
@@ -36,6 +39,9 @@ export const subagentsPage: PageDef = {
         orderBy: { name: "asc" },
         select: { handle: true, name: true },
       }),
+      ctx.db.agentApiKey
+        .findMany({ where: { tenantId: ctx.tenant.id, ownerId: ctx.actor.id }, select: { id: true } })
+        .then((mine) => modelCatalogue(ctx.db, ctx.tenant, new Set(mine.map((k) => k.id)))),
     ]);
     const model = (a: { agentConfig: unknown }) => {
       const m = agentConfig({ agentConfig: a.agentConfig as object }).model;
@@ -82,8 +88,9 @@ export const subagentsPage: PageDef = {
             fixed: {},
             label: "Create",
             style: "block",
-            values: { studio: "" },
+            values: { studio: "", model: "" },
             choices: {
+              model: modelChoices(catalogue, [], "Workspace default"),
               studio: [
                 { value: "", label: "You" },
                 ...adminOf.map((s) => ({ value: s.handle, label: `${s.name} (its admins)` })),
@@ -114,7 +121,7 @@ export const subagentPage: PageDef = {
   async render(ctx, scope) {
     const a = scope.agent!;
     const cfg = agentConfig(a);
-    const [studios, runs, keys, spent, watching, webhooks, schedules, mine] = await Promise.all([
+    const [studios, runs, keys, spent, watching, webhooks, schedules, mine, catalogue] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { userId: a.id },
         include: { studio: true },
@@ -149,6 +156,10 @@ export const subagentPage: PageDef = {
               members: { where: { userId: ctx.actor.id }, select: { role: true } },
             },
           }),
+      // Its managers see its own keys' models under the keys' names; other keys' are anonymous.
+      ctx.db.agentApiKey
+        .findMany({ where: { tenantId: ctx.tenant.id, ...keysOf(a) }, select: { id: true } })
+        .then((own) => modelCatalogue(ctx.db, ctx.tenant, new Set(own.map((k) => k.id)))),
     ]);
     const watched = (on: boolean) => watching.find((w) => w.enabled === on)?._count ?? 0;
     const key = cfg.api_key_id ? keys.find((k) => k.id === cfg.api_key_id) : undefined;
@@ -172,7 +183,7 @@ export const subagentPage: PageDef = {
           md: `\`@${a.handle}\`${owner} · created ${when(a.createdAt)}${a.archivedAt ? ` · **archived** ${when(a.archivedAt)}: it is not triggered and cannot run` : ""}${a.pausedAt ? ` · **paused** ${when(a.pausedAt)}${a.pausedReason ? ` (${mdEscape(a.pausedReason)})` : ""}: triggers are recorded as skipped` : ""}`,
         },
         {
-          md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)} · ${link("Capabilities, approvals and rules", `${base}/settings`)} · ${link("Schedules", `${base}/schedules`)} · ${link("Actions to review", `${base}/pending`)} · ${link("Usage and cost", `${base}/usage`)}`,
+          md: `${link("Run a task", `${base}/run`)} · ${link("All runs", `${base}/runs`)} · ${link("Capabilities, approvals and rules", `${base}/settings`)} · ${link("Memory", `${base}/memory`)} · ${link("Schedules", `${base}/schedules`)} · ${link("Actions to review", `${base}/pending`)} · ${link("Usage and cost", `${base}/usage`)}`,
         },
         {
           md: `Besides reading, it may: ${cfg.capabilities.map(capabilityLabel).join(", ").toLowerCase() || "nothing"}. A new agent starts able to read and comment; grant more under ${link("Capabilities", `${base}/settings`)}.`,
@@ -184,11 +195,23 @@ export const subagentPage: PageDef = {
             `| setting | value |`,
             `|---|---|`,
             `| model | ${cfg.model ? `\`${mdEscape(cfg.model)}\`` : "workspace default"} |`,
+            `| fallback models | ${cfg.fallback_models.map(code).join(", ") || "none"} |`,
             `| max steps per run | ${cfg.max_steps} |`,
             `| timeout per run | ${cfg.timeout_seconds} s |`,
             `| model calls paid by | ${keyLabel} |`,
             `| monthly cost limit | ${usd(toMicros(cfg.cost_limit_usd))} (${usd(spent)} spent this month) |`,
           ].join("\n"),
+        },
+        // The model is picked from the workspace's catalogue, grouped by where it comes from, priced.
+        {
+          form: {
+            action: "update_subagent",
+            fixed: {},
+            label: "Save configuration",
+            style: "block",
+            values: updateSubagent.current!(scope),
+            choices: { model: modelChoices(catalogue, [cfg.model ?? ""], "Workspace default") },
+          },
         },
         {
           md: `## Who pays for its model calls\n\n${keys.length ? `One of ${a.ownerStudio ? "the studio's" : "your own"} provider keys (the calls go straight to that provider), or the workspace's shared endpoint.` : `${a.ownerStudio ? "The studio has" : "You have"} no keys of its own: it uses the workspace's shared endpoint. ${link("Add a key", keysPage)} to pay with ${a.ownerStudio ? "the studio's" : "your own"} provider account.`}`,

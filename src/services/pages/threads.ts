@@ -6,6 +6,7 @@
 import { hotQuery } from "../../db/prisma.ts";
 import { Prisma, type RunStatus, type SubjectType } from "../../generated/prisma/client.ts";
 import { managedAmong } from "../access.ts";
+import { endingWords, UNFINISHED } from "../agents/core/run-endings.ts";
 import { changesFeed, digestOf, type LiveFeed, sharedReads } from "../live/feed.ts";
 import { inlineHtml } from "../registry/html.ts";
 import { link } from "../registry/markdown.ts";
@@ -18,7 +19,9 @@ interface Working {
   run: string;
   agentId: string;
   handle: string;
-  state: RunState;
+  state: RunState | "ended";
+  /** A run that failed, timed out or was stopped: said in words its readers may read (run-endings.ts). */
+  ended?: string;
 }
 
 interface ThreadState {
@@ -33,7 +36,14 @@ async function threadState(ctx: Ctx, type: SubjectType, id: string): Promise<Thr
   const [row] = await hotQuery<{
     comments: number;
     last: string | null;
-    working: { run: string; agentId: string; handle: string; status: RunStatus; stopping: boolean }[];
+    working: {
+      run: string;
+      agentId: string;
+      handle: string;
+      status: RunStatus;
+      stopReason: string | null;
+      stopping: boolean;
+    }[];
     unposted: { id: string; status: string }[];
   }>(
     ctx.db,
@@ -44,21 +54,34 @@ async function threadState(ctx: Ctx, type: SubjectType, id: string): Promise<Thr
         WHERE c.tenant_id = ${ctx.tenant.id} AND c.subject_type = ${type}::"SubjectType" AND c.subject_id = ${id}
         ORDER BY c.created_at DESC, c.id DESC LIMIT 1) AS last,
       COALESCE((SELECT json_agg(json_build_object('run', r.id, 'agentId', r.agent_id, 'handle', u.handle,
-          'status', r.status, 'stopping', r.stop_requested_at IS NOT NULL) ORDER BY r.created_at, r.id)
+          'status', r.status, 'stopReason', r.stop_reason, 'stopping', r.stop_requested_at IS NOT NULL)
+          ORDER BY r.created_at, r.id)
         FROM subagent_task_runs r JOIN users u ON u.id = r.agent_id
         WHERE r.thread_id = ${id} AND r.tenant_id = ${ctx.tenant.id}
-          AND r.status IN ('queued', 'running', 'waiting')), '[]') AS working,
+          AND (r.status IN ('queued', 'running', 'waiting')
+            -- Where its "working on this" line was, a run that did not finish says so, until
+            -- the agent's next run in the thread.
+            OR (r.status IN ('failed', 'timed_out', 'cancelled') AND NOT EXISTS (
+              SELECT 1 FROM subagent_task_runs later WHERE later.thread_id = r.thread_id
+                AND later.agent_id = r.agent_id AND later.tenant_id = r.tenant_id
+                AND (later.created_at, later.id) > (r.created_at, r.id))))), '[]') AS working,
       COALESCE((SELECT json_agg(json_build_object('id', p.id, 'status', p.status) ORDER BY p.id)
         FROM subagent_task_runs r JOIN agent_pending_actions p ON p.run_id = r.id
         WHERE r.thread_id = ${id} AND r.tenant_id = ${ctx.tenant.id}
           AND p.status IN ('pending', 'rejected', 'expired', 'failed')), '[]') AS unposted`,
   );
-  const working = (row?.working ?? []).map((w) => ({
-    run: w.run,
-    agentId: w.agentId,
-    handle: w.handle,
-    state: runState({ status: w.status, stopRequestedAt: w.stopping ? new Date() : null }),
-  }));
+  const working = (row?.working ?? []).map((w): Working => {
+    const ended = UNFINISHED.includes(w.status);
+    return {
+      run: w.run,
+      agentId: w.agentId,
+      handle: w.handle,
+      state: ended
+        ? "ended"
+        : runState({ status: w.status, stopRequestedAt: w.stopping ? new Date() : null }),
+      ...(ended && { ended: endingWords(w) }),
+    };
+  });
   const comments = row?.comments ?? 0;
   const unposted = row?.unposted ?? [];
   return {
@@ -74,6 +97,7 @@ const DOING: Record<string, string> = {
   running: "is working on this",
   stopping: "is stopping",
   waiting: "is waiting for its owner",
+  pausing: "is pausing",
 };
 
 /** "@scout is working on this", linked to the run for whoever may open it. */
@@ -84,7 +108,7 @@ async function workingBlock(ctx: Ctx, working: Working[]): Promise<Block | null>
     working.map((w) => w.agentId),
   );
   const lines = working.map((w) => {
-    const doing = `@${w.handle} ${DOING[w.state] ?? w.state}`;
+    const doing = `@${w.handle} ${w.ended ?? DOING[w.state] ?? w.state}`;
     return managed.has(w.agentId) ? `${doing} — ${link("see its run", runPath(w.handle, w.run))}` : doing;
   });
   return {

@@ -75,6 +75,24 @@ export interface FormState {
 export interface Choice {
   value: string;
   label: string;
+  /** Choices with a group are shown under its heading (`<optgroup>`), in the order groups first appear. */
+  group?: string;
+}
+
+/** A select's options, the grouped ones under their group's heading. */
+function optionsHtml(choices: Choice[], selected: string): string {
+  const option = (o: Choice) =>
+    `<option value="${escapeHtml(o.value)}"${selected === o.value ? " selected" : ""}>${escapeHtml(o.label)}</option>`;
+  const out: string[] = [];
+  const groups = new Map<string, Choice[]>();
+  for (const o of choices) {
+    if (!o.group) out.push(option(o));
+    else if (groups.has(o.group)) groups.get(o.group)!.push(o);
+    else groups.set(o.group, [o]);
+  }
+  for (const [g, list] of groups)
+    out.push(`<optgroup label="${escapeHtml(g)}">${list.map(option).join("")}</optgroup>`);
+  return out.join("");
 }
 
 /** "20,000": a limit as a person reads it. */
@@ -106,7 +124,8 @@ function fieldInput(
   const v = value === undefined || value === null ? (f.defaultValue ?? "") : value;
   const req = f.required && f.type !== "boolean" ? " required" : "";
   // Beside content (a Reply form) a one-line field's limit stays an attribute; a text area's is said.
-  const limit = limitOf(f, id, !opts.inline || f.multiline);
+  // A select's choices are within the limit already: no count to show under it.
+  const limit = choices ? { attr: "", note: "" } : limitOf(f, id, !opts.inline || f.multiline);
   // The message sits at its field and the field points at it, so a screen reader reads both.
   const describedBy = [error ? `${id}-error` : "", limit.describes ?? ""].filter(Boolean).join(" ");
   const invalid =
@@ -127,11 +146,7 @@ function fieldInput(
   if (f.secret) {
     control = `<input type="password" id="${id}" name="${f.name}" value="" autocomplete="off"${req}${invalid}>`;
   } else if (choices) {
-    const opts = choices.map(
-      (o) =>
-        `<option value="${escapeHtml(o.value)}"${String(v) === o.value ? " selected" : ""}>${escapeHtml(o.label)}</option>`,
-    );
-    control = `<select id="${id}" name="${f.name}"${req}${invalid}>${opts.join("")}</select>`;
+    control = `<select id="${id}" name="${f.name}"${req}${invalid}>${optionsHtml(choices, String(v))}</select>`;
   } else if (f.type === "enum") {
     const opts = f.options!.map(
       (o) =>

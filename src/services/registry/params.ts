@@ -129,18 +129,18 @@ const FALSE = new Set(["false", "off", "0", "no", ""]);
 function textIssues(value: unknown, field: string): Issue[] {
   const issues: Issue[] = [];
   // A loop, not recursion: a body nested a hundred thousand levels deep must not overflow the stack.
-  const todo: [unknown, string][] = [[value, field]];
-  while (todo.length) {
-    const [v, path] = todo.pop()!;
+  const stack: [unknown, string][] = [[value, field]];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
     if (typeof v === "string") {
       const problem = textProblem(v);
       if (problem) issues.push({ field: path, message: problem });
-    } else if (Array.isArray(v)) for (const [i, item] of v.entries()) todo.push([item, `${path}.${i}`]);
+    } else if (Array.isArray(v)) for (const [i, item] of v.entries()) stack.push([item, `${path}.${i}`]);
     else if (v !== null && typeof v === "object")
       for (const [k, item] of Object.entries(v)) {
         const problem = textProblem(k);
         if (problem) issues.push({ field: path, message: `a key ${problem}` });
-        else todo.push([item, `${path}.${k}`]);
+        else stack.push([item, `${path}.${k}`]);
       }
   }
   return issues;

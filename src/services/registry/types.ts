@@ -5,6 +5,7 @@ import type {
   Commitment,
   Decision,
   Note,
+  OutboundEndpoint,
   Studio,
   StudioRole,
   SubagentTaskRun,
@@ -142,6 +143,10 @@ export interface Scope {
   /** On a page that shows reviews in place (a thread, a run): the queued actions there this person may review. */
   reviewable?: string[];
   apiToken?: ApiToken;
+  /** An outgoing webhook the actor keeps (services/reach/). */
+  endpoint?: OutboundEndpoint;
+  /** A mail's review link, as its path names it (services/reach/review-links.ts). */
+  reviewToken?: string;
 }
 
 export type Query = Record<string, string | undefined>;
@@ -166,7 +171,7 @@ export interface FormBlock {
     /** How deep in a thread it sits (a reply's Reply form): a browser indents it as deep. */
     depth?: number;
     /** Select options for params whose choices depend on the data (the keys you own). */
-    choices?: Record<string, { value: string; label: string }[]>;
+    choices?: Record<string, { value: string; label: string; group?: string }[]>;
     /** Params shown greyed out, each with why it cannot be chosen here. */
     disabled?: Record<string, string>;
     /** An object param filled in as the fields of this schema (a queued action's params, reviewed one field each). */

@@ -69,8 +69,9 @@ async function fireOne(tx: Db, id: string): Promise<void> {
   // Strictly after now, not after the slot: missed slots are skipped, so catch-up is one run.
   const next = nextSlot(s.cron, s.timeZone, now > slot ? now : slot);
   const settings = tenantSettings(s.tenant);
-  // An archived agent (or a workspace with agents off) is not woken: its schedules only advance.
-  if (s.agent.archivedAt || !settings.agents_enabled) {
+  // An archived agent is not woken: its schedules only advance. With agents switched off the
+  // slot's run is recorded as skipped (queueTriggered), so its managers see what did not run.
+  if (s.agent.archivedAt) {
     await tx.agentSchedule.update({ where: { id }, data: { nextFireAt: next } });
     return;
   }

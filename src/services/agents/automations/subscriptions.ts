@@ -161,8 +161,8 @@ async function queueFor(tx: Db, sub: AgentSubscription & { agent: User }, eventI
   const events = await tx.event.findMany({ where: { id: { in: eventIds } }, orderBy: { createdAt: "asc" } });
   if (!events.length) return null;
   const tenant = await tx.tenant.findUniqueOrThrow({ where: { id: sub.tenantId } });
+  // Agents switched off: queueTriggered records the batch as skipped, saying so.
   const settings = tenantSettings(tenant);
-  if (!settings.agents_enabled) return null;
   // A burst that an agent's own run caused continues that chain: its depth counts.
   const parents = events.map((e) => e.runId).filter((r): r is string => Boolean(r));
   const depths = parents.length

@@ -5,16 +5,29 @@ import type { PrismaClient } from "../../../db/prisma.ts";
 import type { Event } from "../../../generated/prisma/client.ts";
 import { usd } from "../../money/pricing.ts";
 import { insertNotifications } from "../../notifications.ts";
+import { type ReachKind, reachKindOf, reachPrefs } from "../../reach/preferences.ts";
 import { humanize } from "../../registry/params.ts";
 import { managersOf, type Owned } from "./ownership.ts";
+import { endingWords } from "./run-endings.ts";
 
 interface AgentRef extends Owned {
   id: string;
   tenantId: string;
 }
 
-async function notifyOwner(db: PrismaClient, e: Event, agent: AgentRef, path: string, excerpt: string) {
+/** The managers who want to hear of `kind` at all (its channel is not "off"). */
+async function listening(db: PrismaClient, agent: AgentRef, kind: ReachKind | null): Promise<string[]> {
   const managers = await managersOf(db, agent);
+  if (!kind || !managers.length) return managers;
+  const people = await db.user.findMany({
+    where: { id: { in: managers } },
+    select: { id: true, reachPrefs: true },
+  });
+  return people.filter((p) => reachPrefs(p.reachPrefs)[kind] !== "off").map((p) => p.id);
+}
+
+async function notifyOwner(db: PrismaClient, e: Event, agent: AgentRef, path: string, excerpt: string) {
+  const managers = await listening(db, agent, reachKindOf(e.type));
   if (!managers.length) return 0;
   return insertNotifications(
     db,
@@ -30,11 +43,13 @@ async function notifyOwner(db: PrismaClient, e: Event, agent: AgentRef, path: st
   );
 }
 
+/** A run that asks its owner a question, or one that failed or timed out. */
 export async function notifyOwnerOfRun(db: PrismaClient, e: Event): Promise<number> {
   const run = await db.subagentTaskRun.findUnique({ where: { id: e.subjectId }, include: { agent: true } });
   // A run waiting on an approval: the approval's own notification says so, once.
   if (!run || run.stopReason === "awaiting_approval") return 0;
-  return notifyOwner(db, e, run.agent, `/subagents/${run.agent.handle}/runs/${run.id}`, run.question ?? "");
+  const excerpt = e.type === "run.waiting" ? (run.question ?? "") : endingWords(run);
+  return notifyOwner(db, e, run.agent, `/subagents/${run.agent.handle}/runs/${run.id}`, excerpt);
 }
 
 /** A pending action's review page: its request's notifications link there (and are settled by it). */
@@ -52,23 +67,29 @@ export async function notifyOwnerOfApproval(db: PrismaClient, e: Event): Promise
   );
 }
 
+/** What a spend event carries (money/ledger.ts). */
+export interface SpendPayload {
+  threshold_micros?: number;
+  spent_micros?: number;
+  limit_micros?: number;
+  month?: string;
+}
+
+/** A spend event in words, after "@scout ": the in-app notice and the mail say the same. */
+export function spendWords(e: Pick<Event, "type" | "payload">): string {
+  const p = e.payload as SpendPayload;
+  const spent = usd(p.spent_micros ?? 0);
+  const limit = usd(p.limit_micros ?? 0);
+  return e.type === "agent.paused"
+    ? `was paused: it reached its monthly cost limit (${spent} spent of ${limit} in ${p.month}). Raise the limit or resume it.`
+    : e.type === "agent.resumed"
+      ? `runs again: a new month (${p.month}) began, and its cost limit counts from zero.`
+      : `has spent ${spent} in ${p.month}, past your ${usd(p.threshold_micros ?? 0)} alert (limit ${limit}).`;
+}
+
 /** A spend alert crossed, the agent paused at its limit, or resumed by a new month. */
 export async function notifyOwnerOfSpend(db: PrismaClient, e: Event): Promise<number> {
   const agent = await db.user.findUnique({ where: { id: e.subjectId } });
   if (!agent) return 0;
-  const p = e.payload as {
-    threshold_micros?: number;
-    spent_micros?: number;
-    limit_micros?: number;
-    month?: string;
-  };
-  const spent = usd(p.spent_micros ?? 0);
-  const limit = usd(p.limit_micros ?? 0);
-  const excerpt =
-    e.type === "agent.paused"
-      ? `was paused: it reached its monthly cost limit (${spent} spent of ${limit} in ${p.month}). Raise the limit or resume it.`
-      : e.type === "agent.resumed"
-        ? `runs again: a new month (${p.month}) began, and its cost limit counts from zero.`
-        : `has spent ${spent} in ${p.month}, past your ${usd(p.threshold_micros ?? 0)} alert (limit ${limit}).`;
-  return notifyOwner(db, e, agent, `/subagents/${agent.handle}/usage`, excerpt);
+  return notifyOwner(db, e, agent, `/subagents/${agent.handle}/usage`, spendWords(e));
 }

@@ -22,6 +22,11 @@ export type ClaimedRun = Pick<
   | "leaseOwner"
   | "triggerKind"
   | "label"
+  | "pauseRequestedAt"
+  | "triggerTraceparent"
+  | "traceparent"
+  | "replayOfRunId"
+  | "replayFromStep"
 >;
 
 /** The agent as it acts; its owner's name is on its /whoami. */
@@ -57,7 +62,10 @@ export const runStartSql = (at: Date) => Prisma.sql`(
     'run', json_build_object('id', c.id, 'tenantId', c.tenant_id, 'agentId', c.agent_id, 'task', c.task,
       'model', c.model, 'maxSteps', c.max_steps, 'timeoutSeconds', c.timeout_seconds,
       'stepsCount', c.steps_count, 'status', c.status, 'chainDepth', c.chain_depth, 'attempts', c.attempts,
-      'leaseOwner', c.lease_owner, 'triggerKind', c.trigger_kind, 'label', c.label),
+      'leaseOwner', c.lease_owner, 'triggerKind', c.trigger_kind, 'label', c.label,
+      'pauseRequestedAt', c.pause_requested_at,
+      'triggerTraceparent', c.trigger_traceparent, 'traceparent', c.traceparent,
+      'replayOfRunId', c.replay_of_run_id, 'replayFromStep', c.replay_from_step),
     'agent', json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle, 'name', u.name,
       'kind', u.kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'tenantAdmin', u.tenant_admin, 'agentConfig', u.agent_config),
     'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings,

@@ -5,6 +5,7 @@ import { batchRows, grouped } from "../../../db/group-commit.ts";
 import { type Db, hotQuery } from "../../../db/prisma.ts";
 import { Prisma, type RunStatus, type SubagentTaskRun } from "../../../generated/prisma/client.ts";
 import { newId } from "../../../lib/ids.ts";
+import { activeTraceparent } from "../../../lib/telemetry.ts";
 import { storable } from "../../../lib/text.ts";
 import { emitEvent } from "../../events.ts";
 import type { Audience } from "../../registry/types.ts";
@@ -36,6 +37,8 @@ export interface NewRun {
   model: string | null;
   maxSteps: number;
   timeoutSeconds: number;
+  /** W3C traceparent of what woke it, when the caller knows (an event's); else the active span's. */
+  traceparent?: string | null;
 }
 
 /**
@@ -45,18 +48,22 @@ export interface NewRun {
  * Stamped when inserted, to the microsecond, not when its transaction began: runs are
  * claimed oldest first, and one transaction may queue several.
  */
-function insertRun(r: NewRun, end?: { reason: string; message: string }): Prisma.Sql {
+function insertRun(
+  r: NewRun,
+  end?: { reason: string; message: string },
+  traceparent: string | null = null,
+): Prisma.Sql {
   // A task quotes what woke the agent: stored as the model reads it, so a key pasted into a
   // comment is not copied into its runs (secret-masking.ts).
   return Prisma.sql`
     INSERT INTO subagent_task_runs (id, tenant_id, agent_id, initiated_by_id, trigger_event_id, trigger_kind,
       trigger_ref, thread_id, chain_depth, task, label, viewer_ids, model, max_steps, timeout_seconds, status, stop_reason,
-      error, completed_at, not_before, created_at)
+      error, completed_at, not_before, trigger_traceparent, created_at)
     VALUES (${newId()}, ${r.tenantId}, ${r.agentId}, ${r.initiatedById}, ${r.triggerEventId ?? null}, ${r.triggerKind},
       ${r.triggerRef ?? null}, ${r.threadId ?? null}, ${r.chainDepth}, ${maskText(r.task)},
       ${JSON.stringify(r.label ?? [])}::jsonb, ${r.viewerIds ?? []}::text[], ${r.model}, ${r.maxSteps},
       ${r.timeoutSeconds}, ${end ? "skipped" : "queued"}::"RunStatus", ${end?.reason ?? null}, ${end?.message ?? null},
-      ${end ? new Date() : null}::timestamp, ${end ? null : (r.notBefore ?? null)}::timestamp,
+      ${end ? new Date() : null}::timestamp, ${end ? null : (r.notBefore ?? null)}::timestamp, ${traceparent}::text,
       clock_timestamp() AT TIME ZONE 'UTC')
     ON CONFLICT DO NOTHING`;
 }
@@ -73,12 +80,14 @@ export interface QueuedRun {
  */
 export async function queueRun(tx: Db, r: NewRun): Promise<QueuedRun | null> {
   const eventId = newId();
+  // Whatever queued it (a request, an event's job) is where the run's trace links to.
+  const tp = r.traceparent ?? activeTraceparent() ?? null;
   const [run] = await hotQuery<{ id: string }>(
     tx,
     Prisma.sql`
-    WITH run AS (${insertRun(r)} RETURNING id), event AS (
-      INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id)
-      SELECT ${eventId}, ${r.tenantId}, 'run.queued', ${r.initiatedById ?? r.agentId}, 'run', id FROM run
+    WITH run AS (${insertRun(r, undefined, tp)} RETURNING id), event AS (
+      INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id, traceparent)
+      SELECT ${eventId}, ${r.tenantId}, 'run.queued', ${r.initiatedById ?? r.agentId}, 'run', id, ${tp}::text FROM run
     )
     SELECT id FROM run`,
   );

@@ -18,6 +18,8 @@ export const DEFAULT_ALERT_THRESHOLDS_USD = [1, 5, 10, 50] as const;
  */
 export const DEFAULT_CAPABILITIES = ["add_comment", "confirm_read"] as const;
 
+export const MAX_FALLBACK_MODELS = 3;
+
 export const ruleSchema = z.object({
   name: z.string().min(1).max(80),
   /** An action name, or `*` for every action. */
@@ -25,6 +27,10 @@ export const ruleSchema = z.object({
   /** Param name → regex its value (as text) must match for the rule to apply. */
   params: z.record(z.string(), z.string()).default({}),
   decision: z.enum(["allow", "require_approval", "deny"]),
+  /** A studio's handle: the rule applies only to actions there. */
+  studio: z.string().max(64).optional(),
+  /** Made by "Approve and always allow this": which approval, by whom, when. */
+  origin: z.object({ pending: z.string(), by: z.string(), at: z.string() }).optional(),
 });
 export type Rule = z.infer<typeof ruleSchema>;
 
@@ -32,6 +38,8 @@ export const agentConfigSchema = z
   .object({
     identity_prompt: z.string().max(10_000).default(""),
     model: z.string().max(200).optional(),
+    /** Tried in order when the model's endpoint fails for good (runtime/fallback.ts). */
+    fallback_models: z.array(z.string().max(200)).max(MAX_FALLBACK_MODELS).default([]),
     max_steps: z.number().int().min(1).max(MAX_STEPS_LIMIT).default(30),
     timeout_seconds: z.number().int().min(10).max(3600).default(300),
     /** Granted grantable actions. */
@@ -67,14 +75,21 @@ export const agentConfigSchema = z
 
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
 
+/** The event each change of a workspace's agent settings is recorded as (its audit trail). */
+export const SETTING_CHANGED = "workspace.agent_setting_changed";
+
 export const tenantSettingsSchema = z
   .object({
     default_model: z.string().max(200).optional(),
     trigger_rate_per_minute: z.number().int().min(1).max(1000).default(3),
+    /** Rated triggers of all the workspace's agents together, a minute; absent: no workspace limit. */
+    workspace_trigger_rate_per_minute: z.number().int().min(1).max(100_000).optional(),
     chain_depth_limit: z.number().int().min(1).max(20).default(3),
     agents_enabled: z.boolean().default(true),
     /** Grantable actions the workspace's admins keep for people: no agent may be granted them. */
     human_only: z.array(z.string()).default([]),
+    /** What a new agent may do besides reading; absent: DEFAULT_CAPABILITIES. */
+    default_capabilities: z.array(z.string()).optional(),
     /** Model → USD per 1M tokens, over the repo's price list (money/pricing.ts). */
     pricing: tenantPricesSchema.default({}),
   })
@@ -106,4 +121,10 @@ export function resolveModel(
   serverDefault: string | undefined,
 ): string | null {
   return cfg.model || settings.default_model || serverDefault || null;
+}
+
+/** What a new agent of this workspace starts able to do: the admins' choice, less what they keep for people. */
+export function newAgentCapabilities(settings: TenantSettings): string[] {
+  const chosen = settings.default_capabilities ?? [...DEFAULT_CAPABILITIES];
+  return chosen.filter((a) => !settings.human_only.includes(a));
 }

@@ -42,6 +42,10 @@ export interface StepRecord {
   modelText?: string;
   /** What rebuilding the step's prompt needs beyond the rows (step-prompt.ts); kept in `detail`. */
   prompt?: PromptFacts;
+  /** The model that answered, when a fallback did (runtime/fallback.ts); kept in `detail`. */
+  model?: string;
+  /** The reply's tool calls beyond the first, which were not run (prompt/tool-calls.ts); kept in `detail`. */
+  unrun?: string[];
 }
 
 /**
@@ -67,7 +71,13 @@ export function stepColumns(owner: string | null, s: StepRecord | undefined) {
     // note by mistake goes away with the note instead of living on in its runs.
     step_path: s.path === undefined ? null : storable(s.path, "\ufffd"),
     step_detail: storableJson(
-      maskDeep({ ...s.detail, ...(s.masked && { masked: s.masked }), ...(s.prompt && { prompt: s.prompt }) }),
+      maskDeep({
+        ...s.detail,
+        ...(s.masked && { masked: s.masked }),
+        ...(s.prompt && { prompt: s.prompt }),
+        ...(s.model && { model: s.model }),
+        ...(s.unrun && { unrun: s.unrun }),
+      }),
     ),
     step_input_tokens: s.inputTokens ?? 0,
     step_output_tokens: s.outputTokens ?? 0,

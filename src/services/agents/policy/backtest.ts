@@ -1,7 +1,9 @@
 // A rule tried before it is saved: what the agent's rules, with it in place, would have
 // decided for every action the agent asked for in the last 30 days (its recorded steps).
+
 import type { Db } from "../../../db/prisma.ts";
 import { plural } from "../../../lib/plural.ts";
+import { studioHandleOf } from "../../page-titles.ts";
 import type { AgentConfig, Rule } from "../core/settings.ts";
 import { decide, ruleMatches, type Verdict } from "./policy.ts";
 
@@ -42,8 +44,10 @@ export async function backtest(
   position?: number,
 ): Promise<Backtest> {
   const since = new Date(Date.now() - BACKTEST_DAYS * 86_400_000);
-  const steps = await db.$queryRaw<{ run_id: string; number: number; detail: unknown; created_at: Date }[]>`
-    SELECT s.run_id, s.number, s.detail, s.created_at FROM subagent_task_run_steps s
+  const steps = await db.$queryRaw<
+    { run_id: string; number: number; detail: unknown; path: string | null; created_at: Date }[]
+  >`
+    SELECT s.run_id, s.number, s.detail, s.path, s.created_at FROM subagent_task_run_steps s
     JOIN subagent_task_runs r ON r.id = s.run_id
     WHERE r.agent_id = ${agentId} AND s.type = 'execute' AND s.created_at >= ${since}
       AND s.detail ? 'action'
@@ -61,9 +65,10 @@ export async function backtest(
   for (const s of steps) {
     const d = s.detail as { action: string; params?: Record<string, unknown> };
     const params = d.params ?? {};
-    const now = outcomeOf(decide(tried, d.action, params));
-    if (ruleMatches(rule, d.action, params)) result.matched += 1;
-    if (now !== outcomeOf(decide(cfg, d.action, params))) result.changed += 1;
+    const studio = studioHandleOf(s.path ?? "");
+    const now = outcomeOf(decide(tried, d.action, params, studio));
+    if (ruleMatches(rule, d.action, params, studio)) result.matched += 1;
+    if (now !== outcomeOf(decide(cfg, d.action, params, studio))) result.changed += 1;
     const o = result.outcomes[now];
     o.count += 1;
     if (o.examples.length < EXAMPLES)

@@ -26,10 +26,19 @@ export const ALWAYS_BLOCKED = [
   "set_member_runs",
   "run_task",
   "stop_run",
+  "pause_run",
+  "resume_run",
+  // Its managers correct its memory; the agent keeps it with update_scratchpad.
+  "edit_scratchpad",
+  "clear_scratchpad",
   "retry_run",
+  "replay_run",
   "answer_question",
   "approve_action",
   "reject_action",
+  // A mail's review link is its recipient's: an agent that read one must not decide with it.
+  "approve_from_link",
+  "reject_from_link",
   "set_capabilities",
   "add_rule",
   "try_rule",
@@ -59,6 +68,18 @@ export const ALWAYS_BLOCKED = [
   "delete_webhook",
   // The workspace's own limits on agents are its admins' alone.
   "set_human_only",
+  // How people are reached outside the app: an agent must not reroute its owner's mail or
+  // point an endpoint at a receiver of its choosing.
+  "set_notifications",
+  "create_outgoing_webhook",
+  "enable_outgoing_webhook",
+  "disable_outgoing_webhook",
+  "delete_outgoing_webhook",
+  "test_outgoing_webhook",
+  "set_agents_enabled",
+  "set_agent_limits",
+  "set_default_capabilities",
+  "refresh_models",
 ] as const;
 
 /**

@@ -19,9 +19,15 @@ import { disclosure, disclosureText } from "./labels.ts";
 
 export type Verdict = { kind: "allow"; rule?: string } | { kind: "deny" | "approve"; rule: string };
 
-/** Whether a rule applies: its action, and each of its param patterns found in the value (as text). */
-export function ruleMatches(rule: Rule, action: string, params: Record<string, unknown>): boolean {
+/** Whether a rule applies: its action, its studio if it names one, and each of its param patterns found in the value (as text). */
+export function ruleMatches(
+  rule: Rule,
+  action: string,
+  params: Record<string, unknown>,
+  studio?: string | null,
+): boolean {
   if (rule.action !== "*" && rule.action !== action) return false;
+  if (rule.studio && rule.studio !== studio) return false;
   return Object.entries(rule.params).every(([name, pattern]) => {
     const v = params[name];
     const text = v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v);
@@ -39,8 +45,9 @@ export function decide(
   cfg: Pick<AgentConfig, "rules" | "requires_approval">,
   action: string,
   params: Record<string, unknown>,
+  studio?: string | null,
 ): Verdict {
-  const rule = cfg.rules.find((r) => ruleMatches(r, action, params));
+  const rule = cfg.rules.find((r) => ruleMatches(r, action, params, studio));
   if (rule)
     return rule.decision === "allow"
       ? { kind: "allow", rule: rule.name }
@@ -141,7 +148,7 @@ export const agentPolicy: Policy = async (actx, action, params, scope, path, opt
   // pooled connection can starve the pool in a burst until every transaction expires.
   const agent = await agentOf(actx, actx.tx);
   const cfg = configOf(agent);
-  const verdict = decide(cfg, action.name, params);
+  const verdict = decide(cfg, action.name, params, scope.studio?.handle);
   if (verdict.kind === "deny")
     throw new ForbiddenError(
       `\`${action.name}\` is denied by the rule “${verdict.rule}”; try something else or finish.`,

@@ -9,6 +9,7 @@ import { actionsSection } from "../../registry/markdown.ts";
 import { excerptLine, NOTE_CHARS, pagesSeen, type Remembered, stepLines } from "./memory.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS, toolTokens } from "./protocol.ts";
 import { estimateTokens, prefixWithin } from "./token-estimate.ts";
+import { unrunNotice } from "./tool-calls.ts";
 
 /** The most of one page a prompt holds, and a step records. */
 export const PAGE_CHAR_LIMIT = 12_000;
@@ -173,7 +174,10 @@ export function buildMessages(p: PromptInput): ChatCompletionMessageParam[] {
     : "";
   const older = take((t) => excerpts(prior.slice(1), t));
 
-  const user = [task, memory, older, previous, current, stepsLeft, feedback].filter(Boolean).join("\n\n");
+  const unrun = take(() => unrunNotice(p.steps));
+  const user = [task, memory, older, previous, current, stepsLeft, unrun, feedback]
+    .filter(Boolean)
+    .join("\n\n");
   return [
     { role: "system", content: system },
     { role: "user", content: user },

@@ -80,7 +80,7 @@ const factsOf = (s: Pick<SubagentTaskRunStep, "detail">): PromptFacts | undefine
 };
 
 /** The page the model was looking at when it made step `n`: recorded with it, or read by the latest navigation before it. */
-function pageBefore(steps: SubagentTaskRunStep[], facts: PromptFacts) {
+export function pageBefore(steps: SubagentTaskRunStep[], facts: PromptFacts) {
   if (facts.page) return facts.page;
   for (let i = steps.length - 1; i >= 0; i--) {
     const s = steps[i]!;

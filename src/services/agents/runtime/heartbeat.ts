@@ -5,13 +5,22 @@
 // renewing leases than recording steps. A third of a lease still leaves two renewals to
 // miss before a run is given up. A run whose lease was lost (another worker took it over)
 // or whose owner pressed Stop has its AbortController fired, which also cancels its
-// in-flight LLM call.
+// in-flight LLM call. A run its owner asked to pause has its pause signal fired instead: it
+// pauses at its next step boundary (pause.ts), its call in flight left to finish.
 import type { PrismaClient } from "../../../db/prisma.ts";
 
 export type StopReason = "stopped" | "lease_lost" | "shutdown";
 
+interface Beat {
+  id: string;
+  stop: boolean;
+  pause: boolean;
+}
+
 export interface Heartbeat {
   track(runId: string): AbortController;
+  /** Fired when the run's owner asks it to pause (pause_run); set by track. */
+  pauseSignal(runId: string): AbortSignal | undefined;
   untrack(runId: string): void;
   beat(): Promise<void>;
   stop(): void;
@@ -24,6 +33,7 @@ export function startHeartbeat(
   intervalMs: number,
 ): Heartbeat {
   const active = new Map<string, AbortController>();
+  const pauses = new Map<string, AbortController>();
   let beating = false;
   const renewEvery = Math.max(intervalMs, (leaseSeconds * 1000) / 3);
   let renewedAt = 0;
@@ -32,7 +42,7 @@ export function startHeartbeat(
   // in whatever order its plan visits them (a bitmap scan: the heap's), and two statements
   // locking the same runs in different orders can deadlock.
   const renew = (ids: string[]) =>
-    db.$queryRaw<{ id: string; stop: boolean }[]>`
+    db.$queryRaw<Beat[]>`
         WITH mine AS (
           SELECT id FROM subagent_task_runs
           WHERE id = ANY(${ids}::text[]) AND lease_owner = ${owner} AND status = 'running'
@@ -40,11 +50,11 @@ export function startHeartbeat(
         )
         UPDATE subagent_task_runs r SET lease_expires_at = now() + make_interval(secs => ${leaseSeconds})
         FROM mine WHERE r.id = mine.id
-        RETURNING r.id, r.stop_requested_at IS NOT NULL AS stop`;
+        RETURNING r.id, r.stop_requested_at IS NOT NULL AS stop, r.pause_requested_at IS NOT NULL AS pause`;
   // Between renewals, only a read: the runs still ours, and whether their owners asked them to stop.
   const check = (ids: string[]) =>
-    db.$queryRaw<{ id: string; stop: boolean }[]>`
-        SELECT id, stop_requested_at IS NOT NULL AS stop FROM subagent_task_runs
+    db.$queryRaw<Beat[]>`
+        SELECT id, stop_requested_at IS NOT NULL AS stop, pause_requested_at IS NOT NULL AS pause FROM subagent_task_runs
         WHERE id = ANY(${ids}::text[]) AND lease_owner = ${owner} AND status = 'running'`;
 
   async function beat() {
@@ -56,12 +66,14 @@ export function startHeartbeat(
       const due = performance.now() - renewedAt >= renewEvery - intervalMs / 2;
       const rows = await (due ? renew(ids) : check(ids));
       if (due) renewedAt = performance.now();
-      const alive = new Map(rows.map((r) => [r.id, r.stop]));
+      const alive = new Map(rows.map((r) => [r.id, r]));
       for (const id of ids) {
         const c = active.get(id);
         if (!c || c.signal.aborted) continue;
-        if (!alive.has(id)) c.abort("lease_lost" satisfies StopReason);
-        else if (alive.get(id)) c.abort("stopped" satisfies StopReason);
+        const row = alive.get(id);
+        if (!row) c.abort("lease_lost" satisfies StopReason);
+        else if (row.stop) c.abort("stopped" satisfies StopReason);
+        else if (row.pause) pauses.get(id)?.abort("paused");
       }
     } catch {
       // A missed beat is harmless: the lease outlives several intervals.
@@ -76,10 +88,13 @@ export function startHeartbeat(
     track(runId) {
       const c = new AbortController();
       active.set(runId, c);
+      pauses.set(runId, new AbortController());
       return c;
     },
+    pauseSignal: (runId) => pauses.get(runId)?.signal,
     untrack(runId) {
       active.delete(runId);
+      pauses.delete(runId);
     },
     beat,
     stop() {

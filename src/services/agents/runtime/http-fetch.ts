@@ -2,7 +2,10 @@
 // builds web streams for every request and response: measured on the worker's hot path it
 // cost 1.13 ms of CPU per chat completion through the SDK, against 0.61 ms with this one,
 // and an agent step makes one call. Completions are small JSON bodies, so the response is
-// buffered whole before it resolves (which also puts the body under the SDK's timeout).
+// buffered whole before it resolves (which also puts the body under the SDK's timeout). A
+// streamed reply (server-sent events, llm-stream.ts) resolves at its headers instead, its
+// body the socket's own stream: the SDK iterates any async-iterable body as it comes,
+// without a web stream in between.
 import http from "node:http";
 import https from "node:https";
 
@@ -51,6 +54,23 @@ class BufferedResponse extends Response {
   }
 }
 
+/** A streamed reply: its body is the node response itself (async-iterable bytes), read once by the SDK. */
+class StreamedResponse extends Response {
+  constructor(res: http.IncomingMessage, init: ResponseInit) {
+    super(null, init);
+    // Own properties over the prototype's getters (the typings call them fields).
+    Object.defineProperty(this, "body", { value: res });
+    Object.defineProperty(this, "bodyUsed", { get: () => res.readableEnded });
+  }
+}
+
+const headersOf = (res: http.IncomingMessage) => {
+  const raw = res.rawHeaders;
+  const headers: [string, string][] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!]);
+  return headers;
+};
+
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 /** A fetch over agents of its own, with at most `maxConnections` per endpoint (LLM_MAX_CONNECTIONS). */
@@ -86,19 +106,25 @@ function send(agents: Agents, input: string | URL | Request, init: RequestInit =
     };
     const mod = url.protocol === "https:" ? https : http;
     const req = mod.request(url, { method: init.method ?? "GET", headers, agent }, (res) => {
+      const status = res.statusCode ?? 502;
+      if (status < 300 && res.headers["content-type"]?.startsWith("text/event-stream")) {
+        // An abort still destroys the request (and so ends this body) until the body ends.
+        res.once("close", () => signal?.removeEventListener("abort", onAbort));
+        resolve(
+          new StreamedResponse(res, { status, statusText: res.statusMessage, headers: headersOf(res) }),
+        );
+        return;
+      }
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("error", fail);
       res.on("end", () => {
         signal?.removeEventListener("abort", onAbort);
-        const raw = res.rawHeaders;
-        const headers: [string, string][] = [];
-        for (let i = 0; i + 1 < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!]);
         resolve(
           new BufferedResponse(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), {
-            status: res.statusCode ?? 502,
+            status,
             statusText: res.statusMessage,
-            headers,
+            headers: headersOf(res),
           }),
         );
       });

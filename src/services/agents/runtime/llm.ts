@@ -5,7 +5,6 @@
 // message, however it was built, carries a credential out (secret-masking.ts).
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import type {
-  ChatCompletion,
   ChatCompletionMessage,
   ChatCompletionMessageParam,
   ChatCompletionTool,
@@ -17,6 +16,8 @@ import { type MaskCounts, maskDeep } from "../core/secret-masking.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS } from "../prompt/protocol.ts";
 import { fingerprintJson } from "../prompt/step-prompt.ts";
 import { createNodeFetch } from "./http-fetch.ts";
+import { IdleError, NoChoicesError, ONE_TOOL_CALL, STREAM_FIELDS, streamCompletion } from "./llm-stream.ts";
+import { traceAttempts } from "./traced-fetch.ts";
 
 const MAX_CLIENTS = 200;
 
@@ -42,6 +43,8 @@ export interface EncodedPrompt {
 export interface LlmRequest {
   prompt: EncodedPrompt;
   signal: AbortSignal;
+  /** The text of the reply so far, each time it grows (the run page shows it live). */
+  onText?: (text: string) => void;
 }
 
 export interface LlmResponse {
@@ -52,6 +55,9 @@ export interface LlmResponse {
   masked?: MaskCounts;
   /** Of the messages exactly as sent (step-prompt.ts): the run page tells a rebuilt prompt from the real one by it. */
   fingerprint: string;
+  /** The model that answered, and why it stopped, as the endpoint says (traces). */
+  responseModel?: string;
+  finishReason?: string;
 }
 
 export type LlmErrorKind =
@@ -62,6 +68,7 @@ export type LlmErrorKind =
   | "timeout"
   | "aborted"
   | "bad_request"
+  | "not_found"
   | "no_tools";
 
 export class LlmError extends Error {
@@ -87,7 +94,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
   // number: each one holds a plaintext key, and a revoked key's client should not linger.
   const clients = new Map<string, OpenAI>();
   // One set of HTTP agents for all clients: the connection limit is per endpoint, however many keys call it.
-  const fetch = createNodeFetch(opts.maxConnections);
+  const fetch = traceAttempts(createNodeFetch(opts.maxConnections));
   // A run keeps its endpoint object: its key is hashed once per run, not once per call.
   const keys = new WeakMap<Endpoint, string>();
   const clientFor = (e: Endpoint) => {
@@ -125,24 +132,23 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
     else req.signal.addEventListener("abort", onAbort, { once: true });
     try {
       // The bytes as they are (the SDK passes a byte body through, and keeps it for its retries).
-      const res = await clientFor(endpoint).post<ChatCompletion>("/chat/completions", {
+      const { message, usage, model, finishReason } = await streamCompletion(
+        clientFor(endpoint),
         body,
-        headers: { "content-type": "application/json" },
-        signal: call.signal,
-        __security: { bearerAuth: true },
-      });
-      const choice = res.choices?.[0];
-      if (!choice?.message) throw new LlmError("server", "the model returned no choices");
-      return {
-        message: choice.message,
-        usage: {
-          input: res.usage?.prompt_tokens ?? 0,
-          output: res.usage?.completion_tokens ?? 0,
-          cached: res.usage?.prompt_tokens_details?.cached_tokens ?? 0,
+        call,
+        {
+          idleMs: opts.timeoutMs,
+          onText: req.onText,
         },
+      );
+      return {
+        message,
+        usage,
         latencyMs: Math.round(performance.now() - started),
         ...(masked && { masked }),
         fingerprint,
+        ...(model && { responseModel: model }),
+        ...(finishReason && { finishReason }),
       };
     } catch (err) {
       const e = classify(err, req.signal);
@@ -171,10 +177,10 @@ export function encodePrompt(p: Prompt): EncodedPrompt {
   const json = JSON.stringify(messages);
   const rest = p.jsonMode
     ? `"response_format":{"type":"json_object"}`
-    : `"tools":${JSON.stringify(p.tools ?? TOOLS)},"tool_choice":"auto"`;
+    : `"tools":${JSON.stringify(p.tools ?? TOOLS)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
   return {
     model: p.model,
-    body: Buffer.from(`{"model":${JSON.stringify(p.model)},"messages":${json},${rest}}`),
+    body: Buffer.from(`{"model":${JSON.stringify(p.model)},"messages":${json},${rest},${STREAM_FIELDS}}`),
     fingerprint: fingerprintJson(json),
     ...(Object.keys(counts).length && { masked: counts }),
   };
@@ -182,6 +188,8 @@ export function encodePrompt(p: Prompt): EncodedPrompt {
 
 function classify(err: unknown, signal: AbortSignal): LlmError {
   if (err instanceof LlmError) return err;
+  if (err instanceof NoChoicesError) return new LlmError("server", err.message);
+  if (err instanceof IdleError) return new LlmError("timeout", `the LLM endpoint timed out: ${err.message}`);
   if (signal.aborted || err instanceof APIUserAbortError)
     return new LlmError("aborted", "the LLM call was cancelled");
   if (err instanceof APIConnectionTimeoutError) return new LlmError("timeout", "the LLM endpoint timed out");
@@ -190,6 +198,7 @@ function classify(err: unknown, signal: AbortSignal): LlmError {
     if (err.status === 401 || err.status === 403) return new LlmError("auth", msg);
     if (err.status === 429) return new LlmError("rate_limited", msg);
     if (err.status === 400 && /tool/i.test(err.message)) return new LlmError("no_tools", msg);
+    if (err.status === 404) return new LlmError("not_found", msg);
     if (err.status && err.status < 500) return new LlmError("bad_request", msg);
     if (err.status) return new LlmError("server", msg);
     return new LlmError("network", `could not reach the LLM endpoint: ${err.message}`);

@@ -7,9 +7,11 @@ import type { Endpoint } from "../../money/keys.ts";
 import { endpointFor, KeyUnavailableError } from "../../money/keys.ts";
 import { type Budget, pauseAtLimit } from "../../money/ledger.ts";
 import { usd } from "../../money/pricing.ts";
+import { stoppedByKillSwitch } from "../core/kill-switch.ts";
 import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
 import { type AgentConfig, agentConfig, resolveModel, tenantSettings } from "../core/settings.ts";
+import { type ReplaySeed, replaySeed } from "./replay-seed.ts";
 
 export interface Prepared {
   cfg: AgentConfig;
@@ -17,6 +19,8 @@ export interface Prepared {
   endpoint: Endpoint;
   /** The steps recorded so far: a resumed run continues from them. */
   previous: SubagentTaskRunStep[];
+  /** A replay's first live step: what the original saw there (replay-seed.ts). */
+  seed?: ReplaySeed | null;
 }
 
 export async function prepare(
@@ -30,6 +34,8 @@ export async function prepare(
   const previous = run.stepsCount
     ? await prisma.subagentTaskRunStep.findMany({ where: { runId: run.id }, orderBy: { number: "asc" } })
     : [];
+  // Switched off while it was queued (or waiting): it ends before its first step.
+  if (!tenantSettings(tenant).agents_enabled) return stoppedByKillSwitch();
   const cfg = agentConfig(agent);
   const model = run.model ?? resolveModel(cfg, tenantSettings(tenant), defaultModel);
   if (!model)
@@ -56,7 +62,7 @@ export async function prepare(
       stopReason: "no_endpoint",
       error: "No LLM endpoint is configured (LLM_BASE_URL), and the agent has no API key of its own.",
     };
-  return { cfg, model, endpoint, previous };
+  return { cfg, model, endpoint, previous, seed: await replaySeed(prisma, run, previous) };
 }
 
 export const timedOut = (seconds: number): Finish => ({
@@ -79,6 +85,7 @@ export async function limitReached(
       error: `Reached the limit of ${run.maxSteps} steps before finishing.`,
     };
   if (Date.now() >= s.deadline) return timedOut(run.timeoutSeconds);
+  if (s.budget.agentsOff) return stoppedByKillSwitch();
   // Revoking a key is often urgent (it leaked): a run using it stops at its next call.
   if (s.budget.keyGone)
     return {

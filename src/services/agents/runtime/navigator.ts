@@ -11,6 +11,7 @@ import { runSteps } from "../../../metrics/metrics.ts";
 import { registry } from "../../catalog/catalog.ts";
 import { type MarkdownPage, readPage, runAction } from "../../catalog/markdown-api.ts";
 import { callStarted } from "../../live/publish.ts";
+import type { TextPublisher } from "../../live/text.ts";
 import { type Endpoint, markKeyFailed } from "../../money/keys.ts";
 import { type Budget, budgetAtStart, recordUsage, type UsageEntry } from "../../money/ledger.ts";
 import { priceCall, type Usage } from "../../money/pricing.ts";
@@ -33,9 +34,13 @@ import { compact, lastPath, type Remembered } from "../prompt/memory.ts";
 import { buildMessages, capPage } from "../prompt/prompt.ts";
 import { type Decision, parseDecision } from "../prompt/protocol.ts";
 import { CONVERSATION, promptInput } from "../prompt/step-prompt.ts";
+import { unrunCalls } from "../prompt/tool-calls.ts";
+import { ModelChain } from "./fallback.ts";
 import type { StopReason } from "./heartbeat.ts";
 import { type EncodedPrompt, encodePrompt, type LlmClient, LlmError, type LlmResponse } from "./llm.ts";
 import { limitReached, type Prepared, prepare, timedOut } from "./navigator-setup.ts";
+import { PAUSED, pauseAsked } from "./pause.ts";
+import { NO_TRACE, type RunTrace } from "./tracing.ts";
 
 export const MAX_INVALID_IN_A_ROW = 3;
 
@@ -51,6 +56,12 @@ export interface NavigatorDeps {
   owner: string;
   /** The run's own logger: its lines carry the run, agent and tenant (process-agent-run.ts). */
   log?: Logger;
+  /** Fired when its owner asks it to pause: it does before its next model call (pause.ts). */
+  pause?: AbortSignal;
+  /** Where the model's reply goes as it streams, for the run page (services/live/text.ts). */
+  text?: TextPublisher;
+  /** This job's spans of the run (tracing.ts); none when tracing is off. */
+  trace?: RunTrace;
 }
 
 const excerpt = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
@@ -107,6 +118,8 @@ class Navigation {
   private readonly prices: ReturnType<typeof tenantSettings>["pricing"];
   /** The run's model and endpoint; not the rows it resumed from, which memory holds compacted. */
   private readonly p: Omit<Prepared, "previous">;
+  /** A replay's prompt budget, the original's (replay-seed.ts). */
+  private promptBudget?: number;
   private budget: Budget;
   private n: number;
   private answers: number;
@@ -123,6 +136,8 @@ class Navigation {
   private invalid = 0;
   private feedback: string | undefined;
   private jsonMode = false;
+  /** The agent's model and its fallbacks (fallback.ts). */
+  private readonly chain: ModelChain;
   private readonly overtime: AbortSignal;
   private readonly callSignal: AbortSignal;
 
@@ -136,7 +151,8 @@ class Navigation {
   ) {
     this.prisma = deps.prisma;
     this.run0 = start.run;
-    this.p = { cfg: p.cfg, model: p.model, endpoint: p.endpoint };
+    this.p = { cfg: p.cfg, model: p.model, endpoint: p.endpoint, seed: p.seed };
+    this.chain = new ModelChain(p.model, p.cfg.fallback_models);
     const { run, agent, tenant } = start;
     this.ctx = {
       db: this.prisma,
@@ -154,7 +170,11 @@ class Navigation {
     };
     // Checked before every LLM call, not once per run: the owner may lower the limit or
     // revoke the key meanwhile. Read with the claim; every recorded call returns it as it leaves it.
-    this.budget = budgetAtStart(agent.agentConfig, start.whoami.spentMicros);
+    this.budget = budgetAtStart(
+      agent.agentConfig,
+      start.whoami.spentMicros,
+      !tenantSettings(tenant).agents_enabled,
+    );
     this.prices = tenantSettings(tenant).pricing;
     // A row's columns and prompt facts are the run page's, not the prompt's: memory keeps the rest.
     this.memory = p.previous.map(({ number, type, path, detail }) => {
@@ -181,6 +201,7 @@ class Navigation {
     await this.openFirstPage();
     for (;;) {
       if (this.signal.aborted) return stopped(this.signal.reason);
+      if (pauseAsked(this.start, this.deps.pause)) return PAUSED;
       const limit = await limitReached(this.prisma, this.start, {
         counted: this.n - this.answers,
         deadline: this.deadline,
@@ -221,13 +242,25 @@ class Navigation {
 
   private remember(number: number, s: Step) {
     runSteps.inc({ type: s.type });
-    this.memory.push({ number, type: s.type, path: s.path ?? null, detail: s.detail });
+    this.deps.trace?.recorded(s);
+    // As the row keeps it: the calls a reply carried beyond the first are in its detail (steps.ts).
+    const detail = s.unrun ? { ...s.detail, unrun: s.unrun } : s.detail;
+    this.memory.push({ number, type: s.type, path: s.path ?? null, detail });
     compact(this.memory);
   }
 
   private async openFirstPage() {
     if (this.n > 0) {
-      this.page = await readPage(this.fresh(), lastPath(this.memory) ?? "/whoami");
+      const seed = this.p.seed;
+      this.page = await readPage(this.fresh(), seed?.page.path ?? lastPath(this.memory) ?? "/whoami");
+      // A replay's first live step sees the page as the original saw it there, with its feedback and mode.
+      if (seed) {
+        this.page = { ...this.page, markdown: seed.page.markdown };
+        this.pageRecorded = seed.pageRecorded;
+        this.feedback = seed.feedback;
+        this.jsonMode = seed.json;
+        this.promptBudget = seed.budget;
+      }
       return;
     }
     const t0 = performance.now();
@@ -256,20 +289,31 @@ class Navigation {
     // since the next call follows at once. Only a call no row precedes is announced: a
     // statement fewer per step, and a step costs what its statements cost.
     if (this.announce) callStarted(this.prisma, run, this.n + 1);
+    const text = this.deps.text;
+    const step = this.n + 1;
     try {
       // Built and encoded in a call of its own: while the model thinks, this frame holds the
       // encoded bytes only, not the prompt's parts and messages.
-      return await this.deps.llm(this.p.endpoint, { prompt: this.encodePrompt(), signal: this.callSignal });
+      const prompt = this.encodePrompt();
+      return await (this.deps.trace ?? NO_TRACE).chat(this.p.model, this.p.endpoint, prompt, () =>
+        this.deps.llm(this.p.endpoint, {
+          prompt,
+          signal: this.callSignal,
+          ...(text && { onText: (t: string) => text.publish(run.id, step, t) }),
+        }),
+      );
     } catch (err) {
       if (!(err instanceof LlmError)) throw err;
       return this.callFailed(err);
+    } finally {
+      text?.end(run.id);
     }
   }
 
   /** This step's prompt, from the run's memory and current page, and how it was made (for its step). */
   private encodePrompt(): EncodedPrompt {
     const { run, agent, tenant, whoami } = this.start;
-    const budget = this.deps.promptBudget ?? DEFAULT_PROMPT_BUDGET;
+    const budget = this.promptBudget ?? this.deps.promptBudget ?? DEFAULT_PROMPT_BUDGET;
     const page = { path: this.page.path, markdown: this.page.markdown };
     const input = promptInput({
       agent,
@@ -306,6 +350,11 @@ class Navigation {
     if (err.kind === "aborted" || err.kind === "timeout") {
       if (this.signal.aborted) return stopped(this.signal.reason);
       if (this.overtime.aborted || Date.now() >= this.deadline) return timedOut(this.run0.timeoutSeconds);
+    }
+    const fallback = this.chain.next(this.p.model, err, this.deps.log);
+    if (fallback) {
+      this.p.model = fallback;
+      return "again";
     }
     if (err.kind === "no_tools" && !this.jsonMode) {
       this.jsonMode = true;
@@ -370,6 +419,7 @@ class Navigation {
     const { usage, latencyMs, masked, message, fingerprint } = turn.reply;
     // The text a model may send beside its tool call: its reasoning, shown with the step.
     const text = message.tool_calls?.length ? message.content?.trim() : undefined;
+    const unrun = unrunCalls(message);
     return {
       inputTokens: usage.input,
       outputTokens: usage.output,
@@ -378,6 +428,8 @@ class Navigation {
       durationMs: performance.now() - turn.t0,
       prompt: { ...turn.prompt, hash: fingerprint },
       ...(text && { modelText: text }),
+      ...this.chain.answeredBy(turn.spent.model),
+      ...(unrun && { unrun }),
     };
   }
 
@@ -387,6 +439,7 @@ class Navigation {
     this.invalid = 0;
     this.feedback = undefined;
     const d = parsed.decision;
+    this.deps.trace?.tool(d, this.budget.agentConfig);
     switch (d.type) {
       case "finish":
         return this.onFinish(turn, d);

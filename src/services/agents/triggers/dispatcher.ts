@@ -1,6 +1,6 @@
 // Turns content events into agent runs: @mentions of subagents in the studio, replies
 // to what a subagent wrote, and new comments in a thread a subagent took part in.
-// Guards: no self-trigger, archived and paused agents (recorded as skipped runs, and the
+// Guards: the workspace's kill switch, no self-trigger, archived and paused agents (recorded as skipped runs, and the
 // person told), agent-to-agent chain depth, and a per-agent trigger rate that holds under
 // concurrency (an advisory lock per agent): over it a run waits its turn (rate.ts). Every
 // other trigger (subscriptions, schedules, webhooks, a manager's retry) queues its runs
@@ -10,10 +10,11 @@ import { type Event, Prisma, type Tenant, type User } from "../../../generated/p
 import { quoteAsData } from "../../../lib/text.ts";
 import { parseMentions } from "../../mentions.ts";
 import type { Subject } from "../../subjects.ts";
+import { AGENTS_OFF, AGENTS_OFF_MESSAGE } from "../core/kill-switch.ts";
 import { managedBySql } from "../core/ownership.ts";
 import { type NewRun, type QueuedRun, queueRun, recordSkipped } from "../core/runs.ts";
 import { agentConfig, resolveModel, type TenantSettings, tenantSettings } from "../core/settings.ts";
-import { RATED_TRIGGERS, rateSlot } from "./rate.ts";
+import { RATED_TRIGGERS, rateSlot, workspaceRateFull } from "./rate.ts";
 import { noticeUnanswered } from "./refusals.ts";
 
 type Kind = "mention" | "reply" | "thread";
@@ -108,7 +109,7 @@ async function wakeRead(db: PrismaClient, e: Event, s: Subject): Promise<Wake> {
 export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): Promise<QueuedRun[]> {
   const wake = await wakeRead(db, e, s);
   const settings = tenantSettings(wake);
-  if (!settings.agents_enabled || !wake.agents.length) return [];
+  if (!wake.agents.length) return [];
   const depth = wake.depth === null ? 0 : wake.depth + 1;
   const actor = wake.actor;
   const created: QueuedRun[] = [];
@@ -135,6 +136,8 @@ export async function dispatchTriggers(db: PrismaClient, e: Event, s: Subject): 
       model: resolveModel(cfg, settings, undefined),
       maxSteps: cfg.max_steps,
       timeoutSeconds: cfg.timeout_seconds,
+      // Its trace links to the request that wrote the comment (traces).
+      traceparent: e.traceparent,
     });
     if (queued) created.push(queued);
     // A person whose mention, reply or comment it will not answer is told why (refusals.ts).
@@ -161,6 +164,11 @@ export async function queueTriggered(
   return inTransaction(db, async (tx) => {
     // Serializes this agent's trigger decisions, so the rate limit holds however many events arrive at once.
     await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger:${agent.id}`}))`;
+    // The workspace's kill switch first: whatever else holds, nothing starts while it is off.
+    if (!settings.agents_enabled) {
+      await recordSkipped(tx, run, AGENTS_OFF, AGENTS_OFF_MESSAGE);
+      return null;
+    }
     if (agent.archivedAt) {
       await recordSkipped(tx, run, "archived", "The agent is archived.");
       return null;
@@ -184,6 +192,11 @@ export async function queueTriggered(
       return null;
     }
     if (opts.rateLimited === false || !RATED_TRIGGERS.includes(run.triggerKind)) return queueRun(tx, run);
+    const busy = await workspaceRateFull(tx, run.tenantId, settings);
+    if (busy) {
+      await recordSkipped(tx, run, "rate_limited", busy);
+      return null;
+    }
     const rate = settings.trigger_rate_per_minute;
     const slot = await rateSlot(tx, agent.id, rate);
     if ("full" in slot) {

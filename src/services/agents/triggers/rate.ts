@@ -7,6 +7,7 @@
 // one-minute minimum) and neither use nor count against this one.
 import { type Db, hotQuery } from "../../../db/prisma.ts";
 import { Prisma } from "../../../generated/prisma/client.ts";
+import { plural } from "../../../lib/plural.ts";
 
 export const RATED_TRIGGERS = ["mention", "reply", "thread", "subscription"];
 export const MAX_WAITING = 10;
@@ -36,4 +37,33 @@ export async function rateSlot(tx: Db, agentId: string, perMinute: number): Prom
   // The window holds `perMinute` runs: this one goes a minute after the perMinute-th latest.
   const at = rows[perMinute - 1]!.slot + WINDOW_MS;
   return at > now ? { at: new Date(at) } : { at: "now" };
+}
+
+/**
+ * The workspace's own rate (`workspace_trigger_rate_per_minute`, unset by default): rated
+ * triggers of all its agents in the last 60 seconds. Over it a trigger is refused, not
+ * delayed: the agents' own rates delay, this one caps a workspace whose agents all woke at
+ * once. Null while there is room, else why not. Under the tenant's trigger lock, taken only
+ * when the limit is set, so a workspace without one pays nothing for it.
+ */
+export async function workspaceRateFull(
+  tx: Db,
+  tenantId: string,
+  settings: { workspace_trigger_rate_per_minute?: number | undefined },
+): Promise<string | null> {
+  const limit = settings.workspace_trigger_rate_per_minute;
+  if (!limit) return null;
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger-tenant:${tenantId}`}))`;
+  const [row] = await hotQuery<{ n: number }>(
+    tx,
+    Prisma.sql`
+    SELECT count(*)::int AS n FROM subagent_task_runs
+    WHERE tenant_id = ${tenantId} AND trigger_kind = ANY(${RATED_TRIGGERS}::text[]) AND status <> 'skipped'
+      AND coalesce(not_before, created_at) > ${new Date(Date.now() - WINDOW_MS)}::timestamp
+      -- A run waits for its agent's rate at most MAX_WAITING minutes: the index's bound.
+      AND created_at > ${new Date(Date.now() - 60 * WINDOW_MS)}::timestamp`,
+  );
+  return (row?.n ?? 0) >= limit
+    ? `The workspace's agents were already woken ${plural(limit, "time")} in the last minute, its limit; this trigger was not kept. Its managers can retry it.`
+    : null;
 }

@@ -9,6 +9,7 @@ import { type Db, inTransaction, type PrismaClient } from "../../../db/prisma.ts
 import type { Event, User } from "../../../generated/prisma/client.ts";
 import { emitEvent } from "../../events.ts";
 import { insertNotifications } from "../../notifications.ts";
+import { AGENTS_OFF } from "../core/kill-switch.ts";
 import { managersOf } from "../core/ownership.ts";
 
 /** The event a notice hangs on; the events worker has nothing more to do with it. */
@@ -18,6 +19,8 @@ export const UNANSWERED = "run.unanswered";
 export const REFUSAL = "did not answer";
 
 function why(reason: string | null, pausedKind: string | null): string {
+  if (reason === AGENTS_OFF)
+    return "agents are switched off in this workspace. A workspace admin can switch them on.";
   if (reason === "archived") return "it is archived. Its owner can unarchive it on its page, then retry.";
   if (reason === "paused" && pausedKind === "cost_limit")
     return "it is paused at its monthly cost limit. Its owner can raise the limit on its usage page, then retry.";

@@ -1,0 +1,64 @@
+// A manager's corrections to an agent's scratchpad (its memory across runs): replace the
+// text, or clear it. The agent keeps it itself with update_scratchpad (people.ts).
+import { z } from "zod";
+import { requireScope } from "../access.ts";
+import { mayManage } from "../agents/core/ownership.ts";
+import { emit } from "../events.ts";
+import { toAgentManagers } from "../registry/audiences.ts";
+import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { writeScratchpad } from "../scratchpad.ts";
+
+/** People who manage the agent; loadAgent lets only them reach the page, this says so to anyone else. */
+const managersOnly = (ctx: Ctx, scope: Scope) =>
+  ctx.actor.kind !== "person"
+    ? "only the agent's managers correct its memory"
+    : scope.agent && !mayManage(ctx.actor, scope.agent)
+      ? "only the agent's managers correct its memory"
+      : null;
+
+const memoryOf = (handle: string) => `/subagents/${handle}/memory`;
+
+export const editScratchpad = defineAction({
+  name: "edit_scratchpad",
+  description:
+    "Replace its scratchpad with your text: it reads it at the start of every run, as your words (it may repeat them anywhere it writes)",
+  params: z.object({
+    text: z
+      .string()
+      .max(4000, "at most 4000 characters")
+      .meta({ multiline: true, description: "the scratchpad's new text" }),
+  }),
+  writes: true,
+  audience: toAgentManagers("scratchpad"),
+  available: managersOnly,
+  current: (scope) => ({ text: scope.agent?.scratchpad ?? "" }),
+  async execute(ctx, p, scope) {
+    const agent = requireScope(scope.agent, "agent");
+    const base = { tenantId: ctx.tenant.id, agentId: agent.id, authorId: ctx.actor.id };
+    const kind = p.text.trim() ? "edit" : "clear";
+    await writeScratchpad(ctx.tx, { ...base, kind, text: p.text });
+    // The audit trail: who changed it and when (the history keeps what it said before).
+    await emit(ctx, {
+      type: kind === "edit" ? "scratchpad.edited" : "scratchpad.cleared",
+      subjectType: "user",
+      subjectId: agent.id,
+    });
+    return { status: 200, location: memoryOf(agent.handle), notice: "Scratchpad saved" };
+  },
+});
+
+export const clearScratchpad = defineAction({
+  name: "clear_scratchpad",
+  description: "Empty its scratchpad: its next run starts with no notes from earlier runs",
+  params: z.object({}),
+  writes: true,
+  audience: toAgentManagers("scratchpad"),
+  available: managersOnly,
+  async execute(ctx, _p, scope) {
+    const agent = requireScope(scope.agent, "agent");
+    const base = { tenantId: ctx.tenant.id, agentId: agent.id, authorId: ctx.actor.id };
+    await writeScratchpad(ctx.tx, { ...base, kind: "clear", text: "" });
+    await emit(ctx, { type: "scratchpad.cleared", subjectType: "user", subjectId: agent.id });
+    return { status: 200, location: memoryOf(agent.handle), notice: "Scratchpad cleared" };
+  },
+});

@@ -1,0 +1,35 @@
+// How a run that did not finish is told to people who may not open it: the thread it was
+// woken in, a mail, a webhook. In words, from its status and stop reason only — never its
+// error text, which can quote what the run read.
+import type { RunStatus } from "../../../generated/prisma/client.ts";
+
+export const UNFINISHED: RunStatus[] = ["failed", "timed_out", "cancelled"];
+
+const STOPPED: Record<string, string> = {
+  stopped_by_owner: "its owner stopped the run",
+  archived: "it was archived",
+  shutdown: "its worker shut down",
+};
+
+const COULD_NOT: Record<string, string> = {
+  llm_error: "the model was unavailable",
+  unavailable: "the model was unavailable",
+  llm_auth: "the model's provider refused its key",
+  api_key_unavailable: "its model key is not usable",
+  no_endpoint: "no model is set up for it",
+  no_model: "no model is set up for it",
+  invalid_output: "the model kept answering in a way it could not use",
+  max_steps: "it reached its step limit",
+  timeout: "it ran out of time",
+  cost_limit: "it reached its cost limit",
+  worker_lost: "its worker kept stopping",
+  lease_lost: "its worker lost the run",
+};
+
+/** "stopped: its owner stopped the run", "could not finish: the model was unavailable" (after "@scout "). */
+export function endingWords(r: { status: RunStatus; stopReason: string | null }): string {
+  const reason = r.stopReason ?? "";
+  if (r.status === "cancelled") return `stopped: ${STOPPED[reason] ?? "the run was stopped"}`;
+  if (r.status === "timed_out") return `could not finish: ${COULD_NOT.timeout}`;
+  return `could not finish: ${COULD_NOT[reason] ?? "something went wrong"}`;
+}

@@ -1,0 +1,151 @@
+// A model's reply as it streams, from the worker to the run pages watching it. Text never
+// goes to Postgres piece by piece: the worker keeps the reply so far in a Redis key (a page
+// opened mid-step reads it) and publishes it on the run's own channel, at most every
+// TEXT_EVERY_MS; the step, when recorded, is the row it always was. Redis, not pg_notify: a
+// NOTIFY is a statement and a commit on the database every step already waits on (and its
+// payload stops at 8 kB), while Redis is the transport the worker already holds; a run's
+// channel costs nothing while no page watches it, and each web process subscribes only to
+// the runs its open streams show. Everything here is best-effort: with Redis away the page
+// shows "Thinking…" and then the step, as before.
+import type { Redis } from "ioredis";
+import type { LiveListener, Notice } from "./listener.ts";
+
+/** The most often a run's text is published: a page redraws ten times a second at most. */
+export const TEXT_EVERY_MS = 100;
+/** A key outlives the step it belongs to by this much when its end was never said (a killed worker). */
+const TEXT_TTL_MS = 120_000;
+/** What a page shows of one reply at most. */
+const TEXT_CHARS = 16_000;
+
+export interface StreamedText {
+  step: number;
+  text: string;
+}
+
+// Not under QUEUE_PREFIX: run ids are unique across deployments, and the web process and the
+// workers then meet whatever prefixes they were given.
+const keyOf = (runId: string) => `cadre:live-text:${runId}`;
+const channelOf = keyOf;
+
+export interface TextPublisher {
+  /** The reply of step `step` so far (masked by the caller), its whole text each time. */
+  publish(runId: string, step: number, text: string): void;
+  /** The step's call ended: its text is the step's now. */
+  end(runId: string): void;
+}
+
+/**
+ * The worker's side: per run, the newest text, sent at once and then at most every
+ * TEXT_EVERY_MS, through `mask` (the secret masking every stored model text goes through).
+ */
+export function textPublisher(redis: Redis, mask: (s: string) => string): TextPublisher {
+  const runs = new Map<string, { latest: StreamedText; sent: StreamedText | null; timer?: NodeJS.Timeout }>();
+  const send = (runId: string, t: StreamedText) => {
+    const value = JSON.stringify({ step: t.step, text: mask(t.text.slice(0, TEXT_CHARS)) });
+    redis
+      .pipeline()
+      .set(keyOf(runId), value, "PX", TEXT_TTL_MS)
+      .publish(channelOf(runId), value)
+      .exec()
+      .catch(() => undefined);
+  };
+  const flush = (runId: string) => {
+    const r = runs.get(runId);
+    if (!r) return;
+    if (r.sent === r.latest) {
+      r.timer = undefined;
+      return;
+    }
+    send(runId, r.latest);
+    r.sent = r.latest;
+    r.timer = setTimeout(() => flush(runId), TEXT_EVERY_MS);
+    r.timer.unref();
+  };
+  return {
+    publish(runId, step, text) {
+      const r = runs.get(runId) ?? { latest: { step, text }, sent: null };
+      r.latest = { step, text };
+      runs.set(runId, r);
+      if (!r.timer) flush(runId);
+    },
+    end(runId) {
+      const r = runs.get(runId);
+      if (!r) return;
+      clearTimeout(r.timer);
+      runs.delete(runId);
+      redis.del(keyOf(runId)).catch(() => undefined);
+    },
+  };
+}
+
+type Watch = (t: StreamedText) => void;
+
+/**
+ * The web process's side: one subscriber connection (and one for reads), subscribed to the
+ * channels of the runs its open streams show. A stream starts with the text so far.
+ */
+export function textWatcher(sub: Redis, reads: Redis) {
+  const watching = new Map<string, Set<Watch>>();
+  const parse = (raw: string | null): StreamedText | null => {
+    try {
+      const t = raw ? (JSON.parse(raw) as StreamedText) : null;
+      return t && typeof t.step === "number" && typeof t.text === "string" ? t : null;
+    } catch {
+      return null;
+    }
+  };
+  // Connected with the first stream that watches a run (the web process's connections are lazy).
+  const connected = (r: Redis) => (r.status === "wait" ? r.connect() : Promise.resolve());
+  sub.on("message", (channel: string, raw: string) => {
+    const t = parse(raw);
+    const fns = watching.get(channel);
+    if (t && fns) for (const fn of fns) fn(t);
+  });
+  return {
+    async watch(runId: string, fn: Watch): Promise<() => void> {
+      await Promise.all([connected(sub), connected(reads)]);
+      const channel = channelOf(runId);
+      let fns = watching.get(channel);
+      if (!fns) {
+        fns = new Set();
+        watching.set(channel, fns);
+        await sub.subscribe(channel);
+      }
+      fns.add(fn);
+      const now = parse(await reads.get(keyOf(runId)));
+      if (now) fn(now);
+      return () => {
+        const set = watching.get(channel);
+        set?.delete(fn);
+        if (set && !set.size) {
+          watching.delete(channel);
+          sub.unsubscribe(channel).catch(() => undefined);
+        }
+      };
+    },
+  };
+}
+
+/**
+ * `base` with streamed text: a stream on a run's topic also hears `text` notices for that
+ * run. Without Redis, a stream still opens (and shows the steps as they are recorded).
+ */
+export function withText(base: LiveListener, watcher: ReturnType<typeof textWatcher>): LiveListener {
+  return {
+    async subscribe(topics, fn) {
+      const off = await base.subscribe(topics, fn);
+      const runs = topics.filter((t) => t.startsWith("run:")).map((t) => t.slice(4));
+      // Not awaited: a stream opens at once, Redis or not; the text so far follows when it comes.
+      const offs = runs.map((runId) =>
+        watcher
+          .watch(runId, (t) => fn({ kind: "text", runId, step: t.step, text: t.text } satisfies Notice))
+          .catch(() => () => undefined),
+      );
+      return () => {
+        off();
+        for (const o of offs) void o.then((stop) => stop());
+      };
+    },
+    close: () => base.close(),
+  };
+}

@@ -1,0 +1,197 @@
+// Where a person chooses how they hear of their agents (mail, digest, the app), and keeps
+// outgoing webhooks that tell a chat tool or a service (services/reach/).
+import { NotFoundError } from "../../lib/errors.ts";
+import { EVENT_LABELS, keptBy, webhooksPath } from "../actions/outgoing-webhooks.ts";
+import {
+  CHANNEL_LABELS,
+  KIND_LABELS,
+  mailConfigured,
+  REACH_KINDS,
+  reachPrefs,
+} from "../reach/preferences.ts";
+import { code, link, mdEscape } from "../registry/markdown.ts";
+import type { Block, Ctx, PageDef } from "../registry/types.ts";
+import { home, when } from "./format.ts";
+import { ownSettings } from "./settings.ts";
+
+const crumbs = (handle: string, last: { label: string; path?: string }[]) => [
+  home,
+  { label: `@${handle}`, path: `/u/${handle}` },
+  { label: "Settings", path: `/u/${handle}/settings` },
+  ...last,
+];
+
+function mailLine(email: string | null): string {
+  if (!mailConfigured())
+    return "_This server sends no mail (its operator has not set `SMTP_URL`): whatever you choose, news reaches you in the app only._";
+  if (!email) return "_Your account has no email address, so nothing can be mailed to you._";
+  return `Mail goes to **${mdEscape(email)}**. An approval mail carries Approve and Reject links: each opens the action here, and nothing happens until you confirm.`;
+}
+
+export const notificationSettingsPage: PageDef = {
+  pattern: "/u/:handle/settings/notifications",
+  actions: ["set_notifications"],
+  resolve: (ctx, p) => ownSettings(ctx, p.handle!),
+  async render(ctx, scope) {
+    const u = await ctx.db.user.findUniqueOrThrow({ where: { id: scope.user!.id } });
+    const prefs = reachPrefs(u.reachPrefs);
+    return {
+      title: "Notifications",
+      breadcrumb: crumbs(u.handle, [{ label: "Notifications" }]),
+      blocks: [
+        {
+          md: [
+            "How you hear of what your agents need. **In the app only**: the bell in the menu. **Email at once**: the bell, and a mail within seconds. **Daily digest**: the bell, and one mail a day listing them. **Off**: nothing, not even the bell (approvals still wait on your approvals page).",
+            "",
+            mailLine(u.email),
+            "",
+            REACH_KINDS.map((k) => `- ${KIND_LABELS[k]}: **${CHANNEL_LABELS[prefs[k]]}**`).join("\n"),
+          ].join("\n"),
+        },
+        { form: { action: "set_notifications", fixed: {}, label: "Save", style: "block", values: prefs } },
+        {
+          md: `To tell a chat channel or a service, add an ${link("outgoing webhook", webhooksPath(u.handle))}.`,
+        },
+      ],
+    };
+  },
+};
+
+async function endpointsOf(ctx: Ctx) {
+  return ctx.db.outboundEndpoint.findMany({
+    where: { tenantId: ctx.tenant.id, ...keptBy(ctx.actor.id) },
+    include: { studio: { select: { name: true } } },
+    orderBy: { createdAt: "asc" },
+  });
+}
+
+const stateOf = (e: { enabled: boolean; disabledReason: string | null }) =>
+  e.enabled ? "on" : `**off**${e.disabledReason ? ` (${mdEscape(e.disabledReason)})` : ""}`;
+
+export const outgoingWebhooksPage: PageDef = {
+  pattern: "/u/:handle/settings/webhooks",
+  actions: ["create_outgoing_webhook"],
+  resolve: (ctx, p) => ownSettings(ctx, p.handle!),
+  async render(ctx, scope) {
+    const u = scope.user!;
+    const [endpoints, adminOf] = await Promise.all([
+      endpointsOf(ctx),
+      ctx.db.studio.findMany({
+        where: { tenantId: ctx.tenant.id, members: { some: { userId: u.id, role: "admin" } } },
+        orderBy: { name: "asc" },
+      }),
+    ]);
+    const rows = endpoints.map(
+      (e) =>
+        `| ${link(e.name, `${webhooksPath(u.handle)}/${e.id}`)} | ${e.studio ? mdEscape(e.studio.name) : "you"} | ${e.format} | ${e.events.join(", ")} | ${stateOf(e)} |`,
+    );
+    return {
+      title: "Outgoing webhooks",
+      breadcrumb: crumbs(u.handle, [{ label: "Outgoing webhooks" }]),
+      blocks: [
+        {
+          md: "Cadre POSTs your agents' events to these URLs: an action waiting for approval, a question, a run that finished or failed, a cost alert. Each delivery is signed (`X-Cadre-Signature`, as inbound webhooks are) and retried with backoff; after repeated failures the webhook turns itself off and tells you. Pick **Slack-compatible** to paste a Slack (or Mattermost, Rocket.Chat) incoming-webhook URL. Deliveries name agents, actions and pages, never what an action would write: the review link opens it here.",
+        },
+        {
+          md: rows.length
+            ? ["| name | for | format | events | state |", "|---|---|---|---|---|", ...rows].join("\n")
+            : "_No outgoing webhooks yet._",
+        },
+        { md: "## Add one" },
+        {
+          form: {
+            action: "create_outgoing_webhook",
+            fixed: {},
+            label: "Add webhook",
+            style: "block",
+            values: {
+              studio: "",
+              format: "json",
+              approval_requested: true,
+              question_asked: true,
+              run_failed: true,
+            },
+            choices: {
+              studio: [
+                { value: "", label: "Your agents" },
+                ...adminOf.map((s) => ({
+                  value: s.handle,
+                  label: `${s.name}'s agents (kept by its admins)`,
+                })),
+              ],
+            },
+          },
+        },
+      ],
+    };
+  },
+};
+
+export const outgoingWebhookPage: PageDef = {
+  pattern: "/u/:handle/settings/webhooks/:id",
+  actions: [
+    "test_outgoing_webhook",
+    "enable_outgoing_webhook",
+    "disable_outgoing_webhook",
+    "delete_outgoing_webhook",
+  ],
+  async resolve(ctx, p) {
+    const scope = await ownSettings(ctx, p.handle!);
+    const endpoint = await ctx.db.outboundEndpoint.findFirst({
+      where: { id: p.id!, tenantId: ctx.tenant.id, ...keptBy(ctx.actor.id) },
+    });
+    if (!endpoint) throw new NotFoundError(`No outgoing webhook #${p.id}`);
+    return { ...scope, endpoint };
+  },
+  async render(ctx, scope) {
+    const u = scope.user!;
+    const e = await ctx.db.outboundEndpoint.findUniqueOrThrow({
+      where: { id: scope.endpoint!.id },
+      include: { studio: { select: { name: true } }, owner: { select: { handle: true } } },
+    });
+    const deliveries = await ctx.db.outboundDelivery.findMany({
+      where: { endpointId: e.id },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      take: 50,
+    });
+    const log = deliveries.map(
+      (d) =>
+        `| ${when(d.createdAt)} | \`${d.eventType}\` | **${d.status}** | ${d.attempts} | ${d.lastStatus ?? "—"} | ${d.lastError ? mdEscape(d.lastError.slice(0, 160)) : ""} |`,
+    );
+    const blocks: Block[] = [
+      {
+        md: [
+          `${code(`POST ${e.url}`)}`,
+          "",
+          `For **${e.studio ? mdEscape(e.studio.name) : "your agents"}** · ${e.format === "slack" ? "Slack-compatible" : "Cadre's JSON"} · made by @${e.owner.handle} · state: ${stateOf(e)}${e.failures ? ` · ${e.failures} failed in a row` : ""}`,
+          "",
+          `Events: ${e.events.map((x) => `${EVENT_LABELS[x as keyof typeof EVENT_LABELS] ?? x} (\`${x}\`)`).join("; ")}`,
+        ].join("\n"),
+      },
+      { form: { action: "test_outgoing_webhook", fixed: { id: e.id }, label: "Send a test event" } },
+      e.enabled
+        ? { form: { action: "disable_outgoing_webhook", fixed: { id: e.id }, label: "Turn off" } }
+        : { form: { action: "enable_outgoing_webhook", fixed: { id: e.id }, label: "Turn on again" } },
+      { form: { action: "delete_outgoing_webhook", fixed: { id: e.id }, label: "Delete" } },
+      {
+        md: `## Deliveries\n\n${
+          log.length
+            ? [
+                "| when | event | status | attempts | last answer | last error |",
+                "|---|---|---|---|---|---|",
+                ...log,
+              ].join("\n")
+            : "_Nothing sent yet._"
+        }`,
+      },
+    ];
+    return {
+      title: e.name,
+      breadcrumb: crumbs(u.handle, [
+        { label: "Outgoing webhooks", path: webhooksPath(u.handle) },
+        { label: e.name },
+      ]),
+      blocks,
+    };
+  },
+};

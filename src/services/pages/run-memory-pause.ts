@@ -1,0 +1,34 @@
+// Two parts of a run's page: who paused it (pause_run), and the scratchpad entries it wrote,
+// linked to the agent's memory page (managers only, as that page is).
+import type { SubagentTaskRun } from "../../generated/prisma/client.ts";
+import { link, mdEscape } from "../registry/markdown.ts";
+import type { Block, Ctx } from "../registry/types.ts";
+import { entriesOfRun } from "../scratchpad.ts";
+import { excerpt, when } from "./format.ts";
+
+/** "Paused by Alice", and what resuming keeps; nothing for a run that is not paused. */
+export async function pausedBlocks(ctx: Ctx, r: SubagentTaskRun): Promise<Block[]> {
+  if (r.status !== "paused") return [];
+  const by = r.pausedById
+    ? await ctx.db.user.findFirst({
+        where: { id: r.pausedById, tenantId: ctx.tenant.id },
+        select: { name: true },
+      })
+    : null;
+  return [
+    {
+      md: `## Paused by ${mdEscape(by?.name ?? "its owner")}\n\nPaused${r.pauseRequestedAt ? ` ${when(r.pauseRequestedAt)}` : ""}, between two steps. **Resume** continues it where it stopped, with what it remembers and the steps, cost and time it has left: time spent paused does not count against its timeout.`,
+    },
+  ];
+}
+
+/** The scratchpad entries the run wrote, each linked to its place in the agent's memory. */
+export async function memoryBlocks(ctx: Ctx, handle: string, r: SubagentTaskRun): Promise<Block[]> {
+  const entries = await entriesOfRun(ctx.db, r.id);
+  if (!entries.length) return [];
+  const lines = entries.map(
+    (e) =>
+      `- ${link(`${e.stepNumber ? `Step ${e.stepNumber}` : "Scratchpad"}, ${when(e.createdAt)}`, `/subagents/${handle}/memory#entry-${e.id}`)}: ${mdEscape(excerpt(e.text || "(cleared)", 120))}`,
+  );
+  return [{ md: `## Scratchpad entries it wrote (${entries.length})\n\n${lines.join("\n")}` }];
+}

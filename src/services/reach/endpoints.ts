@@ -1,0 +1,54 @@
+// Outgoing webhooks' endpoints: a person's own (the events of agents they manage) or a
+// studio's, kept by its admins (the events of the studio's agents). The signing secret is
+// sealed like a provider key, bound to its row, and shown once when made.
+import { randomBytes } from "node:crypto";
+import type { PrismaClient } from "../../db/prisma.ts";
+import type { Event, OutboundEndpoint } from "../../generated/prisma/client.ts";
+import { open, type Sealed, seal } from "../../lib/secrets.ts";
+import { keyring } from "../money/keyring.ts";
+import { insertNotifications } from "../notifications.ts";
+
+export const ENDPOINT_DISABLED = "endpoint.disabled";
+/** "Send a test event": the worker writes and sends a `ping` delivery. */
+export const ENDPOINT_TEST = "endpoint.test";
+
+/** An endpoint's page, under its keeper's settings. */
+export const endpointPath = (handle: string, id: string) => `/u/${handle}/settings/webhooks/${id}`;
+
+const aad = (tenantId: string, id: string) => `cadre:outbound_endpoint:${tenantId}:${id}`;
+
+export const newEndpointSecret = () => `whsec_${randomBytes(32).toString("base64url")}`;
+
+export function sealEndpointSecret(tenantId: string, id: string, secret: string): Sealed {
+  return seal(keyring().master, secret, aad(tenantId, id));
+}
+
+export function openEndpointSecret(
+  ep: Pick<OutboundEndpoint, "id" | "tenantId" | "encryptedSecret" | "keyVersion">,
+) {
+  return open(
+    keyring().master,
+    { ciphertext: Buffer.from(ep.encryptedSecret), keyVersion: ep.keyVersion },
+    aad(ep.tenantId, ep.id),
+  );
+}
+
+/** Tells an endpoint's owner it was turned off, once (one notification per event). */
+export async function notifyEndpointOff(db: PrismaClient, e: Event): Promise<number> {
+  const ep = await db.outboundEndpoint.findUnique({
+    where: { id: e.subjectId },
+    include: { owner: { select: { handle: true } } },
+  });
+  if (!ep) return 0;
+  return insertNotifications(db, [
+    {
+      tenantId: ep.tenantId,
+      userId: ep.ownerId,
+      actorId: ep.ownerId,
+      eventId: e.id,
+      kind: "agent",
+      path: endpointPath(ep.owner.handle, ep.id),
+      excerpt: `Your outgoing webhook “${ep.name}” was turned off: ${ep.disabledReason ?? "its deliveries kept failing"}. Fix the receiver, then turn it on again.`,
+    },
+  ]);
+}

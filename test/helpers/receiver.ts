@@ -1,0 +1,40 @@
+// A real HTTP server that receives outgoing webhooks: it records each request (headers and
+// the raw body) and answers with the status the test sets.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface Hit {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+export interface Receiver {
+  url: string;
+  hits: Hit[];
+  /** The status to answer with from now on (default 200). */
+  answer(status: number): void;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(): Promise<Receiver> {
+  const hits: Hit[] = [];
+  let status = 200;
+  const srv = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      hits.push({ headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now() });
+      res.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "receiver says no");
+    });
+  });
+  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/hook`,
+    hits,
+    answer: (s) => {
+      status = s;
+    },
+    close: () => new Promise<void>((resolve) => srv.close(() => resolve())),
+  };
+}
