@@ -190,15 +190,17 @@ describe("Redis away", () => {
       logger: { stream: { write: (l: string) => void lines.push(JSON.parse(l)) } },
     });
     apps.push(app);
+    let stop = false;
+    let traffic: Promise<unknown> = Promise.resolve();
     try {
       const w = await makeWorld();
       const codes: number[] = [];
-      let stop = false;
-      // Four clients calling without pause, as a busy integration would, while Redis goes away.
-      const traffic = Promise.all(
+      // Four clients calling without pause, as a busy integration would, while Redis goes away
+      // and comes back: until told to stop (a fixed count could run out before ioredis's
+      // reconnect, up to 2 s, leaving no call to notice Redis is back).
+      traffic = Promise.all(
         [w.alice, w.bob, w.alice, w.bob].map(async (who) => {
-          for (let i = 0; i < 400 && !stop; i++)
-            codes.push((await md(app, w, who, "GET", "/whoami")).statusCode);
+          while (!stop) codes.push((await md(app, w, who, "GET", "/whoami")).statusCode);
         }),
       );
       await waitFor(async () => codes.length >= 20);
@@ -222,6 +224,8 @@ describe("Redis away", () => {
       // And the app still answers after it all.
       expect((await md(app, w, w.alice, "GET", "/studios/general")).statusCode).toBe(200);
     } finally {
+      stop = true;
+      await traffic;
       process.off("unhandledRejection", onRejection);
       redis.kill();
     }

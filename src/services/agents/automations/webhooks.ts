@@ -170,6 +170,8 @@ export function findWebhook(db: PrismaClient, tenantId: string, id: string) {
  */
 async function takeSlot(db: PrismaClient, id: string): Promise<number> {
   // Every right-hand side reads the row as it was: `renew` is the same test in each.
+  // now() is the statement's transaction start: one that began before the window's opener
+  // took the lock sees a window ending more than a minute away, hence the cap.
   const renew = Prisma.sql`(window_start IS NULL OR window_start <= now() - interval '1 minute')`;
   const [row] = await db.$queryRaw<{ over: boolean; retry: number }[]>`
     UPDATE agent_webhooks SET
@@ -178,7 +180,7 @@ async function takeSlot(db: PrismaClient, id: string): Promise<number> {
       last_delivery_at = CASE WHEN ${renew} OR window_count < rate_per_minute THEN now() ELSE last_delivery_at END
     WHERE id = ${id}
     RETURNING window_count > rate_per_minute AS over,
-      greatest(1, ceil(extract(epoch FROM window_start + interval '1 minute' - now())))::int AS retry`;
+      least(60, greatest(1, ceil(extract(epoch FROM window_start + interval '1 minute' - now()))))::int AS retry`;
   return row?.over ? row.retry : 0;
 }
 
