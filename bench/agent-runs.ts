@@ -6,9 +6,10 @@
 // BENCH_LATENCY_MS per LLM call (500) over BENCH_WORKERS worker processes (1). Reports:
 // trigger → first LLM call latency; orchestration overhead per step excluding LLM time;
 // prompt tokens at LLM steps 1, 10, 30 and 120 of one long run whose model notes every
-// step; then the load phase: steps/s against the LLM-bound ideal, runs per worker, each
-// worker's peak RSS, runs that ended other than `completed`, CPU per LLM step.
-// BENCH_PHASES=load skips the first three phases.
+// step; the share of a 20-step and a 6-step walk through a studio a provider's prompt cache
+// could serve (cache-walk.ts, prefix-cache.ts); then the load phase: steps/s against the
+// LLM-bound ideal, runs per worker, each worker's peak RSS, runs that ended other than
+// `completed`, CPU per LLM step. BENCH_PHASES=load (or cache, …) runs only those phases.
 import type { ChildProcess } from "node:child_process";
 import { encode as o200k } from "gpt-tokenizer/encoding/o200k_base";
 import { DEFAULT_PROMPT_BUDGET, parseConfig } from "../src/config.ts";
@@ -19,6 +20,7 @@ import { queueRun } from "../src/services/agents/core/runs.ts";
 import { registry } from "../src/services/catalog/catalog.ts";
 import type { Actor, Ctx } from "../src/services/registry/types.ts";
 import { cpuSample, cpuUsed, loopDelay, ownerSampler, ownRedis } from "./agent-load.ts";
+import { seedWalk, walker } from "./cache-walk.ts";
 import {
   fmt,
   freshDatabase,
@@ -36,12 +38,12 @@ const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 200);
 const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 500);
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
-const PHASES = (process.env.BENCH_PHASES ?? "trigger,overhead,prompt,load").split(",");
+const PHASES = (process.env.BENCH_PHASES ?? "trigger,overhead,prompt,cache,load").split(",");
 /** BENCH_TRACES=1: the workers export traces to a local OTLP/HTTP receiver in this process. */
 const TRACES = process.env.BENCH_TRACES === "1";
 const LONG_STEPS = 121;
-/** The first phases use agents 0–50; the load phase needs at least CONCURRENT. */
-const AGENTS = Math.max(CONCURRENT, 51);
+/** The first phases use agents 0–50, the cache phase 51–52; the load phase needs at least CONCURRENT. */
+const AGENTS = Math.max(CONCURRENT, 53);
 
 interface World {
   ctx: Ctx;
@@ -82,12 +84,16 @@ function script(
   calls: Map<string, number>,
   /** Agents whose model leaves a note with every step, and whose requests are kept. */
   noting: Map<string, ChatRequest[]>,
+  /** Agents walking through a studio (cache-walk.ts): their model instead. */
+  walks: Map<string, (handle: string, n: number, req: ChatRequest) => FakeReply>,
 ) {
   return (req: ChatRequest): FakeReply => {
     const handle = /\(@([\w-]+)\), an AI agent/.exec(String(req.messages[0]?.content ?? ""))?.[1] ?? "?";
     const n = (calls.get(handle) ?? 0) + 1;
     calls.set(handle, n);
     if (n === 1) firstCall.set(handle, Date.now());
+    const walk = walks.get(handle);
+    if (walk) return walk(handle, n, req);
     noting.get(handle)?.push(req);
     if (n >= stepsPerRun(handle)) return { tool: { name: "finish", args: { message: "done" } } };
     const path = n % 2 ? "/studios/general" : "/studios/general/notes";
@@ -197,6 +203,7 @@ interface Bench {
   calls: Map<string, number>;
   firstCall: Map<string, number>;
   noting: Map<string, ChatRequest[]>;
+  walks: Map<string, (handle: string, n: number, req: ChatRequest) => FakeReply>;
   setPerRun(n: number): void;
 }
 
@@ -268,7 +275,40 @@ async function firstPhases(b: Bench): Promise<Rows> {
   ];
 }
 
-/** Phase 4: CONCURRENT runs of STEPS LLM steps at LATENCY_MS, spread over the workers. */
+/**
+ * Phase 4: how much of a run's input a provider's prefix cache could serve (OpenAI's rules,
+ * prefix-cache.ts): a 20-step walk through a studio and a 6-step run, one after the other.
+ */
+async function cachePhase(b: Bench): Promise<Rows> {
+  const { db, w } = b;
+  const walk = await seedWalk(w.ctx);
+  const rows: Rows = [];
+  for (const [agent, steps] of [
+    [w.agents[51]!, 20],
+    [w.agents[52]!, 6],
+  ] as const) {
+    const { reply, caches } = walker(walk, steps);
+    b.walks.set(agent.handle, reply);
+    b.calls.delete(agent.handle);
+    const before = await db.subagentTaskRun.count({ where: { tenantId: w.ctx.tenant.id } });
+    await manualRuns(w, [agent]);
+    await waitDone(db, w.ctx.tenant.id, before + 1, 60_000);
+    b.walks.delete(agent.handle);
+    const c = caches.get(agent.handle)!;
+    const [run] = await db.subagentTaskRun.findMany({
+      where: { agentId: agent.id },
+      orderBy: { createdAt: "desc" },
+      take: 1,
+    });
+    rows.push([
+      `${steps}-step walk through a studio (${run!.status}, ${run!.stepsCount} steps): input tokens (o200k); cacheable by OpenAI's rules; effective (uncached + 10 % of cached)`,
+      `${c.input}; ${fmt(100 * c.share)} %; ${fmt(c.effective, 0)}`,
+    ]);
+  }
+  return rows;
+}
+
+/** Phase 5: CONCURRENT runs of STEPS LLM steps at LATENCY_MS, spread over the workers. */
 async function loadPhase(b: Bench): Promise<Rows> {
   const { db, w, llm, workers } = b;
   const tenantId = w.ctx.tenant.id;
@@ -375,7 +415,8 @@ async function main() {
   const calls = new Map<string, number>();
   let perRun = 1;
   const noting = new Map<string, ChatRequest[]>();
-  const llm = await startFakeLlm({ script: script(() => perRun, firstCall, calls, noting) });
+  const walks: Bench["walks"] = new Map();
+  const llm = await startFakeLlm({ script: script(() => perRun, firstCall, calls, noting, walks) });
   const prefix = `cadre-bench-${newId(6)}`;
   const sink = TRACES ? await startSink() : null;
   const workers = Array.from({ length: WORKERS }, () =>
@@ -393,11 +434,13 @@ async function main() {
       calls,
       firstCall,
       noting,
+      walks,
       setPerRun: (n) => {
         perRun = n;
       },
     };
     const rows = PHASES.includes("trigger") ? await firstPhases(b) : [];
+    if (PHASES.includes("cache")) rows.push(...(await cachePhase(b)));
     if (PHASES.includes("load")) rows.push(...(await loadPhase(b)));
     // What the receiver got by the end of the phase (the worker's last batch may still be on its way).
     if (sink)

@@ -375,14 +375,17 @@ describe("the navigator refuses the same way", () => {
     const steps = await stepsOf(done.id);
     const sent = requestsFor(env, w).map((r) => r.body);
     const prompts = sent.map(userPrompt);
-    // The page's usable actions reach the model as typed tools, or (those past the tools'
-    // share of the budget) as lines for execute_action under the page's Actions: either way, sorted.
-    const offered = sent.map((b, i) =>
-      [
-        ...(b.tools ?? []).map((t) => t.function.name).filter((n) => !FIXED_TOOLS.has(n)),
-        ...actionNames(prompts[i]!),
-      ].sort(),
-    );
+    // The current page's usable actions, as its Actions section names them: those typed as
+    // tools by name, the others (past the tools' share of the budget) as lines for
+    // execute_action. Sorted.
+    const offered = prompts.map((p) => [...typedHere(p), ...actionNames(p)].sort());
+    // The tools are the run's actions so far (kept from page to page for the prompt cache):
+    // only ever actions a page offered this agent.
+    for (const [i, b] of sent.entries()) {
+      const typed = (b.tools ?? []).map((t) => t.function.name).filter((n) => !FIXED_TOOLS.has(n));
+      const seen = new Set(offered.slice(0, i + 1).flat());
+      expect(typed.filter((n) => !seen.has(n))).toEqual([]);
+    }
     return {
       w,
       scout,
@@ -393,6 +396,13 @@ describe("the navigator refuses the same way", () => {
     };
   }
   const FIXED_TOOLS = new Set(["navigate", "finish", "ask_owner", "execute_action"]);
+  /** The actions the current page names as tools: "Each is one of your tools: `a`, `b`." */
+  const typedHere = (prompt: string) =>
+    [
+      ...(/Each is one of your tools: (.*)\.\n/
+        .exec(prompt.split(/^## Actions$/m).pop() ?? "")?.[1]
+        ?.matchAll(/`([a-z_]+)`/g) ?? []),
+    ].map((m) => m[1]!);
   const toStudio = tool("navigate", { path: "/studios/general" });
   const newNote = tool("execute_action", { action: "create_note", params: { title: "T", text: "Body" } });
 

@@ -57,8 +57,8 @@ describe("a run's memory, compacted", () => {
         expect(prompt(kept, current)).toEqual(prompt(full, current));
       expect(wholePages(kept)).toBeLessThanOrEqual(2);
     }
-    // Older paths show as excerpts: there is something to compact, and it was.
-    expect(JSON.stringify(prompt(kept, "/z"))).toContain("Pages you read earlier");
+    // First reads show as excerpts in the log: there is something to compact, and it was.
+    expect(JSON.stringify(prompt(kept, "/z"))).toContain("   - /a (step 1) — Page /a: ");
     expect(wholePages(walk(30))).toBeGreaterThan(20);
   });
 

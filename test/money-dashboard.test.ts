@@ -255,14 +255,15 @@ describe("the dashboards add up the ledger", () => {
     const month = sums(thisMonth(s.rows.alpha));
     expect(page).toContain(`**${monthName()} so far: ${usd(month.cost)}** of its $100.00 limit`);
     expect(page).toContain(
-      `${n(month.calls)} model calls and ${n(month.input + month.output)} tokens this month`,
+      `${n(month.calls)} model calls and ${n(month.input + month.output)} tokens this month (${Math.round((100 * month.cached) / month.input)} % of input served from the provider's cache)`,
     );
+    expect(month.cached).toBeGreaterThan(0);
     expect(page).toContain("[Download CSV](/subagents/alpha/usage.csv)");
 
     // Every day of the window, zeros included, on the right date; the two old rows nowhere.
     expect(tableRows(page, "Last 30 days")).toEqual([
       ...dayLines(s.rows.alpha),
-      "| **30 days** | **5** | **7,600** | **1,200** | **960** | **$3.26** |",
+      "| **30 days** | **5** | **7,600** | **1,200 (16 %)** | **960** | **$3.26** |",
     ]);
     expect(tableRows(page, "Last 30 days")[29]).toBe(
       `| ${dayKey(new Date())} | 2 | 3,000 | 200 | 400 | $1.25 |`,
@@ -270,14 +271,14 @@ describe("the dashboards add up the ledger", () => {
 
     // By cost, the unpriced model last, flagged, its id shown as written (no markdown escapes in code).
     expect(tableRows(page, "By model")).toEqual([
-      "| `claude-sonnet-4-5` | 1 | 4,000 | 1,000 | 500 | $2.00 |",
-      "| `gpt-4o-mini` | 3 | 3,100 | 200 | 410 | $1.26 |",
+      "| `claude-sonnet-4-5` | 1 | 4,000 | 1,000 (25 %) | 500 | $2.00 |",
+      "| `gpt-4o-mini` | 3 | 3,100 | 200 (6 %) | 410 | $1.26 |",
       "| ⚠ `house_model` (no price: counted as $0) | 1 | 500 | 0 | 50 | $0.00 |",
     ]);
     expect(section(page, "By model")).toContain("Some models have no price");
     expect(section(page, "By model")).toContain("[the price list](/usage/pricing)");
     expect(tableRows(page, "By key")).toEqual([
-      "| Work key \\(…1234\\) | 2 | 5,000 | 1,200 | 600 | $2.50 |",
+      "| Work key \\(…1234\\) | 2 | 5,000 | 1,200 (24 %) | 600 | $2.50 |",
       "| shared endpoint | 3 | 2,600 | 0 | 360 | $0.76 |",
     ]);
     // RA2 cost nothing and RA5 is too old: neither is a top run.
@@ -317,14 +318,14 @@ describe("the dashboards add up the ledger", () => {
       expect.stringMatching(/^\| \*\*30 days\*\* \| \*\*8\*\* \|/),
     ]);
     expect(tableRows(page, "By model")).toEqual([
-      "| `claude-sonnet-4-5` | 1 | 4,000 | 1,000 | 500 | $2.00 |",
+      "| `claude-sonnet-4-5` | 1 | 4,000 | 1,000 (25 %) | 500 | $2.00 |",
       "| `gpt-4o` | 2 | 3,600 | 0 | 460 | $1.80 |",
-      "| `gpt-4o-mini` | 3 | 3,100 | 200 | 410 | $1.26 |",
+      "| `gpt-4o-mini` | 3 | 3,100 | 200 (6 %) | 410 | $1.26 |",
       "| `@cmd-model` | 1 | 100 | 0 | 10 | $0.0004 |",
       "| ⚠ `house_model` (no price: counted as $0) | 1 | 500 | 0 | 50 | $0.00 |",
     ]);
     expect(tableRows(page, "By key")).toEqual([
-      "| Work key \\(…1234\\) | 2 | 5,000 | 1,200 | 600 | $2.50 |",
+      "| Work key \\(…1234\\) | 2 | 5,000 | 1,200 (24 %) | 600 | $2.50 |",
       "| shared endpoint | 5 | 5,700 | 0 | 770 | $2.26 |",
       '| =HYPERLINK\\("http://evil.example","open"\\) \\(…5678\\) | 1 | 600 | 0 | 60 | $0.30 |',
     ]);

@@ -21,6 +21,12 @@ import type { Block, Ctx, PageDef, Query, Scope } from "../registry/types.ts";
 import { agentCrumbs, excerpt, home, when } from "./format.ts";
 
 const n = (v: number) => v.toLocaleString("en-US");
+/** Cached input tokens and their share of the input: what the provider's prompt cache served. */
+const cachedOf = (t: { input: number; cached: number }) =>
+  t.cached && t.input ? `${n(t.cached)} (${Math.round((100 * t.cached) / t.input)} %)` : n(t.cached);
+/** The month's tokens in a line, with the share of input its providers served from cache. */
+const monthTokens = (m: { calls: number; input: number; cached: number; output: number }) =>
+  `${n(m.calls)} model calls and ${n(m.input + m.output)} tokens this month${m.cached && m.input ? ` (${Math.round((100 * m.cached) / m.input)} % of input served from the provider's cache)` : ""}`;
 /** Dollars on a chart axis or tooltip: sub-cent days keep two significant digits instead of reading $0.000. */
 const chartUsd = (v: number) =>
   v === 0
@@ -50,7 +56,7 @@ function dayTable(u: Usage): string {
       (d) =>
         `| ${d.day} | ${n(d.calls)} | ${n(d.input)} | ${n(d.cached)} | ${n(d.output)} | ${usd(d.costMicros)} |`,
     ),
-    `| **${DAYS} days** | **${n(u.last30.calls)}** | **${n(u.last30.input)}** | **${n(u.last30.cached)}** | **${n(u.last30.output)}** | **${usd(u.last30.costMicros)}** |`,
+    `| **${DAYS} days** | **${n(u.last30.calls)}** | **${n(u.last30.input)}** | **${cachedOf(u.last30)}** | **${n(u.last30.output)}** | **${usd(u.last30.costMicros)}** |`,
   ].join("\n");
 }
 
@@ -101,7 +107,7 @@ function sliceTable(title: string, what: string, rows: Slice[]): string {
   if (!rows.length) return `## ${title}\n\n_No calls in the last ${DAYS} days._`;
   const body = rows.map(
     (r) =>
-      `| ${r.unpriced ? `⚠ ${code(r.label)} (no price: counted as $0)` : what === "model" ? code(r.label) : mdEscape(r.label)} | ${n(r.calls)} | ${n(r.input)} | ${n(r.cached)} | ${n(r.output)} | ${usd(r.costMicros)} |`,
+      `| ${r.unpriced ? `⚠ ${code(r.label)} (no price: counted as $0)` : what === "model" ? code(r.label) : mdEscape(r.label)} | ${n(r.calls)} | ${n(r.input)} | ${cachedOf(r)} | ${n(r.output)} | ${usd(r.costMicros)} |`,
   );
   const note = rows.some((r) => r.unpriced)
     ? `\n\n⚠ Some models have no price: their calls are recorded at $0. A workspace admin can price them on ${link("the price list", "/usage/pricing")}.`
@@ -162,7 +168,7 @@ export const agentUsagePage: PageDef = {
     blocks.push(
       { md: monthLine(u.month.costMicros, u.now, limit) },
       {
-        md: `Alerts at ${cfg.alert_thresholds_usd.length ? cfg.alert_thresholds_usd.map((t) => usd(toMicros(t))).join(", ") : "no amounts"} (one notification each per month) · ${n(u.month.calls)} model calls and ${n(u.month.input + u.month.output)} tokens this month · ${link("Download CSV", `${base}/usage.csv`)} (every call, last ${DAYS} days)`,
+        md: `Alerts at ${cfg.alert_thresholds_usd.length ? cfg.alert_thresholds_usd.map((t) => usd(toMicros(t))).join(", ") : "no amounts"} (one notification each per month) · ${monthTokens(u.month)} · ${link("Download CSV", `${base}/usage.csv`)} (every call, last ${DAYS} days)`,
       },
       ...charts(u, limit / daysInMonth),
       { md: sliceTable("By model", "model", u.byModel) },
@@ -204,7 +210,7 @@ async function overview(ctx: Ctx, f: UsageFilter, intro: string, csv: string | n
   return [
     { md: `${monthLine(u.month.costMicros, u.now)}\n\n${intro}` },
     {
-      md: `${n(u.month.calls)} model calls and ${n(u.month.input + u.month.output)} tokens this month${csv ? ` · ${link("Download CSV", csv)} (every call, last ${DAYS} days)` : ""} · ${link("Price list", "/usage/pricing")}`,
+      md: `${monthTokens(u.month)}${csv ? ` · ${link("Download CSV", csv)} (every call, last ${DAYS} days)` : ""} · ${link("Price list", "/usage/pricing")}`,
     },
     {
       md: `## Agents this month\n\n${

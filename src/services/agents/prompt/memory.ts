@@ -3,6 +3,7 @@
 // or an answer remembers exactly what it would have remembered without the interruption.
 // What it remembers: one line per step with the note the model left with it, and the pages
 // it read (the last ones in full, older ones as excerpts). prompt.ts decides how much fits.
+import { actionsSection } from "../../registry/markdown.ts";
 import { estimateTokens } from "./token-estimate.ts";
 
 /** A step as memory reads it: a step row, or the record just written for one. */
@@ -13,6 +14,8 @@ export interface Remembered {
   detail: unknown;
   /** Its page's excerpt, kept instead of the page once the run can only show it as one (compact). */
   gist?: Gist;
+  /** The actions its page listed, kept when the page is not (compact): the run's tools are theirs. */
+  actions?: readonly string[];
 }
 
 /** What an older page shows in a prompt: its title and the start of its text (excerptLine). */
@@ -25,7 +28,7 @@ export interface Gist {
 export const NOTE_CHARS = 400;
 /** The newest steps always get their line (when it fits), note or not; older ones only with a note. */
 export const RECENT_STEPS = 8;
-const EXCERPT_CHARS = 300;
+const EXCERPT_CHARS = 200;
 
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 const detailOf = (s: Pick<Remembered, "detail">) => (s.detail ?? {}) as Record<string, unknown>;
@@ -71,41 +74,10 @@ export function summarize(step: Omit<Remembered, "number">): string {
   }
 }
 
-const line = (s: Remembered) => {
+export const line = (s: Remembered) => {
   const note = noteOf(s);
   return `${s.number}. ${summarize(s)}${note ? `\n   your note: ${note}` : ""}`;
 };
-
-/**
- * The steps' lines within `tokens`, oldest first. Filled newest first: the last few steps,
- * and every older step that carries a note, until the allowance is spent; so the oldest
- * notes go first, and a step without a note goes before a note.
- */
-export function stepLines(steps: Remembered[], tokens: number): string {
-  if (!steps.length) return "(none yet)";
-  const kept: Remembered[] = [];
-  let left = tokens - 20; // the "not shown" lines
-  for (let i = steps.length - 1; i >= 0; i--) {
-    const s = steps[i]!;
-    if (steps.length - i > RECENT_STEPS && !noteOf(s)) continue;
-    const cost = estimateTokens(line(s)) + 1;
-    if (cost > left) break;
-    left -= cost;
-    kept.unshift(s);
-  }
-  const out: string[] = [];
-  let next = 1;
-  for (const s of kept) {
-    const skipped = s.number - next;
-    if (skipped > 0)
-      out.push(
-        next === 1 ? `(${skipped} earlier steps not shown)` : `(${skipped} steps without a note not shown)`,
-      );
-    out.push(line(s));
-    next = s.number + 1;
-  }
-  return out.length ? out.join("\n") : `(${steps.length} earlier steps not shown)`;
-}
 
 export interface SeenPage {
   path: string;
@@ -157,28 +129,78 @@ export function excerptLine(p: SeenPage): string {
 }
 
 /**
+ * The steps that first read each path (or landed on it after an action): the memory log
+ * shows an excerpt of the page with each (memory-log.ts). The first, not the newest: a
+ * step's entry in the log never changes once written, so the log only grows.
+ */
+export function firstReads(steps: Remembered[]): Set<number> {
+  const paths = new Set<string>();
+  const first = new Set<number>();
+  steps.forEach((s, i) => {
+    const path = detailOf(s).resultPath;
+    if (typeof path !== "string" || paths.has(path) || !readPage(s)) return;
+    paths.add(path);
+    first.add(i);
+  });
+  return first;
+}
+
+const readPage = (s: Remembered) => typeof detailOf(s).page === "string" || Boolean(s.gist);
+
+/**
  * What a run holds while it waits on the model: a prompt shows the current page and the
- * previous one whole, older pages as excerpts, and of each path only its newest read
- * (pagesSeen). So the newest two paths' pages stay whole, older paths keep their gist, and
- * older reads of a path keep nothing: the prompts are the same, the memory is not (a
- * 12-step run held a dozen pages of up to 12,000 characters). `steps` is changed in place;
- * details are copied, never changed, since the record just written may still be in flight.
+ * previous one whole, and an excerpt of each path's first read (firstReads). So the newest
+ * two paths' newest reads stay whole, first reads keep their gist, and other reads keep
+ * nothing but their actions' names (the run's tools): the prompts are the same, the memory
+ * is not (a 12-step run held a dozen pages of up to 12,000 characters). `steps` is changed
+ * in place; details are copied, never changed, since the record just written may still be
+ * in flight.
  */
 export function compact(steps: Remembered[]): void {
+  const whole = new Set<number>();
   const paths = new Set<string>();
-  for (let i = steps.length - 1; i >= 0; i--) {
+  for (let i = steps.length - 1; i >= 0 && paths.size < 2; i--) {
+    const path = detailOf(steps[i]!).resultPath;
+    if (typeof path !== "string" || paths.has(path) || !readPage(steps[i]!)) continue;
+    paths.add(path);
+    whole.add(i);
+  }
+  const first = firstReads(steps);
+  for (let i = 0; i < steps.length; i++) {
     const s = steps[i]!;
     const { page, ...rest } = detailOf(s);
-    if (typeof page !== "string" && !s.gist) continue;
-    const path = typeof rest.resultPath === "string" ? rest.resultPath : undefined;
-    const shown = path !== undefined && !paths.has(path);
-    if (path !== undefined) paths.add(path);
-    if (shown && paths.size <= 2) continue; // whole
-    if (typeof page !== "string" && shown) continue; // its gist already
-    const gist = shown ? (s.gist ?? gistOf(page as string)) : undefined;
-    steps[i] = { number: s.number, type: s.type, path: s.path, detail: rest, ...(gist && { gist }) };
+    if (whole.has(i) || (typeof page !== "string" && (!s.gist || first.has(i)))) continue;
+    const gist = first.has(i) ? (s.gist ?? gistOf(page as string)) : undefined;
+    const actions = actionsRead(s);
+    steps[i] = {
+      number: s.number,
+      type: s.type,
+      path: s.path,
+      detail: rest,
+      ...(gist && { gist }),
+      ...(actions.length && { actions }),
+    };
   }
 }
+
+const namesOf = new WeakMap<object, readonly string[]>();
+
+/** The actions the page a step read (or landed on) listed, in its order; none for a failed read. */
+export function actionsRead(s: Remembered): readonly string[] {
+  if (s.actions) return s.actions;
+  const d = detailOf(s);
+  if (typeof d.page !== "string" || typeof d.resultPath !== "string") return [];
+  let names = namesOf.get(d);
+  if (!names) {
+    names = pageActionNames(d.page);
+    namesOf.set(d, names);
+  }
+  return names;
+}
+
+/** A page's actions by name, as its `## Actions` lists them. */
+export const pageActionNames = (markdown: string): string[] =>
+  actionsSection(markdown)?.lines.map((l) => l.name) ?? [];
 
 /** Where the agent was after its last step (a resumed run continues from there). */
 export function lastPath(steps: Pick<Remembered, "detail">[]): string | null {

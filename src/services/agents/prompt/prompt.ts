@@ -1,12 +1,15 @@
 // Builds the messages for one step, afresh from the run's state (never an ever-growing
-// chat), within one token budget whatever the run's length. The budget is filled by
-// priority: the fixed part (system prompt, tools), the task, the current page, the run's
-// memory (a line per step with the model's notes), the previous page in full, then older
-// pages as excerpts. Each part is cut to what is left, so the whole never exceeds it.
+// chat), within one token budget whatever the run's length. What a run keeps comes first and
+// stays the same bytes from step to step — the system prompt, the task, the memory (a line
+// per step with the model's notes, a log that only grows) — so providers serve it from their
+// prompt cache; then what the step changes: older pages as excerpts, the previous page in
+// full, the current page. Each part is cut to its share and what is left, so the whole never
+// exceeds the budget, and the current page is always sure of its room.
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { plural } from "../../../lib/plural.ts";
 import { actionsSection } from "../../registry/markdown.ts";
-import { excerptLine, NOTE_CHARS, pagesSeen, type Remembered, stepLines } from "./memory.ts";
+import { NOTE_CHARS, pagesSeen, type Remembered } from "./memory.ts";
+import { memoryLog } from "./memory-log.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS, toolTokens } from "./protocol.ts";
 import { estimateTokens, prefixWithin } from "./token-estimate.ts";
 import { unrunNotice } from "./tool-calls.ts";
@@ -21,12 +24,13 @@ const SHARE = {
   task: 0.15,
   feedback: 0.1,
   page: 0.45,
-  memory: 0.25,
+  memory: 0.3,
   previous: 0.3,
-  excerpts: 0.05,
 };
+/** The budget the current page is sure of: the memory, before it in the prompt, leaves it this much. */
+const PAGE_ROOM = 0.25;
 /** The most of the budget a step's tools take: the fixed ones and as many typed actions as fit. */
-export const TOOL_SHARE = 0.4;
+export const TOOL_SHARE = 0.3;
 /** The fixed tools' size, every step's least. */
 export const TOOL_TOKENS = toolTokens(TOOLS);
 // Per message and per request, as providers frame them.
@@ -127,7 +131,27 @@ export function leftPage(markdown: string): string {
 /** Caps a page as a step records it (and as a prompt shows it, at most). */
 export const capPage = (markdown: string) => fitPage(markdown, Infinity);
 
-export function buildMessages(p: PromptInput): ChatCompletionMessageParam[] {
+export const buildMessages = (p: PromptInput): ChatCompletionMessageParam[] => buildPrompt(p).messages;
+
+/** A step's messages, and how many characters of its user message are the run's stable part. */
+export interface BuiltPrompt {
+  messages: ChatCompletionMessageParam[];
+  /**
+   * The user message's first characters that only grow from one step to the next (the task
+   * and the memory): with the tools and the system prompt before them, the prefix a
+   * provider's prompt cache can serve. Native clients put a cache breakpoint at its end.
+   */
+  stableChars: number;
+}
+
+/**
+ * What does not change comes first, so consecutive requests share their longest prefix:
+ * (the tools,) the system prompt, the task, the memory (a log that only grows), and only
+ * then what each step changes: older pages, the previous and the current page, the steps
+ * left, feedback. The stable part's allowances depend on nothing a step changes, the page
+ * least of all: the current page is sure of PAGE_ROOM of the budget, and takes what is left.
+ */
+export function buildPrompt(p: PromptInput): BuiltPrompt {
   const B = p.budget;
   const system = systemPrompt(p, B * SHARE.identity);
   let left =
@@ -141,11 +165,30 @@ export function buildMessages(p: PromptInput): ChatCompletionMessageParam[] {
     left -= estimateTokens(text) + 2;
     return text;
   };
-  const prior = pagesSeen(p.steps, p.page.path);
-  const stepsLeft = `You have ${plural(p.stepsLeft, "step")} left.`;
-  left -= estimateTokens(stepsLeft);
-
   const task = take((t) => `# Task\n\n${cut(p.task, t - 5, "task")}`, SHARE.task);
+  const memory = take(
+    (t) => `# Your steps and notes so far\n\n${memoryLog(p.steps, t - 10)}`,
+    SHARE.memory,
+    B * PAGE_ROOM,
+  );
+  const stable = `${task}\n\n${memory}`;
+  return {
+    messages: [
+      { role: "system", content: system },
+      { role: "user", content: `${stable}\n\n${volatile(p, take)}` },
+    ],
+    stableChars: stable.length,
+  };
+}
+
+/** What this step changes: the pages, the steps left, what was not run, feedback. */
+function volatile(
+  p: PromptInput,
+  take: (render: (tokens: number) => string, share?: number, reserve?: number) => string,
+) {
+  const B = p.budget;
+  const prior = pagesSeen(p.steps, p.page.path);
+  const stepsLeft = take(() => `You have ${plural(p.stepsLeft, "step")} left.`);
   const feedback = p.feedback
     ? take(
         (t) =>
@@ -159,42 +202,14 @@ export function buildMessages(p: PromptInput): ChatCompletionMessageParam[] {
       `${pageHead}${fitPage(toolActions(p.page.markdown, p.tools), t - estimateTokens(pageHead) - 5)}\n</page>`,
     SHARE.page,
   );
-  const memory = take((t) => `# Your steps and notes so far\n\n${stepLines(p.steps, t - 10)}`, SHARE.memory);
   const previous = prior[0]
-    ? take(
-        (t) => {
-          const head = `# Previous page: ${prior[0]!.path} (step ${prior[0]!.step})\n\n<page>\n`;
-          return t < 200
-            ? ""
-            : `${head}${fitPage(leftPage(prior[0]!.markdown), t - estimateTokens(head) - 5)}\n</page>`;
-        },
-        SHARE.previous,
-        prior.length > 1 ? B * SHARE.excerpts : 0,
-      )
+    ? take((t) => {
+        const head = `# Previous page: ${prior[0]!.path} (step ${prior[0]!.step})\n\n<page>\n`;
+        return t < 200
+          ? ""
+          : `${head}${fitPage(leftPage(prior[0]!.markdown), t - estimateTokens(head) - 5)}\n</page>`;
+      }, SHARE.previous)
     : "";
-  const older = take((t) => excerpts(prior.slice(1), t));
-
   const unrun = take(() => unrunNotice(p.steps));
-  const user = [task, memory, older, previous, current, stepsLeft, unrun, feedback]
-    .filter(Boolean)
-    .join("\n\n");
-  return [
-    { role: "system", content: system },
-    { role: "user", content: user },
-  ];
-}
-
-/** Older pages, newest first, as many as fit in `tokens`. */
-function excerpts(pages: Parameters<typeof excerptLine>[0][], tokens: number): string {
-  const head = "# Pages you read earlier (excerpts; navigate to one to read it again)\n\n";
-  let left = tokens - estimateTokens(head);
-  const lines: string[] = [];
-  for (const p of pages) {
-    const l = excerptLine(p);
-    const cost = estimateTokens(l) + 1;
-    if (cost > left) break;
-    left -= cost;
-    lines.push(l);
-  }
-  return lines.length ? `${head}${lines.join("\n")}` : "";
+  return [previous, current, stepsLeft, unrun, feedback].filter(Boolean).join("\n\n");
 }

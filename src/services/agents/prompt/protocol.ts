@@ -155,8 +155,8 @@ function actionTool(a: ActionDef): ChatCompletionTool {
 }
 
 /**
- * The tools of a step: the fixed three and the current page's usable actions, typed, in the
- * page's order while they fit in `maxTokens`; the rest through `execute_action`.
+ * The tools of a step: the fixed three and the run's actions, typed, in order while they fit
+ * in `maxTokens`; the rest through `execute_action`.
  */
 export function toolsFor(
   actions: readonly ActionDef[],
@@ -168,7 +168,9 @@ export function toolsFor(
   for (const a of actions) {
     const t = actionTool(a);
     const size = toolTokens([t]);
-    if (size <= left) {
+    // Once one does not fit, none after it is typed: a run's list then only grows past
+    // execute_action, which stays where it was (step-prompt.ts keeps the tools stable).
+    if (!untyped && size <= left) {
       tools.push(t);
       left -= size;
     } else untyped = true;

@@ -8,13 +8,12 @@ import { createHash } from "node:crypto";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import type { Db } from "../../../db/prisma.ts";
 import type { SubagentTaskRun, SubagentTaskRunStep, User } from "../../../generated/prisma/client.ts";
-import { actionsSection } from "../../registry/markdown.ts";
 import type { ActionDef } from "../../registry/types.ts";
 import { maskDeep } from "../core/secret-masking.ts";
 import { agentConfig } from "../core/settings.ts";
 import type { PromptFacts } from "../core/steps.ts";
 import { ownerText } from "../core/whoami-read.ts";
-import type { Remembered } from "./memory.ts";
+import { actionsRead, pageActionNames, type Remembered } from "./memory.ts";
 import { buildMessages, type PromptInput, TOOL_SHARE } from "./prompt.ts";
 import { JSON_MODE_INSTRUCTIONS, toolsFor } from "./protocol.ts";
 
@@ -61,17 +60,28 @@ export function promptInput(p: {
     stepsLeft: p.run.maxSteps - counted,
     budget: p.budget,
     jsonMode: p.jsonMode,
-    tools: p.jsonMode ? undefined : toolsFor(actionsOf(p.page.markdown, p.lookup), p.budget * TOOL_SHARE),
+    tools: p.jsonMode
+      ? undefined
+      : toolsFor(actionsOfRun(p.steps, p.page.markdown, p.lookup), p.budget * TOOL_SHARE),
   };
 }
 
 /**
- * The actions a page lists under its `## Actions` (the ones the reader may use, in order):
- * what the step's typed tools are, for the navigator and for a rebuild alike.
+ * The run's typed actions: every action a page it read listed (the ones the reader may
+ * use), in the order it first met them, the current page's last. The same list step after
+ * step, grown only at its end, so the tools (the first thing a request sends) stay the bytes
+ * a provider's prompt cache holds; the model may still act only on the current page's
+ * (the navigator refuses the others, naming the page's). For the navigator and a rebuild alike.
  */
-function actionsOf(markdown: string, lookup: (name: string) => ActionDef | undefined): ActionDef[] {
-  const names = actionsSection(markdown)?.lines.map((l) => l.name) ?? [];
-  return names.map(lookup).filter((a): a is ActionDef => Boolean(a));
+function actionsOfRun(
+  steps: Remembered[],
+  current: string,
+  lookup: (name: string) => ActionDef | undefined,
+): ActionDef[] {
+  const names = new Set<string>();
+  for (const s of steps) for (const name of actionsRead(s)) names.add(name);
+  for (const name of pageActionNames(current)) names.add(name);
+  return [...names].map(lookup).filter((a): a is ActionDef => Boolean(a));
 }
 
 const factsOf = (s: Pick<SubagentTaskRunStep, "detail">): PromptFacts | undefined => {

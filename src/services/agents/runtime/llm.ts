@@ -27,6 +27,8 @@ export interface Prompt {
   jsonMode: boolean;
   /** The step's tools (protocol.ts toolsFor); the fixed ones when absent. */
   tools?: readonly ChatCompletionTool[];
+  /** The user message's first characters that stay the same step after step (prompt.ts buildPrompt). */
+  stableChars?: number;
 }
 
 /** A prompt as it leaves for the model: masked, fingerprinted, and encoded once. */

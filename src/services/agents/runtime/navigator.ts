@@ -31,7 +31,7 @@ import { ownerText, primeWhoami } from "../core/whoami-read.ts";
 import { storedFlow } from "../policy/labels.ts";
 import { primeAgent } from "../policy/policy.ts";
 import { compact, lastPath, type Remembered } from "../prompt/memory.ts";
-import { buildMessages, capPage } from "../prompt/prompt.ts";
+import { buildPrompt, capPage } from "../prompt/prompt.ts";
 import { type Decision, parseDecision } from "../prompt/protocol.ts";
 import { CONVERSATION, promptInput } from "../prompt/step-prompt.ts";
 import { unrunCalls } from "../prompt/tool-calls.ts";
@@ -136,6 +136,8 @@ class Navigation {
   private invalid = 0;
   private feedback: string | undefined;
   private jsonMode = false;
+  /** The typed tools the last call offered: a call of one is an execute decision. */
+  private typed: string[] = [];
   /** The agent's model and its fallbacks (fallback.ts). */
   private readonly chain: ModelChain;
   private readonly overtime: AbortSignal;
@@ -333,10 +335,13 @@ class Navigation {
       ...(this.feedback && { feedback: this.feedback }),
       ...(!this.pageRecorded && { page: { path: page.path, markdown: capPage(page.markdown) } }),
     };
-    // The current page's usable actions are typed tools of this call, beside the fixed three.
+    // The run's actions so far are typed tools of this call, beside the fixed three.
+    this.typed = (input.tools ?? []).map((t) => (t.type === "function" ? t.function.name : ""));
+    const { messages, stableChars } = buildPrompt(input);
     return encodePrompt({
       model: this.p.model,
-      messages: buildMessages(input),
+      messages,
+      stableChars,
       jsonMode: this.jsonMode,
       tools: input.tools,
     });
@@ -434,7 +439,7 @@ class Navigation {
   }
 
   private async act(turn: Turn): Promise<Finish | undefined> {
-    const parsed = parseDecision(turn.reply.message, this.page.actions);
+    const parsed = parseDecision(turn.reply.message, this.typed);
     if (!parsed.ok) return this.onInvalid(turn, parsed.error);
     this.invalid = 0;
     this.feedback = undefined;

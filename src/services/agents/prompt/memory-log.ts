@@ -1,0 +1,112 @@
+// The run's memory as a prompt shows it: a log with an entry per step — what it did, the
+// note the model left with it, and, for the first read of a page, the start of that page —
+// that only grows from one step to the next. So a step's prompt is last step's, to the
+// byte, up to the end of the log, and a provider serves that much from its prompt cache
+// (prompt.ts puts everything a step changes after it). When the log outgrows its room, the
+// oldest steps leave in chunks on fixed step boundaries, first their excerpts and lines
+// without a note, later their notes; between two cuts the log is again append-only.
+import { excerptLine, firstReads, line, noteOf, RECENT_STEPS, type Remembered } from "./memory.ts";
+import { estimateTokens } from "./token-estimate.ts";
+
+/** The oldest steps leave the log this many at a time (and their notes as many). */
+export const STEP_CHUNK = 8;
+// The "not shown" line a cut may put before a kept note.
+const MARKER_TOKENS = 12;
+
+/** A step's whole entry: its line and note, and an excerpt when it first read its page. */
+function entry(s: Remembered, first: boolean): string {
+  const head = line(s);
+  if (!first) return head;
+  const d = s.detail as { resultPath: string; page?: string };
+  const excerpt = excerptLine({ path: d.resultPath, markdown: d.page ?? "", gist: s.gist, step: s.number });
+  return `${head}\n   ${excerpt}`;
+}
+
+// Entries are the same text every step: measured once per record (compact replaces a record
+// whose page it drops, and the new one is measured once more).
+interface Measured {
+  whole: string;
+  /** Tokens of the whole entry, of its line (and note) alone, of its line when it has a note. */
+  costs: [number, number, number];
+}
+const measured = new WeakMap<Remembered, Measured>();
+function measure(s: Remembered, first: boolean): Measured {
+  let m = measured.get(s);
+  if (!m) {
+    const whole = entry(s, first);
+    const line1 = estimateTokens(line(s)) + 1;
+    m = { whole, costs: [estimateTokens(whole) + 1, line1, noteOf(s) ? line1 + MARKER_TOKENS : 0] };
+    measured.set(s, m);
+  }
+  return m;
+}
+
+/**
+ * The log within `tokens`. Steps from `from` on have their whole entry; before it, the last
+ * RECENT_STEPS (or a few more) their line, older ones from `keep` on their line if it has a note; both on
+ * chunk boundaries, the most that fits, notes kept longest.
+ */
+export function memoryLog(steps: Remembered[], tokens: number): string {
+  if (!steps.length) return "(none yet)";
+  const first = firstReads(steps);
+  const m = steps.map((s, i) => measure(s, first.has(i)));
+  const n = steps.length;
+  // The last RECENT_STEPS at least, on a chunk boundary too: the lines shown move a chunk at a time.
+  const recent = Math.floor(Math.max(0, n - RECENT_STEPS) / STEP_CHUNK) * STEP_CHUNK;
+  // Prefix sums of each level's cost: sum(level, a, b) is steps a..b-1's.
+  const sums = [0, 1, 2].map((level) => {
+    const acc = [0];
+    for (let i = 0; i < n; i++) acc.push(acc[i]! + m[i]!.costs[level]!);
+    return acc;
+  });
+  const sum = (level: number, a: number, b: number) => (a < b ? sums[level]![b]! - sums[level]![a]! : 0);
+  const room = tokens - 20; // the first "not shown" line
+  const end = Math.ceil(n / STEP_CHUNK) * STEP_CHUNK;
+  for (let keep = 0; keep <= recent; keep += STEP_CHUNK)
+    for (let from = keep; from <= end; from += STEP_CHUNK) {
+      const upTo = Math.min(from, n);
+      const cost =
+        sum(2, keep, Math.min(upTo, recent)) + sum(1, Math.max(recent, keep), upTo) + sum(0, upTo, n);
+      if (cost <= room)
+        return render(steps, (i) =>
+          i >= from
+            ? m[i]!.whole
+            : i >= recent || (i >= keep && m[i]!.costs[2])
+              ? line(steps[i]!)
+              : undefined,
+        );
+    }
+  return render(steps, newestFirst(steps, m, room));
+}
+
+/** The last resort, when even the recent steps overflow: as many lines as fit, newest first. */
+function newestFirst(steps: Remembered[], m: Measured[], room: number) {
+  const kept = new Map<number, string>();
+  let left = room;
+  for (let i = steps.length - 1; i >= 0; i--) {
+    if (steps.length - i > RECENT_STEPS && !m[i]!.costs[2]) continue;
+    const text = line(steps[i]!);
+    const cost = estimateTokens(text) + 1;
+    if (cost > left) break;
+    left -= cost;
+    kept.set(i, text);
+  }
+  return (i: number) => kept.get(i);
+}
+
+function render(steps: Remembered[], shown: (index: number) => string | undefined): string {
+  const out: string[] = [];
+  let next = 1;
+  steps.forEach((s, i) => {
+    const text = shown(i);
+    if (text === undefined) return;
+    const skipped = s.number - next;
+    if (skipped > 0)
+      out.push(
+        next === 1 ? `(${skipped} earlier steps not shown)` : `(${skipped} steps without a note not shown)`,
+      );
+    out.push(text);
+    next = s.number + 1;
+  });
+  return out.length ? out.join("\n") : `(${steps.length} earlier steps not shown)`;
+}
