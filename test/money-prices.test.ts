@@ -205,7 +205,7 @@ describe("an override prices the next real LLM call", () => {
     // The dashboard: one priced call at $0.0025, two flagged ones.
     const page = await body(w, w.alice, "/subagents/pricey/usage");
     expect(tableRows(page, "By model")).toEqual([
-      "| ⚠ `acme_llm-1` (no price: counted as $0) | 3 | 3,000 | 600 | 300 | $0.0025 |",
+      "| ⚠ `acme_llm-1` (no price: counted as $0) | 3 | 3,000 | 600 (20 %) | 300 | $0.0025 |",
     ]);
   });
 });

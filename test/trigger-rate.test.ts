@@ -110,9 +110,10 @@ describe("over the rate", () => {
     env.llm.setScript(respondScript(() => null));
     expect((await comment(w, w.bob, path, "@scout first")).runs).toHaveLength(1);
     const [first] = await ended(scout.id, 1);
-    // The minute is nearly over for the first run: the next one's place is two seconds away.
+    // The minute is nearly over for the first run: the next one's place is five seconds away
+    // (two were too few under load: the page was read after the place had come).
     await db()
-      .$executeRaw`UPDATE subagent_task_runs SET created_at = created_at - interval '58 seconds' WHERE id = ${first!.id}`;
+      .$executeRaw`UPDATE subagent_task_runs SET created_at = created_at - interval '55 seconds' WHERE id = ${first!.id}`;
     await comment(w, w.bob, path, "one");
     await comment(w, w.bob, path, "two");
     const waiting = await waitFor(async () =>
