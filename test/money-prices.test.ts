@@ -153,7 +153,9 @@ describe("workspace prices", () => {
     expect(pricing).toEqual({ "house-claude": { ...p, cache_write_input: 2.5 }, "house-gpt": p });
     // 1000 input of which 300 read from the cache and 500 written to it, 100 out.
     const usage = { input: 1000, cached: 300, cacheWrite: 500, output: 100 };
-    expect(priceCall("house-claude", usage, pricing).costMicros).toBe(200 * 2 + 300 * 0.2 + 500 * 2.5 + 100 * 10);
+    expect(priceCall("house-claude", usage, pricing).costMicros).toBe(
+      200 * 2 + 300 * 0.2 + 500 * 2.5 + 100 * 10,
+    );
     expect(priceCall("house-gpt", usage, pricing).costMicros).toBe(700 * 2 + 300 * 0.2 + 100 * 10);
     const page = await body(w, w.carol, "/usage/pricing");
     expect(page).toContain("| `house-claude` | $2 | $0.2 | $2.5 | $10 |");
