@@ -42,7 +42,7 @@ describe("workspace prices", () => {
     const w = await makeWorld();
     const page = await body(w, w.alice, "/usage/pricing");
     expect(page).toContain("_None: the built-in list applies._");
-    expect(page).toContain("| `gpt-4o-mini` | $0.15 | $0.075 | $0.6 |");
+    expect(page).toContain("| `gpt-4o-mini` | $0.15 | $0.075 | $0.15 | $0.6 |");
     expect(actionNames(page)).toEqual([]);
     const res = await price(w, w.alice, { model: "acme_llm-1", input: 1, cached_input: 1, output: 1 });
     expect(res.statusCode).toBe(403);
@@ -63,7 +63,7 @@ describe("workspace prices", () => {
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain("Priced acme_llm-1 for this workspace");
     expect(actionNames(res.body)).toEqual(["set_model_price", "remove_model_price"]);
-    expect(section(res.body, "This workspace's prices")).toContain("| `acme_llm-1` | $2 | $0.5 | $8 |");
+    expect(section(res.body, "This workspace's prices")).toContain("| `acme_llm-1` | $2 | $0.5 | $2 | $8 |");
     // 800 uncached × $2 + 200 cached × $0.50 + 100 out × $8, per million: micro-dollars.
     const pricing = (await settingsOf(w)).pricing;
     expect(priceCall("acme_llm-1", USAGE, pricing)).toEqual({
@@ -143,12 +143,31 @@ describe("workspace prices", () => {
     expect((await settingsOf(w)).pricing).toEqual({});
   });
 
+  it("a cache-write price is optional: set, it prices cache writes and shows; unset, writes cost input", async () => {
+    const w = await makeWorld();
+    await db().user.update({ where: { id: w.carol.id }, data: { tenantAdmin: true } });
+    const p = { input: 2, cached_input: 0.2, output: 10 };
+    await price(w, w.carol, { model: "house-claude", ...p, cache_write_input: 2.5 });
+    await price(w, w.carol, { model: "house-gpt", ...p });
+    const pricing = (await settingsOf(w)).pricing;
+    expect(pricing).toEqual({ "house-claude": { ...p, cache_write_input: 2.5 }, "house-gpt": p });
+    // 1000 input of which 300 read from the cache and 500 written to it, 100 out.
+    const usage = { input: 1000, cached: 300, cacheWrite: 500, output: 100 };
+    expect(priceCall("house-claude", usage, pricing).costMicros).toBe(
+      200 * 2 + 300 * 0.2 + 500 * 2.5 + 100 * 10,
+    );
+    expect(priceCall("house-gpt", usage, pricing).costMicros).toBe(700 * 2 + 300 * 0.2 + 100 * 10);
+    const page = await body(w, w.carol, "/usage/pricing");
+    expect(page).toContain("| `house-claude` | $2 | $0.2 | $2.5 | $10 |");
+    expect(page).toContain("| `claude-sonnet-4-5` | $3 | $0.3 | $3.75 | $15 |");
+  });
+
   it("an underscore in a model id shows as written on the price list", async () => {
     const w = await makeWorld();
     await db().user.update({ where: { id: w.carol.id }, data: { tenantAdmin: true } });
     await price(w, w.carol, { model: "my_house_model", input: 1, cached_input: 0.1, output: 2 });
     const page = await body(w, w.carol, "/usage/pricing");
-    expect(page).toContain("| `my_house_model` | $1 | $0.1 | $2 |");
+    expect(page).toContain("| `my_house_model` | $1 | $0.1 | $1 | $2 |");
     const html = (await (await login(app, w, w.carol)).get("/usage/pricing")).body;
     expect(html).toContain("<code>my_house_model</code>");
   });

@@ -132,6 +132,7 @@ describe("traces of a run", () => {
         "gen_ai.usage.input_tokens": expect.any(Number),
         "gen_ai.usage.output_tokens": expect.any(Number),
         "gen_ai.usage.cache_read.input_tokens": 0,
+        "gen_ai.usage.cache_creation.input_tokens": 0,
         "cadre.usage.cost_usd": expect.any(Number),
         "gen_ai.response.finish_reasons": ["tool_calls"],
       });

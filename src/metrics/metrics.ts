@@ -62,7 +62,7 @@ export const llmCalls = new Histogram({
 
 export const llmTokens = new Counter({
   name: "cadre_llm_tokens_total",
-  help: "Tokens of charged LLM calls, by model and kind (input, cached input, output)",
+  help: "Tokens of charged LLM calls, by model and kind (input, cached input, cache write, output)",
   labelNames: ["model", "kind"] as const,
   registers,
 });

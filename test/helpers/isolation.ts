@@ -1108,6 +1108,7 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "set_model_price.model": () => ({ value: `${PROBE}-price` }),
   "set_model_price.input": () => ({ value: 1 }),
   "set_model_price.cached_input": () => ({ value: 0.5 }),
+  "set_model_price.cache_write_input": () => ({ value: 1.25 }),
   "set_model_price.output": () => ({ value: 2 }),
   "remove_model_price.model": () => ({ value: `${PROBE}-price` }),
   // Approving as asked: the always-allow probe would add a rule other probes' agents obey.

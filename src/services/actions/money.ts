@@ -333,6 +333,9 @@ export const setModelPrice = defineAction({
     model: modelName,
     input: priceSchema.shape.input.describe("USD per 1M input tokens"),
     cached_input: priceSchema.shape.cached_input.describe("USD per 1M cached input tokens"),
+    cache_write_input: priceSchema.shape.cache_write_input.describe(
+      "USD per 1M input tokens written to the prompt cache (Anthropic); empty: the input price",
+    ),
     output: priceSchema.shape.output.describe("USD per 1M output tokens"),
   }),
   writes: true,
@@ -341,7 +344,12 @@ export const setModelPrice = defineAction({
   async execute(ctx, p) {
     await changePricing(ctx, (pricing) => {
       for (const k of sameModel(pricing, p.model)) delete pricing[k];
-      pricing[p.model] = { input: p.input, cached_input: p.cached_input, output: p.output };
+      pricing[p.model] = {
+        input: p.input,
+        cached_input: p.cached_input,
+        ...(p.cache_write_input !== undefined && { cache_write_input: p.cache_write_input }),
+        output: p.output,
+      };
     });
     return { status: 200, location: "/usage/pricing", notice: `Priced ${p.model} for this workspace` };
   },

@@ -2,18 +2,20 @@
 // opened only in the worker at the moment an agent calls its provider.
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import OpenAI, { APIError } from "openai";
 import type { Db } from "../../db/prisma.ts";
 import type { AgentApiKey } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import { apiKeyAad, DecryptError, open, seal } from "../../lib/secrets.ts";
 import { keysOf, type Owned } from "../agents/core/ownership.ts";
 import { keyring } from "./keyring.ts";
+import { providerModels, providerStatus } from "./provider-clients.ts";
 
 /** Where a model call goes, and with which key: what keys resolve to and the LLM client calls. */
 export interface Endpoint {
   baseURL: string;
   apiKey: string;
+  /** The key's provider; absent for the shared endpoint, which speaks OpenAI's protocol. What decides the wire protocol (runtime/llm.ts apiOf). */
+  provider?: Provider;
   /** The owner's BYOK key row; absent for the shared endpoint. */
   keyId?: string;
   /** How the run page names it ("Work key (…abcd)"). */
@@ -29,7 +31,7 @@ export const PROVIDER_LABELS: Record<Provider, string> = {
   openai_compatible: "OpenAI-compatible",
 };
 
-/** Each provider's OpenAI-compatible endpoint. */
+/** Each provider's URL as stored on its keys: OpenAI-compatible; an Anthropic key is called through its native API under it (provider-clients.ts). */
 export const PROVIDER_URLS: Record<Exclude<Provider, "openai_compatible">, string> = {
   openai: "https://api.openai.com/v1",
   anthropic: "https://api.anthropic.com/v1/",
@@ -162,7 +164,13 @@ export async function endpointFor(
   const refused = await checkResolvedUrl(k.baseUrl);
   if (refused)
     throw new KeyUnavailableError(`The API key “${k.label}” (…${k.keyHint}) points at ${refused}.`);
-  return { baseURL: k.baseUrl, apiKey: openKey(k), keyId: k.id, label: `“${k.label}” (…${k.keyHint})` };
+  return {
+    baseURL: k.baseUrl,
+    apiKey: openKey(k),
+    provider: k.provider as Provider,
+    keyId: k.id,
+    label: `“${k.label}” (…${k.keyHint})`,
+  };
 }
 
 /** The provider refused the key: the owner sees it on their keys page, and on the run. */
@@ -180,21 +188,9 @@ export interface KeyTest {
 
 /** The model ids the provider lists for the key (`GET /models`); throws as the SDK does. */
 export async function listModels(k: AgentApiKey, timeoutMs = 10_000): Promise<string[]> {
-  const apiKey = openKey(k);
-  const client = new OpenAI({
-    baseURL: k.baseUrl,
-    apiKey,
-    timeout: timeoutMs,
-    maxRetries: 0,
-    // Anthropic's compatibility layer covers chat completions; its model list is the
-    // native API, which authenticates with these headers rather than a Bearer token.
-    ...(k.provider === "anthropic" && {
-      defaultHeaders: { "x-api-key": apiKey, "anthropic-version": "2023-06-01" },
-    }),
-  });
-  const page = await client.models.list();
+  const ids = await providerModels(k.provider, k.baseUrl, openKey(k), timeoutMs);
   // Bounded: a listing is shown in a select and kept on the key's row.
-  return [...new Set(page.data.map((m) => m.id).filter((id) => id && id.length <= 200))].sort().slice(0, 500);
+  return [...new Set(ids.filter((id) => id && id.length <= 200))].sort().slice(0, 500);
 }
 
 /** Lists the provider's models with the key: proves it authenticates without spending tokens. */
@@ -222,10 +218,13 @@ export async function testKey(db: Db, k: AgentApiKey, timeoutMs = 10_000): Promi
             message:
               "The key cannot be decrypted with the server's keys (APP_ENCRYPTION_KEYS): add it again.",
           }
-        : err instanceof APIError && (err.status === 401 || err.status === 403)
-          ? { ok: false, message: `The provider refused the key (${err.status}).` }
-          : err instanceof APIError && err.status
-            ? { ok: false, message: `The provider answered ${err.status}; the key may still be fine.` }
+        : providerStatus(err) === 401 || providerStatus(err) === 403
+          ? { ok: false, message: `The provider refused the key (${providerStatus(err)}).` }
+          : providerStatus(err)
+            ? {
+                ok: false,
+                message: `The provider answered ${providerStatus(err)}; the key may still be fine.`,
+              }
             : { ok: false, message: `Could not reach ${k.baseUrl}.` };
   }
   const refused = !result.ok && result.message.startsWith("The provider refused");

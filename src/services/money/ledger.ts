@@ -98,6 +98,7 @@ function usageInput(items: UsageItem[]) {
     priced: e.price.priced,
     input_tokens: e.usage.input,
     cached_tokens: e.usage.cached,
+    cache_write_tokens: e.usage.cacheWrite ?? 0,
     output_tokens: e.usage.output,
     cost_micros: String(e.price.costMicros),
     latency_ms: Math.round(e.latencyMs),
@@ -113,15 +114,17 @@ const DEFAULT_ALERTS = JSON.stringify(DEFAULT_ALERT_THRESHOLDS_USD);
 // The limit in micro-dollars, from a config that may lack it (its default applies).
 const LIMIT_SQL = Prisma.sql`(round((CASE WHEN jsonb_typeof(users.agent_config -> 'cost_limit_usd') = 'number'
     THEN users.agent_config -> 'cost_limit_usd' ELSE ${DEFAULT_LIMIT}::jsonb END)::text::numeric * 1000000))::bigint`;
+// The dashboards' rollups (daily, monthly, per key) sum these; cache writes are kept on the
+// call's row and its run's only (what the run page shows), their cost is in cost_micros everywhere.
 const SUMS = Prisma.raw(["input_tokens", "cached_tokens", "output_tokens", "cost_micros"].join(", "));
 
 /** What every call moves: the ledger row, the step's gate, the run's totals, its key's, the day's and the month's. */
 const TOTALS_SQL = Prisma.sql`
     ledger AS (
       INSERT INTO llm_usage (id, tenant_id, agent_id, owner_id, run_id, step_number, api_key_id, model,
-        pricing_version, priced, ${SUMS}, latency_ms, created_at)
+        pricing_version, priced, ${SUMS}, cache_write_tokens, latency_ms, created_at)
       SELECT ledger_id, tenant_id, agent_id, owner_id, run_id, call_step, api_key_id, model, pricing_version,
-        priced, ${SUMS}, latency_ms, at
+        priced, ${SUMS}, cache_write_tokens, latency_ms, at
       FROM input
       RETURNING id
     ), ${stepGateSql}, run AS (
@@ -130,6 +133,7 @@ const TOTALS_SQL = Prisma.sql`
       -- its calls ran on (resolved from a default), so the run page names it.
       UPDATE subagent_task_runs r
       SET input_tokens = r.input_tokens + input.input_tokens, cached_tokens = r.cached_tokens + input.cached_tokens,
+          cache_write_tokens = r.cache_write_tokens + input.cache_write_tokens,
           output_tokens = r.output_tokens + input.output_tokens, cost_micros = r.cost_micros + input.cost_micros,
           model = COALESCE(r.model, input.model),
           steps_count = CASE WHEN cur.advance THEN input.step_number ELSE r.steps_count END
@@ -229,7 +233,7 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
     WITH input AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(i int, ledger_id text,
         tenant_id text, agent_id text, owner_id text, run_id text, call_step int, api_key_id text, model text,
-        pricing_version text, priced boolean, input_tokens int, cached_tokens int, output_tokens int,
+        pricing_version text, priced boolean, input_tokens int, cached_tokens int, cache_write_tokens int, output_tokens int,
         cost_micros bigint, latency_ms int, at timestamp, month text, event_ids text[], ${STEP_COLUMNS}) ${batchRows(input.length)}
     ), ${TOTALS_SQL}, ${LIMITS_SQL}
     SELECT input.i, month.cost_micros AS spent, config.agent_config,
@@ -392,6 +396,7 @@ export function countCharged(e: Pick<UsageEntry, "model" | "usage" | "price">): 
   const model = bounded("model", e.model);
   llmTokens.inc({ model, kind: "input" }, e.usage.input);
   llmTokens.inc({ model, kind: "cached" }, e.usage.cached);
+  if (e.usage.cacheWrite) llmTokens.inc({ model, kind: "cache_write" }, e.usage.cacheWrite);
   llmTokens.inc({ model, kind: "output" }, e.usage.output);
   llmCost.inc({ model }, e.price.costMicros / 1e6);
 }

@@ -3,23 +3,37 @@
 // A model in no list costs zero and is flagged `priced: false` on the dashboards.
 import { z } from "zod";
 
-/** A model call's tokens, as the provider reported them (cached input is part of input). */
+/**
+ * A model call's tokens, as the provider reported them. Input counts all of it: the part
+ * read from the provider's prompt cache (`cached`) and the part written to it
+ * (`cacheWrite`) are inside `input`, as OpenAI counts `cached_tokens` inside
+ * `prompt_tokens` (Anthropic reports the three apart: llm-anthropic.ts sums them).
+ */
 export interface Usage {
   input: number;
   output: number;
   cached: number;
+  /** Written to the prompt cache (Anthropic's `cache_creation_input_tokens`); absent: none. */
+  cacheWrite?: number;
 }
 
+const perMillion = z.number().min(0).max(10_000);
 export const priceSchema = z.object({
-  input: z.number().min(0).max(10_000),
-  cached_input: z.number().min(0).max(10_000),
-  output: z.number().min(0).max(10_000),
+  input: perMillion,
+  cached_input: perMillion,
+  /** Input written to a prompt cache; absent, it costs what input does (OpenAI has no surcharge). */
+  cache_write_input: perMillion.optional(),
+  output: perMillion,
 });
 export type Price = z.infer<typeof priceSchema>;
 
-export const PRICE_LIST_VERSION = "2026-11-01";
+export const PRICE_LIST_VERSION = "2026-11-28";
 
-/** USD per 1M tokens, from the providers' published list prices. */
+/**
+ * USD per 1M tokens, from the providers' published list prices. Anthropic bills a write to
+ * its 5-minute prompt cache at 1.25 × input and a read at 0.1 × input (its prompt-caching
+ * docs, "Understanding cache breakpoint costs"); Cadre only writes 5-minute entries.
+ */
 export const PRICE_LIST: Record<string, Price> = {
   "gpt-5": { input: 1.25, cached_input: 0.125, output: 10 },
   "gpt-5-mini": { input: 0.25, cached_input: 0.025, output: 2 },
@@ -31,13 +45,13 @@ export const PRICE_LIST: Record<string, Price> = {
   "gpt-4o-mini": { input: 0.15, cached_input: 0.075, output: 0.6 },
   o3: { input: 2, cached_input: 0.5, output: 8 },
   "o4-mini": { input: 1.1, cached_input: 0.275, output: 4.4 },
-  "claude-opus-4-1": { input: 15, cached_input: 1.5, output: 75 },
-  "claude-opus-4": { input: 15, cached_input: 1.5, output: 75 },
-  "claude-sonnet-4-5": { input: 3, cached_input: 0.3, output: 15 },
-  "claude-sonnet-4": { input: 3, cached_input: 0.3, output: 15 },
-  "claude-haiku-4-5": { input: 1, cached_input: 0.1, output: 5 },
-  "claude-3-7-sonnet": { input: 3, cached_input: 0.3, output: 15 },
-  "claude-3-5-haiku": { input: 0.8, cached_input: 0.08, output: 4 },
+  "claude-opus-4-1": { input: 15, cached_input: 1.5, cache_write_input: 18.75, output: 75 },
+  "claude-opus-4": { input: 15, cached_input: 1.5, cache_write_input: 18.75, output: 75 },
+  "claude-sonnet-4-5": { input: 3, cached_input: 0.3, cache_write_input: 3.75, output: 15 },
+  "claude-sonnet-4": { input: 3, cached_input: 0.3, cache_write_input: 3.75, output: 15 },
+  "claude-haiku-4-5": { input: 1, cached_input: 0.1, cache_write_input: 1.25, output: 5 },
+  "claude-3-7-sonnet": { input: 3, cached_input: 0.3, cache_write_input: 3.75, output: 15 },
+  "claude-3-5-haiku": { input: 0.8, cached_input: 0.08, cache_write_input: 1, output: 4 },
 };
 
 export const tenantPricesSchema = z.record(z.string().min(1).max(200), priceSchema);
@@ -81,10 +95,14 @@ export function priceCall(model: string, usage: Usage, overrides: TenantPrices =
   const price = own ? overrides[own] : listed ? PRICE_LIST[listed] : undefined;
   const version = own ? `${PRICE_LIST_VERSION}+tenant` : PRICE_LIST_VERSION;
   if (!price) return { costMicros: 0, priced: false, version };
-  // Providers count cached tokens inside prompt_tokens; they are billed at the cached rate.
+  // Input counts cached reads and cache writes too; each is billed at its own rate, the rest at input's.
   const cached = Math.min(usage.cached, usage.input);
+  const written = Math.min(usage.cacheWrite ?? 0, usage.input - cached);
   const cost =
-    (usage.input - cached) * price.input + cached * price.cached_input + usage.output * price.output;
+    (usage.input - cached - written) * price.input +
+    cached * price.cached_input +
+    written * (price.cache_write_input ?? price.input) +
+    usage.output * price.output;
   return { costMicros: Math.round(cost), priced: true, version };
 }
 

@@ -60,7 +60,8 @@ async function readRun(
     SELECT json_build_object('status', r.status, 'stopRequestedAt', r.stop_requested_at,
         'pauseRequestedAt', r.pause_requested_at, 'stopReason', r.stop_reason,
         'stepsCount', r.steps_count, 'maxSteps', r.max_steps, 'inputTokens', r.input_tokens,
-        'cachedTokens', r.cached_tokens, 'outputTokens', r.output_tokens, 'costMicros', r.cost_micros::text,
+        'cachedTokens', r.cached_tokens, 'cacheWriteTokens', r.cache_write_tokens,
+        'outputTokens', r.output_tokens, 'costMicros', r.cost_micros::text,
         'startedAt', r.started_at, 'completedAt', r.completed_at,
         'lastStepAt', (SELECT max(created_at) FROM subagent_task_run_steps WHERE run_id = r.id)) AS run,
       COALESCE((SELECT json_agg(s ORDER BY s.number) FROM (

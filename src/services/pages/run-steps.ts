@@ -161,6 +161,7 @@ export type ProgressRow = Partial<Pick<SubagentTaskRun, "pauseRequestedAt">> &
     | "maxSteps"
     | "inputTokens"
     | "cachedTokens"
+    | "cacheWriteTokens"
     | "outputTokens"
     | "costMicros"
     | "startedAt"
@@ -173,13 +174,22 @@ function duration(r: ProgressRow): string {
   return `${((end.getTime() - r.startedAt.getTime()) / 1000).toFixed(1)} s${r.completedAt ? "" : " so far"}`;
 }
 
+/** What of the input the provider's prompt cache served or took in (both are inside "in"). */
+function cacheNote(r: ProgressRow): string {
+  const parts = [
+    r.cachedTokens ? `${r.cachedTokens} cached` : "",
+    r.cacheWriteTokens ? `${r.cacheWriteTokens} written to cache` : "",
+  ].filter(Boolean);
+  return parts.length ? ` (${parts.join(", ")})` : "";
+}
+
 /** Status, steps, tokens, cost and time: the line that moves while a run works. */
 export function progressLine(r: ProgressRow): string {
   const state = runState(r);
   return [
     `Status: **${STATE_WORDS[state] ?? state}**${r.stopReason && !STATE_WORDS[state] && state !== "paused" ? ` (${r.stopReason})` : ""}`,
     `steps: ${r.stepsCount} of ${r.maxSteps}`,
-    `tokens: ${r.inputTokens} in${r.cachedTokens ? ` (${r.cachedTokens} cached)` : ""} / ${r.outputTokens} out`,
+    `tokens: ${r.inputTokens} in${cacheNote(r)} / ${r.outputTokens} out`,
     `cost: ${usd(r.costMicros)}`,
     `time: ${duration(r)}`,
   ].join(" · ");

@@ -1,9 +1,10 @@
-// The LLM boundary: the `openai` SDK against any OpenAI-compatible base URL. The SDK
-// retries 408/409/429/5xx and network errors with exponential backoff and honours
+// The LLM boundary: the `openai` SDK against any OpenAI-compatible base URL, and
+// Anthropic's own SDK for an Anthropic key (its Messages API caches prompts: llm-anthropic.ts).
+// The SDKs retry 408/409/429/5xx and network errors with exponential backoff and honour
 // Retry-After; we add per-call cancellation and classify failures for the run record.
 // Every message is masked here, the one place a request leaves for a model, so no
 // message, however it was built, carries a credential out (secret-masking.ts).
-import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import OpenAI from "openai";
 import type {
   ChatCompletionMessage,
   ChatCompletionMessageParam,
@@ -12,11 +13,15 @@ import type {
 import { sha256 } from "../../../lib/ids.ts";
 import type { Endpoint } from "../../money/keys.ts";
 import type { Usage } from "../../money/pricing.ts";
-import { type MaskCounts, maskDeep } from "../core/secret-masking.ts";
+import { anthropicClient } from "../../money/provider-clients.ts";
+import { type MaskCounts, maskDeep, maskText } from "../core/secret-masking.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS } from "../prompt/protocol.ts";
 import { fingerprintJson } from "../prompt/step-prompt.ts";
 import { createNodeFetch } from "./http-fetch.ts";
-import { IdleError, NoChoicesError, ONE_TOOL_CALL, STREAM_FIELDS, streamCompletion } from "./llm-stream.ts";
+import { streamMessage } from "./llm-anthropic.ts";
+import { anthropicBody } from "./llm-anthropic-body.ts";
+import { llmError } from "./llm-errors.ts";
+import { ONE_TOOL_CALL, STREAM_FIELDS, streamCompletion } from "./llm-stream.ts";
 import { traceAttempts } from "./traced-fetch.ts";
 
 const MAX_CLIENTS = 200;
@@ -33,6 +38,8 @@ export interface Prompt {
 
 /** A prompt as it leaves for the model: masked, fingerprinted, and encoded once. */
 export interface EncodedPrompt {
+  /** The API its body is for (apiOf of the endpoint it is sent to). */
+  api: Api;
   model: string;
   /** The request's JSON body, UTF-8. */
   body: Buffer;
@@ -62,25 +69,7 @@ export interface LlmResponse {
   finishReason?: string;
 }
 
-export type LlmErrorKind =
-  | "auth"
-  | "rate_limited"
-  | "server"
-  | "network"
-  | "timeout"
-  | "aborted"
-  | "bad_request"
-  | "not_found"
-  | "no_tools";
-
-export class LlmError extends Error {
-  constructor(
-    readonly kind: LlmErrorKind,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { LlmError, type LlmErrorKind } from "./llm-errors.ts";
 
 export interface LlmOptions {
   timeoutMs: number;
@@ -91,39 +80,60 @@ export interface LlmOptions {
 
 export type LlmClient = (endpoint: Endpoint, req: LlmRequest) => Promise<LlmResponse>;
 
-export function createLlmClient(opts: LlmOptions): LlmClient {
-  // Clients keep their HTTP connections alive, so they are reused, but only a bounded
-  // number: each one holds a plaintext key, and a revoked key's client should not linger.
-  const clients = new Map<string, OpenAI>();
-  // One set of HTTP agents for all clients: the connection limit is per endpoint, however many keys call it.
-  const fetch = traceAttempts(createNodeFetch(opts.maxConnections));
+/** The wire protocol an endpoint speaks: the one place that decides it, for the encoding and the call alike. */
+export type Api = "openai" | "anthropic";
+export const apiOf = (e: Pick<Endpoint, "provider">): Api =>
+  e.provider === "anthropic" ? "anthropic" : "openai";
+
+/**
+ * SDK clients by endpoint and key. They keep their HTTP connections alive, so they are
+ * reused, but only a bounded number: each one holds a plaintext key, and a revoked key's
+ * client should not linger.
+ */
+function pool<C>(make: (e: Endpoint) => C): (e: Endpoint) => C {
+  const clients = new Map<string, C>();
   // A run keeps its endpoint object: its key is hashed once per run, not once per call.
   const keys = new WeakMap<Endpoint, string>();
-  const clientFor = (e: Endpoint) => {
+  return (e) => {
     let key = keys.get(e);
     if (key === undefined) {
       key = `${e.baseURL}\n${sha256(e.apiKey)}`;
       keys.set(e, key);
     }
     let c = clients.get(key);
-    if (c) {
+    if (c !== undefined) {
       clients.delete(key); // re-insert: Map order is the LRU order
     } else {
-      c = new OpenAI({
-        baseURL: e.baseURL,
-        apiKey: e.apiKey,
-        timeout: opts.timeoutMs,
-        maxRetries: opts.maxRetries,
-        fetch,
-      });
+      c = make(e);
       if (clients.size >= MAX_CLIENTS) clients.delete(clients.keys().next().value!);
     }
     clients.set(key, c);
     return c;
   };
+}
+
+export function createLlmClient(opts: LlmOptions): LlmClient {
+  // One set of HTTP agents for all clients: the connection limit is per endpoint, however many keys call it.
+  const fetch = traceAttempts(createNodeFetch(opts.maxConnections));
+  const sdk = { timeoutMs: opts.timeoutMs, maxRetries: opts.maxRetries, fetch };
+  const openai = pool(
+    (e) =>
+      new OpenAI({
+        baseURL: e.baseURL,
+        apiKey: e.apiKey,
+        timeout: opts.timeoutMs,
+        maxRetries: opts.maxRetries,
+        fetch,
+      }),
+  );
+  const anthropic = pool((e) => anthropicClient(e.baseURL, e.apiKey, sdk));
 
   return async (endpoint, req) => {
     const { body, masked, fingerprint } = req.prompt;
+    const api = apiOf(endpoint);
+    // A bug, not a provider's failure: the navigator encodes for the endpoint it calls.
+    if (req.prompt.api !== api)
+      throw new Error(`a prompt encoded for ${req.prompt.api} sent to an ${api} endpoint`);
     const started = performance.now();
     // A run passes one signal to all its calls, and the SDK adds an abort listener to the
     // signal it is given without ever removing it: each call gets its own, linked here and
@@ -133,16 +143,12 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
     if (req.signal.aborted) onAbort();
     else req.signal.addEventListener("abort", onAbort, { once: true });
     try {
-      // The bytes as they are (the SDK passes a byte body through, and keeps it for its retries).
-      const { message, usage, model, finishReason } = await streamCompletion(
-        clientFor(endpoint),
-        body,
-        call,
-        {
-          idleMs: opts.timeoutMs,
-          onText: req.onText,
-        },
-      );
+      const read = { idleMs: opts.timeoutMs, onText: req.onText };
+      // The bytes as they are (both SDKs pass a byte body through, and keep it for their retries).
+      const { message, usage, model, finishReason } =
+        api === "anthropic"
+          ? await streamMessage(anthropic(endpoint), body, call, read)
+          : await streamCompletion(openai(endpoint), body, call, read);
       return {
         message,
         usage,
@@ -153,57 +159,65 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
         ...(finishReason && { finishReason }),
       };
     } catch (err) {
-      const e = classify(err, req.signal);
-      // Providers echo (parts of) a refused key in their message: it must not reach a run record.
-      if (endpoint.apiKey.length >= 8 && e.message.includes(endpoint.apiKey))
-        throw new LlmError(e.kind, e.message.split(endpoint.apiKey).join("[key]"));
-      throw e;
+      throw llmError(err, req.signal, endpoint.apiKey);
     } finally {
       req.signal.removeEventListener("abort", onAbort);
     }
   };
 }
 
-/**
- * Masks, fingerprints and encodes a prompt, once: a call waiting on the model then holds
- * its bytes (one byte a character, where the messages' strings take two as soon as one
- * character is beyond Latin-1, as a page's breadcrumb is), not the messages, and the JSON
- * of the messages is made once for the fingerprint and the body alike.
- */
-export function encodePrompt(p: Prompt): EncodedPrompt {
+/** The messages as sent, masked; their JSON is what the fingerprint is of, whichever API they go to. */
+function maskMessages(p: Prompt) {
   const counts: MaskCounts = {};
   const messages = maskDeep(
     p.jsonMode ? [...p.messages, { role: "system", content: JSON_MODE_INSTRUCTIONS }] : p.messages,
     counts,
   ) as ChatCompletionMessageParam[];
   const json = JSON.stringify(messages);
-  const rest = p.jsonMode
-    ? `"response_format":{"type":"json_object"}`
-    : `"tools":${JSON.stringify(p.tools ?? TOOLS)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
   return {
-    model: p.model,
-    body: Buffer.from(`{"model":${JSON.stringify(p.model)},"messages":${json},${rest},${STREAM_FIELDS}}`),
+    messages,
+    json,
     fingerprint: fingerprintJson(json),
     ...(Object.keys(counts).length && { masked: counts }),
   };
 }
 
-function classify(err: unknown, signal: AbortSignal): LlmError {
-  if (err instanceof LlmError) return err;
-  if (err instanceof NoChoicesError) return new LlmError("server", err.message);
-  if (err instanceof IdleError) return new LlmError("timeout", `the LLM endpoint timed out: ${err.message}`);
-  if (signal.aborted || err instanceof APIUserAbortError)
-    return new LlmError("aborted", "the LLM call was cancelled");
-  if (err instanceof APIConnectionTimeoutError) return new LlmError("timeout", "the LLM endpoint timed out");
-  if (err instanceof APIError) {
-    const msg = `LLM endpoint answered ${err.status ?? "with an error"}: ${err.message}`;
-    if (err.status === 401 || err.status === 403) return new LlmError("auth", msg);
-    if (err.status === 429) return new LlmError("rate_limited", msg);
-    if (err.status === 400 && /tool/i.test(err.message)) return new LlmError("no_tools", msg);
-    if (err.status === 404) return new LlmError("not_found", msg);
-    if (err.status && err.status < 500) return new LlmError("bad_request", msg);
-    if (err.status) return new LlmError("server", msg);
-    return new LlmError("network", `could not reach the LLM endpoint: ${err.message}`);
-  }
-  return new LlmError("network", `LLM call failed: ${(err as Error)?.message ?? String(err)}`);
+/**
+ * How long the user message's stable part is once masked: masking changes lengths, and a
+ * secret cannot straddle the part's end (a blank line and a heading follow it).
+ */
+function stableOf(p: Prompt): number | undefined {
+  const user = p.messages.find((m) => m.role === "user");
+  if (p.stableChars === undefined || typeof user?.content !== "string") return undefined;
+  return maskText(user.content.slice(0, p.stableChars)).length;
+}
+
+/**
+ * Masks, fingerprints and encodes a prompt, once, for the API it goes to (apiOf): a call
+ * waiting on the model then holds its bytes (one byte a character, where the messages'
+ * strings take two as soon as one character is beyond Latin-1, as a page's breadcrumb is),
+ * not the messages, and the JSON of the messages is made once for the fingerprint and the
+ * OpenAI body alike. Anthropic's body is the same messages reshaped (llm-anthropic-body.ts).
+ */
+export function encodePrompt(p: Prompt, api: Api = "openai"): EncodedPrompt {
+  const { messages, json, fingerprint, masked } = maskMessages(p);
+  const tools = p.jsonMode ? undefined : (p.tools ?? TOOLS);
+  if (api === "anthropic")
+    return {
+      api,
+      model: p.model,
+      body: Buffer.from(JSON.stringify(anthropicBody(p.model, messages, tools, stableOf(p)))),
+      fingerprint,
+      ...(masked && { masked }),
+    };
+  const rest = p.jsonMode
+    ? `"response_format":{"type":"json_object"}`
+    : `"tools":${JSON.stringify(tools)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
+  return {
+    api,
+    model: p.model,
+    body: Buffer.from(`{"model":${JSON.stringify(p.model)},"messages":${json},${rest},${STREAM_FIELDS}}`),
+    fingerprint,
+    ...(masked && { masked }),
+  };
 }

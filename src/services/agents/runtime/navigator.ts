@@ -37,7 +37,14 @@ import { CONVERSATION, promptInput } from "../prompt/step-prompt.ts";
 import { unrunCalls } from "../prompt/tool-calls.ts";
 import { ModelChain } from "./fallback.ts";
 import type { StopReason } from "./heartbeat.ts";
-import { type EncodedPrompt, encodePrompt, type LlmClient, LlmError, type LlmResponse } from "./llm.ts";
+import {
+  apiOf,
+  type EncodedPrompt,
+  encodePrompt,
+  type LlmClient,
+  LlmError,
+  type LlmResponse,
+} from "./llm.ts";
 import { limitReached, type Prepared, prepare, timedOut } from "./navigator-setup.ts";
 import { PAUSED, pauseAsked } from "./pause.ts";
 import { NO_TRACE, type RunTrace } from "./tracing.ts";
@@ -338,13 +345,10 @@ class Navigation {
     // The run's actions so far are typed tools of this call, beside the fixed three.
     this.typed = (input.tools ?? []).map((t) => (t.type === "function" ? t.function.name : ""));
     const { messages, stableChars } = buildPrompt(input);
-    return encodePrompt({
-      model: this.p.model,
-      messages,
-      stableChars,
-      jsonMode: this.jsonMode,
-      tools: input.tools,
-    });
+    return encodePrompt(
+      { model: this.p.model, messages, stableChars, jsonMode: this.jsonMode, tools: input.tools },
+      apiOf(this.p.endpoint),
+    );
   }
 
   private async callFailed(err: LlmError): Promise<Finish | "again"> {

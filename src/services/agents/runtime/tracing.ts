@@ -78,6 +78,7 @@ const PROVIDERS: [RegExp, string][] = [
 
 /** gen_ai.provider.name: a provider we know by its host; any other endpoint speaks OpenAI's protocol. */
 function providerOf(e: Endpoint): string {
+  if (e.provider === "anthropic") return "anthropic";
   const host = URL.canParse(e.baseURL) ? new URL(e.baseURL).hostname : "";
   return PROVIDERS.find(([re]) => re.test(host))?.[1] ?? "openai_compatible";
 }
@@ -164,6 +165,8 @@ class SpanRunTrace implements RunTrace {
         "gen_ai.usage.input_tokens": usage.input,
         "gen_ai.usage.output_tokens": usage.output,
         "gen_ai.usage.cache_read.input_tokens": usage.cached,
+        // Anthropic's cache writes; like reads, inside input_tokens, as the convention asks.
+        "gen_ai.usage.cache_creation.input_tokens": usage.cacheWrite ?? 0,
         "cadre.usage.cost_usd": priceCall(model, usage, this.prices).costMicros / 1e6,
         ...(reply.finishReason && { "gen_ai.response.finish_reasons": [reply.finishReason] }),
         ...(captureContent() && { "gen_ai.output.messages": JSON.stringify(maskDeep([reply.message])) }),
@@ -281,7 +284,10 @@ function policyOf(
   return { decision: "allow", rule: verdict.rule ?? "default" };
 }
 
-/** The messages as sent: encodePrompt masked them already. */
+/** The messages as sent: encodePrompt masked them already. Anthropic's body has its system prompt beside them. */
 function inputMessages(prompt: EncodedPrompt): string {
-  return JSON.stringify((JSON.parse(prompt.body.toString("utf8")) as { messages: unknown }).messages);
+  const body = JSON.parse(prompt.body.toString("utf8")) as { messages: unknown[]; system?: unknown };
+  return JSON.stringify(
+    body.system ? [{ role: "system", content: body.system }, ...body.messages] : body.messages,
+  );
 }

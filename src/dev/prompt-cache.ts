@@ -1,0 +1,135 @@
+// Anthropic's prompt cache, simulated for the fake Anthropic server (fake-anthropic.ts) by
+// the rules its prompt-caching docs give: the prompt is a sequence of blocks in the order
+// tools → system → messages; a block with `cache_control` is a breakpoint (at most 4), and
+// the prefix up to it is written to the cache if it is at least 1024 tokens long; a request
+// reads the longest cached prefix found at a breakpoint or at any block boundary up to 20
+// blocks before one; an entry lives 5 minutes, refreshed by each read. Usage follows the
+// docs' billing: reads up to the hit, writes from the hit to the last cacheable breakpoint,
+// the rest plain input. Changing `tool_choice` invalidates the messages' part, as documented.
+//
+// Tokens are counted approximately, a block's characters / 4 (no tokenizer; Anthropic's own
+// count differs a little), which is all the tests' sums need: they are exact for this count.
+import { createHash } from "node:crypto";
+
+/** A Messages API request, as much of it as the fake reads. */
+export interface MessagesRequest {
+  model: string;
+  max_tokens: number;
+  system?: { type: string; text: string; cache_control?: unknown }[] | string;
+  messages: { role: string; content: string | { type: string; text?: string; cache_control?: unknown }[] }[];
+  tools?: { name: string; description?: string; input_schema: unknown; cache_control?: unknown }[];
+  tool_choice?: unknown;
+  stream?: boolean;
+  [k: string]: unknown;
+}
+
+export const LOOKBACK_BLOCKS = 20;
+export const MIN_CACHEABLE_TOKENS = 1024;
+const TTL_MS = 5 * 60_000;
+const MAX_BREAKPOINTS = 4;
+
+interface Block {
+  /** What the block is, for the prefix's hash (its text, or a tool's JSON), without cache_control. */
+  key: string;
+  tokens: number;
+  breakpoint: boolean;
+  emptyText: boolean;
+}
+
+export interface CacheUsage {
+  input_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+}
+
+const tokensOf = (s: string) => Math.ceil(s.length / 4);
+
+function blocksOf(body: MessagesRequest): Block[] {
+  const blocks: Block[] = [];
+  const add = (key: string, text: string, cacheControl: unknown, isText: boolean) =>
+    blocks.push({
+      key,
+      tokens: tokensOf(text),
+      breakpoint: Boolean(cacheControl),
+      emptyText: isText && !text,
+    });
+  for (const { cache_control, ...tool } of body.tools ?? []) {
+    const json = JSON.stringify(tool);
+    add(`tool:${json}`, json, cache_control, false);
+  }
+  const system =
+    typeof body.system === "string" ? [{ type: "text", text: body.system }] : (body.system ?? []);
+  for (const b of system)
+    add(`system:${b.text}`, b.text ?? "", "cache_control" in b && b.cache_control, true);
+  // tool_choice is part of the messages' prefix: a change to it misses from the first message on.
+  let salt = `tool_choice:${JSON.stringify(body.tool_choice ?? null)}\n`;
+  for (const m of body.messages) {
+    const content = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
+    content.forEach((b, i) => {
+      const { cache_control, ...rest } = b as { cache_control?: unknown; text?: string };
+      const text = rest.text ?? JSON.stringify(rest);
+      add(
+        `${salt}${i === 0 ? `${m.role}:` : ""}${JSON.stringify(rest)}`,
+        text,
+        cache_control,
+        b.type === "text",
+      );
+      salt = "";
+    });
+  }
+  return blocks;
+}
+
+export class PromptCache {
+  private readonly entries = new Map<string, number>();
+
+  /** Forgets every entry (or lets them expire: `now` moved past their lifetime). */
+  clear() {
+    this.entries.clear();
+  }
+
+  get size() {
+    return this.entries.size;
+  }
+
+  /** What a request reads and writes in `scope` (a key and model: caches are not shared across them), or why it is refused. */
+  use(scope: string, body: MessagesRequest, now = Date.now()): CacheUsage | { error: string } {
+    const blocks = blocksOf(body);
+    if (blocks.some((b) => b.emptyText)) return { error: "messages: text content blocks must be non-empty" };
+    const breakpoints = blocks.flatMap((b, i) => (b.breakpoint ? [i] : []));
+    if (breakpoints.length > MAX_BREAKPOINTS)
+      return {
+        error: `A maximum of ${MAX_BREAKPOINTS} blocks with cache_control may be provided. Found ${breakpoints.length}.`,
+      };
+    // Each block boundary's prefix: its hash (chained) and its tokens so far.
+    const prefix: { id: string; tokens: number }[] = [];
+    let hash = scope;
+    let total = 0;
+    for (const b of blocks) {
+      hash = createHash("sha256").update(hash).update("\0").update(b.key).digest("hex");
+      total += b.tokens;
+      prefix.push({ id: hash, tokens: total });
+    }
+    const live = (i: number) => (this.entries.get(prefix[i]!.id) ?? 0) > now;
+    // The longest hit: at a breakpoint, or up to LOOKBACK_BLOCKS boundaries before one.
+    let hit = -1;
+    for (const b of breakpoints)
+      for (let i = b; i >= Math.max(0, b - LOOKBACK_BLOCKS) && i > hit; i--)
+        if (live(i)) {
+          hit = i;
+          break;
+        }
+    const read = hit >= 0 ? prefix[hit]!.tokens : 0;
+    if (hit >= 0) this.entries.set(prefix[hit]!.id, now + TTL_MS);
+    // Written: every cacheable breakpoint past the hit; billed from the hit to the last of them.
+    const writes = breakpoints.filter((b) => b > hit && prefix[b]!.tokens >= MIN_CACHEABLE_TOKENS);
+    for (const b of writes) this.entries.set(prefix[b]!.id, now + TTL_MS);
+    const last = writes.at(-1);
+    const written = last === undefined ? 0 : prefix[last]!.tokens - read;
+    return {
+      input_tokens: total - read - written,
+      cache_creation_input_tokens: written,
+      cache_read_input_tokens: read,
+    };
+  }
+}

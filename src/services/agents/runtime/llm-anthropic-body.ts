@@ -1,0 +1,153 @@
+// A step's prompt as Anthropic's Messages API takes it, with prompt-cache breakpoints on
+// its stable prefix. The messages come masked (llm.ts maskMessages): this only reshapes them.
+//
+// Where the breakpoints go, and why (Anthropic's prompt-caching docs, "Structuring your
+// prompt" and "Cache limitations"): the cache is a prefix in the order tools → system →
+// messages; a `cache_control` block writes an entry for the prefix up to and including it;
+// a later request reads an entry found at its breakpoints or at any content block boundary
+// up to about 20 blocks before one; at most 4 breakpoints a request; prefixes under the
+// model's minimum (1024 tokens for most models) are not cached; empty text blocks cannot
+// be. So, for a run whose tools only grow by appending, whose system message is constant,
+// and whose user messages but the last are its append-only part (task, then a memory line
+// `N. …` a step; or, as the prompt is built today, one user message whose first
+// `stableChars` characters are that part, prompt.ts buildPrompt):
+//   1. the last tool      — the tools alone, for a run that changes the rest (rarely);
+//   2. the system block   — tools and instructions, shared by every step of the run;
+//   3. the stable part's last block — everything but this step's pages and counters.
+// The stable text is cut into blocks at memory lines (memoryBlocks): the step before wrote
+// its entry at what is now an inner block boundary, one block back, which the look-back
+// finds though this step appended a line. A single user message without a stable part
+// changes all of it each step: no breakpoint there, which would only pay for cache writes
+// never read.
+import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+
+/**
+ * Required by Anthropic. A reply is one tool call with a short note, or a finish message:
+ * a few hundred tokens. 4096 leaves room for a long final message and the text a model
+ * writes before its tool call, and bounds what a runaway reply can cost.
+ */
+export const MAX_TOKENS = 4096;
+
+const EPHEMERAL = { type: "ephemeral" } as const;
+
+interface TextBlock {
+  type: "text";
+  text: string;
+  cache_control?: typeof EPHEMERAL;
+}
+interface Turn {
+  role: "user" | "assistant";
+  content: TextBlock[];
+}
+
+/** A newline before a memory line (`N. ` at the start of a line). */
+const MEMORY_LINE = /\n(?=\d+\. )/g;
+
+/**
+ * `text` in blocks, one a memory line; joined, they are `text` exactly. The cut falls where
+ * the next step's text goes on from this one's, so that this step's last block boundary is
+ * a boundary of the next step's too: after the newline when lines end with one (the next
+ * step appends `N. …\n`), before it when they are joined by one (it appends `\nN. …`).
+ * A cut one character off would leave no boundary in common, and no cache hit.
+ */
+export function memoryBlocks(text: string): string[] {
+  const shift = text.endsWith("\n") ? 1 : 0;
+  const cuts = [0, ...[...text.matchAll(MEMORY_LINE)].map((m) => m.index + shift), text.length];
+  const blocks: string[] = [];
+  for (let i = 0; i + 1 < cuts.length; i++) {
+    const block = text.slice(cuts[i], cuts[i + 1]);
+    if (block) blocks.push(block);
+  }
+  return blocks;
+}
+
+function textOf(content: ChatCompletionMessageParam["content"]): string {
+  if (typeof content === "string") return content;
+  return (content ?? []).map((p) => ("text" in p ? p.text : "")).join("");
+}
+
+/** A user message's text in blocks: its stable part at memory lines, then the rest whole. */
+function userBlocks(text: string, stable: boolean, stableChars?: number): string[] {
+  if (stable) return memoryBlocks(text);
+  if (stableChars === undefined) return [text];
+  return [...memoryBlocks(text.slice(0, stableChars)), text.slice(stableChars)];
+}
+
+/**
+ * System messages (and OpenAI's `developer`) become `system`; the rest, turns of text
+ * blocks, consecutive ones of a role merged. `stableChars`: the first user message's stable
+ * part, when the prompt has one user message (buildPrompt).
+ */
+function split(messages: ChatCompletionMessageParam[], stableChars?: number) {
+  const system: TextBlock[] = [];
+  const turns: Turn[] = [];
+  const users = messages.filter((m) => m.role === "user").length;
+  let seen = 0;
+  let stableEnd: TextBlock | undefined;
+  for (const m of messages) {
+    const text = textOf(m.content);
+    if (m.role === "system" || m.role === "developer") {
+      if (text) system.push({ type: "text", text });
+      continue;
+    }
+    const role = m.role === "assistant" ? "assistant" : "user";
+    const stable = m.role === "user" && ++seen < users;
+    const within = m.role === "user" && users === 1 && stableChars ? stableChars : undefined;
+    const texts = m.role === "user" ? userBlocks(text, stable, within) : [text];
+    const blocks = texts.filter(Boolean).map((t): TextBlock => ({ type: "text", text: t }));
+    if (!blocks.length) continue;
+    if (stable) stableEnd = blocks.at(-1);
+    // The stable part's last block: the one before this message's changing rest.
+    if (within) stableEnd = blocks.at(-2) ?? stableEnd;
+    const last = turns.at(-1);
+    if (last?.role === role) last.content.push(...blocks);
+    else turns.push({ role, content: blocks });
+  }
+  return { system, turns, stableEnd };
+}
+
+/** OpenAI function tools as Anthropic tools (the schema is the same JSON Schema). */
+function toolsOf(tools: readonly ChatCompletionTool[]) {
+  return tools.flatMap((t) =>
+    t.type === "function"
+      ? [
+          {
+            name: t.function.name,
+            ...(t.function.description && { description: t.function.description }),
+            input_schema: t.function.parameters ?? { type: "object", properties: {} },
+          },
+        ]
+      : [],
+  );
+}
+
+/**
+ * The request body: `messages` masked already, `tools` absent in JSON mode (its
+ * instructions are among the system messages). Always streamed.
+ */
+export function anthropicBody(
+  model: string,
+  messages: ChatCompletionMessageParam[],
+  tools: readonly ChatCompletionTool[] | undefined,
+  stableChars?: number,
+): Record<string, unknown> {
+  const { system, turns, stableEnd } = split(messages, stableChars);
+  const anthropicTools: Record<string, unknown>[] = tools ? toolsOf(tools) : [];
+  const lastTool = anthropicTools.at(-1);
+  if (lastTool) lastTool.cache_control = EPHEMERAL;
+  const lastSystem = system.at(-1);
+  if (lastSystem) lastSystem.cache_control = EPHEMERAL;
+  if (stableEnd) stableEnd.cache_control = EPHEMERAL;
+  return {
+    model,
+    max_tokens: MAX_TOKENS,
+    ...(system.length && { system }),
+    messages: turns,
+    ...(anthropicTools.length && {
+      tools: anthropicTools,
+      // One tool call a reply, as `parallel_tool_calls: false` asks of OpenAI.
+      tool_choice: { type: "auto", disable_parallel_tool_use: true },
+    }),
+    stream: true,
+  };
+}
