@@ -130,7 +130,29 @@ describe("re-run from a step", () => {
       model: "gpt-4o-mini",
     });
     expect(again.statusCode).toBe(409);
+    expect(again.body).toContain("under these rules");
     expect(await runsOf(scout.id)).toHaveLength(2);
+
+    // Change a rule, then re-run: a new replay, and the rule now decides its branching step.
+    const cfg = (await db().user.findUniqueOrThrow({ where: { id: scout.id } })).agentConfig as Record<
+      string,
+      unknown
+    >;
+    await db().user.update({
+      where: { id: scout.id },
+      data: { agentConfig: { ...cfg, requires_approval: ["create_note", "add_comment"] } },
+    });
+    const ruled = await md(app, w, w.alice, "POST", `${stepPage(two.number)}/actions/replay_run`, {
+      model: "gpt-4o-mini",
+    });
+    expect(ruled.statusCode).toBe(201);
+    const ruledId = String(ruled.headers.location).split("/").pop()!;
+    await waitFor(async () => ((await runById(ruledId)).status === "completed" ? true : null), 10_000);
+    expect(await runsOf(scout.id)).toHaveLength(3);
+    expect(await commentsBy(scout.id)).toEqual(["one", "two", "two, otherwise"]);
+    const held = await pendingOf(scout.id);
+    expect(held).toHaveLength(2);
+    expect(held.find((a) => a.runId === ruledId)).toMatchObject({ actionName: "add_comment" });
   });
 
   it("refuses a step without a kept prompt (400 naming the step), a non-manager, a run not finished, another tenant", async () => {

@@ -53,6 +53,20 @@ describe("a run that does not finish, in its thread", () => {
     );
   });
 
+  it("stopped by the workspace's kill switch: says so, not just that it was stopped", async () => {
+    env.llm.setScript([{ ...tool("navigate", { path: "/studios/general" }), delayMs: 1500 }]);
+    const { w, scout, notePath } = await wokenInThread();
+    await waitForRun(scout.id, (s) => s === "running");
+    const tenant = await db().tenant.findUniqueOrThrow({ where: { id: w.tenant.id } });
+    await db().tenant.update({
+      where: { id: w.tenant.id },
+      data: { settings: { ...(tenant.settings as object), agents_enabled: false } },
+    });
+    expect((await waitForRun(scout.id)).status).toBe("cancelled");
+    const bob = (await md(app, w, w.bob, "GET", notePath)).body;
+    expect(count(bob, "@scout stopped: agents were switched off in this workspace")).toBe(1);
+  });
+
   it("failed: says why in words, never the provider's error; its owner is told; the next run takes its place", async () => {
     env.llm.setScript([{ status: 400, content: "model gpt-secret-internal not found for org-xyz" }]);
     const { w, scout, notePath, run } = await wokenInThread();

@@ -2,6 +2,7 @@
 // woken in, a mail, a webhook. In words, from its status and stop reason only — never its
 // error text, which can quote what the run read.
 import type { RunStatus } from "../../../generated/prisma/client.ts";
+import { AGENTS_OFF } from "./kill-switch.ts";
 
 export const UNFINISHED: RunStatus[] = ["failed", "timed_out", "cancelled"];
 
@@ -9,6 +10,7 @@ const STOPPED: Record<string, string> = {
   stopped_by_owner: "its owner stopped the run",
   archived: "it was archived",
   shutdown: "its worker shut down",
+  [AGENTS_OFF]: "agents were switched off in this workspace",
 };
 
 const COULD_NOT: Record<string, string> = {

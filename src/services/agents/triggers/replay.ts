@@ -10,18 +10,28 @@
 import type { Db } from "../../../db/prisma.ts";
 import type { SubagentTaskRun, SubagentTaskRunStep, Tenant, User } from "../../../generated/prisma/client.ts";
 import { ConflictError, ValidationError } from "../../../lib/errors.ts";
-import { newId } from "../../../lib/ids.ts";
+import { newId, sha256 } from "../../../lib/ids.ts";
 import { parseLabel } from "../../registry/audiences.ts";
 import type { QueuedRun } from "../core/runs.ts";
-import { tenantSettings } from "../core/settings.ts";
+import { agentConfig, tenantSettings } from "../core/settings.ts";
 import { queueTriggered } from "./dispatcher.ts";
 
 /** Runs that may be re-played: ended after doing something (a skipped run has no steps). */
 export const REPLAYABLE = ["completed", "failed", "cancelled", "timed_out"];
 
-/** One replay per (run, step, model), however often the button is pressed. */
-export const replayKey = (run: Pick<SubagentTaskRun, "id">, step: number, model: string) =>
-  `replay:${run.id}:${step}:${model}`;
+/**
+ * One replay per (run, step, model, the agent's policy as it is now), however often the button
+ * is pressed: "change a rule, then re-run" is what a replay is for, so a changed policy is a
+ * new replay, while a second press under the same one is the first.
+ */
+export const replayKey = (run: Pick<SubagentTaskRun, "id">, step: number, model: string, policy: string) =>
+  `replay:${run.id}:${step}:${model}:${policy}`;
+
+/** What decides an action's fate (capabilities, approvals, rules), short-hashed. */
+export function policyVersion(agent: Pick<User, "agentConfig">): string {
+  const c = agentConfig(agent);
+  return sha256(JSON.stringify([c.capabilities, c.requires_approval, c.rules])).slice(0, 12);
+}
 
 /** Whether a step was a model call whose prompt was kept: only there can a run branch. */
 export const branchable = (s: Pick<SubagentTaskRunStep, "detail">) =>
@@ -30,7 +40,7 @@ export const branchable = (s: Pick<SubagentTaskRunStep, "detail">) =>
 export async function replayRun(
   tx: Db,
   tenant: Pick<Tenant, "settings">,
-  agent: Pick<User, "id" | "handle" | "pausedAt" | "pausedReason" | "archivedAt">,
+  agent: Pick<User, "id" | "handle" | "pausedAt" | "pausedReason" | "archivedAt" | "agentConfig">,
   original: SubagentTaskRun,
   from: Pick<SubagentTaskRunStep, "number" | "detail">,
   o: { actorId: string; model?: string },
@@ -51,13 +61,15 @@ export async function replayRun(
   if (!settings.agents_enabled) throw new ConflictError("Agents are switched off in this workspace.");
   const model = o.model ?? original.model;
   if (!model) throw new ConflictError("The run had no model recorded: name one to re-run it with.");
-  const key = replayKey(original, from.number, model);
+  const key = replayKey(original, from.number, model, policyVersion(agent));
   const done = await tx.subagentTaskRun.findUnique({
     where: { agentId_triggerEventId: { agentId: agent.id, triggerEventId: key } },
     select: { id: true },
   });
   if (done)
-    throw new ConflictError(`Already re-run from step ${from.number} with ${model} as run ${done.id}.`);
+    throw new ConflictError(
+      `Already re-run from step ${from.number} with ${model} under these rules as run ${done.id}: change a rule or the model to re-run again.`,
+    );
   const queued = await queueTriggered(tx, agent, settings, {
     tenantId: original.tenantId,
     agentId: agent.id,
