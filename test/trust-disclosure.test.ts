@@ -98,7 +98,7 @@ describe("memory", () => {
   it("a scratchpad written after reading the vault carries its label: a later run bob woke is held", async () => {
     const t = await trustWorld();
     // Run 1, alice's: read the vault's note, keep it in the scratchpad.
-    env.llm.setScript((req, n) => {
+    env.llm.setScript((_req, n) => {
       if (n === 0) return tool("navigate", { path: t.secretPath });
       if (n === 1) return tool("navigate", { path: "/whoami" });
       if (n === 2) return tool("execute_action", { action: "update_scratchpad", params: { text: SECRET } });

@@ -14,7 +14,7 @@ import {
   HUMAN_ONLY_WHY,
 } from "../agents/policy/capabilities.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
-import { type ActionCtx, type Ctx, defineAction, type PageCtx, type Scope } from "../registry/types.ts";
+import { type ActionCtx, type Ctx, defineAction, type PageCtx } from "../registry/types.ts";
 import { text } from "../validation.ts";
 
 const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");

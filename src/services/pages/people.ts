@@ -3,7 +3,7 @@ import { plural } from "../../lib/plural.ts";
 import { loadUser, studiosSeenByViewers } from "../access.ts";
 import { agentConfig } from "../agents/core/settings.ts";
 import { readWhoami, type Whoami, whoamiSources } from "../agents/core/whoami-read.ts";
-import { ALWAYS_ALLOWED, ALWAYS_BLOCKED, GRANTABLE } from "../agents/policy/capabilities.ts";
+import { ALWAYS_ALLOWED, ALWAYS_BLOCKED } from "../agents/policy/capabilities.ts";
 import { toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";

@@ -4,7 +4,6 @@
 // What it remembers: one line per step with the note the model left with it, and the pages
 // it read (the last ones in full, older ones as excerpts). prompt.ts decides how much fits.
 import { actionsSection } from "../../registry/markdown.ts";
-import { estimateTokens } from "./token-estimate.ts";
 
 /** A step as memory reads it: a step row, or the record just written for one. */
 export interface Remembered {
