@@ -7,6 +7,7 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatRequest } from "../src/dev/fake-llm.ts";
+import { Prisma } from "../src/generated/prisma/client.ts";
 import { requestsFor, runById, stepsOf } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, runsOf, startAgents, waitForRun } from "./helpers/agents.ts";
 import { buildTestApp, login, makeWorld, md, testPrisma, waitFor } from "./helpers/app.ts";
@@ -60,6 +61,14 @@ async function finishedRun() {
   return { w, scout, notePath, runId, steps, two, stepPage };
 }
 
+async function requireApprovalFor(agentId: string, actions: string[]) {
+  const { agentConfig } = await db().user.findUniqueOrThrow({ where: { id: agentId } });
+  await db().user.update({
+    where: { id: agentId },
+    data: { agentConfig: { ...(agentConfig as object), requires_approval: actions } },
+  });
+}
+
 const commentsBy = async (authorId: string) =>
   (await db().comment.findMany({ where: { authorId }, orderBy: { createdAt: "asc" } })).map((c) => c.text);
 
@@ -70,8 +79,13 @@ describe("re-run from a step", () => {
     expect(await pendingOf(scout.id)).toHaveLength(1);
     const original = await runById(runId);
 
+    // The run kept the rules it was queued under; the owner has since made comments need approval.
+    expect(original.policy).toMatchObject({ requires_approval: ["create_note"], rules: null });
+    await requireApprovalFor(scout.id, ["create_note", "add_comment"]);
+
     const page = await md(app, w, w.alice, "GET", stepPage(two.number));
     expect(page.body).toContain("replay_run");
+    // Under the original's rules (the default): its comment runs as the original's did.
     const res = await md(app, w, w.alice, "POST", `${stepPage(two.number)}/actions/replay_run`, {
       model: "gpt-4o-mini",
     });
@@ -95,6 +109,7 @@ describe("re-run from a step", () => {
       initiatedById: w.alice.id,
     });
     expect(replay.label).toEqual(original.label);
+    expect(replay).toMatchObject({ policyPinned: true, policy: original.policy });
 
     // Nothing the original did was done again: its comments and its request for approval are its own.
     expect(await commentsBy(scout.id)).toEqual(["one", "two", "two, otherwise"]);
@@ -120,7 +135,9 @@ describe("re-run from a step", () => {
     // Its page shows the two side by side from the branching step; the original's links to it.
     const shown = await md(app, w, w.alice, "GET", `/subagents/scout/runs/${replayId}`);
     expect(shown.body).toContain(`## Side by side from step ${two.number}`);
-    expect(shown.body).toContain(`replays [run ${runId}]`);
+    expect(shown.body).toContain(
+      `replays [run ${runId}](/subagents/scout/runs/${runId}) from step ${two.number}, under the original run's rules`,
+    );
     expect(shown.body).toContain("replayed from the original run, not done again");
     const back = await md(app, w, w.alice, "GET", `/subagents/scout/runs/${runId}`);
     expect(back.body).toContain(`re-run from step ${two.number} as [run ${replayId}]`);
@@ -130,20 +147,13 @@ describe("re-run from a step", () => {
       model: "gpt-4o-mini",
     });
     expect(again.statusCode).toBe(409);
-    expect(again.body).toContain("under these rules");
+    expect(again.body).toContain("under the original's rules");
     expect(await runsOf(scout.id)).toHaveLength(2);
 
-    // Change a rule, then re-run: a new replay, and the rule now decides its branching step.
-    const cfg = (await db().user.findUniqueOrThrow({ where: { id: scout.id } })).agentConfig as Record<
-      string,
-      unknown
-    >;
-    await db().user.update({
-      where: { id: scout.id },
-      data: { agentConfig: { ...cfg, requires_approval: ["create_note", "add_comment"] } },
-    });
+    // Under the agent's rules now: a new replay, and the new rule holds its branching step's comment.
     const ruled = await md(app, w, w.alice, "POST", `${stepPage(two.number)}/actions/replay_run`, {
       model: "gpt-4o-mini",
+      rules: "current",
     });
     expect(ruled.statusCode).toBe(201);
     const ruledId = String(ruled.headers.location).split("/").pop()!;
@@ -153,6 +163,8 @@ describe("re-run from a step", () => {
     const held = await pendingOf(scout.id);
     expect(held).toHaveLength(2);
     expect(held.find((a) => a.runId === ruledId)).toMatchObject({ actionName: "add_comment" });
+    const ruledPage = await md(app, w, w.alice, "GET", `/subagents/scout/runs/${ruledId}`);
+    expect(ruledPage.body).toContain("under the agent's rules when re-run");
   });
 
   it("refuses a step without a kept prompt (400 naming the step), a non-manager, a run not finished, another tenant", async () => {
@@ -166,6 +178,11 @@ describe("re-run from a step", () => {
     const other = await makeWorld();
     const stranger = await md(app, other, other.alice, "POST", `${stepPage(2)}/actions/replay_run`, {});
     expect(stranger.statusCode).toBe(404);
+    // A run from before runs kept their rules can be re-run under the current ones only.
+    await db().subagentTaskRun.update({ where: { id: runId }, data: { policy: Prisma.DbNull } });
+    const legacy = await md(app, w, w.alice, "POST", `${stepPage(2)}/actions/replay_run`, {});
+    expect(legacy.statusCode).toBe(409);
+    expect(legacy.body).toContain("re-run it with the agent's current rules");
     await db().subagentTaskRun.update({ where: { id: runId }, data: { status: "waiting" } });
     const waiting = await md(app, w, w.alice, "POST", `${stepPage(2)}/actions/replay_run`, {});
     expect(waiting.statusCode).toBe(403);

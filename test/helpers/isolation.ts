@@ -1109,6 +1109,8 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "set_model_price.input": () => ({ value: 1 }),
   "set_model_price.cached_input": () => ({ value: 0.5 }),
   "set_model_price.cache_write_input": () => ({ value: 1.25 }),
+  // The seed's run is written directly, without the rules a queued run keeps: re-run under the current ones.
+  "replay_run.rules": () => ({ value: "current" }),
   "set_model_price.output": () => ({ value: 2 }),
   "remove_model_price.model": () => ({ value: `${PROBE}-price` }),
   // Approving as asked: the always-allow probe would add a rule other probes' agents obey.

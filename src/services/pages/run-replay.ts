@@ -8,22 +8,28 @@ import { link, mdEscape } from "../registry/markdown.ts";
 import type { Block, Ctx } from "../registry/types.ts";
 import { runPath, type StepRow, stepHtml, stepMarkdown, stepPath } from "./run-steps.ts";
 
-type Run = Pick<SubagentTaskRun, "id" | "tenantId" | "agentId" | "replayOfRunId" | "replayFromStep">;
+type Run = Pick<
+  SubagentTaskRun,
+  "id" | "tenantId" | "agentId" | "replayOfRunId" | "replayFromStep" | "policyPinned"
+>;
+
+const under = (pinned: boolean) =>
+  pinned ? "under the original run's rules" : "under the agent's rules when re-run";
 
 /** Links to the replays of `r` and to the run `r` replays, for the run page's facts. */
 export async function replayFacts(ctx: Ctx, handle: string, r: Run): Promise<string[]> {
   const replays = await ctx.db.subagentTaskRun.findMany({
     where: { tenantId: ctx.tenant.id, agentId: r.agentId, replayOfRunId: r.id },
     orderBy: { createdAt: "asc" },
-    select: { id: true, replayFromStep: true, model: true },
+    select: { id: true, replayFromStep: true, model: true, policyPinned: true },
   });
   const facts = replays.map(
     (x) =>
-      `re-run from step ${x.replayFromStep} as ${link(`run ${x.id}`, runPath(handle, x.id))}${x.model ? ` with \`${mdEscape(x.model)}\`` : ""}`,
+      `re-run from step ${x.replayFromStep} as ${link(`run ${x.id}`, runPath(handle, x.id))}${x.model ? ` with \`${mdEscape(x.model)}\`` : ""}, ${under(x.policyPinned)}`,
   );
   if (r.replayOfRunId)
     facts.unshift(
-      `replays ${link(`run ${r.replayOfRunId}`, runPath(handle, r.replayOfRunId))} from step ${r.replayFromStep}`,
+      `replays ${link(`run ${r.replayOfRunId}`, runPath(handle, r.replayOfRunId))} from step ${r.replayFromStep}, ${under(r.policyPinned)}`,
     );
   return facts;
 }

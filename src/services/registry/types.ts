@@ -75,7 +75,12 @@ export interface Ctx {
   tenant: Tenant;
   actor: Actor;
   /** Set when a subagent acts inside a run: events and resources are attributed to it. */
-  run?: { id: string; chainDepth: number };
+  run?: {
+    id: string;
+    chainDepth: number;
+    /** A replay under its original's rules: the policy it is judged by (agents/policy/policy.ts). */
+    pinnedPolicy?: unknown;
+  };
   /** `https://<tenant host>` as the request reached us, for addresses other systems call (webhooks); absent in process. */
   origin?: string;
   /** A subagent's label, narrowed by what it reads and checked by what it writes. */

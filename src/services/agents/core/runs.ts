@@ -48,6 +48,16 @@ export interface NewRun {
  * Stamped when inserted, to the microsecond, not when its transaction began: runs are
  * claimed oldest first, and one transaction may queue several.
  */
+/**
+ * What decides its actions' fate when a run is queued: a replay "under the rules as they
+ * were" runs under these (triggers/replay.ts). A key the agent's config lacks is kept as
+ * null, its default then.
+ */
+const policySnapshot = (agentId: string) => Prisma.sql`(
+  SELECT jsonb_build_object('capabilities', u.agent_config->'capabilities',
+    'requires_approval', u.agent_config->'requires_approval', 'rules', u.agent_config->'rules')
+  FROM users u WHERE u.id = ${agentId})`;
+
 function insertRun(
   r: NewRun,
   end?: { reason: string; message: string },
@@ -58,13 +68,13 @@ function insertRun(
   return Prisma.sql`
     INSERT INTO subagent_task_runs (id, tenant_id, agent_id, initiated_by_id, trigger_event_id, trigger_kind,
       trigger_ref, thread_id, chain_depth, task, label, viewer_ids, model, max_steps, timeout_seconds, status, stop_reason,
-      error, completed_at, not_before, trigger_traceparent, created_at)
+      error, completed_at, not_before, trigger_traceparent, policy, created_at)
     VALUES (${newId()}, ${r.tenantId}, ${r.agentId}, ${r.initiatedById}, ${r.triggerEventId ?? null}, ${r.triggerKind},
       ${r.triggerRef ?? null}, ${r.threadId ?? null}, ${r.chainDepth}, ${maskText(r.task)},
       ${JSON.stringify(r.label ?? [])}::jsonb, ${r.viewerIds ?? []}::text[], ${r.model}, ${r.maxSteps},
       ${r.timeoutSeconds}, ${end ? "skipped" : "queued"}::"RunStatus", ${end?.reason ?? null}, ${end?.message ?? null},
       ${end ? new Date() : null}::timestamp, ${end ? null : (r.notBefore ?? null)}::timestamp, ${traceparent}::text,
-      clock_timestamp() AT TIME ZONE 'UTC')
+      ${end ? null : policySnapshot(r.agentId)}, clock_timestamp() AT TIME ZONE 'UTC')
     ON CONFLICT DO NOTHING`;
 }
 

@@ -2,7 +2,7 @@
 // (tenants.settings), each read through one zod schema with defaults, so a row written
 // by an older version still reads cleanly.
 import { z } from "zod";
-import type { Tenant, User } from "../../../generated/prisma/client.ts";
+import type { Prisma, Tenant, User } from "../../../generated/prisma/client.ts";
 import { tenantPricesSchema } from "../../money/pricing.ts";
 
 // Long runs are bounded by their prompt budget, time and cost limits, not by forgetting (prompt.ts).
@@ -96,6 +96,24 @@ export const tenantSettingsSchema = z
   .loose();
 
 export type TenantSettings = z.infer<typeof tenantSettingsSchema>;
+
+/** The parts of an agent's configuration that decide its actions' fate (policy/policy.ts). */
+export const POLICY_KEYS = ["capabilities", "requires_approval", "rules"] as const;
+
+/**
+ * A stored configuration with its policy replaced by a run's snapshot of it (runs.ts
+ * `policySnapshot`): a key the snapshot holds as null was unset then, so its default applies.
+ */
+export function withPolicy(config: Prisma.JsonValue, policy: unknown): Prisma.JsonObject {
+  const merged: Prisma.JsonObject =
+    config && typeof config === "object" && !Array.isArray(config) ? { ...config } : {};
+  const snap = (policy && typeof policy === "object" ? policy : {}) as Prisma.JsonObject;
+  for (const k of POLICY_KEYS) {
+    if (snap[k] === null || snap[k] === undefined) delete merged[k];
+    else merged[k] = snap[k];
+  }
+  return merged;
+}
 
 export function agentConfig(user: Pick<User, "agentConfig">): AgentConfig {
   const parsed = agentConfigSchema.safeParse(user.agentConfig ?? {});

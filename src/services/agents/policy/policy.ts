@@ -13,7 +13,7 @@ import { emit } from "../../events.ts";
 import type { Guard, Policy, RunOptions } from "../../registry/registry.ts";
 import type { ActionCtx, ActionDef, ActionOutcome, Ctx, Scope } from "../../registry/types.ts";
 import { ownerCeilingSql } from "../core/ownership.ts";
-import { type AgentConfig, agentConfig, type Rule, tenantSettings } from "../core/settings.ts";
+import { type AgentConfig, agentConfig, type Rule, tenantSettings, withPolicy } from "../core/settings.ts";
 import { capabilityDenial } from "./capabilities.ts";
 import { disclosure, disclosureText } from "./labels.ts";
 
@@ -64,10 +64,12 @@ const agents = new WeakMap<Ctx, Promise<AgentRow>>();
 
 // A page lists several actions, each guarded: the agent's configuration is parsed once per row read.
 const configs = new WeakMap<AgentRow, AgentConfig>();
-function configOf(agent: AgentRow): AgentConfig {
+function configOf(ctx: Ctx, agent: AgentRow): AgentConfig {
   let cfg = configs.get(agent);
   if (!cfg) {
-    cfg = agentConfig(agent);
+    // A replay under the rules its original ran under (triggers/replay.ts) is judged by them.
+    const pin = ctx.run?.pinnedPolicy;
+    cfg = agentConfig(pin ? { agentConfig: withPolicy(agent.agentConfig, pin) } : agent);
     configs.set(agent, cfg);
   }
   return cfg;
@@ -122,7 +124,7 @@ export const agentGuard: Guard = async (ctx, action, scope) => {
   const agent = await agentOf(ctx);
   const denial = capabilityDenial(
     action.name,
-    configOf(agent).capabilities,
+    configOf(ctx, agent).capabilities,
     tenantSettings(ctx.tenant).human_only,
   );
   if (denial) return denial;
@@ -147,7 +149,7 @@ export const agentPolicy: Policy = async (actx, action, params, scope, path, opt
   // In the action's transaction, never beside it: a transaction that waits for a second
   // pooled connection can starve the pool in a burst until every transaction expires.
   const agent = await agentOf(actx, actx.tx);
-  const cfg = configOf(agent);
+  const cfg = configOf(actx, agent);
   const verdict = decide(cfg, action.name, params, scope.studio?.handle);
   if (verdict.kind === "deny")
     throw new ForbiddenError(

@@ -21,6 +21,8 @@ export interface Prepared {
   previous: SubagentTaskRunStep[];
   /** A replay's first live step: what the original saw there (replay-seed.ts). */
   seed?: ReplaySeed | null;
+  /** A replay under its original's rules: the policy it is judged by (triggers/replay.ts). */
+  pinnedPolicy?: unknown;
 }
 
 export async function prepare(
@@ -62,7 +64,21 @@ export async function prepare(
       stopReason: "no_endpoint",
       error: "No LLM endpoint is configured (LLM_BASE_URL), and the agent has no API key of its own.",
     };
-  return { cfg, model, endpoint, previous, seed: await replaySeed(prisma, run, previous) };
+  if (!run.replayOfRunId) return { cfg, model, endpoint, previous };
+  const [seed, pinnedPolicy] = await Promise.all([
+    replaySeed(prisma, run, previous),
+    pinnedPolicyOf(prisma, run.id),
+  ]);
+  return { cfg, model, endpoint, previous, seed, ...(pinnedPolicy !== undefined && { pinnedPolicy }) };
+}
+
+/** The policy a replay runs under when it keeps its original's rules; undefined when it takes the agent's as they are. */
+async function pinnedPolicyOf(prisma: PrismaClient, runId: string): Promise<unknown> {
+  const r = await prisma.subagentTaskRun.findUnique({
+    where: { id: runId },
+    select: { policy: true, policyPinned: true },
+  });
+  return r?.policyPinned ? r.policy : undefined;
 }
 
 export const timedOut = (seconds: number): Finish => ({

@@ -19,7 +19,7 @@ import { type Ctx, toActor } from "../../registry/types.ts";
 import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
 import { maskText } from "../core/secret-masking.ts";
-import { tenantSettings } from "../core/settings.ts";
+import { tenantSettings, withPolicy } from "../core/settings.ts";
 import {
   LeaseLostError,
   type PromptFacts,
@@ -167,7 +167,11 @@ class Navigation {
       db: this.prisma,
       tenant,
       actor: toActor(agent),
-      run: { id: run.id, chainDepth: run.chainDepth },
+      run: {
+        id: run.id,
+        chainDepth: run.chainDepth,
+        ...(p.pinnedPolicy !== undefined && { pinnedPolicy: p.pinnedPolicy }),
+      },
       // What it read survives a crash or a wait on the run's row: a resumed run starts where it left off.
       flow: storedFlow(
         run.label,
@@ -448,7 +452,11 @@ class Navigation {
     this.invalid = 0;
     this.feedback = undefined;
     const d = parsed.decision;
-    this.deps.trace?.tool(d, this.budget.agentConfig);
+    const pin = this.ctx.run?.pinnedPolicy;
+    this.deps.trace?.tool(
+      d,
+      pin === undefined ? this.budget.agentConfig : withPolicy(this.budget.agentConfig, pin),
+    );
     switch (d.type) {
       case "finish":
         return this.onFinish(turn, d);

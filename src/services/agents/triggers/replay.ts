@@ -6,7 +6,8 @@
 // again, and their cost is not charged again. It is queued through the dispatcher's guards
 // like any trigger, with the original's task, label and viewers (as retry.ts), so it reads
 // and discloses no more than the original could; from the branching step on it runs live,
-// and its first prompt is the original's at that step (runtime/replay-seed.ts).
+// and its first prompt is the original's at that step (runtime/replay-seed.ts). Its actions
+// are judged by the rules the original was queued under, or on request the agent's now.
 import type { Db } from "../../../db/prisma.ts";
 import type { SubagentTaskRun, SubagentTaskRunStep, Tenant, User } from "../../../generated/prisma/client.ts";
 import { ConflictError, ValidationError } from "../../../lib/errors.ts";
@@ -19,13 +20,17 @@ import { queueTriggered } from "./dispatcher.ts";
 /** Runs that may be re-played: ended after doing something (a skipped run has no steps). */
 export const REPLAYABLE = ["completed", "failed", "cancelled", "timed_out"];
 
+/** Under the rules the original was queued under (runs.ts keeps them), or the agent's now. */
+export const REPLAY_RULES = ["original", "current"] as const;
+export type ReplayRules = (typeof REPLAY_RULES)[number];
+
 /**
- * One replay per (run, step, model, the agent's policy as it is now), however often the button
- * is pressed: "change a rule, then re-run" is what a replay is for, so a changed policy is a
- * new replay, while a second press under the same one is the first.
+ * One replay per (run, step, model, rules), however often the button is pressed: under the
+ * original's rules, once; under the current ones, once per version of them — "change a
+ * rule, then re-run" is what a replay is for.
  */
-export const replayKey = (run: Pick<SubagentTaskRun, "id">, step: number, model: string, policy: string) =>
-  `replay:${run.id}:${step}:${model}:${policy}`;
+export const replayKey = (run: Pick<SubagentTaskRun, "id">, step: number, model: string, rules: string) =>
+  `replay:${run.id}:${step}:${model}:${rules}`;
 
 /** What decides an action's fate (capabilities, approvals, rules), short-hashed. */
 export function policyVersion(agent: Pick<User, "agentConfig">): string {
@@ -43,8 +48,9 @@ export async function replayRun(
   agent: Pick<User, "id" | "handle" | "pausedAt" | "pausedReason" | "archivedAt" | "agentConfig">,
   original: SubagentTaskRun,
   from: Pick<SubagentTaskRunStep, "number" | "detail">,
-  o: { actorId: string; model?: string },
+  o: { actorId: string; model?: string; rules?: ReplayRules },
 ): Promise<QueuedRun> {
+  const keepRules = (o.rules ?? "original") === "original";
   if (!REPLAYABLE.includes(original.status))
     throw new ConflictError("Only a finished run can be re-run from a step.");
   if (!branchable(from))
@@ -61,14 +67,18 @@ export async function replayRun(
   if (!settings.agents_enabled) throw new ConflictError("Agents are switched off in this workspace.");
   const model = o.model ?? original.model;
   if (!model) throw new ConflictError("The run had no model recorded: name one to re-run it with.");
-  const key = replayKey(original, from.number, model, policyVersion(agent));
+  if (keepRules && original.policy === null)
+    throw new ConflictError(
+      "This run predates keeping the rules a run was queued under: re-run it with the agent's current rules.",
+    );
+  const key = replayKey(original, from.number, model, keepRules ? "original" : policyVersion(agent));
   const done = await tx.subagentTaskRun.findUnique({
     where: { agentId_triggerEventId: { agentId: agent.id, triggerEventId: key } },
     select: { id: true },
   });
   if (done)
     throw new ConflictError(
-      `Already re-run from step ${from.number} with ${model} under these rules as run ${done.id}: change a rule or the model to re-run again.`,
+      `Already re-run from step ${from.number} with ${model} under ${keepRules ? "the original's rules" : "these rules"} as run ${done.id}.`,
     );
   const queued = await queueTriggered(tx, agent, settings, {
     tenantId: original.tenantId,
@@ -88,12 +98,12 @@ export async function replayRun(
     timeoutSeconds: original.timeoutSeconds,
   });
   if (!queued) throw new ConflictError(`@${agent.handle} cannot start a run now: see its runs for why.`);
-  await copySteps(tx, original, queued.id, from.number);
+  await copySteps(tx, original, queued.id, from.number, keepRules);
   return queued;
 }
 
 /** The original's steps before `from`, as rows of the new run: records, not work (no duration, so no time spent). */
-async function copySteps(tx: Db, original: SubagentTaskRun, runId: string, from: number) {
+async function copySteps(tx: Db, original: SubagentTaskRun, runId: string, from: number, pin: boolean) {
   const steps = await tx.subagentTaskRunStep.findMany({
     where: { runId: original.id, number: { lt: from } },
     orderBy: { number: "asc" },
@@ -117,6 +127,12 @@ async function copySteps(tx: Db, original: SubagentTaskRun, runId: string, from:
   });
   await tx.subagentTaskRun.update({
     where: { id: runId },
-    data: { stepsCount: steps.length, replayOfRunId: original.id, replayFromStep: from },
+    data: {
+      stepsCount: steps.length,
+      replayOfRunId: original.id,
+      replayFromStep: from,
+      // Judged by the original's rules (navigator-setup.ts pins them), whatever the agent's now.
+      ...(pin && { policy: original.policy ?? undefined, policyPinned: true }),
+    },
   });
 }
