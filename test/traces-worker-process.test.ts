@@ -4,9 +4,8 @@
 // The span tree must be the same: chat and execute_tool spans under the run's invoke_agent,
 // a retried model call as an event on its chat span. Real Postgres, Redis, fake LLM over HTTP.
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import type { ChatRequest, FakeReply } from "../src/dev/fake-llm.ts";
 import { type FakeLlm, startFakeLlm } from "../src/dev/fake-llm.ts";
-import { runById } from "./helpers/agent-scripts.ts";
+import { failingOnce, runById } from "./helpers/agent-scripts.ts";
 import { makeAgent } from "./helpers/agents.ts";
 import { act, fileDatabaseUrl, makeWorld, waitFor } from "./helpers/app.ts";
 import { planScript } from "./helpers/approvals.ts";
@@ -23,16 +22,6 @@ afterAll(async () => {
   await endWorkers(prefix);
   await Promise.all([rx.stop(), llm.close()]);
 });
-
-/** Answers its first call with a 500 (the client retries it), then as `plan`. */
-function failingOnce(plan: (req: ChatRequest) => FakeReply) {
-  let failed = false;
-  return (req: ChatRequest): FakeReply => {
-    if (failed) return plan(req);
-    failed = true;
-    return { status: 500, content: "upstream hiccup" };
-  };
-}
 
 describe("traces from a worker process", () => {
   it("chat and execute_tool spans sit under the run's invoke_agent, the retry on its chat span", {

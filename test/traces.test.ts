@@ -5,9 +5,8 @@
 // that goes away mid-run costs the run nothing. Real Postgres, Redis, workers, fake LLM.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ChatRequest, FakeReply } from "../src/dev/fake-llm.ts";
 import { flushTracing, startTracing, stopTracing } from "../src/lib/telemetry.ts";
-import { runById } from "./helpers/agent-scripts.ts";
+import { failingOnce, runById } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, startAgents, waitForRun } from "./helpers/agents.ts";
 import { buildTestApp, md, waitFor } from "./helpers/app.ts";
 import {
@@ -43,16 +42,6 @@ afterAll(async () => {
 });
 
 const h: Harness = { app: () => app, env: () => env };
-
-/** A plan's model that answers its first call with a 500 (the client retries it). */
-function failingOnce(plan: (req: ChatRequest) => FakeReply) {
-  let failed = false;
-  return (req: ChatRequest): FakeReply => {
-    if (failed) return plan(req);
-    failed = true;
-    return { status: 500, content: "upstream hiccup" };
-  };
-}
 
 /** Every span of the run's trace, once its `invoke_agent` spans have all arrived. */
 async function traceOf(runId: string, jobs: number): Promise<ReceivedSpan[]> {

@@ -35,6 +35,16 @@ export function requestsFor(env: AgentEnv, w: World): Recorded[] {
  * (`say(handle)`; a reply when the task names a comment), then finishes. `null` from
  * `say` finishes at once.
  */
+/** A model that answers its first call with a 500 (the client retries it), then as `plan`. */
+export function failingOnce(plan: (req: ChatRequest) => FakeReply) {
+  let failed = false;
+  return (req: ChatRequest): FakeReply => {
+    if (failed) return plan(req);
+    failed = true;
+    return { status: 500, content: "upstream hiccup" };
+  };
+}
+
 export function respondScript(say: (handle: string) => string | null = () => null) {
   return (req: ChatRequest): FakeReply => {
     const prompt = userPrompt(req);
