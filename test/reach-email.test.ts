@@ -165,6 +165,35 @@ describe("an approval request by mail", () => {
     expect(unknown.statusCode).toBe(404);
   });
 
+  it("a link is bound to the params it was sent for: changed since, its GET says so and its POST is a 409", async () => {
+    const { w, p } = await queued(h);
+    const [mail] = await mailTo(w.alice);
+    const { approve } = reviewLinks(mail!);
+    const token = approve.split("/").pop()!;
+    // What the action would write changes after the mail went out (as a row rewritten behind the app's back).
+    await db().agentPendingAction.update({
+      where: { id: p.id },
+      data: { params: { title: "Findings", text: "Something else entirely" } },
+    });
+    const page = await md(app, w, w.alice, "GET", approve);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain(`#${p.id} changed since this link was sent: review it on its page.`);
+    // In a browser, the page offers no button to press.
+    const html = await (await login(app, w, w.alice)).get(approve);
+    expect(html.body).toContain("changed since this link was sent");
+    expect(html.body).not.toContain(`Approve #${p.id}`);
+    const click = await md(app, w, w.alice, "POST", `${approve}/actions/approve_from_link`, { token });
+    expect([click.statusCode, click.body]).toEqual([
+      409,
+      expect.stringContaining("changed since this link was sent"),
+    ]);
+    expect((await db().agentPendingAction.findUniqueOrThrow({ where: { id: p.id } })).status).toBe("pending");
+    // Unused: the link stays bound, and the approvals page is still the way to decide it.
+    expect(
+      (await db().reviewLink.findFirstOrThrow({ where: { pendingId: p.id, decision: "approve" } })).usedAt,
+    ).toBeNull();
+  });
+
   it("a reject link with a reason: the waiting run reads the reason", async () => {
     const { w, scout } = await queued(h, { approval_mode: "wait" });
     const [mail] = await mailTo(w.alice);
