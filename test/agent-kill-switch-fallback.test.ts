@@ -1,14 +1,17 @@
 // The workspace's kill switch and an agent's fallback models, on the real stack: workers on
 // Redis, Postgres, and the fake model over HTTP. Off, a running run stops at its next step
 // and every trigger is recorded as a skipped run saying why; a model the provider does not
-// have (404), or one still failing with 5xx after the retries, hands the step to the next
-// fallback, and the ledger, the step and the run page name the model that answered.
+// have (404), one that refuses the key for it (401, 403), or one still failing with 5xx
+// after the retries, hands the step to the next fallback, and the ledger, the step and the
+// run page name the model that answered.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENTS_OFF } from "../src/services/agents/core/kill-switch.ts";
 import { commentBy, processed, runIdOf, stepsOf } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, runsOf, startAgents, tool } from "./helpers/agents.ts";
 import { act, buildTestApp, makeWorld, md, testPrisma, type World, waitFor } from "./helpers/app.ts";
+import { addSchedule, makeDue } from "./helpers/schedules.ts";
+import { createHook, send } from "./helpers/webhooks.ts";
 
 let app: FastifyInstance;
 let env: AgentEnv;
@@ -112,6 +115,49 @@ describe("the kill switch", () => {
   });
 });
 
+describe("the kill switch and triggers with limits of their own", () => {
+  it("a schedule's slot and an inbound webhook's delivery while off are skipped runs saying why", async () => {
+    const w = await adminWorld();
+    const scout = await makeAgent(w, w.alice, "scout");
+    const schedule = await addSchedule(app, w, "scout", { cron: "0 9 * * *", task: "Morning digest" });
+    const hook = await createHook(app, w, w.alice, "scout", { name: "CI" });
+    let calls = 0;
+    env.llm.setScript(() => {
+      calls++;
+      return tool("finish", { message: "done" });
+    });
+    expect((await switchAgents(w, "off")).statusCode).toBe(200);
+
+    // The maintenance sweep fires the due slot: recorded, skipped, and the schedule moves on.
+    await makeDue(schedule.id, 60_000);
+    const slot = await waitFor(
+      async () => (await runsOf(scout.id)).find((r) => r.triggerKind === "schedule"),
+      10_000,
+    );
+    expect(slot).toMatchObject({ status: "skipped", stopReason: AGENTS_OFF });
+    expect(slot.error).toContain("Agents are switched off in this workspace");
+    const moved = await db().agentSchedule.findUniqueOrThrow({ where: { id: schedule.id } });
+    expect(moved.nextFireAt!.getTime()).toBeGreaterThan(Date.now());
+
+    // A signed delivery is accepted (the sender did nothing wrong) and its run skipped.
+    const res = await send(app, w, hook.id, '{"ref":"main"}', { secret: hook.secret, delivery: "d-1" });
+    expect(res.statusCode, res.body).toBe(202);
+    const delivered = await db().subagentTaskRun.findUniqueOrThrow({
+      where: { id: JSON.parse(res.body).run },
+    });
+    expect(delivered).toMatchObject({ triggerKind: "webhook", status: "skipped", stopReason: AGENTS_OFF });
+
+    // Nothing reached the model; both are on the agent's runs page, saying why.
+    await new Promise((r) => setTimeout(r, 600));
+    expect(calls).toBe(0);
+    expect((await runsOf(scout.id)).map((r) => r.status)).toEqual(["skipped", "skipped"]);
+    const page = await md(app, w, w.alice, "GET", "/subagents/scout/runs");
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toMatch(/\*\*skipped\*\* \(agents_disabled\) · \[webhook\]/);
+    expect(page.body).toMatch(/\*\*skipped\*\* \(agents_disabled\) · \[schedule\]/);
+  });
+});
+
 describe("the workspace's trigger rate", () => {
   it("skips a trigger over the workspace's rate, whichever agent it wakes, saying so", async () => {
     const w = await adminWorld();
@@ -192,4 +238,27 @@ describe("fallback models", () => {
     expect(failed).toMatchObject({ status: "failed", stopReason: "llm_error" });
     expect(failed.error).toContain("404");
   });
+
+  it.each([401, 403])(
+    "a key the provider refuses for the first model (%i) hands the step to the next; the ledger says which",
+    async (status) => {
+      const w = await adminWorld();
+      await makeAgent(w, w.alice, "scout", { model: "gpt-4o", fallback_models: ["gpt-4o-mini"] });
+      const seen: string[] = [];
+      env.llm.setScript((req) => {
+        seen.push(req.model);
+        if (req.model === "gpt-4o")
+          return { status, raw: `{"error":{"message":"key not allowed for gpt-4o","code":"${status}"}}` };
+        return tool("finish", { message: `done by ${req.model}` });
+      });
+      const id = await runTask(w, "scout");
+      expect(await ended(id)).toMatchObject({ status: "completed", finalMessage: "done by gpt-4o-mini" });
+      // A refused key is not passing: asked once, never retried, then the fallback.
+      expect(seen).toEqual(["gpt-4o", "gpt-4o-mini"]);
+      const ledger = await db().llmUsage.findMany({ where: { runId: id } });
+      expect(ledger.map((l) => l.model)).toEqual(["gpt-4o-mini"]);
+      const page = await md(app, w, w.alice, "GET", `/subagents/scout/runs/${id}`);
+      expect(page.body).toContain("answered by fallback `gpt-4o-mini`");
+    },
+  );
 });

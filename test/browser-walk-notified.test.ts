@@ -1,6 +1,7 @@
 // The newcomer's walk through being reached (issue 31), at a laptop's width and a phone's:
-// choosing how to hear of things, adding an outgoing webhook, then an approval mail opened
-// as a mail client shows it, its Approve link followed and confirmed in Cadre.
+// choosing how to hear of things, adding an outgoing webhook, then an approval mail, as the
+// SMTP server in this process received it, opened as a mail client shows it, its Approve
+// link followed and confirmed in Cadre (at each width, its own pending action).
 import { afterAll, describe, expect, it } from "vitest";
 import { makeAgent, waitForRun } from "./helpers/agents.ts";
 import { makeWorld, md, testPrisma, waitFor } from "./helpers/app.ts";
@@ -55,12 +56,14 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: being reached", (width) => {
     });
     expect(res.statusCode).toBe(201);
     await waitForRun(scout.id);
-    const row = await waitFor(() => db().outboundEmail.findFirst({ where: { userId: w.alice.id } }), 10_000);
+    // As the mail server received it (MIME, quoted-printable and all), not as the database holds it.
+    const mail = await waitFor(async () => inbox.to(w.alice.email)[0], 15_000);
+    expect(mail.subject).toBe("@scout wants your approval to post a note, in the studio General");
     await walking(suite.browser, width, async (walk) => {
       const { page } = walk;
       const base = suite.baseOf(w);
       // As a mail client shows it: its HTML, its links to the workspace.
-      await page.setContent(row.html);
+      await page.setContent(mail.html);
       await look(walk, "approval-mail");
       const approve = await page.getByRole("link", { name: "Approve…" }).getAttribute("href");
       expect(approve).toMatch(new RegExp(`^${base}/review/[A-Za-z0-9_-]+$`));
@@ -72,11 +75,12 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: being reached", (width) => {
       await page.waitForURL(approve!);
       await look(walk, "review-link");
       const pending = await db().agentPendingAction.findFirstOrThrow({ where: { agentId: scout.id } });
-      if (width === 1280) {
-        await page.getByRole("button", { name: `Approve #${pending.id}` }).click();
-        await page.getByText(`Approved #${pending.id}`).waitFor();
-        await look(walk, "review-link-approved");
-      }
+      await page.getByRole("button", { name: `Approve #${pending.id}` }).click();
+      await page.getByText(`Approved #${pending.id}`).waitFor();
+      await look(walk, "review-link-approved");
     });
+    // Approved once: the note is written, once, by the agent.
+    await waitFor(() => db().note.findFirst({ where: { authorId: scout.id } }), 10_000);
+    expect(await db().note.count({ where: { authorId: scout.id } })).toBe(1);
   }, 60_000);
 });

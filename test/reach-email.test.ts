@@ -2,7 +2,8 @@
 // each of the agent's managers through a real SMTP server in this process; the mail's review
 // links open the action (their GET decides nothing) and decide it once, whoever clicks how
 // often; an expired link says so; a rejection's reason reaches the model; an SMTP server
-// that is away delays a mail and never the run. Preferences: digest and off.
+// that is away delays a mail and never the run; a link bound to params that changed refuses.
+// Preferences: the digest (sent by the worker's sweep) and off.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
@@ -18,7 +19,7 @@ import {
   runTask,
   setupAgent,
 } from "./helpers/approvals.ts";
-import { type Inbox, reviewLinks, startInbox } from "./helpers/inbox.ts";
+import { digestHourNow, type Inbox, reviewLinks, startInbox } from "./helpers/inbox.ts";
 
 let app: FastifyInstance;
 let env: AgentEnv;
@@ -26,7 +27,11 @@ let inbox: Inbox;
 beforeAll(async () => {
   inbox = await startInbox();
   app = await buildTestApp({ SMTP_URL: inbox.url });
-  env = await startAgents("reach-mail", { SMTP_URL: inbox.url, MAIL_FROM: "Cadre <cadre@example.test>" });
+  env = await startAgents("reach-mail", {
+    SMTP_URL: inbox.url,
+    MAIL_FROM: "Cadre <cadre@example.test>",
+    DIGEST_HOUR_UTC: digestHourNow(),
+  });
 });
 afterAll(async () => {
   await env.close();
@@ -165,6 +170,35 @@ describe("an approval request by mail", () => {
     expect(unknown.statusCode).toBe(404);
   });
 
+  it("a link is bound to the params it was sent for: changed since, its GET says so and its POST is a 409", async () => {
+    const { w, p } = await queued(h);
+    const [mail] = await mailTo(w.alice);
+    const { approve } = reviewLinks(mail!);
+    const token = approve.split("/").pop()!;
+    // What the action would write changes after the mail went out (as a row rewritten behind the app's back).
+    await db().agentPendingAction.update({
+      where: { id: p.id },
+      data: { params: { title: "Findings", text: "Something else entirely" } },
+    });
+    const page = await md(app, w, w.alice, "GET", approve);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain(`#${p.id} changed since this link was sent: review it on its page.`);
+    // In a browser, the page offers no button to press.
+    const html = await (await login(app, w, w.alice)).get(approve);
+    expect(html.body).toContain("changed since this link was sent");
+    expect(html.body).not.toContain(`Approve #${p.id}`);
+    const click = await md(app, w, w.alice, "POST", `${approve}/actions/approve_from_link`, { token });
+    expect([click.statusCode, click.body]).toEqual([
+      409,
+      expect.stringContaining("changed since this link was sent"),
+    ]);
+    expect((await db().agentPendingAction.findUniqueOrThrow({ where: { id: p.id } })).status).toBe("pending");
+    // Unused: the link stays bound, and the approvals page is still the way to decide it.
+    expect(
+      (await db().reviewLink.findFirstOrThrow({ where: { pendingId: p.id, decision: "approve" } })).usedAt,
+    ).toBeNull();
+  });
+
   it("a reject link with a reason: the waiting run reads the reason", async () => {
     const { w, scout } = await queued(h, { approval_mode: "wait" });
     const [mail] = await mailTo(w.alice);
@@ -223,30 +257,44 @@ describe("what each person chose", () => {
     expect(res.statusCode).toBe(200);
   }
 
-  it("a daily digest holds the news and sends one mail a day; off sends nothing, not even the bell", async () => {
+  it("a daily digest holds the news; the worker's sweep sends it from its hour, once a day; off sends nothing", async () => {
     const { w, scout } = await setupAgent(h, { requires_approval: ["create_note"] }, () => [noteStep]);
     await choose(w, { approval: "digest", question: "off", cost: "app", run_failed: "off" });
     const page = await md(app, w, w.alice, "GET", "/u/alice/settings/notifications");
     expect(page.body).toContain("Actions waiting for your approval: **Daily digest**");
     await runTask(h, w);
     await waitForRun(scout.id);
-    const held = await waitFor(
-      () => db().outboundEmail.findFirst({ where: { userId: w.alice.id, status: "held" } }),
+    const approvalMail = { userId: w.alice.id, kind: "approval" };
+    const held = await waitFor(() => db().outboundEmail.findFirst({ where: approvalMail }), 10_000);
+    expect(held.status).not.toBe("queued");
+    // The worker's maintenance sweep sends the day's digest (its hour is now): one mail.
+    const [digest] = await mailTo(w.alice);
+    expect(digest!.subject).toBe("Your agents today: 1 update");
+    expect(digest!.text).toContain(held.subject);
+    expect(digest!.text).toContain("/subagents/scout/pending/");
+    expect((await db().outboundEmail.findUniqueOrThrow({ where: { id: held.id } })).status).toBe("digested");
+
+    // News later the same day waits for tomorrow's digest, however often the sweep runs.
+    await runTask(h, w, "Once more");
+    const later = await waitFor(
+      () => db().outboundEmail.findFirst({ where: { ...approvalMail, status: "held" } }),
       10_000,
     );
-    expect(inbox.to(w.alice.email)).toHaveLength(0);
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(inbox.to(w.alice.email)).toHaveLength(1);
+    // Tomorrow: nothing before the hour; from it, the held line, once.
     const origin = () => "http://x.localhost";
-    const early = new Date();
-    early.setUTCHours(7, 0, 0, 0);
-    expect(await queueDigests(db(), { hourUtc: 8, origin }, early)).toEqual([]);
-    const at = new Date(early.getTime() + 2 * 3600_000);
-    const [digest] = await queueDigests(db(), { hourUtc: 8, origin }, at);
-    expect(digest).toBeTruthy();
-    expect(await queueDigests(db(), { hourUtc: 8, origin }, at)).toEqual([]);
-    const row = await db().outboundEmail.findUniqueOrThrow({ where: { id: digest! } });
-    expect(row.subject).toBe("Your agents today: 1 update");
-    expect(row.text).toContain(held.subject);
-    expect((await db().outboundEmail.findUniqueOrThrow({ where: { id: held.id } })).status).toBe("digested");
+    const tomorrow = (hour: number) => {
+      const d = new Date(Date.now() + 24 * 3600_000);
+      d.setUTCHours(hour, 0, 0, 0);
+      return d;
+    };
+    expect(await queueDigests(db(), { hourUtc: 8, origin }, tomorrow(7))).toEqual([]);
+    const [next] = await queueDigests(db(), { hourUtc: 8, origin }, tomorrow(9));
+    expect(await queueDigests(db(), { hourUtc: 8, origin }, tomorrow(10))).toEqual([]);
+    expect((await db().outboundEmail.findUniqueOrThrow({ where: { id: next! } })).text).toContain(
+      later.subject,
+    );
 
     // Off: a failed run tells alice nothing at all.
     await choose(w, { approval: "email", question: "email", cost: "email", run_failed: "off" });

@@ -1,13 +1,24 @@
 // Outgoing webhooks against a real HTTP receiver in this process: deliveries signed as
 // inbound webhooks are, retried with backoff on a 500, an endpoint turned off (and its owner
 // told) after repeated failures, a Slack-compatible body, a delivery log in both formats,
-// a test event, and never a delivery to another workspace's endpoint.
+// a test event, a studio's endpoint kept by all its admins, and never a delivery to another
+// workspace's endpoint.
 import { createHmac } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { type AgentEnv, makeAgent, startAgents, waitForRun } from "./helpers/agents.ts";
-import { buildTestApp, login, makeWorld, md, testPrisma, type World, waitFor } from "./helpers/app.ts";
+import {
+  act,
+  addMember,
+  buildTestApp,
+  login,
+  makeWorld,
+  md,
+  testPrisma,
+  type World,
+  waitFor,
+} from "./helpers/app.ts";
 import { type Harness, noteStep, runTask, setupAgent } from "./helpers/approvals.ts";
 import { type Receiver, startReceiver } from "./helpers/receiver.ts";
 
@@ -233,4 +244,63 @@ describe("outgoing webhooks", () => {
     const bPage = await md(app, b, b.alice, "GET", `${PAGE}/${aEndpoint.id}`);
     expect(bPage.statusCode).toBe(404);
   });
+
+  it("a studio's endpoint hears the studio agent's runs; every admin keeps it and is told when it turns off", async () => {
+    receiver.answer(200);
+    const w = await makeWorld();
+    const dana = await addMember(w, "dana", "Dana Diaz", "admin");
+    await act(w, w.alice, "/studios/general", "create_subagent", { name: "Scribe", handle: "scribe" });
+    const { row } = await endpoint(w, { studio: "general", approval_requested: false });
+    expect(row.studioId).toBe(w.studio.id);
+    const run = (message: string) => {
+      env.llm.setScript([{ tool: { name: "finish", args: { message } } }]);
+      return md(app, w, w.alice, "POST", "/subagents/scribe/run/actions/run_task", { task: message });
+    };
+    expect((await run("Minutes")).statusCode).toBe(201);
+    const hit = await waitFor(async () => hitsFor(w).find((x) => x.body.includes('"run.finished"')), 10_000);
+    expect(JSON.parse(hit.body)).toMatchObject({ event: "run.finished", agent: { handle: "scribe" } });
+
+    // Dana, who did not make it, sees and manages it under her own settings; bob, a member, cannot.
+    const mine = `/u/dana/settings/webhooks/${row.id}`;
+    expect((await md(app, w, dana, "GET", "/u/dana/settings/webhooks")).body).toContain("Ops channel");
+    const off = await md(app, w, dana, "POST", `${mine}/actions/disable_outgoing_webhook`, { id: row.id });
+    expect([off.statusCode, off.body]).toEqual([200, expect.stringContaining("is off")]);
+    const bobs = await md(
+      app,
+      w,
+      w.bob,
+      "POST",
+      `/u/bob/settings/webhooks/${row.id}/actions/enable_outgoing_webhook`,
+      {
+        id: row.id,
+      },
+    );
+    expect(bobs.statusCode).toBe(404);
+    const on = await md(app, w, dana, "POST", `${mine}/actions/enable_outgoing_webhook`, { id: row.id });
+    expect(on.statusCode).toBe(200);
+
+    // Two failed deliveries turn it off: alice and dana are each told once, at their own page.
+    receiver.answer(500);
+    await run("First");
+    await waitFor(
+      () => db().outboundDelivery.findFirst({ where: { endpointId: row.id, status: "failed" } }),
+      15_000,
+    );
+    await run("Second");
+    const told = await waitFor(async () => {
+      const rows = await db().notification.findMany({ where: { path: { endsWith: row.id } } });
+      return rows.length >= 2 ? rows : null;
+    }, 15_000);
+    await new Promise((r) => setTimeout(r, 300));
+    const all = await db().notification.findMany({ where: { path: { endsWith: row.id } } });
+    expect(all.map((n) => [n.userId, n.path]).sort()).toEqual(
+      [
+        [w.alice.id, `${PAGE}/${row.id}`],
+        [dana.id, mine],
+      ].sort(),
+    );
+    expect(told[0]!.excerpt).toContain("General's outgoing webhook “Ops channel” was turned off");
+    expect((await md(app, w, dana, "GET", "/notifications")).body).toContain("was turned off");
+    receiver.answer(200);
+  }, 40_000);
 });

@@ -1,6 +1,7 @@
 // A run woken in a thread that does not finish says so where its "working on this" line was:
 // once, in words the thread's readers may read (never its error), with a link to the run
-// for its managers only; the agent's managers hear of a failure in the app.
+// for its managers only (stopped, failed or timed out); the agent's managers hear of a
+// failure in the app.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AgentEnv, makeAgent, startAgents, tool, waitForRun } from "./helpers/agents.ts";
@@ -20,9 +21,9 @@ afterAll(async () => {
 const db = testPrisma;
 
 /** Bob asks @scout (alice's) for help in a comment on alice's note: the run is woken in its thread. */
-async function wokenInThread() {
+async function wokenInThread(config: Record<string, unknown> = {}) {
   const w = await makeWorld();
-  const scout = await makeAgent(w, w.alice);
+  const scout = await makeAgent(w, w.alice, "scout", config);
   const note = await act(w, w.alice, "/studios/general", "create_note", {
     title: "Launch",
     text: "Plan it.",
@@ -98,4 +99,18 @@ describe("a run that does not finish, in its thread", () => {
     );
     expect((await md(app, w, w.bob, "GET", notePath)).body).not.toContain("could not finish");
   });
+
+  it("timed out: one notice saying it ran out of time, for every reader; the run linked for its owner only", async () => {
+    // The shortest timeout an agent may have (10 s), and a model slower than that.
+    env.llm.setScript([{ ...tool("navigate", { path: "/studios/general" }), delayMs: 15_000 }]);
+    const { w, scout, notePath, run } = await wokenInThread({ timeout_seconds: 10 });
+    expect((await waitForRun(scout.id, undefined, 20_000)).status).toBe("timed_out");
+    const bob = (await md(app, w, w.bob, "GET", notePath)).body;
+    expect(count(bob, "@scout could not finish: it ran out of time")).toBe(1);
+    expect(bob).not.toContain("is working on this");
+    expect(bob).not.toContain(`/runs/${run.id}`);
+    const alice = (await md(app, w, w.alice, "GET", notePath)).body;
+    expect(count(alice, "@scout could not finish: it ran out of time")).toBe(1);
+    expect(alice).toContain(`it ran out of time — [see its run](/subagents/scout/runs/${run.id})`);
+  }, 30_000);
 });

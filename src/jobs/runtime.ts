@@ -27,6 +27,7 @@ import type { Endpoint } from "../services/money/keys.ts";
 import { liftLastMonthsPauses } from "../services/money/ledger.ts";
 import type { MailTransport } from "../services/reach/mail.ts";
 import { setMailConfigured } from "../services/reach/preferences.ts";
+import { pruneOutbound } from "../services/reach/sweep.ts";
 import { pruneReveals } from "../services/reveals.ts";
 import { agentRunProcessor, workerId } from "./process-agent-run.ts";
 import { eventProcessor } from "./process-event.ts";
@@ -139,6 +140,7 @@ function startWorkers(
         loginThrottlesTidied: await tidyLoginThrottles(prisma, c),
         apiCallsPruned: await pruneApiCalls(prisma, c.AUDIT_RETENTION_DAYS),
         revealsPruned: await pruneReveals(prisma),
+        outboundPruned: await pruneOutbound(prisma),
         outbound: await sweepOutbound(prisma, queues, outbound),
         // Last: a passing fault here fails the job, and the housekeeping above is done by then.
         schedules: await fireDueSchedules(prisma),

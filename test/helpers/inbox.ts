@@ -85,3 +85,10 @@ export function reviewLinks(m: Received): { approve: string; reject: string } {
   };
   return { approve: path("Approve"), reject: path("Reject") };
 }
+
+/**
+ * DIGEST_HOUR_UTC for a worker whose own sweep should send digests as soon as there is
+ * something to send: the hour it is now (a digest is due from its hour on, once a day). A
+ * fixed hour would make the sweep race the test whenever the suite runs after it.
+ */
+export const digestHourNow = () => String(new Date().getUTCHours());

@@ -48,6 +48,8 @@ export const reviewLinkPage: PageDef = {
                 action: "approve_from_link",
                 fixed: { token: scope.reviewToken! },
                 label: `Approve #${p.id}`,
+                // The one thing this page is for: a full button, as the mail's, not an inline link-sized one.
+                style: "block",
               },
             }
           : {

@@ -2,7 +2,7 @@
 // (X-Cadre-Signature: t=<unix seconds>,v1=<HMAC-SHA256 of "<t>.<body>">), POSTed with a
 // time limit. A failed attempt is tried again with exponential backoff (the job's); after
 // its last attempt the delivery has failed, and after OUTBOUND_DISABLE_AFTER failed
-// deliveries in a row the endpoint is turned off and its owner told.
+// deliveries in a row the endpoint is turned off and its keepers told (endpoints.ts).
 import type { Db, PrismaClient } from "../../db/prisma.ts";
 import type { OutboundDelivery, OutboundEndpoint } from "../../generated/prisma/client.ts";
 import { signedHeaders } from "../agents/automations/webhook-signatures.ts";
@@ -109,7 +109,7 @@ function settle(
   });
 }
 
-/** One more delivery failed for good: at the limit the endpoint is turned off, once, and its owner told (endpoints.ts). */
+/** One more delivery failed for good: at the limit the endpoint is turned off, once, and its keepers told (endpoints.ts). */
 async function countFailure(db: PrismaClient, ep: OutboundEndpoint, disableAfter: number) {
   await db.$transaction(async (tx) => {
     const [row] = await tx.$queryRaw<{ disabled: boolean }[]>`

@@ -33,22 +33,43 @@ export function openEndpointSecret(
   );
 }
 
-/** Tells an endpoint's owner it was turned off, once (one notification per event). */
+/**
+ * Who keeps an endpoint, with their handles: a studio's endpoint is kept by every admin of
+ * the studio (any of them may turn it on again), a person's by that person.
+ */
+async function keepersOf(db: PrismaClient, ep: OutboundEndpoint) {
+  if (!ep.studioId)
+    return db.user.findMany({ where: { id: ep.ownerId }, select: { id: true, handle: true } });
+  return db.user.findMany({
+    where: {
+      kind: "person",
+      archivedAt: null,
+      memberships: { some: { studioId: ep.studioId, role: "admin" } },
+    },
+    select: { id: true, handle: true },
+  });
+}
+
+/** Tells an endpoint's keepers it was turned off, once each (one notification per event and person). */
 export async function notifyEndpointOff(db: PrismaClient, e: Event): Promise<number> {
   const ep = await db.outboundEndpoint.findUnique({
     where: { id: e.subjectId },
-    include: { owner: { select: { handle: true } } },
+    include: { studio: { select: { name: true } } },
   });
   if (!ep) return 0;
-  return insertNotifications(db, [
-    {
+  const whose = ep.studio ? `${ep.studio.name}'s outgoing webhook` : "Your outgoing webhook";
+  const keepers = await keepersOf(db, ep);
+  return insertNotifications(
+    db,
+    keepers.map((k) => ({
       tenantId: ep.tenantId,
-      userId: ep.ownerId,
+      userId: k.id,
       actorId: ep.ownerId,
       eventId: e.id,
-      kind: "agent",
-      path: endpointPath(ep.owner.handle, ep.id),
-      excerpt: `Your outgoing webhook “${ep.name}” was turned off: ${ep.disabledReason ?? "its deliveries kept failing"}. Fix the receiver, then turn it on again.`,
-    },
-  ]);
+      kind: "agent" as const,
+      // Each keeper's own settings: the page is only reachable under one's own handle.
+      path: endpointPath(k.handle, ep.id),
+      excerpt: `${whose} “${ep.name}” was turned off: ${ep.disabledReason ?? "its deliveries kept failing"}. Fix the receiver, then turn it on again.`,
+    })),
+  );
 }
