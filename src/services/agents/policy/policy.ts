@@ -5,13 +5,13 @@
 // The guard runs when pages list actions and again when one executes; the policy runs
 // at execution, when the params are known.
 import type { Db } from "../../../db/prisma.ts";
-import { Prisma, type User } from "../../../generated/prisma/client.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
 import { ForbiddenError } from "../../../lib/errors.ts";
 import { newId } from "../../../lib/ids.ts";
 import { patternFinds } from "../../../lib/rule-pattern.ts";
 import { emit } from "../../events.ts";
 import type { Guard, Policy, RunOptions } from "../../registry/registry.ts";
-import type { ActionCtx, ActionDef, ActionOutcome, Ctx, Scope } from "../../registry/types.ts";
+import type { ActionCtx, ActionDef, ActionOutcome, AgentRow, Ctx, Scope } from "../../registry/types.ts";
 import { ownerCeilingSql } from "../core/ownership.ts";
 import { type AgentConfig, agentConfig, type Rule, tenantSettings } from "../core/settings.ts";
 import { capabilityDenial } from "./capabilities.ts";
@@ -59,7 +59,6 @@ export function decide(
 // One lookup per request for the agent row and its owner's memberships, or none when
 // the caller already has them (a run's navigator holds its agent; loading a studio
 // reads the owner's membership with the agent's).
-type AgentRow = Pick<User, "id" | "parentId" | "ownerStudioId" | "agentConfig">;
 const agents = new WeakMap<Ctx, Promise<AgentRow>>();
 
 // A page lists several actions, each guarded: the agent's configuration is parsed once per row read.
@@ -73,11 +72,10 @@ function configOf(agent: AgentRow): AgentConfig {
   return cfg;
 }
 
-/** The agent row this request acts as, read by the caller as fresh as this request needs. */
-export function primeAgent(ctx: Ctx, agent: AgentRow) {
-  agents.set(ctx, Promise.resolve(agent));
-}
-function agentOf(ctx: Ctx, db: Db = ctx.db) {
+/** The agent row this request acts as: the caller's (a run's step, as fresh as it needs), or read once per context. */
+function agentOf(ctx: Ctx, db: Db = ctx.db): Promise<AgentRow> {
+  const primed = ctx.primed?.agent;
+  if (primed?.id === ctx.actor.id) return Promise.resolve(primed);
   let p = agents.get(ctx);
   if (!p) {
     p = db.user.findUniqueOrThrow({

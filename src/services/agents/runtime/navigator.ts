@@ -29,7 +29,6 @@ import {
 } from "../core/steps.ts";
 import { ownerText, primeWhoami } from "../core/whoami-read.ts";
 import { storedFlow } from "../policy/labels.ts";
-import { primeAgent } from "../policy/policy.ts";
 import { compact, lastPath, type Remembered } from "../prompt/memory.ts";
 import { buildPrompt, capPage } from "../prompt/prompt.ts";
 import { type Decision, parseDecision } from "../prompt/protocol.ts";
@@ -237,16 +236,10 @@ class Navigation {
    * configuration that came back with the last recorded call; executing one reads it afresh,
    * so a rule the owner added while the model was thinking applies to that very action. */
   private fresh(executing = false): Ctx {
-    const c = { ...this.ctx };
+    if (executing) return { ...this.ctx };
     const { agent } = this.start;
-    if (!executing)
-      primeAgent(c, {
-        id: agent.id,
-        parentId: agent.parentId,
-        ownerStudioId: agent.ownerStudioId,
-        agentConfig: this.budget.agentConfig,
-      });
-    return c;
+    const row = { id: agent.id, parentId: agent.parentId, ownerStudioId: agent.ownerStudioId };
+    return { ...this.ctx, primed: { agent: { ...row, agentConfig: this.budget.agentConfig } } };
   }
 
   private remember(number: number, s: Step) {
