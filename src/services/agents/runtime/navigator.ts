@@ -27,7 +27,7 @@ import {
   recordStep,
   type StepRecord,
 } from "../core/steps.ts";
-import { ownerText, primeWhoami } from "../core/whoami-read.ts";
+import { ownerText } from "../core/whoami-read.ts";
 import { storedFlow } from "../policy/labels.ts";
 import { compact, lastPath, type Remembered } from "../prompt/memory.ts";
 import { buildPrompt, capPage } from "../prompt/prompt.ts";
@@ -266,8 +266,9 @@ class Navigation {
       return;
     }
     const t0 = performance.now();
+    // The claim read /whoami for this run: its first page renders that, not a second read.
     const first = this.fresh();
-    primeWhoami(first, this.start.whoami);
+    first.primed = { ...first.primed, whoami: this.start.whoami };
     this.page = await readPage(first, "/whoami");
     this.pageRecorded = true;
     const step: Step = {
