@@ -5,7 +5,8 @@
 // steps (memory.ts), so a resumed run remembers what it would have without the break.
 
 import { DEFAULT_PROMPT_BUDGET } from "../../../config.ts";
-import type { PrismaClient } from "../../../db/prisma.ts";
+import { hotQuery, type PrismaClient } from "../../../db/prisma.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import { runSteps } from "../../../metrics/metrics.ts";
 import { registry } from "../../catalog/catalog.ts";
@@ -168,11 +169,12 @@ class Navigation {
       actor: toActor(agent),
       run: { id: run.id, chainDepth: run.chainDepth },
       // What it read survives a crash or a wait on the run's row: a resumed run starts where it left off.
-      flow: storedFlow(
-        run.label,
-        (label) =>
-          this.prisma
-            .$executeRaw`UPDATE subagent_task_runs SET label = ${JSON.stringify(label)}::jsonb WHERE id = ${run.id}`,
+      // On the pool directly (hotQuery): it is on the step path of every run that reads a new studio.
+      flow: storedFlow(run.label, (label) =>
+        hotQuery(
+          this.prisma,
+          Prisma.sql`UPDATE subagent_task_runs SET label = ${JSON.stringify(label)}::jsonb WHERE id = ${run.id}`,
+        ),
       ),
       ...(start.viewers.length && { viewers: start.viewers }),
     };
