@@ -13,7 +13,7 @@ import { emit } from "../../events.ts";
 import type { Guard, Policy, RunOptions } from "../../registry/registry.ts";
 import type { ActionCtx, ActionDef, ActionOutcome, AgentRow, Ctx, Scope } from "../../registry/types.ts";
 import { ownerCeilingSql } from "../core/ownership.ts";
-import { type AgentConfig, agentConfig, type Rule, tenantSettings } from "../core/settings.ts";
+import { type AgentConfig, type Rule, sharedAgentConfig, tenantSettings } from "../core/settings.ts";
 import { capabilityDenial } from "./capabilities.ts";
 import { disclosure, disclosureText } from "./labels.ts";
 
@@ -61,16 +61,8 @@ export function decide(
 // reads the owner's membership with the agent's).
 const agents = new WeakMap<Ctx, Promise<AgentRow>>();
 
-// A page lists several actions, each guarded: the agent's configuration is parsed once per row read.
-const configs = new WeakMap<AgentRow, AgentConfig>();
-function configOf(agent: AgentRow): AgentConfig {
-  let cfg = configs.get(agent);
-  if (!cfg) {
-    cfg = agentConfig(agent);
-    configs.set(agent, cfg);
-  }
-  return cfg;
-}
+// A page lists several actions, each guarded: the agent's configuration is parsed once per object read.
+const configOf = (agent: AgentRow): AgentConfig => sharedAgentConfig(agent.agentConfig);
 
 /** The agent row this request acts as: the caller's (a run's step, as fresh as it needs), or read once per context. */
 function agentOf(ctx: Ctx, db: Db = ctx.db): Promise<AgentRow> {
