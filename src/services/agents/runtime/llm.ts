@@ -15,7 +15,7 @@ import type { Endpoint } from "../../money/keys.ts";
 import type { Usage } from "../../money/pricing.ts";
 import { anthropicClient } from "../../money/provider-clients.ts";
 import { type MaskCounts, maskDeep, maskText } from "../core/secret-masking.ts";
-import { JSON_MODE_INSTRUCTIONS, TOOLS } from "../prompt/protocol.ts";
+import { JSON_MODE_INSTRUCTIONS, TOOLS, toolsJson } from "../prompt/protocol.ts";
 import { fingerprintJson } from "../prompt/step-prompt.ts";
 import { agentsFor, createNodeFetch } from "./http-fetch.ts";
 import { streamMessage } from "./llm-anthropic.ts";
@@ -207,7 +207,7 @@ export function encodePrompt(p: Prompt, api: Api = "openai"): EncodedPrompt {
     };
   const rest = p.jsonMode
     ? `"response_format":{"type":"json_object"}`
-    : `"tools":${JSON.stringify(tools)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
+    : `"tools":${toolsJson(tools ?? TOOLS)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
   return {
     api,
     model: p.model,
