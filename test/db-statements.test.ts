@@ -2,7 +2,7 @@
 // unless DATABASE_NAMED_STATEMENTS turns it off for a pooler that cannot carry them;
 // hotQuery sends Prisma.sql straight to the pool either way, with Dates as UTC.
 import { describe, expect, it } from "vitest";
-import { createPrisma, hotQuery, type PrismaClient } from "../src/db/prisma.ts";
+import { advisoryLock, createPrisma, hotQuery, hotTransaction, type PrismaClient } from "../src/db/prisma.ts";
 import { Prisma } from "../src/generated/prisma/client.ts";
 import { fileDatabaseUrl } from "./helpers/app.ts";
 
@@ -60,6 +60,56 @@ describe("named statements", () => {
     await withClient(true, async (db) => {
       const rows = await db.$transaction((tx) =>
         hotQuery<{ n: number }>(tx, Prisma.sql`SELECT ${41}::int + 1 AS n`),
+      );
+      expect(rows).toEqual([{ n: 42 }]);
+    });
+  });
+
+  it("of a hot transaction share one connection, commit together, and roll back together on an error", async () => {
+    await withClient(true, async (db) => {
+      const table = `hot_tx_${Date.now()}`;
+      await hotQuery(db, Prisma.sql`CREATE TABLE ${Prisma.raw(table)} (n int)`);
+      try {
+        const insert = (tx: typeof db, n: number) =>
+          hotQuery(tx, Prisma.sql`INSERT INTO ${Prisma.raw(table)} VALUES (${n}::int) RETURNING n`);
+        await hotTransaction(db, async (tx) => {
+          await advisoryLock(tx, "hot-tx-test");
+          await insert(tx as PrismaClient, 1);
+          await insert(tx as PrismaClient, 2);
+        });
+        await expect(
+          hotTransaction(db, async (tx) => {
+            await insert(tx as PrismaClient, 3);
+            throw new Error("refused");
+          }),
+        ).rejects.toThrow("refused");
+        // Anything but hotQuery is a bug, said at once, and rolls back what came before it.
+        await expect(
+          hotTransaction(db, async (tx) => {
+            await insert(tx as PrismaClient, 4);
+            await tx.user.findMany();
+          }),
+        ).rejects.toThrow(/hot statements only/);
+        const rows = await hotQuery<{ n: number }>(
+          db,
+          Prisma.sql`SELECT n FROM ${Prisma.raw(table)} ORDER BY n`,
+        );
+        expect(rows.map((r) => r.n)).toEqual([1, 2]);
+        // The one connection went back to the pool each time.
+        expect(await hotQuery(db, Prisma.sql`SELECT 1 AS one`)).toEqual([{ one: 1 }]);
+      } finally {
+        await hotQuery(db, Prisma.sql`DROP TABLE ${Prisma.raw(table)}`);
+      }
+    });
+  });
+
+  it("of a hot transaction inside a caller's transaction run in that one", async () => {
+    await withClient(true, async (db) => {
+      const rows = await db.$transaction((outer) =>
+        hotTransaction(outer, async (tx) => {
+          await advisoryLock(tx, "hot-tx-test");
+          return hotQuery<{ n: number }>(tx, Prisma.sql`SELECT ${6}::int * 7 AS n`);
+        }),
       );
       expect(rows).toEqual([{ n: 42 }]);
     });

@@ -35,8 +35,17 @@ function statementNamer(max = MAX_NAMED_STATEMENTS) {
 // The pool and statement names behind each root client, for `hotQuery`.
 const pools = new WeakMap<
   object,
-  { pool: pg.Pool; writes: pg.Pool; name?: (q: { sql: string }) => string }
+  {
+    pool: pg.Pool;
+    writes: pg.Pool;
+    name?: (q: { sql: string }) => string;
+    /** Interactive transactions' timeout (ms): a hot transaction's statements are held to it too. */
+    timeout: number;
+  }
 >();
+
+/** A hot transaction's handle (hotTransaction) and the connection it runs on, with its client's pool entry. */
+const txClients = new WeakMap<object, { client: pg.PoolClient; name?: (q: { sql: string }) => string }>();
 
 /** Connections for group commits (db/group-commit.ts): one per kind of group (claims, steps, calls), each with one batch in flight. */
 const WRITE_CONNECTIONS = 3;
@@ -98,7 +107,7 @@ export function createPrisma(databaseUrl: string, max = 10, opts: PrismaOptions 
     if (!pool.ending) await pool.end();
     await writes.end();
   };
-  pools.set(client, { pool, writes, name });
+  pools.set(client, { pool, writes, name, timeout: (opts.transactions ?? TRANSACTIONS).timeout });
   return client;
 }
 
@@ -113,11 +122,56 @@ export function createPrisma(databaseUrl: string, max = 10, opts: PrismaOptions 
  */
 export async function hotQuery<T>(db: Db, sql: Prisma.Sql, o: { groupCommit?: boolean } = {}): Promise<T[]> {
   const direct = pools.get(db);
-  if (!direct) return db.$queryRaw<T[]>(sql);
+  const inTx = direct ? undefined : txClients.get(db);
+  if (!direct && !inTx) return db.$queryRaw<T[]>(sql);
   const values = sql.values.map((v) => (v instanceof Date ? v.toISOString() : v));
-  const pool = o.groupCommit ? direct.writes : direct.pool;
-  const res = await pool.query({ name: direct.name?.({ sql: sql.text }), text: sql.text, values });
+  const on = inTx ? inTx.client : o.groupCommit ? direct!.writes : direct!.pool;
+  const res = await on.query({ name: (direct ?? inTx)!.name?.({ sql: sql.text }), text: sql.text, values });
   return res.rows as T[];
+}
+
+/** What a hot transaction's handle answers to anything but hotQuery: a bug, said at once. */
+const HOT_ONLY: ProxyHandler<object> = {
+  get: (_, prop) => {
+    throw new Error(`a hot transaction runs hot statements only (hotQuery), not ${String(prop)}`);
+  },
+};
+
+/**
+ * `fn` in a transaction on one pooled connection, its statements sent by hotQuery: for short
+ * transactions on a hot path whose every statement is a hot one (a trigger's guards), which
+ * through Prisma's interactive transaction cost its runtime's work per statement and a round
+ * trip each for BEGIN and COMMIT. The handle answers nothing but hotQuery. In a caller's
+ * transaction (`db` is one) it runs there, as inTransaction does. Each statement is held to
+ * the interactive transactions' timeout (DATABASE_TX_TIMEOUT_MS), a lock wait among them.
+ */
+export async function hotTransaction<T>(db: PrismaClient | Db, fn: (tx: Db) => Promise<T>): Promise<T> {
+  const direct = pools.get(db);
+  if (!direct) return inTransaction(db, fn);
+  const client = await direct.pool.connect();
+  const tx = new Proxy({}, HOT_ONLY) as Db;
+  txClients.set(tx, { client, name: direct.name });
+  let broken: Error | undefined;
+  try {
+    await client.query(`BEGIN; SET LOCAL statement_timeout = ${Math.round(direct.timeout)}`);
+    const out = await fn(tx);
+    await client.query("COMMIT");
+    return out;
+  } catch (err) {
+    // A connection that cannot even roll back is closed, not handed to the next caller.
+    await client.query("ROLLBACK").catch((e: Error) => {
+      broken = e;
+    });
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/** Takes the transaction-scoped advisory lock named `key` (a hot statement: hotTransaction runs it). */
+export async function advisoryLock(tx: Db, key: string): Promise<void> {
+  // In FROM, so the row has a column Prisma can read (pg_advisory_xact_lock returns void).
+  await hotQuery(tx, Prisma.sql`SELECT true AS locked FROM pg_advisory_xact_lock(hashtext(${key}))`);
 }
 
 /** Whether `db` is a root client with its own pool (hotQuery's direct path), not a transaction. */

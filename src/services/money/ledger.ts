@@ -11,10 +11,11 @@ import { newId } from "../../lib/ids.ts";
 import { bounded, llmCost, llmTokens } from "../../metrics/metrics.ts";
 import {
   type AgentConfig,
-  agentConfig,
   DEFAULT_ALERT_THRESHOLDS_USD,
   DEFAULT_COST_LIMIT_USD,
   MAX_COST_LIMIT_USD,
+  sharedAgentConfig,
+  storedAgentConfig,
 } from "../agents/core/settings.ts";
 import { STEP_COLUMNS, type StepRecord, stepColumns, stepGateSql, steppedSql } from "../agents/core/steps.ts";
 import { emitEvent } from "../events.ts";
@@ -236,7 +237,7 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
         pricing_version text, priced boolean, input_tokens int, cached_tokens int, cache_write_tokens int, output_tokens int,
         cost_micros bigint, latency_ms int, at timestamp, month text, event_ids text[], ${STEP_COLUMNS}) ${batchRows(input.length)}
     ), ${TOTALS_SQL}, ${LIMITS_SQL}
-    SELECT input.i, month.cost_micros AS spent, config.agent_config,
+    SELECT input.i, month.cost_micros AS spent, config.agent_config::text AS agent_config,
       ${keyGoneSql(Prisma.sql`input.api_key_id`)} AS key_gone, ${agentsOffSql(Prisma.sql`input.tenant_id`)} AS agents_off,
       (SELECT count(*) FROM crossed c WHERE c.i = input.i)::int AS crossed,
       EXISTS (SELECT 1 FROM paused p WHERE p.agent_id = input.agent_id) AS paused,
@@ -279,7 +280,8 @@ export interface Budget {
 }
 
 interface BudgetRow {
-  agent_config: Prisma.JsonValue;
+  /** As text: one object per distinct configuration (settings.ts storedAgentConfig). */
+  agent_config: string | null;
   /** int8: a bigint through Prisma, a string through pg (hotQuery). */
   spent: bigint | string | null;
   key_gone: boolean;
@@ -296,11 +298,14 @@ const agentsOffSql = (
 const keyGoneSql = (keyId: Prisma.Sql) => Prisma.sql`(${keyId} IS NOT NULL AND NOT EXISTS (
   SELECT 1 FROM agent_api_keys k WHERE k.id = ${keyId} AND k.revoked_at IS NULL))`;
 
-function budgetOf(row: BudgetRow | undefined): Budget {
-  const cfg = agentConfig({ agentConfig: row?.agent_config ?? {} });
+const budgetOf = (row: BudgetRow | undefined): Budget =>
+  budgetWith(storedAgentConfig(row?.agent_config ?? null), row);
+
+function budgetWith(raw: Prisma.JsonValue, row: Omit<BudgetRow, "agent_config"> | undefined): Budget {
+  const cfg = sharedAgentConfig(raw);
   return {
     cfg,
-    agentConfig: row?.agent_config ?? {},
+    agentConfig: raw,
     spentMicros: BigInt(row?.spent ?? 0),
     limitMicros: toMicros(cfg.cost_limit_usd),
     keyGone: Boolean(row?.key_gone),
@@ -317,8 +322,7 @@ export const budgetAtStart = (
   agentConfig: Prisma.JsonValue,
   spentMicros: bigint,
   agentsOff = false,
-): Budget =>
-  budgetOf({ agent_config: agentConfig, spent: spentMicros, key_gone: false, agents_off: agentsOff });
+): Budget => budgetWith(agentConfig ?? {}, { spent: spentMicros, key_gone: false, agents_off: agentsOff });
 
 /**
  * The agent's configuration, month-to-date spend and its key's state, read together
@@ -333,7 +337,7 @@ export async function readBudget(
   const [row] = await hotQuery<BudgetRow>(
     db,
     Prisma.sql`
-    SELECT u.agent_config, m.cost_micros AS spent, ${keyGoneSql(Prisma.sql`${keyId}::text`)} AS key_gone,
+    SELECT u.agent_config::text AS agent_config, m.cost_micros AS spent, ${keyGoneSql(Prisma.sql`${keyId}::text`)} AS key_gone,
       ${agentsOffSql(Prisma.sql`u.tenant_id`)} AS agents_off
     FROM users u LEFT JOIN agent_usage_months m ON m.agent_id = u.id AND m.month = ${monthOf(at)}
     WHERE u.id = ${agentId}`,

@@ -18,24 +18,35 @@ export function createRouter(pages: PageDef[]) {
     .map((page) => ({ page, segments: page.pattern.split("/").filter(Boolean) }))
     .sort((a, b) => score(b.segments) - score(a.segments));
 
+  // By number of segments, each list in the order above: a lookup tries only pages of the
+  // path's length (an agent reads a page every step, and there are a hundred patterns).
+  const byLength = new Map<number, Compiled[]>();
+  for (const c of compiled) {
+    const same = byLength.get(c.segments.length) ?? [];
+    same.push(c);
+    byLength.set(c.segments.length, same);
+  }
+
   return function match(path: string): Match | null {
     const parts = path.split("/").filter(Boolean);
-    for (const c of compiled) {
-      if (c.segments.length !== parts.length) continue;
-      const params: Record<string, string> = {};
-      let ok = true;
-      for (let i = 0; i < parts.length && ok; i++) {
-        const seg = c.segments[i]!;
-        const part = parts[i]!;
-        if (seg.startsWith(":")) {
-          if (SEGMENT.test(part)) params[seg.slice(1)] = part;
-          else ok = false;
-        } else ok = seg === part;
-      }
-      if (ok) return { page: c.page, params };
-    }
+    for (const c of byLength.get(parts.length) ?? []) if (fits(c.segments, parts)) return matched(c, parts);
     return null;
   };
+}
+
+function fits(segments: string[], parts: string[]): boolean {
+  for (let i = 0; i < parts.length; i++) {
+    const seg = segments[i]!;
+    if (seg.startsWith(":") ? !SEGMENT.test(parts[i]!) : seg !== parts[i]) return false;
+  }
+  return true;
+}
+
+function matched(c: Compiled, parts: string[]): Match {
+  const params: Record<string, string> = {};
+  for (let i = 0; i < parts.length; i++)
+    if (c.segments[i]!.startsWith(":")) params[c.segments[i]!.slice(1)] = parts[i]!;
+  return { page: c.page, params };
 }
 
 function score(segments: string[]): number {

@@ -92,6 +92,22 @@ export interface Ctx {
   viewers?: Actor[];
   /** How an HTTP caller signed in: a token may do what its scope allows (token-scope.ts). Absent in process. */
   auth?: RequestAuth;
+  /**
+   * What the caller has read already for this request (a run's step), so the page does not
+   * read it again. A field, not a side table keyed by the context: the registry hands pages
+   * and guards spread copies of the context, and a copy carries the field.
+   */
+  primed?: Primed;
+}
+
+/** A subagent's row as the guard and policy need it (agents/policy/policy.ts). */
+export type AgentRow = Pick<User, "id" | "parentId" | "ownerStudioId" | "agentConfig">;
+
+export interface Primed {
+  /** The acting agent's row as its last recorded call left it (never set when executing an action: that reads it afresh). */
+  agent?: AgentRow;
+  /** The run's claim's /whoami (agents/core/whoami-read.ts Whoami), for the run's first page. */
+  whoami?: unknown;
 }
 
 /**

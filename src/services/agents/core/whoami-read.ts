@@ -124,15 +124,9 @@ export function parseWhoami(json: WhoamiJson): Whoami {
   };
 }
 
-// Read by the caller already (a run's claim): the page renders that instead of reading again.
-const primed = new WeakMap<Ctx, Whoami>();
-
-export function primeWhoami(ctx: Ctx, whoami: Whoami) {
-  primed.set(ctx, whoami);
-}
-
 export async function readWhoami(ctx: Ctx): Promise<Whoami> {
-  const ready = primed.get(ctx);
+  // Read by the caller already (a run's claim): the page renders that instead of reading again.
+  const ready = ctx.primed?.whoami as Whoami | undefined;
   if (ready) return ready;
   const [row] = await hotQuery<{ whoami: WhoamiJson | null }>(
     ctx.db,

@@ -5,15 +5,22 @@
 // The guard runs when pages list actions and again when one executes; the policy runs
 // at execution, when the params are known.
 import type { Db } from "../../../db/prisma.ts";
-import { Prisma, type User } from "../../../generated/prisma/client.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
 import { ForbiddenError } from "../../../lib/errors.ts";
 import { newId } from "../../../lib/ids.ts";
 import { patternFinds } from "../../../lib/rule-pattern.ts";
 import { emit } from "../../events.ts";
 import type { Guard, Policy, RunOptions } from "../../registry/registry.ts";
-import type { ActionCtx, ActionDef, ActionOutcome, Ctx, Scope } from "../../registry/types.ts";
+import type { ActionCtx, ActionDef, ActionOutcome, AgentRow, Ctx, Scope } from "../../registry/types.ts";
 import { ownerCeilingSql } from "../core/ownership.ts";
-import { type AgentConfig, agentConfig, type Rule, tenantSettings, withPolicy } from "../core/settings.ts";
+import {
+  type AgentConfig,
+  agentConfig,
+  type Rule,
+  sharedAgentConfig,
+  tenantSettings,
+  withPolicy,
+} from "../core/settings.ts";
 import { capabilityDenial } from "./capabilities.ts";
 import { disclosure, disclosureText } from "./labels.ts";
 
@@ -59,27 +66,31 @@ export function decide(
 // One lookup per request for the agent row and its owner's memberships, or none when
 // the caller already has them (a run's navigator holds its agent; loading a studio
 // reads the owner's membership with the agent's).
-type AgentRow = Pick<User, "id" | "parentId" | "ownerStudioId" | "agentConfig">;
 const agents = new WeakMap<Ctx, Promise<AgentRow>>();
 
-// A page lists several actions, each guarded: the agent's configuration is parsed once per row read.
-const configs = new WeakMap<AgentRow, AgentConfig>();
+// A page lists several actions, each guarded: the agent's configuration is parsed once per object read.
 function configOf(ctx: Ctx, agent: AgentRow): AgentConfig {
-  let cfg = configs.get(agent);
-  if (!cfg) {
-    // A replay under the rules its original ran under (triggers/replay.ts) is judged by them.
-    const pin = ctx.run?.pinnedPolicy;
-    cfg = agentConfig(pin ? { agentConfig: withPolicy(agent.agentConfig, pin) } : agent);
-    configs.set(agent, cfg);
-  }
+  // A replay under the rules its original ran under (triggers/replay.ts) is judged by them.
+  const pin = ctx.run?.pinnedPolicy;
+  return pin && typeof pin === "object"
+    ? pinnedConfig(pin, agent.agentConfig)
+    : sharedAgentConfig(agent.agentConfig);
+}
+
+// A pinned run's policy over the agent's stored configuration, parsed again only when that changes.
+const pinned = new WeakMap<object, { raw: AgentRow["agentConfig"]; cfg: AgentConfig }>();
+function pinnedConfig(pin: object, raw: AgentRow["agentConfig"]): AgentConfig {
+  const last = pinned.get(pin);
+  if (last?.raw === raw) return last.cfg;
+  const cfg = agentConfig({ agentConfig: withPolicy(raw, pin) });
+  pinned.set(pin, { raw, cfg });
   return cfg;
 }
 
-/** The agent row this request acts as, read by the caller as fresh as this request needs. */
-export function primeAgent(ctx: Ctx, agent: AgentRow) {
-  agents.set(ctx, Promise.resolve(agent));
-}
-function agentOf(ctx: Ctx, db: Db = ctx.db) {
+/** The agent row this request acts as: the caller's (a run's step, as fresh as it needs), or read once per context. */
+function agentOf(ctx: Ctx, db: Db = ctx.db): Promise<AgentRow> {
+  const primed = ctx.primed?.agent;
+  if (primed?.id === ctx.actor.id) return Promise.resolve(primed);
   let p = agents.get(ctx);
   if (!p) {
     p = db.user.findUniqueOrThrow({

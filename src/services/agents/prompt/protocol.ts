@@ -96,13 +96,29 @@ const EXECUTE_TOOL: ChatCompletionTool = {
 
 // Providers render tool schemas in a format of their own; half the JSON's characters
 // counts them generously (test/token-estimate.test.ts checks it against real tokenizers).
+// A tool's JSON is the same bytes in every request that offers it: made once per tool.
+const toolJsons = new WeakMap<ChatCompletionTool, string>();
+
+function toolJson(t: ChatCompletionTool): string {
+  let json = toolJsons.get(t);
+  if (json === undefined) {
+    json = JSON.stringify(t);
+    toolJsons.set(t, json);
+  }
+  return json;
+}
+
+/** JSON.stringify(tools), from each tool's JSON made once (a run's tools are the same objects step after step). */
+export const toolsJson = (tools: readonly ChatCompletionTool[]): string =>
+  `[${tools.map(toolJson).join(",")}]`;
+
 const toolSizes = new WeakMap<ChatCompletionTool, number>();
 export function toolTokens(tools: readonly ChatCompletionTool[]): number {
   let n = 0;
   for (const t of tools) {
     let size = toolSizes.get(t);
     if (size === undefined) {
-      size = Math.ceil(JSON.stringify(t).length / 2);
+      size = Math.ceil(toolJson(t).length / 2);
       toolSizes.set(t, size);
     }
     n += size;

@@ -10,7 +10,7 @@ import type { Db } from "../../../db/prisma.ts";
 import type { SubagentTaskRun, SubagentTaskRunStep, User } from "../../../generated/prisma/client.ts";
 import type { ActionDef } from "../../registry/types.ts";
 import { maskDeep } from "../core/secret-masking.ts";
-import { agentConfig } from "../core/settings.ts";
+import { sharedAgentConfig } from "../core/settings.ts";
 import type { PromptFacts } from "../core/steps.ts";
 import { ownerText } from "../core/whoami-read.ts";
 import { actionsRead, pageActionNames, type Remembered } from "./memory.ts";
@@ -49,7 +49,7 @@ export function promptInput(p: {
     agent: {
       name: p.agent.name,
       handle: p.agent.handle,
-      identityPrompt: agentConfig(p.agent).identity_prompt,
+      identityPrompt: sharedAgentConfig(p.agent.agentConfig).identity_prompt,
     },
     owner: p.owner,
     workspace: p.workspace,

@@ -9,14 +9,14 @@
 import http from "node:http";
 import https from "node:https";
 
-type Agents = Record<"http:" | "https:", http.Agent>;
+export type Agents = Record<"http:" | "https:", http.Agent>;
 
 /**
  * Keep-alive agents with at most `maxSockets` connections per endpoint (host and port):
  * by default none, so a worker's calls never queue behind a socket limit it did not ask
  * for (a limit of 512 once made 1,000 waiting runs take two rounds per step).
  */
-const agentsFor = (maxSockets = Infinity): Agents => ({
+export const agentsFor = (maxSockets = Infinity): Agents => ({
   "http:": new http.Agent({ keepAlive: true, maxSockets }),
   "https:": new https.Agent({ keepAlive: true, maxSockets }),
 });
@@ -73,9 +73,11 @@ const headersOf = (res: http.IncomingMessage) => {
 
 export type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
-/** A fetch over agents of its own, with at most `maxConnections` per endpoint (LLM_MAX_CONNECTIONS). */
-export function createNodeFetch(maxConnections?: number): Fetch {
-  const agents = agentsFor(maxConnections);
+/**
+ * A fetch over agents of its own, with at most `maxConnections` per endpoint (LLM_MAX_CONNECTIONS),
+ * or over `agents` shared with another client (llm-http.ts), so the limit holds across both.
+ */
+export function createNodeFetch(maxConnections?: number, agents = agentsFor(maxConnections)): Fetch {
   return (input, init) => send(agents, input, init);
 }
 

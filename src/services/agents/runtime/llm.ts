@@ -1,10 +1,10 @@
-// The LLM boundary: the `openai` SDK against any OpenAI-compatible base URL, and
-// Anthropic's own SDK for an Anthropic key (its Messages API caches prompts: llm-anthropic.ts).
-// The SDKs retry 408/409/429/5xx and network errors with exponential backoff and honour
-// Retry-After; we add per-call cancellation and classify failures for the run record.
+// The LLM boundary: any OpenAI-compatible base URL through llm-http.ts (the openai SDK's
+// retry rules and error classes without its request path), and Anthropic's own SDK for an
+// Anthropic key (its Messages API caches prompts: llm-anthropic.ts). Both retry 408/409/429/
+// 5xx and network errors with exponential backoff and honour Retry-After; we add per-call
+// cancellation and classify failures for the run record.
 // Every message is masked here, the one place a request leaves for a model, so no
 // message, however it was built, carries a credential out (secret-masking.ts).
-import OpenAI from "openai";
 import type {
   ChatCompletionMessage,
   ChatCompletionMessageParam,
@@ -15,12 +15,13 @@ import type { Endpoint } from "../../money/keys.ts";
 import type { Usage } from "../../money/pricing.ts";
 import { anthropicClient } from "../../money/provider-clients.ts";
 import { type MaskCounts, maskDeep, maskText } from "../core/secret-masking.ts";
-import { JSON_MODE_INSTRUCTIONS, TOOLS } from "../prompt/protocol.ts";
+import { JSON_MODE_INSTRUCTIONS, TOOLS, toolsJson } from "../prompt/protocol.ts";
 import { fingerprintJson } from "../prompt/step-prompt.ts";
-import { createNodeFetch } from "./http-fetch.ts";
+import { agentsFor, createNodeFetch } from "./http-fetch.ts";
 import { streamMessage } from "./llm-anthropic.ts";
 import { anthropicBody } from "./llm-anthropic-body.ts";
 import { llmError } from "./llm-errors.ts";
+import { chatClient } from "./llm-http.ts";
 import { ONE_TOOL_CALL, STREAM_FIELDS, streamCompletion } from "./llm-stream.ts";
 import { traceAttempts } from "./traced-fetch.ts";
 
@@ -86,7 +87,7 @@ export const apiOf = (e: Pick<Endpoint, "provider">): Api =>
   e.provider === "anthropic" ? "anthropic" : "openai";
 
 /**
- * SDK clients by endpoint and key. They keep their HTTP connections alive, so they are
+ * Clients by endpoint and key. They keep their HTTP connections alive, so they are
  * reused, but only a bounded number: each one holds a plaintext key, and a revoked key's
  * client should not linger.
  */
@@ -113,19 +114,13 @@ function pool<C>(make: (e: Endpoint) => C): (e: Endpoint) => C {
 }
 
 export function createLlmClient(opts: LlmOptions): LlmClient {
-  // One set of HTTP agents for all clients: the connection limit is per endpoint, however many keys call it.
-  const fetch = traceAttempts(createNodeFetch(opts.maxConnections));
+  // One set of HTTP agents for all clients: the connection limit is per endpoint, however
+  // many keys call it, and whichever API. Anthropic's SDK traces its attempts through its
+  // fetch; llm-http.ts traces its own.
+  const agents = agentsFor(opts.maxConnections);
+  const fetch = traceAttempts(createNodeFetch(opts.maxConnections, agents));
   const sdk = { timeoutMs: opts.timeoutMs, maxRetries: opts.maxRetries, fetch };
-  const openai = pool(
-    (e) =>
-      new OpenAI({
-        baseURL: e.baseURL,
-        apiKey: e.apiKey,
-        timeout: opts.timeoutMs,
-        maxRetries: opts.maxRetries,
-        fetch,
-      }),
-  );
+  const openai = pool((e) => chatClient(e, agents, opts));
   const anthropic = pool((e) => anthropicClient(e.baseURL, e.apiKey, sdk));
 
   return async (endpoint, req) => {
@@ -144,7 +139,7 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
     else req.signal.addEventListener("abort", onAbort, { once: true });
     try {
       const read = { idleMs: opts.timeoutMs, onText: req.onText };
-      // The bytes as they are (both SDKs pass a byte body through, and keep it for their retries).
+      // The bytes as they are, for every attempt (Anthropic's SDK passes a byte body through too).
       const { message, usage, model, finishReason } =
         api === "anthropic"
           ? await streamMessage(anthropic(endpoint), body, call, read)
@@ -212,7 +207,7 @@ export function encodePrompt(p: Prompt, api: Api = "openai"): EncodedPrompt {
     };
   const rest = p.jsonMode
     ? `"response_format":{"type":"json_object"}`
-    : `"tools":${JSON.stringify(tools)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
+    : `"tools":${toolsJson(tools ?? TOOLS)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
   return {
     api,
     model: p.model,

@@ -5,7 +5,8 @@
 // steps (memory.ts), so a resumed run remembers what it would have without the break.
 
 import { DEFAULT_PROMPT_BUDGET } from "../../../config.ts";
-import type { PrismaClient } from "../../../db/prisma.ts";
+import { hotQuery, type PrismaClient } from "../../../db/prisma.ts";
+import { Prisma } from "../../../generated/prisma/client.ts";
 import type { Logger } from "../../../lib/logger.ts";
 import { runSteps } from "../../../metrics/metrics.ts";
 import { registry } from "../../catalog/catalog.ts";
@@ -27,9 +28,8 @@ import {
   recordStep,
   type StepRecord,
 } from "../core/steps.ts";
-import { ownerText, primeWhoami } from "../core/whoami-read.ts";
+import { ownerText } from "../core/whoami-read.ts";
 import { storedFlow } from "../policy/labels.ts";
-import { primeAgent } from "../policy/policy.ts";
 import { compact, lastPath, type Remembered } from "../prompt/memory.ts";
 import { buildPrompt, capPage } from "../prompt/prompt.ts";
 import { type Decision, parseDecision } from "../prompt/protocol.ts";
@@ -173,11 +173,12 @@ class Navigation {
         ...(p.pinnedPolicy !== undefined && { pinnedPolicy: p.pinnedPolicy }),
       },
       // What it read survives a crash or a wait on the run's row: a resumed run starts where it left off.
-      flow: storedFlow(
-        run.label,
-        (label) =>
-          this.prisma
-            .$executeRaw`UPDATE subagent_task_runs SET label = ${JSON.stringify(label)}::jsonb WHERE id = ${run.id}`,
+      // On the pool directly (hotQuery): it is on the step path of every run that reads a new studio.
+      flow: storedFlow(run.label, (label) =>
+        hotQuery(
+          this.prisma,
+          Prisma.sql`UPDATE subagent_task_runs SET label = ${JSON.stringify(label)}::jsonb WHERE id = ${run.id}`,
+        ),
       ),
       ...(start.viewers.length && { viewers: start.viewers }),
     };
@@ -241,16 +242,10 @@ class Navigation {
    * configuration that came back with the last recorded call; executing one reads it afresh,
    * so a rule the owner added while the model was thinking applies to that very action. */
   private fresh(executing = false): Ctx {
-    const c = { ...this.ctx };
+    if (executing) return { ...this.ctx };
     const { agent } = this.start;
-    if (!executing)
-      primeAgent(c, {
-        id: agent.id,
-        parentId: agent.parentId,
-        ownerStudioId: agent.ownerStudioId,
-        agentConfig: this.budget.agentConfig,
-      });
-    return c;
+    const row = { id: agent.id, parentId: agent.parentId, ownerStudioId: agent.ownerStudioId };
+    return { ...this.ctx, primed: { agent: { ...row, agentConfig: this.budget.agentConfig } } };
   }
 
   private remember(number: number, s: Step) {
@@ -277,8 +272,9 @@ class Navigation {
       return;
     }
     const t0 = performance.now();
+    // The claim read /whoami for this run: its first page renders that, not a second read.
     const first = this.fresh();
-    primeWhoami(first, this.start.whoami);
+    first.primed = { ...first.primed, whoami: this.start.whoami };
     this.page = await readPage(first, "/whoami");
     this.pageRecorded = true;
     const step: Step = {

@@ -36,7 +36,7 @@ import { priceCall } from "../../money/pricing.ts";
 import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
 import { maskDeep, maskText } from "../core/secret-masking.ts";
-import { type AgentConfig, agentConfig, tenantSettings } from "../core/settings.ts";
+import { type AgentConfig, sharedAgentConfig, tenantSettings } from "../core/settings.ts";
 import { decide } from "../policy/policy.ts";
 import type { Decision } from "../prompt/protocol.ts";
 import type { EncodedPrompt, LlmResponse } from "./llm.ts";
@@ -255,18 +255,9 @@ class SpanRunTrace implements RunTrace {
 }
 
 const EMPTY_RULES: Pick<AgentConfig, "rules" | "requires_approval"> = { rules: [], requires_approval: [] };
-const parsedConfigs = new WeakMap<object, AgentConfig>();
 
 /** The agent's config, parsed once per object the ledger hands back (a change makes a new one). */
-function parsedConfig(raw: Prisma.JsonValue): AgentConfig {
-  if (!raw || typeof raw !== "object") return agentConfig({ agentConfig: raw });
-  let cfg = parsedConfigs.get(raw);
-  if (!cfg) {
-    cfg = agentConfig({ agentConfig: raw });
-    parsedConfigs.set(raw, cfg);
-  }
-  return cfg;
-}
+const parsedConfig = (raw: Prisma.JsonValue): AgentConfig => sharedAgentConfig(raw);
 
 /** Which way the policy went for an action, and by which rule (policy.ts decide, as the registry applied it). */
 function policyOf(

@@ -5,7 +5,7 @@
 // concurrency (an advisory lock per agent): over it a run waits its turn (rate.ts). Every
 // other trigger (subscriptions, schedules, webhooks, a manager's retry) queues its runs
 // through the same guards: `queueTriggered`.
-import { type Db, hotQuery, inTransaction, type PrismaClient } from "../../../db/prisma.ts";
+import { advisoryLock, type Db, hotQuery, hotTransaction, type PrismaClient } from "../../../db/prisma.ts";
 import { type Event, Prisma, type Tenant, type User } from "../../../generated/prisma/client.ts";
 import { quoteAsData } from "../../../lib/text.ts";
 import { parseMentions } from "../../mentions.ts";
@@ -160,10 +160,11 @@ export async function queueTriggered(
   run: NewRun,
   opts: { rateLimited?: boolean } = {},
 ): Promise<QueuedRun | null> {
-  // In the caller's transaction when it has one (a trigger that claims its work in it), else in one of its own.
-  return inTransaction(db, async (tx) => {
+  // In the caller's transaction when it has one (a trigger that claims its work in it), else in
+  // one of its own on the pg pool: every statement here is a hot one (hotTransaction).
+  return hotTransaction(db, async (tx) => {
     // Serializes this agent's trigger decisions, so the rate limit holds however many events arrive at once.
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger:${agent.id}`}))`;
+    await advisoryLock(tx, `trigger:${agent.id}`);
     // The workspace's kill switch first: whatever else holds, nothing starts while it is off.
     if (!settings.agents_enabled) {
       await recordSkipped(tx, run, AGENTS_OFF, AGENTS_OFF_MESSAGE);

@@ -5,7 +5,7 @@
 // most MAX_WAITING may wait; the next is refused, saying so, and its managers may retry it.
 // Webhooks and schedules have limits of their own (a webhook's per-minute rate, a schedule's
 // one-minute minimum) and neither use nor count against this one.
-import { type Db, hotQuery } from "../../../db/prisma.ts";
+import { advisoryLock, type Db, hotQuery } from "../../../db/prisma.ts";
 import { Prisma } from "../../../generated/prisma/client.ts";
 import { plural } from "../../../lib/plural.ts";
 
@@ -53,7 +53,7 @@ export async function workspaceRateFull(
 ): Promise<string | null> {
   const limit = settings.workspace_trigger_rate_per_minute;
   if (!limit) return null;
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`trigger-tenant:${tenantId}`}))`;
+  await advisoryLock(tx, `trigger-tenant:${tenantId}`);
   const [row] = await hotQuery<{ n: number }>(
     tx,
     Prisma.sql`
