@@ -42,20 +42,22 @@ describe("traces from a worker process", () => {
       databaseUrl: fileDatabaseUrl(),
       llmUrl: llm.url,
       prefix,
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: rx.url, OTEL_SERVICE_NAME: "cadre-worker-test" },
+      // The standard variable for the batch's delay, which the SDK reads: spans arrive while the worker runs.
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: rx.url,
+        OTEL_SERVICE_NAME: "cadre-worker-test",
+        OTEL_BSP_SCHEDULE_DELAY: "100",
+      },
     });
     await worker.ready;
     const res = await act(w, w.alice, "/subagents/scout/run", "run_task", { task: "Comment on the plan." });
     const runId = res.location.split("/").pop()!;
     await waitFor(async () => ((await runById(runId)).status === "completed" ? true : null), 30_000);
-    // A graceful stop sends what the worker batched.
-    killGroup(worker.child, "SIGTERM");
-    await worker.exited;
-
     const spans = await waitFor(async () => {
       const mine = rx.spans.filter((s) => s.service === "cadre-worker-test");
       return mine.some((s) => s.attributes["cadre.run.id"] === runId) ? mine : null;
-    }, 10_000);
+    }, 20_000);
+    killGroup(worker.child, "SIGTERM");
     const root = spans.find((s) => s.name === "invoke_agent scout")!;
     expect(root.parentSpanId).toBeUndefined();
     expect(root.attributes).toMatchObject({ "cadre.run.outcome": "completed", "gen_ai.agent.id": scout.id });

@@ -24,7 +24,7 @@ export interface TracingOptions {
   serviceName: string;
   /** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT */
   captureContent?: boolean;
-  /** How often the batch is sent (the SDK's default, 5 s, unless a test or bench asks sooner). */
+  /** How often the batch is sent (unset: OTEL_BSP_SCHEDULE_DELAY, else the SDK's 5 s). */
   scheduledDelayMs?: number;
   /**
    * Whether the active span follows async calls (AsyncLocalStorage), so a request's span
@@ -66,7 +66,8 @@ export async function startTracing(o: TracingOptions): Promise<boolean> {
       new sdk.BatchSpanProcessor(exporter, {
         maxQueueSize: 8192,
         maxExportBatchSize: 512,
-        scheduledDelayMillis: o.scheduledDelayMs ?? 5000,
+        // Unset, the SDK reads OTEL_BSP_SCHEDULE_DELAY, else its 5 s.
+        scheduledDelayMillis: o.scheduledDelayMs,
       }),
     ],
   });
