@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { advisoryLock, createPrisma, hotQuery, hotTransaction, type PrismaClient } from "../src/db/prisma.ts";
 import { Prisma } from "../src/generated/prisma/client.ts";
+import { isTransient } from "../src/lib/transient.ts";
 import { fileDatabaseUrl } from "./helpers/app.ts";
 
 async function prepared(db: PrismaClient) {
@@ -101,6 +102,31 @@ describe("named statements", () => {
         await hotQuery(db, Prisma.sql`DROP TABLE ${Prisma.raw(table)}`);
       }
     });
+  });
+
+  it("of a hot transaction wait for a connection no longer than a transaction would, then fail as a passing fault", async () => {
+    const db = createPrisma(fileDatabaseUrl(), 1, { transactions: { maxWait: 200, timeout: 5000 } });
+    try {
+      // The pool's one connection is held by a transaction that waits on a lock we hold.
+      let release!: () => void;
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      const holder = hotTransaction(db, () => held);
+      const started = Date.now();
+      const err = await hotTransaction(db, async () => 1).catch((e: unknown) => e);
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(isTransient(err)).toBe(true);
+      expect(String(err)).toMatch(/no database connection was free within 200 ms/);
+      release();
+      await holder;
+      // The connection the late caller would have had went back: the pool still serves.
+      expect(await hotTransaction(db, (tx) => hotQuery(tx, Prisma.sql`SELECT 1 AS one`))).toEqual([
+        { one: 1 },
+      ]);
+    } finally {
+      await db.$disconnect();
+    }
   });
 
   it("of a hot transaction inside a caller's transaction run in that one", async () => {

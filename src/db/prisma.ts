@@ -39,8 +39,8 @@ const pools = new WeakMap<
     pool: pg.Pool;
     writes: pg.Pool;
     name?: (q: { sql: string }) => string;
-    /** Interactive transactions' timeout (ms): a hot transaction's statements are held to it too. */
-    timeout: number;
+    /** Interactive transactions' limits (ms): a hot transaction waits for a connection and runs its statements within them too. */
+    transactions: { maxWait: number; timeout: number };
   }
 >();
 
@@ -107,7 +107,7 @@ export function createPrisma(databaseUrl: string, max = 10, opts: PrismaOptions 
     if (!pool.ending) await pool.end();
     await writes.end();
   };
-  pools.set(client, { pool, writes, name, timeout: (opts.transactions ?? TRANSACTIONS).timeout });
+  pools.set(client, { pool, writes, name, transactions: opts.transactions ?? TRANSACTIONS });
   return client;
 }
 
@@ -148,12 +148,12 @@ const HOT_ONLY: ProxyHandler<object> = {
 export async function hotTransaction<T>(db: PrismaClient | Db, fn: (tx: Db) => Promise<T>): Promise<T> {
   const direct = pools.get(db);
   if (!direct) return inTransaction(db, fn);
-  const client = await direct.pool.connect();
+  const client = await connectWithin(direct.pool, direct.transactions.maxWait);
   const tx = new Proxy({}, HOT_ONLY) as Db;
   txClients.set(tx, { client, name: direct.name });
   let broken: Error | undefined;
   try {
-    await client.query(`BEGIN; SET LOCAL statement_timeout = ${Math.round(direct.timeout)}`);
+    await client.query(`BEGIN; SET LOCAL statement_timeout = ${Math.round(direct.transactions.timeout)}`);
     const out = await fn(tx);
     await client.query("COMMIT");
     return out;
@@ -166,6 +166,33 @@ export async function hotTransaction<T>(db: PrismaClient | Db, fn: (tx: Db) => P
   } finally {
     client.release(broken);
   }
+}
+
+/**
+ * A pooled connection, or a transient error after `ms` (lib/transient.ts knows its words), as
+ * Prisma's interactive transactions give up after their maxWait: a request behind an
+ * exhausted pool gets a 503 and a job is retried, rather than waiting without end. A
+ * connection that comes after the wait goes straight back to the pool.
+ */
+function connectWithin(pool: pg.Pool, ms: number): Promise<pg.PoolClient> {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      reject(new Error(`Unable to start a transaction: no database connection was free within ${ms} ms`));
+    }, ms);
+    pool.connect().then(
+      (client) => {
+        clearTimeout(timer);
+        if (late) client.release();
+        else resolve(client);
+      },
+      (err: Error) => {
+        clearTimeout(timer);
+        if (!late) reject(err);
+      },
+    );
+  });
 }
 
 /** Takes the transaction-scoped advisory lock named `key` (a hot statement: hotTransaction runs it). */
