@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import type { PrismaClient } from "../../db/prisma.ts";
 import type { Event, OutboundEndpoint } from "../../generated/prisma/client.ts";
 import { open, type Sealed, seal } from "../../lib/secrets.ts";
+import { studioAdmins } from "../agents/core/ownership.ts";
 import { keyring } from "../money/keyring.ts";
 import { insertNotifications } from "../notifications.ts";
 
@@ -40,14 +41,7 @@ export function openEndpointSecret(
 async function keepersOf(db: PrismaClient, ep: OutboundEndpoint) {
   if (!ep.studioId)
     return db.user.findMany({ where: { id: ep.ownerId }, select: { id: true, handle: true } });
-  return db.user.findMany({
-    where: {
-      kind: "person",
-      archivedAt: null,
-      memberships: { some: { studioId: ep.studioId, role: "admin" } },
-    },
-    select: { id: true, handle: true },
-  });
+  return studioAdmins(db, ep.studioId);
 }
 
 /** Tells an endpoint's keepers it was turned off, once each (one notification per event and person). */

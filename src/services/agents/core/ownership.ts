@@ -129,12 +129,17 @@ export async function maySee(ctx: Ctx, user: Pick<User, "id" | "ownerStudioId">)
 export async function managersOf(db: Db, agent: Owned): Promise<string[]> {
   if (agent.parentId) return [agent.parentId];
   if (!agent.ownerStudioId) return [];
+  return (await studioAdmins(db, agent.ownerStudioId)).map((a) => a.id);
+}
+
+/** A studio's admins who are people still here, longest-standing first: who answers for what the studio owns (its agents, its endpoints). */
+export async function studioAdmins(db: Db, studioId: string): Promise<{ id: string; handle: string }[]> {
   const admins = await db.studioMember.findMany({
-    where: { studioId: agent.ownerStudioId, role: "admin", user: { kind: "person", archivedAt: null } },
-    select: { userId: true },
+    where: { studioId, role: "admin", user: { kind: "person", archivedAt: null } },
+    select: { user: { select: { id: true, handle: true } } },
     orderBy: { createdAt: "asc" },
   });
-  return admins.map((m) => m.userId);
+  return admins.map((m) => m.user);
 }
 
 /**

@@ -11,6 +11,7 @@ import { emitEvent } from "../../events.ts";
 import type { Audience } from "../../registry/types.ts";
 import { parseRunStart, type RunStart, runStartSql } from "./run-start.ts";
 import { maskText } from "./secret-masking.ts";
+import { POLICY_KEYS } from "./settings.ts";
 
 export const TERMINAL: RunStatus[] = ["completed", "failed", "cancelled", "timed_out", "skipped"];
 /** Lost workers before a run is given up, when the worker's configuration says nothing (RUN_MAX_WORKER_LOSSES). */
@@ -42,22 +43,23 @@ export interface NewRun {
 }
 
 /**
+ * What decides its actions' fate when a run is queued (settings.ts POLICY_KEYS): a replay
+ * "under the rules as they were" runs under these (triggers/replay.ts). A key the agent's
+ * config lacks is kept as null, its default then.
+ */
+const policySnapshot = (agentId: string) => Prisma.sql`(
+  SELECT jsonb_build_object(${Prisma.join(
+    POLICY_KEYS.map((k) => Prisma.sql`${k}::text, u.agent_config->${k}::text`),
+  )})
+  FROM users u WHERE u.id = ${agentId})`;
+
+/**
  * The run's row: queued, or skipped with why (`end`). No row when this (agent, trigger)
  * has one already. Written as SQL, not `createMany`: Prisma compiles a `createMany` on
  * every call (it caches no plan for one), 1.4 ms of the worker's CPU on a trigger's path.
  * Stamped when inserted, to the microsecond, not when its transaction began: runs are
  * claimed oldest first, and one transaction may queue several.
  */
-/**
- * What decides its actions' fate when a run is queued: a replay "under the rules as they
- * were" runs under these (triggers/replay.ts). A key the agent's config lacks is kept as
- * null, its default then.
- */
-const policySnapshot = (agentId: string) => Prisma.sql`(
-  SELECT jsonb_build_object('capabilities', u.agent_config->'capabilities',
-    'requires_approval', u.agent_config->'requires_approval', 'rules', u.agent_config->'rules')
-  FROM users u WHERE u.id = ${agentId})`;
-
 function insertRun(
   r: NewRun,
   end?: { reason: string; message: string },

@@ -68,14 +68,16 @@ export function decide(
 // reads the owner's membership with the agent's).
 const agents = new WeakMap<Ctx, Promise<AgentRow>>();
 
-// A page lists several actions, each guarded: the agent's configuration is parsed once per object read.
-function configOf(ctx: Ctx, agent: AgentRow): AgentConfig {
-  // A replay under the rules its original ran under (triggers/replay.ts) is judged by them.
+/**
+ * The configuration a run's actions are judged by, parsed once per stored object (a page
+ * lists several actions, each guarded): the agent's, or for a replay under the rules its
+ * original ran under (triggers/replay.ts), that policy over the agent's.
+ */
+export function judgedConfig(ctx: Ctx, raw: AgentRow["agentConfig"]): AgentConfig {
   const pin = ctx.run?.pinnedPolicy;
-  return pin && typeof pin === "object"
-    ? pinnedConfig(pin, agent.agentConfig)
-    : sharedAgentConfig(agent.agentConfig);
+  return pin && typeof pin === "object" ? pinnedConfig(pin, raw) : sharedAgentConfig(raw);
 }
+const configOf = (ctx: Ctx, agent: AgentRow) => judgedConfig(ctx, agent.agentConfig);
 
 // A pinned run's policy over the agent's stored configuration, parsed again only when that changes.
 const pinned = new WeakMap<object, { raw: AgentRow["agentConfig"]; cfg: AgentConfig }>();

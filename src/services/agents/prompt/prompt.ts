@@ -186,7 +186,6 @@ function volatile(
   p: PromptInput,
   take: (render: (tokens: number) => string, share?: number, reserve?: number) => string,
 ) {
-  const _B = p.budget;
   const prior = pagesSeen(p.steps, p.page.path);
   const stepsLeft = take(() => `You have ${plural(p.stepsLeft, "step")} left.`);
   const feedback = p.feedback

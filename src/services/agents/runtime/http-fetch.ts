@@ -64,7 +64,8 @@ class StreamedResponse extends Response {
   }
 }
 
-const headersOf = (res: http.IncomingMessage) => {
+/** A reply's headers as name/value pairs, repeated ones kept (a Headers or a Response takes them). */
+export const headerPairs = (res: http.IncomingMessage) => {
   const raw = res.rawHeaders;
   const headers: [string, string][] = [];
   for (let i = 0; i + 1 < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!]);
@@ -113,7 +114,7 @@ function send(agents: Agents, input: string | URL | Request, init: RequestInit =
         // An abort still destroys the request (and so ends this body) until the body ends.
         res.once("close", () => signal?.removeEventListener("abort", onAbort));
         resolve(
-          new StreamedResponse(res, { status, statusText: res.statusMessage, headers: headersOf(res) }),
+          new StreamedResponse(res, { status, statusText: res.statusMessage, headers: headerPairs(res) }),
         );
         return;
       }
@@ -126,7 +127,7 @@ function send(agents: Agents, input: string | URL | Request, init: RequestInit =
           new BufferedResponse(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), {
             status,
             statusText: res.statusMessage,
-            headers: headersOf(res),
+            headers: headerPairs(res),
           }),
         );
       });

@@ -4,8 +4,8 @@
 // stays, each rule as the SDK 6.x has it (client.js makeRequest / shouldRetry / retryRequest):
 // - 408, 409, 429 and 5xx, and network errors and timeouts, are retried up to `maxRetries`
 //   times, `x-should-retry: true|false` overriding the status;
-// - the wait is `retry-after-ms`, else `retry-after` (seconds or an HTTP date), else 0.5 s
-//   doubling to 8 s, less up to 25 % jitter;
+// - the wait is `retry-after-ms`, else `retry-after` (seconds or an HTTP date) when under a
+//   minute, else 0.5 s doubling to 8 s, less up to 25 % jitter;
 // - each attempt has `timeoutMs` until its headers (or its whole body, when it is not an
 //   event stream); llm-stream.ts bounds the gaps of a stream;
 // - failures are the SDK's own error classes (APIError.generate, APIConnectionError,
@@ -18,7 +18,8 @@ import http from "node:http";
 import https from "node:https";
 import { urlToHttpOptions } from "node:url";
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
-import type { Agents } from "./http-fetch.ts";
+import { pause } from "../../../lib/transient.ts";
+import { type Agents, headerPairs } from "./http-fetch.ts";
 import { callSpans } from "./traced-fetch.ts";
 
 export interface ChatOptions {
@@ -169,12 +170,7 @@ function attempt(
   });
 }
 
-const headersOf = (res: http.IncomingMessage) => {
-  const h = new Headers();
-  const raw = res.rawHeaders;
-  for (let i = 0; i + 1 < raw.length; i += 2) h.append(raw[i]!, raw[i + 1]!);
-  return h;
-};
+const headersOf = (res: http.IncomingMessage) => new Headers(headerPairs(res));
 
 function shouldRetry(status: number, headers: Headers): boolean {
   const said = headers.get("x-should-retry");
@@ -183,7 +179,7 @@ function shouldRetry(status: number, headers: Headers): boolean {
   return status === 408 || status === 409 || status === 429 || status >= 500;
 }
 
-/** How long the server asked us to wait, or the default backoff (the SDK's retryRequest). */
+/** How long the server asked us to wait, if under a minute, else the default backoff (the SDK's retryRequest). */
 function retryDelay(headers: Headers, left: number, maxRetries: number): number {
   let ms: number | undefined;
   const afterMs = headers.get("retry-after-ms");
@@ -193,7 +189,7 @@ function retryDelay(headers: Headers, left: number, maxRetries: number): number 
     const s = Number.parseFloat(after);
     ms = Number.isNaN(s) ? Date.parse(after) - Date.now() : s * 1000;
   }
-  return ms ?? defaultDelay(left, maxRetries);
+  return ms !== undefined && ms >= 0 && ms < 60_000 ? ms : defaultDelay(left, maxRetries);
 }
 
 /** 0.5 s doubling per retry, at most 8 s, less up to 25 % jitter. */
@@ -203,19 +199,7 @@ function defaultDelay(left: number, maxRetries: number): number {
 }
 
 /** Sleeps `ms`, or ends at once with the SDK's abort error when `signal` fires. */
-function wait(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new APIUserAbortError());
-    };
-    const timer = setTimeout(
-      () => {
-        signal.removeEventListener("abort", onAbort);
-        resolve();
-      },
-      Math.max(0, ms),
-    );
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
+async function wait(ms: number, signal: AbortSignal): Promise<void> {
+  await pause(Math.max(0, ms), signal);
+  if (signal.aborted) throw new APIUserAbortError();
 }

@@ -20,7 +20,7 @@ import { type Ctx, toActor } from "../../registry/types.ts";
 import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
 import { maskText } from "../core/secret-masking.ts";
-import { tenantSettings, withPolicy } from "../core/settings.ts";
+import { tenantSettings } from "../core/settings.ts";
 import {
   LeaseLostError,
   type PromptFacts,
@@ -30,6 +30,7 @@ import {
 } from "../core/steps.ts";
 import { ownerText } from "../core/whoami-read.ts";
 import { storedFlow } from "../policy/labels.ts";
+import { judgedConfig } from "../policy/policy.ts";
 import { compact, lastPath, type Remembered } from "../prompt/memory.ts";
 import { buildPrompt, capPage } from "../prompt/prompt.ts";
 import { type Decision, parseDecision } from "../prompt/protocol.ts";
@@ -448,11 +449,7 @@ class Navigation {
     this.invalid = 0;
     this.feedback = undefined;
     const d = parsed.decision;
-    const pin = this.ctx.run?.pinnedPolicy;
-    this.deps.trace?.tool(
-      d,
-      pin === undefined ? this.budget.agentConfig : withPolicy(this.budget.agentConfig, pin),
-    );
+    this.deps.trace?.tool(d, judgedConfig(this.ctx, this.budget.agentConfig));
     switch (d.type) {
       case "finish":
         return this.onFinish(turn, d);

@@ -22,7 +22,6 @@ import {
   trace,
 } from "@opentelemetry/api";
 import type { PrismaClient } from "../../../db/prisma.ts";
-import type { Prisma } from "../../../generated/prisma/client.ts";
 import {
   captureContent,
   contextFrom,
@@ -36,7 +35,7 @@ import { priceCall } from "../../money/pricing.ts";
 import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
 import { maskDeep, maskText } from "../core/secret-masking.ts";
-import { type AgentConfig, sharedAgentConfig, tenantSettings } from "../core/settings.ts";
+import { type AgentConfig, tenantSettings } from "../core/settings.ts";
 import { decide } from "../policy/policy.ts";
 import type { Decision } from "../prompt/protocol.ts";
 import type { EncodedPrompt, LlmResponse } from "./llm.ts";
@@ -58,7 +57,8 @@ export interface RunTrace {
     call: () => Promise<LlmResponse>,
   ): Promise<LlmResponse>;
   /** The model decided `d`: a navigation or an action opens its `execute_tool` span. `config` is the agent's, as the call left it. */
-  tool(d: Decision, config: Prisma.JsonValue): void;
+  /** `cfg`: the configuration the action is judged by (policy.ts judgedConfig). */
+  tool(d: Decision, cfg: Pick<AgentConfig, "rules" | "requires_approval">): void;
   /** A step was recorded: it ends the open `execute_tool` span with what came of it. */
   recorded(s: Recorded): void;
   end(fin: Finish): void;
@@ -182,7 +182,7 @@ class SpanRunTrace implements RunTrace {
     }
   }
 
-  tool(d: Decision, config: Prisma.JsonValue) {
+  tool(d: Decision, cfg: Pick<AgentConfig, "rules" | "requires_approval">) {
     this.closeOpen();
     if (d.type !== "navigate" && d.type !== "execute") return;
     const name = d.type === "navigate" ? "navigate" : d.action;
@@ -201,7 +201,7 @@ class SpanRunTrace implements RunTrace {
       this.ctx,
     );
     // Only an action is judged by the policy: its config parsed once per version of it.
-    this.open = { span, d, cfg: d.type === "execute" ? parsedConfig(config) : EMPTY_RULES };
+    this.open = { span, d, cfg: d.type === "execute" ? cfg : EMPTY_RULES };
   }
 
   recorded(s: Recorded) {
@@ -255,9 +255,6 @@ class SpanRunTrace implements RunTrace {
 }
 
 const EMPTY_RULES: Pick<AgentConfig, "rules" | "requires_approval"> = { rules: [], requires_approval: [] };
-
-/** The agent's config, parsed once per object the ledger hands back (a change makes a new one). */
-const parsedConfig = (raw: Prisma.JsonValue): AgentConfig => sharedAgentConfig(raw);
 
 /** Which way the policy went for an action, and by which rule (policy.ts decide, as the registry applied it). */
 function policyOf(

@@ -14,7 +14,7 @@ import { ConflictError, ValidationError } from "../../../lib/errors.ts";
 import { newId, sha256 } from "../../../lib/ids.ts";
 import { parseLabel } from "../../registry/audiences.ts";
 import type { QueuedRun } from "../core/runs.ts";
-import { agentConfig, tenantSettings } from "../core/settings.ts";
+import { agentConfig, POLICY_KEYS, tenantSettings } from "../core/settings.ts";
 import { queueTriggered } from "./dispatcher.ts";
 
 /** Runs that may be re-played: ended after doing something (a skipped run has no steps). */
@@ -35,7 +35,7 @@ export const replayKey = (run: Pick<SubagentTaskRun, "id">, step: number, model:
 /** What decides an action's fate (capabilities, approvals, rules), short-hashed. */
 export function policyVersion(agent: Pick<User, "agentConfig">): string {
   const c = agentConfig(agent);
-  return sha256(JSON.stringify([c.capabilities, c.requires_approval, c.rules])).slice(0, 12);
+  return sha256(JSON.stringify(POLICY_KEYS.map((k) => c[k]))).slice(0, 12);
 }
 
 /** Whether a step was a model call whose prompt was kept: only there can a run branch. */
