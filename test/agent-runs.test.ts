@@ -355,13 +355,10 @@ describe("when the LLM misbehaves", () => {
     const run = await waitForRun(scout.id);
     expect(run).toMatchObject({ status: "completed", finalMessage: "done", stepsCount: 2 });
     const [first, second] = requestsFor(env, w).map((r) => r.body);
-    // The fixed tools, and the page's (/whoami's) usable actions, typed.
-    expect(first!.tools?.map((t) => t.function.name)).toEqual([
-      "navigate",
-      "finish",
-      "ask_owner",
-      "update_scratchpad",
-    ]);
+    // The fixed tools, and the actions the agent may use: the page's (/whoami's) among them.
+    const names = first!.tools?.map((t) => t.function.name);
+    expect(names?.slice(0, 3)).toEqual(["navigate", "finish", "ask_owner"]);
+    expect(names).toContain("update_scratchpad");
     expect(second!.tools).toBeUndefined();
     expect(second!.response_format).toEqual({ type: "json_object" });
     expect(second!.messages.at(-1)?.content).toContain('{"type":"finish","message":"what you did"}');

@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runActions } from "../src/services/agents/policy/capabilities.ts";
 import { rebuildPrompt } from "../src/services/agents/prompt/step-prompt.ts";
 import { registry } from "../src/services/catalog/catalog.ts";
 import { requestsFor, respondScript, runIdOf, stepsOf } from "./helpers/agent-scripts.ts";
@@ -98,7 +99,10 @@ describe("the model's own words", () => {
     const agent = await db().user.findUniqueOrThrow({ where: { id: run.agentId } });
     const tenant = await db().tenant.findUniqueOrThrow({ where: { id: w.tenant.id } });
     for (const n of [2, 3, 4]) {
-      const rebuilt = await rebuildPrompt(db(), run, agent, tenant.name, n, (a) => registry.actions.get(a));
+      const rebuilt = await rebuildPrompt(db(), run, agent, tenant.name, n, {
+        usable: runActions(run, agent, tenant, registry.actions.values()),
+        all: registry.actions,
+      });
       expect(rebuilt?.messages, `step ${n}`).toEqual(sent[n - 2]);
       expect(rebuilt?.exact, `step ${n}`).toBe(true);
       const page = await md(app, w, w.alice, `GET`, `/subagents/scout/runs/${runId}/steps/${n}`);

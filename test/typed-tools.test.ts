@@ -1,6 +1,8 @@
 // The navigator's typed tools: the current page's actions as function tools with the
 // registry's JSON Schema, within their share of the prompt budget; the model's typed calls
 // read as the same decisions the untyped execute_action made.
+import { encode as cl100k } from "gpt-tokenizer/encoding/cl100k_base";
+import { encode as o200k } from "gpt-tokenizer/encoding/o200k_base";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import { describe, expect, it } from "vitest";
 import { leftPage, toolActions } from "../src/services/agents/prompt/prompt.ts";
@@ -63,6 +65,15 @@ describe("typed tools", () => {
     expect(names(tight).at(-1)).toBe("execute_action");
     expect(toolTokens(tight)).toBeLessThan(toolTokens(all));
     expect(names(toolsFor(page, toolTokens(TOOLS)))).toEqual([...names(TOOLS), "execute_action"]);
+  });
+
+  it("counts no tool's tokens lower than o200k or cl100k do, for every action the registry has", () => {
+    for (const t of [...TOOLS, ...toolsFor([...registry.actions.values()])]) {
+      const json = JSON.stringify(t);
+      expect(toolTokens([t]), fn(t).name).toBeGreaterThanOrEqual(
+        Math.max(o200k(json).length, cl100k(json).length),
+      );
+    }
   });
 
   it("reads a typed call as an execute decision, params nested or sent flat", () => {

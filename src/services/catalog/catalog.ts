@@ -113,6 +113,7 @@ import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "../page
 import { webhooksPage } from "../pages/webhooks.ts";
 import { workspaceAgentsPage } from "../pages/workspace-agents.ts";
 import { createRegistry } from "../registry/registry.ts";
+import type { ActionDef } from "../registry/types.ts";
 
 export const pages = [
   homePage,
@@ -248,4 +249,18 @@ export const actions = [
   refreshModels,
 ];
 
-export const registry = createRegistry(pages, actions, { guard: agentGuard, policy: agentPolicy });
+/**
+ * The actions, those more pages offer first (ties as defined): the order an agent's typed
+ * tools (step-prompt.ts runActions) and MCP's tool list take them in, so when its tools'
+ * share of the prompt is full, what it can do in the most places is typed.
+ */
+function byReach(all: ActionDef[]): ActionDef[] {
+  const reach = new Map<string, number>();
+  for (const p of pages) for (const name of p.actions) reach.set(name, (reach.get(name) ?? 0) + 1);
+  return all
+    .map((a, i) => ({ a, i, n: reach.get(a.name) ?? 0 }))
+    .sort((x, y) => y.n - x.n || x.i - y.i)
+    .map((x) => x.a);
+}
+
+export const registry = createRegistry(pages, byReach(actions), { guard: agentGuard, policy: agentPolicy });

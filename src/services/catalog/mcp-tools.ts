@@ -6,7 +6,7 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { isTransient } from "../../lib/transient.ts";
 import { agentConfig, tenantSettings } from "../agents/core/settings.ts";
-import { capabilityDenial } from "../agents/policy/capabilities.ts";
+import { usableBy } from "../agents/policy/capabilities.ts";
 import { paramsJsonSchema } from "../registry/json-schema.ts";
 import { scopeDenial } from "../registry/token-scope.ts";
 import type { ActionDef, Ctx } from "../registry/types.ts";
@@ -70,11 +70,7 @@ export async function mcpTools(ctx: Ctx): Promise<Tool[]> {
     select: { agentConfig: true },
   });
   const granted = agentConfig(agent).capabilities;
-  const humanOnly = tenantSettings(ctx.tenant).human_only;
-  return [
-    readPageTool,
-    ...actions.filter((a) => !capabilityDenial(a.name, granted, humanOnly)).map(actionTool),
-  ];
+  return [readPageTool, ...usableBy(actions, granted, tenantSettings(ctx.tenant).human_only).map(actionTool)];
 }
 
 const text = (t: string, isError = false): CallToolResult => ({

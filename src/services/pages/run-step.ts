@@ -5,6 +5,7 @@
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadRun } from "../access.ts";
 import { loadAgent, mayManage } from "../agents/core/ownership.ts";
+import { runActions } from "../agents/policy/capabilities.ts";
 import { rebuildPrompt } from "../agents/prompt/step-prompt.ts";
 import { REPLAYABLE } from "../agents/triggers/replay.ts";
 import { modelCatalogue } from "../money/catalogue.ts";
@@ -48,7 +49,10 @@ export const runStepPage: PageDef = {
     const r = scope.taskRun!;
     const s = scope.step!;
     const page = (s.detail as { page?: unknown } | null)?.page;
-    const prompt = await rebuildPrompt(ctx.db, r, a, ctx.tenant.name, s.number, (n) => ctx.actionDefs.get(n));
+    const prompt = await rebuildPrompt(ctx.db, r, a, ctx.tenant.name, s.number, {
+      usable: runActions(r, a, ctx.tenant, ctx.actionDefs.values()),
+      all: ctx.actionDefs,
+    });
     const nav = [
       s.number > 1 ? link(`← Step ${s.number - 1}`, stepPath(a.handle, r.id, s.number - 1)) : null,
       link("The whole run", `${runPath(a.handle, r.id)}#step-${s.number}`),

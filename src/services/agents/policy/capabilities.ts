@@ -3,6 +3,10 @@
 //   always allowed — harmless housekeeping and reading;
 //   always blocked — identity, membership, security, tenant and agent administration;
 //   grantable      — content actions, which the owner ticks per agent.
+import type { SubagentTaskRun, Tenant, User } from "../../../generated/prisma/client.ts";
+import type { ActionDef } from "../../registry/types.ts";
+import { agentConfig, tenantSettings, withPolicy } from "../core/settings.ts";
+
 export const ALWAYS_ALLOWED = ["dismiss", "dismiss_all", "search", "update_scratchpad"] as const;
 
 export const ALWAYS_BLOCKED = [
@@ -155,6 +159,15 @@ export const HUMAN_ONLY_WHY = "human-only in this workspace: its admins keep it 
  * Why an agent may not use an action, or null if it may. `granted` is the agent's
  * `capabilities` setting; `humanOnly` the workspace's actions no agent may be granted.
  */
+/** The actions an agent may use somewhere, in `all`'s order: the always-allowed and the granted, less the workspace's human-only. */
+export function usableBy<A extends { name: string }>(
+  all: Iterable<A>,
+  granted: readonly string[],
+  humanOnly: readonly string[] = [],
+): A[] {
+  return [...all].filter((a) => !capabilityDenial(a.name, granted, humanOnly));
+}
+
 export function capabilityDenial(
   action: string,
   granted: readonly string[],
@@ -166,4 +179,22 @@ export function capabilityDenial(
   if (humanOnly.includes(action)) return `\`${action}\` is ${HUMAN_ONLY_WHY}`;
   if (granted.includes(action)) return null;
   return `capability \`${action}\` is not granted to this agent (its owner can grant it in the agent's settings)`;
+}
+
+/**
+ * The actions a run may use anywhere: those its agent's capabilities allowed when it was
+ * queued (its policy snapshot; the agent's configuration for a run queued before there
+ * were snapshots), in the registry's order (catalog.ts: those more pages offer first). Its
+ * typed tools (step-prompt.ts), so the tools, the first thing a request sends, are the same
+ * bytes at every step and a provider serves them and all that follows from its prompt
+ * cache: a list grown as pages offered actions broke the cache at the request's very start.
+ */
+export function runActions(
+  run: Pick<SubagentTaskRun, "policy">,
+  agent: Pick<User, "agentConfig">,
+  tenant: Pick<Tenant, "settings">,
+  all: Iterable<ActionDef>,
+): ActionDef[] {
+  const raw = run.policy ? withPolicy(agent.agentConfig, run.policy) : agent.agentConfig;
+  return usableBy(all, agentConfig({ agentConfig: raw }).capabilities, tenantSettings(tenant).human_only);
 }

@@ -5,6 +5,8 @@
 // (prompt.ts puts everything a step changes after it). When the log outgrows its room, the
 // oldest steps leave in chunks on fixed step boundaries, first their excerpts and lines
 // without a note, later their notes; between two cuts the log is again append-only.
+
+import { plural } from "../../../lib/plural.ts";
 import { excerptLine, firstReads, line, noteOf, RECENT_STEPS, type Remembered } from "./memory.ts";
 import { estimateTokens } from "./token-estimate.ts";
 
@@ -42,9 +44,12 @@ function measure(s: Remembered, first: boolean): Measured {
 }
 
 /**
- * The log within `tokens`. Steps from `from` on have their whole entry; before it, the last
- * RECENT_STEPS (or a few more) their line, older ones from `keep` on their line if it has a note; both on
- * chunk boundaries, the most that fits, notes kept longest.
+ * The log within `tokens`. Steps from `from` on have their whole entry; before it, their
+ * line, but below `quiet` only lines with a note, and below `keep` none. The least cut that
+ * fits, oldest first: old excerpts, then old lines without a note, then the recent steps'
+ * excerpts and old notes. The last RECENT_STEPS (or a few more) keep their lines and every
+ * bound is on a chunk boundary, so the log changes at its start once a chunk at most, and
+ * only as its room requires.
  */
 export function memoryLog(steps: Remembered[], tokens: number): string {
   if (!steps.length) return "(none yet)";
@@ -61,22 +66,25 @@ export function memoryLog(steps: Remembered[], tokens: number): string {
   });
   const sum = (level: number, a: number, b: number) => (a < b ? sums[level]![b]! - sums[level]![a]! : 0);
   const room = tokens - 20; // the first "not shown" line
-  const end = Math.ceil(n / STEP_CHUNK) * STEP_CHUNK;
-  for (let keep = 0; keep <= recent; keep += STEP_CHUNK)
-    for (let from = keep; from <= end; from += STEP_CHUNK) {
-      const upTo = Math.min(from, n);
-      const cost =
-        sum(2, keep, Math.min(upTo, recent)) + sum(1, Math.max(recent, keep), upTo) + sum(0, upTo, n);
-      if (cost <= room)
-        return render(steps, (i) =>
-          i >= from
-            ? m[i]!.whole
-            : i >= recent || (i >= keep && m[i]!.costs[2])
-              ? line(steps[i]!)
-              : undefined,
-        );
-    }
+  for (const [keep, quiet, from] of cuts(recent, Math.ceil(n / STEP_CHUNK) * STEP_CHUNK)) {
+    const upTo = Math.min(from, n);
+    const cost = sum(2, keep, Math.min(upTo, quiet)) + sum(1, quiet, upTo) + sum(0, upTo, n);
+    if (cost <= room)
+      return render(steps, (i) =>
+        i >= from ? m[i]!.whole : i >= quiet || (i >= keep && m[i]!.costs[2]) ? line(steps[i]!) : undefined,
+      );
+  }
   return render(steps, newestFirst(steps, m, room));
+}
+
+/** The (keep, quiet, from) bounds in the order tried, each on a chunk boundary. */
+function* cuts(recent: number, end: number): Generator<[number, number, number]> {
+  // Older steps' excerpts, then their lines without a note, while the recent steps stay whole.
+  for (let quiet = 0; quiet < recent; quiet += STEP_CHUNK)
+    for (let from = quiet; from <= recent; from += STEP_CHUNK) yield [0, quiet, from];
+  // Then the recent steps' excerpts, and the oldest notes.
+  for (let keep = 0; keep <= recent; keep += STEP_CHUNK)
+    for (let from = keep; from <= end; from += STEP_CHUNK) yield [keep, recent, from];
 }
 
 /** The last resort, when even the recent steps overflow: as many lines as fit, newest first. */
@@ -103,7 +111,9 @@ function render(steps: Remembered[], shown: (index: number) => string | undefine
     const skipped = s.number - next;
     if (skipped > 0)
       out.push(
-        next === 1 ? `(${skipped} earlier steps not shown)` : `(${skipped} steps without a note not shown)`,
+        next === 1
+          ? `(${plural(skipped, "earlier step")} not shown)`
+          : `(${plural(skipped, "step")} without a note not shown)`,
       );
     out.push(text);
     next = s.number + 1;

@@ -102,13 +102,16 @@ export function pagesSeen(steps: Remembered[], current: string): SeenPage[] {
   return pages;
 }
 
-/** A page's title and the start of its text, without its breadcrumb and actions. */
+/** A page's title and the start of its text, without its breadcrumb, link targets and actions. */
 function gistOf(markdown: string): Gist {
   const body = markdown.split("\n## Actions")[0]!;
   const title = /^# (.+)$/m.exec(body)?.[1]?.trim() ?? "";
   const text = body
     .replace(/^# .+$/m, "")
     .replace(/^\[Home\]\(\/\) › .*$/m, "") // the breadcrumb: the path says where it was
+    // Links as their text: an excerpt is for remembering, and the ids in link targets cost
+    // more tokens than the words they link (the page, read again, has them).
+    .replace(/\[([^\]\n]*)\]\([^)\s]*\)/g, "$1")
     .replace(/\s+/g, " ")
     .trim();
   return { title: copied(clip(title, 120)), text: copied(clip(text, EXCERPT_CHARS)) };

@@ -41,6 +41,8 @@ export function promptInput(p: {
   feedback?: string;
   budget: number;
   jsonMode: boolean;
+  /** The actions the run may use (capabilities.ts runActions), its typed tools from the first step. */
+  usable: readonly ActionDef[];
   /** The registry's actions by name (passed in: the catalog imports this module's importers). */
   lookup: (name: string) => ActionDef | undefined;
 }): PromptInput {
@@ -62,26 +64,34 @@ export function promptInput(p: {
     jsonMode: p.jsonMode,
     tools: p.jsonMode
       ? undefined
-      : toolsFor(actionsOfRun(p.steps, p.page.markdown, p.lookup), p.budget * TOOL_SHARE),
+      : runTools(p.usable, p.steps, p.page.markdown, p.lookup, p.budget * TOOL_SHARE),
   };
 }
 
 /**
- * The run's typed actions: every action a page it read listed (the ones the reader may
- * use), in the order it first met them, the current page's last. The same list step after
- * step, grown only at its end, so the tools (the first thing a request sends) stay the bytes
- * a provider's prompt cache holds; the model may still act only on the current page's
+ * The run's typed tools: every action it may use when they all fit their share of the
+ * budget, so its tools are the same bytes from the first step to the last. When they do
+ * not, the ones its pages offered come first (in the order met, the current page's last),
+ * then the others; either way listed in `usable`'s order, so the tools change only when a
+ * page offers an action not typed yet. The model may still act only on the current page's
  * (the navigator refuses the others, naming the page's). For the navigator and a rebuild alike.
  */
-function actionsOfRun(
+function runTools(
+  usable: readonly ActionDef[],
   steps: Remembered[],
   current: string,
   lookup: (name: string) => ActionDef | undefined,
-): ActionDef[] {
-  const names = new Set<string>();
-  for (const s of steps) for (const name of actionsRead(s)) names.add(name);
-  for (const name of pageActionNames(current)) names.add(name);
-  return [...names].map(lookup).filter((a): a is ActionDef => Boolean(a));
+  maxTokens: number,
+) {
+  const met = new Set<string>();
+  for (const s of steps) for (const name of actionsRead(s)) met.add(name);
+  for (const name of pageActionNames(current)) met.add(name);
+  const rank = new Map(usable.map((a, i) => [a.name, i]));
+  // A page may offer what the run's capabilities did not (a grant since it was queued): after the rest.
+  for (const name of met) if (!rank.has(name)) rank.set(name, rank.size);
+  const offered = [...met].map(lookup).filter((a): a is ActionDef => Boolean(a));
+  const others = usable.filter((a) => !met.has(a.name));
+  return toolsFor([...offered, ...others], maxTokens, (a) => rank.get(a.name)!);
 }
 
 const factsOf = (s: Pick<SubagentTaskRunStep, "detail">): PromptFacts | undefined => {
@@ -116,7 +126,8 @@ export async function rebuildPrompt(
   agent: User,
   tenantName: string,
   number: number,
-  lookup: (name: string) => ActionDef | undefined,
+  /** The run's actions (capabilities.ts runActions), and the registry's by name. */
+  actions: { usable: readonly ActionDef[]; all: ReadonlyMap<string, ActionDef> },
 ): Promise<RebuiltPrompt | null> {
   const [steps, parent, ownerStudio] = await Promise.all([
     db.subagentTaskRunStep.findMany({
@@ -141,7 +152,8 @@ export async function rebuildPrompt(
       feedback: facts.feedback,
       budget: facts.budget,
       jsonMode: Boolean(facts.json),
-      lookup,
+      usable: actions.usable,
+      lookup: (n) => actions.all.get(n),
     }),
   );
   const sent = maskDeep(

@@ -16,7 +16,7 @@ import type { TextPublisher } from "../../live/text.ts";
 import { type Endpoint, markKeyFailed } from "../../money/keys.ts";
 import { type Budget, budgetAtStart, recordUsage, type UsageEntry } from "../../money/ledger.ts";
 import { priceCall, type Usage } from "../../money/pricing.ts";
-import { type Ctx, toActor } from "../../registry/types.ts";
+import { type ActionDef, type Ctx, toActor } from "../../registry/types.ts";
 import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
 import { maskText } from "../core/secret-masking.ts";
@@ -29,6 +29,7 @@ import {
   type StepRecord,
 } from "../core/steps.ts";
 import { ownerText } from "../core/whoami-read.ts";
+import { runActions } from "../policy/capabilities.ts";
 import { storedFlow } from "../policy/labels.ts";
 import { judgedConfig } from "../policy/policy.ts";
 import { compact, lastPath, type Remembered } from "../prompt/memory.ts";
@@ -146,6 +147,8 @@ class Navigation {
   private jsonMode = false;
   /** The typed tools the last call offered: a call of one is an execute decision. */
   private typed: string[] = [];
+  /** The actions the run may use: its typed tools at every step (step-prompt.ts runActions). */
+  private readonly usable: ActionDef[];
   /** The agent's model and its fallbacks (fallback.ts). */
   private readonly chain: ModelChain;
   private readonly overtime: AbortSignal;
@@ -191,6 +194,7 @@ class Navigation {
       !tenantSettings(tenant).agents_enabled,
     );
     this.prices = tenantSettings(tenant).pricing;
+    this.usable = runActions(run, agent, tenant, registry.actions.values());
     // A row's columns and prompt facts are the run page's, not the prompt's: memory keeps the rest.
     this.memory = p.previous.map(({ number, type, path, detail }) => {
       const { prompt: _, ...rest } = (detail ?? {}) as Record<string, unknown>;
@@ -335,6 +339,7 @@ class Navigation {
       feedback: this.feedback,
       budget,
       jsonMode: this.jsonMode,
+      usable: this.usable,
       lookup: (n) => registry.actions.get(n),
     });
     this.prompt = {
