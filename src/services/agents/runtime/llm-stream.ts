@@ -186,11 +186,9 @@ function readChunks(
     const events = new EventData();
     const add = (data: string) => reply.add(data);
     let over = false;
-    let idle: ReturnType<typeof setTimeout> | undefined;
-    const arm = () => {
-      clearTimeout(idle);
-      idle = setTimeout(() => call.abort(new IdleError(opts.idleMs)), opts.idleMs);
-    };
+    // One timer per reply, restarted by each chunk (a reply comes in dozens of them).
+    const idle = setTimeout(() => call.abort(new IdleError(opts.idleMs)), opts.idleMs);
+    const arm = () => idle.refresh();
     const finish = (err?: unknown) => {
       if (over) return;
       over = true;
@@ -205,7 +203,6 @@ function readChunks(
         reject(e);
       }
     };
-    arm();
     res.setEncoding("utf8");
     res.on("data", (chunk: string) => {
       if (over) return;
