@@ -109,6 +109,12 @@ describe("llm-http: a call over node:http", () => {
     expect(err.kind).toBe("timeout");
   });
 
+  it("a stream whose chunks keep coming within the idle limit is read to its end, however long it takes", async () => {
+    llm.setScript([{ chunks: ["one ", "two ", "three ", "four ", "five"], chunkDelayMs: 100 }]);
+    const reply = await ask({ timeoutMs: 250, maxRetries: 0 });
+    expect(reply.message.content).toBe("one two three four five");
+  });
+
   it("a stop during a retry's wait ends the call at once", async () => {
     llm.setScript([{ status: 429, headers: { "retry-after": "30" } }]);
     const run = new AbortController();
