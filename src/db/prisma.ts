@@ -126,7 +126,9 @@ export async function hotQuery<T>(db: Db, sql: Prisma.Sql, o: { groupCommit?: bo
   if (!direct && !inTx) return db.$queryRaw<T[]>(sql);
   const values = sql.values.map((v) => (v instanceof Date ? v.toISOString() : v));
   const on = inTx ? inTx.client : o.groupCommit ? direct!.writes : direct!.pool;
-  const res = await on.query({ name: (direct ?? inTx)!.name?.({ sql: sql.text }), text: sql.text, values });
+  // Sql's text is a getter that joins its parts on every read: joined once, for the name and pg alike.
+  const text = sql.text;
+  const res = await on.query({ name: (direct ?? inTx)!.name?.({ sql: text }), text, values });
   return res.rows as T[];
 }
 
