@@ -108,6 +108,10 @@ describe("the model's own words", () => {
       const page = await md(app, w, w.alice, `GET`, `/subagents/scout/runs/${runId}/steps/${n}`);
       expect(page.statusCode).toBe(200);
       expect(page.body).toContain("Exactly what the model was sent");
+      // The tools it was offered, as they were sent.
+      const tools = (requestsFor(env, w)[n - 2]!.body.tools ?? []).map((t) => `\`${t.function.name}\``);
+      expect(rebuilt?.tools.map((t) => `\`${t}\``)).toEqual(tools);
+      expect(page.body).toContain(`With the tools ${tools.join(", ")}.`);
       expect(page.body).toContain(`~~~~\n${sent[n - 2]![1]!.content}\n~~~~`);
     }
     const studioPage = (steps[1]!.detail as { page: string }).page;

@@ -93,7 +93,7 @@ export const runStepPage: PageDef = {
             : "Rebuilt from the run's records; it differs from what was sent (the fingerprint does not match): the agent's description, its owner's or the workspace's name changed since, or a page was longer than a step keeps.",
           prompt.jsonMode
             ? "The endpoint had no tool calling: the model answered in JSON mode."
-            : "With the tools `navigate`, `execute_action`, `finish` and `ask_owner`.",
+            : `With the tools ${prompt.tools.map((t) => `\`${t}\``).join(", ")}.`,
           ...prompt.messages.map((m, i) => `### ${i + 1}. ${m.role}\n\n${fenced(messageText(m.content))}`),
         ].join("\n\n"),
       });

@@ -117,6 +117,8 @@ export interface RebuiltPrompt {
   jsonMode: boolean;
   /** The rebuild matches the fingerprint the worker kept: this is what the model was sent. */
   exact: boolean;
+  /** The tools offered with it, by name (none in JSON mode). */
+  tools: string[];
 }
 
 /** The prompt of step `number` of `run`, or null for a step no model call made (the first read, an owner's answer). */
@@ -141,23 +143,27 @@ export async function rebuildPrompt(
   const facts = step?.number === number ? factsOf(step) : undefined;
   const page = facts && pageBefore(steps, facts);
   if (!facts || !page) return null;
-  const built = buildMessages(
-    promptInput({
-      agent,
-      owner: ownerText({ parent, ownerStudio }),
-      workspace: tenantName,
-      run,
-      steps,
-      page,
-      feedback: facts.feedback,
-      budget: facts.budget,
-      jsonMode: Boolean(facts.json),
-      usable: actions.usable,
-      lookup: (n) => actions.all.get(n),
-    }),
-  );
+  const input = promptInput({
+    agent,
+    owner: ownerText({ parent, ownerStudio }),
+    workspace: tenantName,
+    run,
+    steps,
+    page,
+    feedback: facts.feedback,
+    budget: facts.budget,
+    jsonMode: Boolean(facts.json),
+    usable: actions.usable,
+    lookup: (n) => actions.all.get(n),
+  });
+  const built = buildMessages(input);
   const sent = maskDeep(
     facts.json ? [...built, { role: "system" as const, content: JSON_MODE_INSTRUCTIONS }] : built,
   );
-  return { messages: sent, jsonMode: Boolean(facts.json), exact: fingerprint(sent) === facts.hash };
+  return {
+    messages: sent,
+    jsonMode: Boolean(facts.json),
+    exact: fingerprint(sent) === facts.hash,
+    tools: (input.tools ?? []).map((t) => (t.type === "function" ? t.function.name : "")),
+  };
 }
