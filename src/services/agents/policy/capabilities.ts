@@ -159,15 +159,6 @@ export const HUMAN_ONLY_WHY = "human-only in this workspace: its admins keep it 
  * Why an agent may not use an action, or null if it may. `granted` is the agent's
  * `capabilities` setting; `humanOnly` the workspace's actions no agent may be granted.
  */
-/** The actions an agent may use somewhere, in `all`'s order: the always-allowed and the granted, less the workspace's human-only. */
-export function usableBy<A extends { name: string }>(
-  all: Iterable<A>,
-  granted: readonly string[],
-  humanOnly: readonly string[] = [],
-): A[] {
-  return [...all].filter((a) => !capabilityDenial(a.name, granted, humanOnly));
-}
-
 export function capabilityDenial(
   action: string,
   granted: readonly string[],
@@ -179,6 +170,15 @@ export function capabilityDenial(
   if (humanOnly.includes(action)) return `\`${action}\` is ${HUMAN_ONLY_WHY}`;
   if (granted.includes(action)) return null;
   return `capability \`${action}\` is not granted to this agent (its owner can grant it in the agent's settings)`;
+}
+
+/** The actions an agent may use somewhere, in `all`'s order: the always-allowed and the granted, less the workspace's human-only. */
+export function usableBy<A extends { name: string }>(
+  all: Iterable<A>,
+  granted: readonly string[],
+  humanOnly: readonly string[] = [],
+): A[] {
+  return [...all].filter((a) => !capabilityDenial(a.name, granted, humanOnly));
 }
 
 /**
