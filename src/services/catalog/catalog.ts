@@ -251,7 +251,7 @@ export const actions = [
 
 /**
  * The actions, those more pages offer first (ties as defined): the order an agent's typed
- * tools (step-prompt.ts runActions) and MCP's tool list take them in, so when its tools'
+ * tools (capabilities.ts runActions) and MCP's tool list take them in, so when its tools'
  * share of the prompt is full, what it can do in the most places is typed.
  */
 function byReach(all: ActionDef[]): ActionDef[] {

@@ -147,7 +147,7 @@ class Navigation {
   private jsonMode = false;
   /** The typed tools the last call offered: a call of one is an execute decision. */
   private typed: string[] = [];
-  /** The actions the run may use: its typed tools at every step (step-prompt.ts runActions). */
+  /** The actions the run may use: its typed tools (capabilities.ts runActions, step-prompt.ts). */
   private readonly usable: ActionDef[];
   /** The agent's model and its fallbacks (fallback.ts). */
   private readonly chain: ModelChain;
