@@ -111,6 +111,7 @@ describe("the model's own words", () => {
       // The tools it was offered, as they were sent.
       const tools = (requestsFor(env, w)[n - 2]!.body.tools ?? []).map((t) => `\`${t.function.name}\``);
       expect(rebuilt?.tools.map((t) => `\`${t}\``)).toEqual(tools);
+      expect(rebuilt?.toolsExact, `step ${n}`).toBe(true);
       expect(page.body).toContain(`With the tools ${tools.join(", ")}.`);
       expect(page.body).toContain(`~~~~\n${sent[n - 2]![1]!.content}\n~~~~`);
     }
@@ -118,6 +119,18 @@ describe("the model's own words", () => {
     expect(studioPage.length).toBeGreaterThan(600);
     const step2 = await md(app, w, w.alice, "GET", `/subagents/scout/runs/${runId}/steps/2`);
     expect(step2.body).toContain(`~~~~markdown\n${studioPage}\n~~~~`);
+    // A step kept before its tools' fingerprint was: the tools are the rebuild's, and it says so.
+    const kept = steps[2]!;
+    const { tools: _, ...facts } = (kept.detail as { prompt: Record<string, unknown> }).prompt;
+    await db().subagentTaskRunStep.update({
+      where: { id: kept.id },
+      data: { detail: { ...(kept.detail as object), prompt: facts } as never },
+    });
+    const old = await md(app, w, w.alice, "GET", `/subagents/scout/runs/${runId}/steps/3`);
+    expect(old.body).toContain("Exactly what the model was sent");
+    expect(old.body).toMatch(
+      /With the tools [^\n]*, as rebuilt: the step did not keep its tools' fingerprint/,
+    );
     const first = await md(app, w, w.alice, "GET", `/subagents/scout/runs/${runId}/steps/1`);
     expect(first.body).toContain("No model call made this step: a run starts by reading /whoami.");
     expect((await md(app, w, w.alice, "GET", `/subagents/scout/runs/${runId}/steps/9`)).statusCode).toBe(404);

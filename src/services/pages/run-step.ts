@@ -93,7 +93,9 @@ export const runStepPage: PageDef = {
             : "Rebuilt from the run's records; it differs from what was sent (the fingerprint does not match): the agent's description, its owner's or the workspace's name changed since, or a page was longer than a step keeps.",
           prompt.jsonMode
             ? "The endpoint had no tool calling: the model answered in JSON mode."
-            : `With the tools ${prompt.tools.map((t) => `\`${t}\``).join(", ")}.`,
+            : prompt.toolsExact
+              ? `With the tools ${names(prompt.tools)}.`
+              : `With the tools ${names(prompt.tools)}, as rebuilt: the step did not keep its tools' fingerprint, or they differ from it (the agent's capabilities or Cadre's actions changed since).`,
           ...prompt.messages.map((m, i) => `### ${i + 1}. ${m.role}\n\n${fenced(messageText(m.content))}`),
         ].join("\n\n"),
       });
@@ -110,3 +112,5 @@ export const runStepPage: PageDef = {
     };
   },
 };
+
+const names = (tools: string[]) => tools.map((t) => `\`${t}\``).join(", ");

@@ -19,6 +19,8 @@ export interface PromptFacts {
   feedback?: string;
   /** The page the call was about, when no earlier step's row holds it (an action's result, a resumed run's first read). */
   page?: { path: string; markdown: string };
+  /** Of the tools' names, in order (step-prompt.ts `toolsHash`); none in JSON mode. */
+  tools?: string;
 }
 
 export class LeaseLostError extends Error {

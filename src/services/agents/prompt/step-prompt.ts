@@ -29,6 +29,9 @@ export const fingerprint = (messages: ChatCompletionMessageParam[]) =>
 /** The same, of JSON already made (llm.ts encodes the messages once). */
 export const fingerprintJson = (json: string) => createHash("sha256").update(json).digest("hex").slice(0, 16);
 
+/** Of a call's tools, by name in order: kept with its step, so a rebuild can say whether its tools are the ones sent. */
+export const toolsHash = (names: readonly string[]) => fingerprintJson(names.join(","));
+
 /** The input of buildMessages from what a run knows: the navigator's and the rebuild's one recipe. */
 export function promptInput(p: {
   agent: Pick<User, "name" | "handle" | "agentConfig">;
@@ -119,6 +122,8 @@ export interface RebuiltPrompt {
   exact: boolean;
   /** The tools offered with it, by name (none in JSON mode). */
   tools: string[];
+  /** They match the tools' fingerprint the step kept (false for a step kept before there was one). */
+  toolsExact: boolean;
 }
 
 /** The prompt of step `number` of `run`, or null for a step no model call made (the first read, an owner's answer). */
@@ -157,6 +162,7 @@ export async function rebuildPrompt(
     lookup: (n) => actions.all.get(n),
   });
   const built = buildMessages(input);
+  const tools = (input.tools ?? []).map((t) => (t.type === "function" ? t.function.name : ""));
   const sent = maskDeep(
     facts.json ? [...built, { role: "system" as const, content: JSON_MODE_INSTRUCTIONS }] : built,
   );
@@ -164,6 +170,7 @@ export async function rebuildPrompt(
     messages: sent,
     jsonMode: Boolean(facts.json),
     exact: fingerprint(sent) === facts.hash,
-    tools: (input.tools ?? []).map((t) => (t.type === "function" ? t.function.name : "")),
+    tools,
+    toolsExact: facts.tools === toolsHash(tools),
   };
 }

@@ -35,7 +35,7 @@ import { judgedConfig } from "../policy/policy.ts";
 import { compact, lastPath, type Remembered } from "../prompt/memory.ts";
 import { buildPrompt, capPage } from "../prompt/prompt.ts";
 import { type Decision, parseDecision } from "../prompt/protocol.ts";
-import { CONVERSATION, promptInput } from "../prompt/step-prompt.ts";
+import { CONVERSATION, promptInput, toolsHash } from "../prompt/step-prompt.ts";
 import { unrunCalls } from "../prompt/tool-calls.ts";
 import { ModelChain } from "./fallback.ts";
 import type { StopReason } from "./heartbeat.ts";
@@ -342,14 +342,15 @@ class Navigation {
       usable: this.usable,
       lookup: (n) => registry.actions.get(n),
     });
+    // The run's typed actions are tools of this call, beside the fixed three.
+    this.typed = (input.tools ?? []).map((t) => (t.type === "function" ? t.function.name : ""));
     this.prompt = {
       budget,
       ...(this.jsonMode && { json: true }),
       ...(this.feedback && { feedback: this.feedback }),
       ...(!this.pageRecorded && { page: { path: page.path, markdown: capPage(page.markdown) } }),
+      ...(input.tools && { tools: toolsHash(this.typed) }),
     };
-    // The run's actions so far are typed tools of this call, beside the fixed three.
-    this.typed = (input.tools ?? []).map((t) => (t.type === "function" ? t.function.name : ""));
     const { messages, stableChars } = buildPrompt(input);
     return encodePrompt(
       { model: this.p.model, messages, stableChars, jsonMode: this.jsonMode, tools: input.tools },
