@@ -28,6 +28,7 @@ export type ClaimedRun = Pick<
   | "replayOfRunId"
   | "replayFromStep"
   | "policy"
+  | "policyPinned"
 >;
 
 /** The agent as it acts; its owner's name is on its /whoami. */
@@ -66,7 +67,8 @@ export const runStartSql = (at: Date) => Prisma.sql`(
       'leaseOwner', c.lease_owner, 'triggerKind', c.trigger_kind, 'label', c.label,
       'pauseRequestedAt', c.pause_requested_at,
       'triggerTraceparent', c.trigger_traceparent, 'traceparent', c.traceparent,
-      'replayOfRunId', c.replay_of_run_id, 'replayFromStep', c.replay_from_step, 'policy', c.policy),
+      'replayOfRunId', c.replay_of_run_id, 'replayFromStep', c.replay_from_step, 'policy', c.policy,
+      'policyPinned', c.policy_pinned),
     'agent', json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle, 'name', u.name,
       'kind', u.kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'tenantAdmin', u.tenant_admin, 'agentConfig', u.agent_config),
     'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings,

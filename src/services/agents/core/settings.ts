@@ -115,6 +115,10 @@ export function withPolicy(config: Prisma.JsonValue, policy: unknown): Prisma.Js
   return merged;
 }
 
+/** agentConfig of a stored configuration under a run's policy snapshot (withPolicy). */
+export const configUnder = (config: Prisma.JsonValue, policy: unknown): AgentConfig =>
+  agentConfig({ agentConfig: withPolicy(config, policy) });
+
 export function agentConfig(user: Pick<User, "agentConfig">): AgentConfig {
   const parsed = agentConfigSchema.safeParse(user.agentConfig ?? {});
   return parsed.success ? parsed.data : agentConfigSchema.parse({});

@@ -5,7 +5,7 @@
 //   grantable      — content actions, which the owner ticks per agent.
 import type { SubagentTaskRun, Tenant, User } from "../../../generated/prisma/client.ts";
 import type { ActionDef } from "../../registry/types.ts";
-import { agentConfig, tenantSettings, withPolicy } from "../core/settings.ts";
+import { agentConfig, configUnder, tenantSettings } from "../core/settings.ts";
 
 export const ALWAYS_ALLOWED = ["dismiss", "dismiss_all", "search", "update_scratchpad"] as const;
 
@@ -195,6 +195,6 @@ export function runActions(
   tenant: Pick<Tenant, "settings">,
   all: Iterable<ActionDef>,
 ): ActionDef[] {
-  const raw = run.policy ? withPolicy(agent.agentConfig, run.policy) : agent.agentConfig;
-  return usableBy(all, agentConfig({ agentConfig: raw }).capabilities, tenantSettings(tenant).human_only);
+  const cfg = run.policy ? configUnder(agent.agentConfig, run.policy) : agentConfig(agent);
+  return usableBy(all, cfg.capabilities, tenantSettings(tenant).human_only);
 }

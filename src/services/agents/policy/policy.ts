@@ -15,11 +15,10 @@ import type { ActionCtx, ActionDef, ActionOutcome, AgentRow, Ctx, Scope } from "
 import { ownerCeilingSql } from "../core/ownership.ts";
 import {
   type AgentConfig,
-  agentConfig,
+  configUnder,
   type Rule,
   sharedAgentConfig,
   tenantSettings,
-  withPolicy,
 } from "../core/settings.ts";
 import { capabilityDenial } from "./capabilities.ts";
 import { disclosure, disclosureText } from "./labels.ts";
@@ -84,7 +83,7 @@ const pinned = new WeakMap<object, { raw: AgentRow["agentConfig"]; cfg: AgentCon
 function pinnedConfig(pin: object, raw: AgentRow["agentConfig"]): AgentConfig {
   const last = pinned.get(pin);
   if (last?.raw === raw) return last.cfg;
-  const cfg = agentConfig({ agentConfig: withPolicy(raw, pin) });
+  const cfg = configUnder(raw, pin);
   pinned.set(pin, { raw, cfg });
   return cfg;
 }

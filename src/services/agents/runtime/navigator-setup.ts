@@ -65,20 +65,9 @@ export async function prepare(
       error: "No LLM endpoint is configured (LLM_BASE_URL), and the agent has no API key of its own.",
     };
   if (!run.replayOfRunId) return { cfg, model, endpoint, previous };
-  const [seed, pinnedPolicy] = await Promise.all([
-    replaySeed(prisma, run, previous),
-    pinnedPolicyOf(prisma, run.id),
-  ]);
-  return { cfg, model, endpoint, previous, seed, ...(pinnedPolicy !== undefined && { pinnedPolicy }) };
-}
-
-/** The policy a replay runs under when it keeps its original's rules; undefined when it takes the agent's as they are. */
-async function pinnedPolicyOf(prisma: PrismaClient, runId: string): Promise<unknown> {
-  const r = await prisma.subagentTaskRun.findUnique({
-    where: { id: runId },
-    select: { policy: true, policyPinned: true },
-  });
-  return r?.policyPinned ? r.policy : undefined;
+  const seed = await replaySeed(prisma, run, previous);
+  // A replay that keeps its original's rules is judged by them (the claim read them with the run).
+  return { cfg, model, endpoint, previous, seed, ...(run.policyPinned && { pinnedPolicy: run.policy }) };
 }
 
 export const timedOut = (seconds: number): Finish => ({

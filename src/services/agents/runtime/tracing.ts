@@ -56,8 +56,7 @@ export interface RunTrace {
     prompt: EncodedPrompt,
     call: () => Promise<LlmResponse>,
   ): Promise<LlmResponse>;
-  /** The model decided `d`: a navigation or an action opens its `execute_tool` span. `config` is the agent's, as the call left it. */
-  /** `cfg`: the configuration the action is judged by (policy.ts judgedConfig). */
+  /** The model decided `d`: a navigation or an action opens its `execute_tool` span. `cfg`: the configuration the action is judged by (policy.ts judgedConfig). */
   tool(d: Decision, cfg: Pick<AgentConfig, "rules" | "requires_approval">): void;
   /** A step was recorded: it ends the open `execute_tool` span with what came of it. */
   recorded(s: Recorded): void;
