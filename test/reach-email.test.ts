@@ -8,8 +8,8 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
 import { queueDigests } from "../src/services/reach/digest.ts";
-import { type AgentEnv, makeAgent, startAgents, waitForRun } from "./helpers/agents.ts";
-import { buildTestApp, login, md, type Person, testPrisma, type World, waitFor } from "./helpers/app.ts";
+import { type AgentEnv, makeAgent, waitForRun } from "./helpers/agents.ts";
+import { login, md, type Person, testPrisma, type World, waitFor } from "./helpers/app.ts";
 import {
   type Harness,
   noteStep,
@@ -19,25 +19,17 @@ import {
   runTask,
   setupAgent,
 } from "./helpers/approvals.ts";
-import { digestHourNow, type Inbox, reviewLinks, startInbox } from "./helpers/inbox.ts";
+import { type Inbox, reviewLinks, startMailing } from "./helpers/inbox.ts";
 
 let app: FastifyInstance;
 let env: AgentEnv;
 let inbox: Inbox;
+let stack: Awaited<ReturnType<typeof startMailing>>;
 beforeAll(async () => {
-  inbox = await startInbox();
-  app = await buildTestApp({ SMTP_URL: inbox.url });
-  env = await startAgents("reach-mail", {
-    SMTP_URL: inbox.url,
-    MAIL_FROM: "Cadre <cadre@example.test>",
-    DIGEST_HOUR_UTC: digestHourNow(),
-  });
+  stack = await startMailing("reach-mail");
+  ({ inbox, app, env } = stack);
 });
-afterAll(async () => {
-  await env.close();
-  await app.close();
-  await inbox.close();
-});
+afterAll(() => stack.close());
 
 const db = testPrisma;
 const h: Harness = { app: () => app, env: () => env };

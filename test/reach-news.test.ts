@@ -7,29 +7,24 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatRequest, FakeReply } from "../src/dev/fake-llm.ts";
 import { userPrompt } from "./helpers/agent-scripts.ts";
-import { type AgentEnv, makeAgent, startAgents, tool, waitForRun } from "./helpers/agents.ts";
-import { buildTestApp, makeWorld, md, testPrisma, type World, waitFor } from "./helpers/app.ts";
+import { type AgentEnv, makeAgent, tool, waitForRun } from "./helpers/agents.ts";
+import { makeWorld, md, testPrisma, type World, waitFor } from "./helpers/app.ts";
 import { noteStep, planScript, review, waitPending } from "./helpers/approvals.ts";
-import { digestHourNow, type Inbox, startInbox } from "./helpers/inbox.ts";
+import { type Inbox, startMailing } from "./helpers/inbox.ts";
 import { type Receiver, startReceiver } from "./helpers/receiver.ts";
 
 let app: FastifyInstance;
 let env: AgentEnv;
 let inbox: Inbox;
 let receiver: Receiver;
+let stack: Awaited<ReturnType<typeof startMailing>>;
 beforeAll(async () => {
-  [inbox, receiver] = await Promise.all([startInbox(), startReceiver()]);
-  app = await buildTestApp({ SMTP_URL: inbox.url });
-  env = await startAgents("reach-news", {
-    SMTP_URL: inbox.url,
-    MAIL_FROM: "Cadre <cadre@example.test>",
-    DIGEST_HOUR_UTC: digestHourNow(),
-  });
+  [stack, receiver] = await Promise.all([startMailing("reach-news"), startReceiver()]);
+  ({ inbox, app, env } = stack);
 });
 afterAll(async () => {
-  await env.close();
-  await app.close();
-  await Promise.all([inbox.close(), receiver.close()]);
+  await stack.close();
+  await receiver.close();
 });
 
 const db = testPrisma;

@@ -2,8 +2,11 @@
 // (mailparser): the mails the worker sent through nodemailer, as a mailbox sees them. It
 // can go away and come back on the same port, as a mail server does.
 import type { AddressInfo } from "node:net";
+import type { FastifyInstance } from "fastify";
 import { type ParsedMail, simpleParser } from "mailparser";
 import { SMTPServer } from "smtp-server";
+import { type AgentEnv, startAgents } from "./agents.ts";
+import { buildTestApp } from "./app.ts";
 
 export interface Received {
   to: string;
@@ -92,3 +95,28 @@ export function reviewLinks(m: Received): { approve: string; reject: string } {
  * fixed hour would make the sweep race the test whenever the suite runs after it.
  */
 export const digestHourNow = () => String(new Date().getUTCHours());
+
+/**
+ * The web app and the workers, both mailing into a new inbox, the digest due this very hour
+ * (so the worker's own sweep sends it): the reach tests' stack.
+ */
+export async function startMailing(name: string): Promise<{
+  inbox: Inbox;
+  app: FastifyInstance;
+  env: AgentEnv;
+  close: () => Promise<void>;
+}> {
+  const inbox = await startInbox();
+  const app = await buildTestApp({ SMTP_URL: inbox.url });
+  const env = await startAgents(name, {
+    SMTP_URL: inbox.url,
+    MAIL_FROM: "Cadre <cadre@example.test>",
+    DIGEST_HOUR_UTC: digestHourNow(),
+  });
+  const close = async () => {
+    await env.close();
+    await app.close();
+    await inbox.close();
+  };
+  return { inbox, app, env, close };
+}
