@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type FakeAnthropic, startFakeAnthropic } from "../src/dev/fake-anthropic.ts";
 import { TOOLS } from "../src/services/agents/prompt/protocol.ts";
+import { memoryBlocks } from "../src/services/agents/runtime/cache-blocks.ts";
 import { createLlmClient, encodePrompt, type LlmError } from "../src/services/agents/runtime/llm.ts";
-import { memoryBlocks } from "../src/services/agents/runtime/llm-anthropic-body.ts";
 import type { Endpoint } from "../src/services/money/keys.ts";
 import { fakeKey } from "./helpers/keys.ts";
 

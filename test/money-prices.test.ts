@@ -63,7 +63,9 @@ describe("workspace prices", () => {
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain("Priced acme_llm-1 for this workspace");
     expect(actionNames(res.body)).toEqual(["set_model_price", "remove_model_price"]);
-    expect(section(res.body, "This workspace's prices")).toContain("| `acme_llm-1` | $2 | $0.5 | $2 | $8 |");
+    expect(section(res.body, "This workspace's prices")).toContain(
+      "| `acme_llm-1` | $2 | $0.5 | $2.5 | $8 |",
+    );
     // 800 uncached × $2 + 200 cached × $0.50 + 100 out × $8, per million: micro-dollars.
     const pricing = (await settingsOf(w)).pricing;
     expect(priceCall("acme_llm-1", USAGE, pricing)).toEqual({
@@ -143,7 +145,7 @@ describe("workspace prices", () => {
     expect((await settingsOf(w)).pricing).toEqual({});
   });
 
-  it("a cache-write price is optional: set, it prices cache writes and shows; unset, writes cost input", async () => {
+  it("a cache-write price is optional: set, it prices cache writes and shows; unset, writes cost 1.25 × input", async () => {
     const w = await makeWorld();
     await db().user.update({ where: { id: w.carol.id }, data: { tenantAdmin: true } });
     const p = { input: 2, cached_input: 0.2, output: 10 };
@@ -156,7 +158,15 @@ describe("workspace prices", () => {
     expect(priceCall("house-claude", usage, pricing).costMicros).toBe(
       200 * 2 + 300 * 0.2 + 500 * 2.5 + 100 * 10,
     );
-    expect(priceCall("house-gpt", usage, pricing).costMicros).toBe(700 * 2 + 300 * 0.2 + 100 * 10);
+    // Unset: the surcharge every provider that reports writes charges (Anthropic, OpenAI from GPT-5.6 on).
+    expect(priceCall("house-gpt", usage, pricing).costMicros).toBe(
+      200 * 2 + 300 * 0.2 + 500 * 2.5 + 100 * 10,
+    );
+    // A listed OpenAI model before GPT-5.6 bills a write as input; GPT-5.6's at 1.25 ×.
+    expect(priceCall("gpt-4.1", usage).costMicros).toBe(700 * 2 + 300 * 0.5 + 100 * 8);
+    expect(priceCall("gpt-5.6-terra", usage).costMicros).toBe(
+      Math.round(200 * 2.5 + 300 * 0.25 + 500 * 3.125 + 100 * 15),
+    );
     const page = await body(w, w.carol, "/usage/pricing");
     expect(page).toContain("| `house-claude` | $2 | $0.2 | $2.5 | $10 |");
     expect(page).toContain("| `claude-sonnet-4-5` | $3 | $0.3 | $3.75 | $15 |");
@@ -167,7 +177,7 @@ describe("workspace prices", () => {
     await db().user.update({ where: { id: w.carol.id }, data: { tenantAdmin: true } });
     await price(w, w.carol, { model: "my_house_model", input: 1, cached_input: 0.1, output: 2 });
     const page = await body(w, w.carol, "/usage/pricing");
-    expect(page).toContain("| `my_house_model` | $1 | $0.1 | $1 | $2 |");
+    expect(page).toContain("| `my_house_model` | $1 | $0.1 | $1.25 | $2 |");
     const html = (await (await login(app, w, w.carol)).get("/usage/pricing")).body;
     expect(html).toContain("<code>my_house_model</code>");
   });

@@ -3,9 +3,12 @@
 // reaches it through the real `openai` client, over real sockets.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { cacheHintsFor } from "../services/agents/runtime/llm-openai-cache.ts";
+import { type ChatCacheRequest, PromptCache } from "./prompt-cache.ts";
 
 export interface ChatMessage {
   role: string;
+  /** Text parts (GPT-5.6's cache breakpoints are on them) reach scripts joined, as one string. */
   content?: string | null;
   tool_calls?: unknown[];
   tool_call_id?: string;
@@ -21,7 +24,10 @@ export interface ChatRequest {
 
 export interface Recorded {
   headers: IncomingMessage["headers"];
+  /** The request, its messages' text parts joined (what scripts see). */
   body: ChatRequest;
+  /** The request exactly as it came. */
+  wire: ChatRequest;
   at: number;
 }
 
@@ -44,7 +50,12 @@ export interface FakeReply {
   delayMs?: number;
   /** Never answer: the client must time out or abort. */
   hang?: boolean;
-  usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
+  usage?: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    cached_tokens?: number;
+    cache_write_tokens?: number;
+  };
 }
 
 export type Script = FakeReply[] | ((req: ChatRequest, n: number) => FakeReply | Promise<FakeReply>);
@@ -53,6 +64,8 @@ export interface FakeLlm {
   url: string;
   requests: Recorded[];
   setScript(script: Script): void;
+  /** The prompt cache of GPT-5.6-family models (prompt-cache.ts), by key and model: their usage is its reads and writes. */
+  cache: PromptCache;
   setLatency(ms: number): void;
   /** Only these bearer keys are accepted (401 otherwise), like a real provider; null accepts any. */
   setAcceptedKeys(keys: string[] | null): void;
@@ -90,11 +103,40 @@ function assistantMessage(reply: FakeReply, n: number) {
 function usageOf(req: ChatRequest, reply: FakeReply, message: Record<string, unknown>) {
   const prompt = reply.usage?.prompt_tokens ?? estimateTokens(req.messages);
   const out = reply.usage?.completion_tokens ?? Math.max(5, Math.ceil(JSON.stringify(message).length / 4));
+  const written = reply.usage?.cache_write_tokens;
   return {
     prompt_tokens: prompt,
     completion_tokens: out,
     total_tokens: prompt + out,
-    prompt_tokens_details: { cached_tokens: reply.usage?.cached_tokens ?? 0 },
+    prompt_tokens_details: {
+      cached_tokens: reply.usage?.cached_tokens ?? 0,
+      ...(written !== undefined && { cache_write_tokens: written }),
+    },
+  };
+}
+
+/** The request as scripts read it: each message's text parts joined into one string. */
+function joined(wire: ChatRequest): ChatRequest {
+  if (!wire.messages.some((m) => Array.isArray(m.content))) return wire;
+  const text = (c: unknown) =>
+    Array.isArray(c) ? c.map((p: { text?: string }) => p.text ?? "").join("") : (c as string | null);
+  return { ...wire, messages: wire.messages.map((m) => ({ ...m, content: text(m.content) })) };
+}
+
+/** A reply's usage from the simulated cache, unless the script set its own. */
+function cachedUsage(cache: PromptCache, scope: string, wire: ChatRequest, reply: FakeReply): FakeReply {
+  // GPT-5.6 and later, the models whose caching the client marks with breakpoints.
+  if (reply.usage || cacheHintsFor(wire.model) !== "breakpoints") return reply;
+  const u = cache.useChat(scope, wire as ChatCacheRequest);
+  const prompt = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+  return {
+    ...reply,
+    usage: {
+      prompt_tokens: prompt,
+      completion_tokens: 20,
+      cached_tokens: u.cache_read_input_tokens,
+      cache_write_tokens: u.cache_creation_input_tokens,
+    },
   };
 }
 
@@ -178,6 +220,7 @@ export async function startFakeLlm(
   let missing = new Set<string>();
   const requests: Recorded[] = [];
   const hanging = new Set<ServerResponse>();
+  const cache = new PromptCache();
 
   const server = createServer(async (req, res) => {
     try {
@@ -209,8 +252,9 @@ export async function startFakeLlm(
           .end(JSON.stringify({ error: { message: "not found" } }));
         return;
       }
-      const body = JSON.parse(await readBody(req)) as ChatRequest;
-      requests.push({ headers: req.headers, body, at: Date.now() });
+      const wire = JSON.parse(await readBody(req)) as ChatRequest;
+      const body = joined(wire);
+      requests.push({ headers: req.headers, body, wire, at: Date.now() });
       // Before the script: a missing model takes no turn of it, as a provider answers before any model runs.
       if (missing.has(body.model)) {
         res.writeHead(404, { "content-type": "application/json" }).end(
@@ -225,10 +269,11 @@ export async function startFakeLlm(
         return;
       }
       const i = n++;
-      const reply: FakeReply =
+      const scripted: FakeReply =
         typeof script === "function"
           ? await script(body, i)
           : (script[i] ?? { content: "fake LLM: script exhausted", status: 500 });
+      const reply = cachedUsage(cache, `${bearer}\n${wire.model}`, wire, scripted);
       const delay = reply.delayMs ?? latency;
       if (delay) await new Promise((r) => setTimeout(r, delay));
       if (reply.hang) {
@@ -267,6 +312,7 @@ export async function startFakeLlm(
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    cache,
     setScript(s) {
       script = s;
       n = 0;

@@ -1,11 +1,15 @@
-// Anthropic's prompt cache, simulated for the fake Anthropic server (fake-anthropic.ts) by
-// the rules its prompt-caching docs give: the prompt is a sequence of blocks in the order
-// tools → system → messages; a block with `cache_control` is a breakpoint (at most 4), and
-// the prefix up to it is written to the cache if it is at least 1024 tokens long; a request
+// Providers' prompt caches, simulated for the fake servers by the rules their docs give.
+// Anthropic (fake-anthropic.ts): the prompt is a sequence of blocks in the order tools →
+// system → messages; a block with `cache_control` is a breakpoint (at most 4), and the
+// prefix up to it is written to the cache if it is at least 1024 tokens long; a request
 // reads the longest cached prefix found at a breakpoint or at any block boundary up to 20
 // blocks before one; an entry lives 5 minutes, refreshed by each read. Usage follows the
 // docs' billing: reads up to the hit, writes from the hit to the last cacheable breakpoint,
 // the rest plain input. Changing `tool_choice` invalidates the messages' part, as documented.
+// OpenAI from GPT-5.6 on (fake-llm.ts): tools → messages, a text part with
+// `prompt_cache_breakpoint` is a breakpoint, and unless `prompt_cache_options.mode` is
+// `explicit` so is the latest message's end (the implicit one); a read is only at a
+// breakpoint (no look-back), writes are the latest four breakpoints, entries live 30 minutes.
 //
 // Tokens are counted approximately, a block's characters / 4 (no tokenizer; Anthropic's own
 // count differs a little), which is all the tests' sums need: they are exact for this count.
@@ -23,10 +27,30 @@ export interface MessagesRequest {
   [k: string]: unknown;
 }
 
+/** A chat-completions request, as much of it as the cache reads. */
+export interface ChatCacheRequest {
+  messages: {
+    role: string;
+    content?: string | null | { type: string; text?: string; prompt_cache_breakpoint?: unknown }[];
+  }[];
+  tools?: unknown[];
+  prompt_cache_options?: { mode?: string };
+}
+
 export const LOOKBACK_BLOCKS = 20;
 export const MIN_CACHEABLE_TOKENS = 1024;
-const TTL_MS = 5 * 60_000;
 const MAX_BREAKPOINTS = 4;
+
+/** How a provider finds and writes entries. */
+interface Rules {
+  /** Block boundaries before a breakpoint where a read may also hit. */
+  lookback: number;
+  /** The breakpoints a request writes, of those it has (block indexes, in order). */
+  writes(breakpoints: number[]): number[];
+  ttlMs: number;
+}
+const ANTHROPIC: Rules = { lookback: LOOKBACK_BLOCKS, writes: (b) => b, ttlMs: 5 * 60_000 };
+const OPENAI: Rules = { lookback: 0, writes: (b) => b.slice(-MAX_BREAKPOINTS), ttlMs: 30 * 60_000 };
 
 interface Block {
   /** What the block is, for the prefix's hash (its text, or a tool's JSON), without cache_control. */
@@ -80,6 +104,29 @@ function blocksOf(body: MessagesRequest): Block[] {
   return blocks;
 }
 
+/** A chat request's blocks: each tool, then each message's text parts (a string is one). */
+function chatBlocks(body: ChatCacheRequest): Block[] {
+  const blocks: Block[] = (body.tools ?? []).map((t) => {
+    const json = JSON.stringify(t);
+    return { key: `tool:${json}`, tokens: tokensOf(json), breakpoint: false, emptyText: false };
+  });
+  for (const m of body.messages) {
+    const parts = typeof m.content === "string" ? [{ type: "text", text: m.content }] : (m.content ?? []);
+    parts.forEach((p, i) => {
+      const { prompt_cache_breakpoint, ...rest } = p as { prompt_cache_breakpoint?: unknown; text?: string };
+      blocks.push({
+        key: `${i === 0 ? `${m.role}:` : ""}${JSON.stringify(rest)}`,
+        tokens: tokensOf(rest.text ?? ""),
+        breakpoint: Boolean(prompt_cache_breakpoint),
+        emptyText: false,
+      });
+    });
+  }
+  const last = blocks.at(-1);
+  if (last && body.prompt_cache_options?.mode !== "explicit") last.breakpoint = true;
+  return blocks;
+}
+
 export class PromptCache {
   private readonly entries = new Map<string, number>();
 
@@ -92,15 +139,25 @@ export class PromptCache {
     return this.entries.size;
   }
 
-  /** What a request reads and writes in `scope` (a key and model: caches are not shared across them), or why it is refused. */
+  /** What a Messages request reads and writes in `scope` (a key and model: caches are not shared across them), or why it is refused. */
   use(scope: string, body: MessagesRequest, now = Date.now()): CacheUsage | { error: string } {
     const blocks = blocksOf(body);
     if (blocks.some((b) => b.emptyText)) return { error: "messages: text content blocks must be non-empty" };
-    const breakpoints = blocks.flatMap((b, i) => (b.breakpoint ? [i] : []));
-    if (breakpoints.length > MAX_BREAKPOINTS)
+    const breakpoints = blocks.filter((b) => b.breakpoint).length;
+    if (breakpoints > MAX_BREAKPOINTS)
       return {
-        error: `A maximum of ${MAX_BREAKPOINTS} blocks with cache_control may be provided. Found ${breakpoints.length}.`,
+        error: `A maximum of ${MAX_BREAKPOINTS} blocks with cache_control may be provided. Found ${breakpoints}.`,
       };
+    return this.useBlocks(scope, blocks, ANTHROPIC, now);
+  }
+
+  /** What a chat-completions request to a GPT-5.6-family model reads and writes in `scope`. */
+  useChat(scope: string, body: ChatCacheRequest, now = Date.now()): CacheUsage {
+    return this.useBlocks(scope, chatBlocks(body), OPENAI, now);
+  }
+
+  private useBlocks(scope: string, blocks: Block[], rules: Rules, now: number): CacheUsage {
+    const breakpoints = blocks.flatMap((b, i) => (b.breakpoint ? [i] : []));
     // Each block boundary's prefix: its hash (chained) and its tokens so far.
     const prefix: { id: string; tokens: number }[] = [];
     let hash = scope;
@@ -111,19 +168,21 @@ export class PromptCache {
       prefix.push({ id: hash, tokens: total });
     }
     const live = (i: number) => (this.entries.get(prefix[i]!.id) ?? 0) > now;
-    // The longest hit: at a breakpoint, or up to LOOKBACK_BLOCKS boundaries before one.
+    // The longest hit: at a breakpoint, or up to the rules' look-back before one.
     let hit = -1;
     for (const b of breakpoints)
-      for (let i = b; i >= Math.max(0, b - LOOKBACK_BLOCKS) && i > hit; i--)
+      for (let i = b; i >= Math.max(0, b - rules.lookback) && i > hit; i--)
         if (live(i)) {
           hit = i;
           break;
         }
     const read = hit >= 0 ? prefix[hit]!.tokens : 0;
-    if (hit >= 0) this.entries.set(prefix[hit]!.id, now + TTL_MS);
+    if (hit >= 0) this.entries.set(prefix[hit]!.id, now + rules.ttlMs);
     // Written: every cacheable breakpoint past the hit; billed from the hit to the last of them.
-    const writes = breakpoints.filter((b) => b > hit && prefix[b]!.tokens >= MIN_CACHEABLE_TOKENS);
-    for (const b of writes) this.entries.set(prefix[b]!.id, now + TTL_MS);
+    const writes = rules
+      .writes(breakpoints)
+      .filter((b) => b > hit && prefix[b]!.tokens >= MIN_CACHEABLE_TOKENS);
+    for (const b of writes) this.entries.set(prefix[b]!.id, now + rules.ttlMs);
     const last = writes.at(-1);
     const written = last === undefined ? 0 : prefix[last]!.tokens - read;
     return {

@@ -334,7 +334,7 @@ export const setModelPrice = defineAction({
     input: priceSchema.shape.input.describe("USD per 1M input tokens"),
     cached_input: priceSchema.shape.cached_input.describe("USD per 1M cached input tokens"),
     cache_write_input: priceSchema.shape.cache_write_input.describe(
-      "USD per 1M input tokens written to the prompt cache (Anthropic); empty: the input price",
+      "USD per 1M input tokens written to the prompt cache (Anthropic, GPT-5.6 and later); empty: 1.25 × the input price",
     ),
     output: priceSchema.shape.output.describe("USD per 1M output tokens"),
   }),

@@ -13,7 +13,7 @@ export interface Usage {
   input: number;
   output: number;
   cached: number;
-  /** Written to the prompt cache (Anthropic's `cache_creation_input_tokens`); absent: none. */
+  /** Written to the prompt cache (Anthropic's `cache_creation_input_tokens`, OpenAI's `cache_write_tokens`); absent: none. */
   cacheWrite?: number;
 }
 
@@ -21,30 +21,53 @@ const perMillion = z.number().min(0).max(10_000);
 export const priceSchema = z.object({
   input: perMillion,
   cached_input: perMillion,
-  /** Input written to a prompt cache; absent, it costs what input does (OpenAI has no surcharge). */
+  /** Input written to a prompt cache; absent, WRITE_SURCHARGE × input (writeRate). */
   cache_write_input: perMillion.optional(),
   output: perMillion,
 });
 export type Price = z.infer<typeof priceSchema>;
 
-export const PRICE_LIST_VERSION = "2026-11-28";
+export const PRICE_LIST_VERSION = "2026-11-29";
+
+/**
+ * What a cache write costs, as a multiple of input, when a price does not say: what every
+ * provider that reports writes charges (Anthropic's 5-minute entries, OpenAI from GPT-5.6
+ * on). Providers that charge nothing for a write report none, so it never applies to them.
+ */
+export const WRITE_SURCHARGE = 1.25;
+export const writeRate = (p: Price) => p.cache_write_input ?? p.input * WRITE_SURCHARGE;
+
+/** An OpenAI model before GPT-5.6: a write to its prompt cache costs what input does. */
+const noWriteFee = (input: number, cached_input: number, output: number): Price => ({
+  input,
+  cached_input,
+  cache_write_input: input,
+  output,
+});
 
 /**
  * USD per 1M tokens, from the providers' published list prices. Anthropic bills a write to
  * its 5-minute prompt cache at 1.25 × input and a read at 0.1 × input (its prompt-caching
- * docs, "Understanding cache breakpoint costs"); Cadre only writes 5-minute entries.
+ * docs, "Understanding cache breakpoint costs"); Cadre only writes 5-minute entries. OpenAI
+ * bills writes from GPT-5.6 on, at 1.25 × input, reads at 0.1 × (its prompt-caching guide);
+ * the GPT-5.6 tiers' prices are those OpenAI announced with them.
  */
 export const PRICE_LIST: Record<string, Price> = {
-  "gpt-5": { input: 1.25, cached_input: 0.125, output: 10 },
-  "gpt-5-mini": { input: 0.25, cached_input: 0.025, output: 2 },
-  "gpt-5-nano": { input: 0.05, cached_input: 0.005, output: 0.4 },
-  "gpt-4.1": { input: 2, cached_input: 0.5, output: 8 },
-  "gpt-4.1-mini": { input: 0.4, cached_input: 0.1, output: 1.6 },
-  "gpt-4.1-nano": { input: 0.1, cached_input: 0.025, output: 0.4 },
-  "gpt-4o": { input: 2.5, cached_input: 1.25, output: 10 },
-  "gpt-4o-mini": { input: 0.15, cached_input: 0.075, output: 0.6 },
-  o3: { input: 2, cached_input: 0.5, output: 8 },
-  "o4-mini": { input: 1.1, cached_input: 0.275, output: 4.4 },
+  "gpt-5.6-sol": { input: 5, cached_input: 0.5, cache_write_input: 6.25, output: 30 },
+  "gpt-5.6-terra": { input: 2.5, cached_input: 0.25, cache_write_input: 3.125, output: 15 },
+  "gpt-5.6-luna": { input: 1, cached_input: 0.1, cache_write_input: 1.25, output: 6 },
+  "gpt-5.5": noWriteFee(5, 0.5, 30),
+  "gpt-5.4": noWriteFee(2.5, 0.25, 15),
+  "gpt-5": noWriteFee(1.25, 0.125, 10),
+  "gpt-5-mini": noWriteFee(0.25, 0.025, 2),
+  "gpt-5-nano": noWriteFee(0.05, 0.005, 0.4),
+  "gpt-4.1": noWriteFee(2, 0.5, 8),
+  "gpt-4.1-mini": noWriteFee(0.4, 0.1, 1.6),
+  "gpt-4.1-nano": noWriteFee(0.1, 0.025, 0.4),
+  "gpt-4o": noWriteFee(2.5, 1.25, 10),
+  "gpt-4o-mini": noWriteFee(0.15, 0.075, 0.6),
+  o3: noWriteFee(2, 0.5, 8),
+  "o4-mini": noWriteFee(1.1, 0.275, 4.4),
   "claude-opus-4-1": { input: 15, cached_input: 1.5, cache_write_input: 18.75, output: 75 },
   "claude-opus-4": { input: 15, cached_input: 1.5, cache_write_input: 18.75, output: 75 },
   "claude-sonnet-4-5": { input: 3, cached_input: 0.3, cache_write_input: 3.75, output: 15 },
@@ -101,7 +124,7 @@ export function priceCall(model: string, usage: Usage, overrides: TenantPrices =
   const cost =
     (usage.input - cached - written) * price.input +
     cached * price.cached_input +
-    written * (price.cache_write_input ?? price.input) +
+    written * writeRate(price) +
     usage.output * price.output;
   return { costMicros: Math.round(cost), priced: true, version };
 }

@@ -14,7 +14,7 @@ import {
   type UsageFilter,
 } from "../money/dashboard.ts";
 import { toMicros } from "../money/ledger.ts";
-import { PRICE_LIST, PRICE_LIST_VERSION, type Price, usd } from "../money/pricing.ts";
+import { PRICE_LIST, PRICE_LIST_VERSION, type Price, usd, writeRate } from "../money/pricing.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
 import type { Block, Ctx, PageDef, Query, Scope } from "../registry/types.ts";
@@ -289,14 +289,14 @@ export const pricingPage: PageDef = {
     const tenant = await ctx.db.tenant.findUniqueOrThrow({ where: { id: ctx.tenant.id } });
     const own = tenantSettings(tenant).pricing;
     const row = (m: string, p: Price) =>
-      `| ${code(m)} | $${p.input} | $${p.cached_input} | $${p.cache_write_input ?? p.input} | $${p.output} |`;
+      `| ${code(m)} | $${p.input} | $${p.cached_input} | $${writeRate(p)} | $${p.output} |`;
     const head = "| model | input | cached input | cache write | output |\n|---|---|---|---|---|";
     return {
       title: "Model prices",
       breadcrumb: [home, { label: "Usage", path: "/usage" }, { label: "Prices" }],
       blocks: [
         {
-          md: `Cost = tokens × price per million tokens. Cached input tokens are billed at the cached rate, input written to a provider's prompt cache (Anthropic) at the cache-write rate. A model id with a date suffix (\`gpt-4o-2024-08-06\`) takes its model's price; a model in neither list costs $0 and is flagged on the dashboards.`,
+          md: `Cost = tokens × price per million tokens. Cached input tokens are billed at the cached rate, input written to a provider's prompt cache (Anthropic, OpenAI from GPT-5.6 on) at the cache-write rate, 1.25 × input unless a price says otherwise. A model id with a date suffix (\`gpt-4o-2024-08-06\`) takes its model's price; a model in neither list costs $0 and is flagged on the dashboards.`,
         },
         {
           md: `## This workspace's prices\n\nThey take precedence over the built-in list.\n\n${

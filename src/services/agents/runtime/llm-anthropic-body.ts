@@ -20,6 +20,7 @@
 // changes all of it each step: no breakpoint there, which would only pay for cache writes
 // never read.
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import { memoryBlocks, stableBlocks } from "./cache-blocks.ts";
 
 /**
  * Required by Anthropic. A reply is one tool call with a short note, or a finish message:
@@ -40,27 +41,6 @@ interface Turn {
   content: TextBlock[];
 }
 
-/** A newline before a memory line (`N. ` at the start of a line). */
-const MEMORY_LINE = /\n(?=\d+\. )/g;
-
-/**
- * `text` in blocks, one a memory line; joined, they are `text` exactly. The cut falls where
- * the next step's text goes on from this one's, so that this step's last block boundary is
- * a boundary of the next step's too: after the newline when lines end with one (the next
- * step appends `N. …\n`), before it when they are joined by one (it appends `\nN. …`).
- * A cut one character off would leave no boundary in common, and no cache hit.
- */
-export function memoryBlocks(text: string): string[] {
-  const shift = text.endsWith("\n") ? 1 : 0;
-  const cuts = [0, ...[...text.matchAll(MEMORY_LINE)].map((m) => m.index + shift), text.length];
-  const blocks: string[] = [];
-  for (let i = 0; i + 1 < cuts.length; i++) {
-    const block = text.slice(cuts[i], cuts[i + 1]);
-    if (block) blocks.push(block);
-  }
-  return blocks;
-}
-
 function textOf(content: ChatCompletionMessageParam["content"]): string {
   if (typeof content === "string") return content;
   return (content ?? []).map((p) => ("text" in p ? p.text : "")).join("");
@@ -69,8 +49,7 @@ function textOf(content: ChatCompletionMessageParam["content"]): string {
 /** A user message's text in blocks: its stable part at memory lines, then the rest whole. */
 function userBlocks(text: string, stable: boolean, stableChars?: number): string[] {
   if (stable) return memoryBlocks(text);
-  if (stableChars === undefined) return [text];
-  return [...memoryBlocks(text.slice(0, stableChars)), text.slice(stableChars)];
+  return stableBlocks(text, stableChars);
 }
 
 /**

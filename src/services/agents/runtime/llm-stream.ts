@@ -17,6 +17,7 @@ import type {
 } from "openai/resources/chat/completions";
 import type { Usage } from "../../money/pricing.ts";
 import type { ChatClient } from "./llm-http.ts";
+import { withoutCacheHints } from "./llm-openai-cache.ts";
 
 /** What every request adds to the encoded prompt (encodePrompt). */
 export const STREAM_FIELDS = `"stream":true,"stream_options":{"include_usage":true}`;
@@ -32,14 +33,17 @@ export interface Streamed {
 }
 
 type Raw = ChatCompletion["usage"];
-const usageOf = (u: Raw | null | undefined): Usage => ({
-  input: u?.prompt_tokens ?? 0,
-  output: u?.completion_tokens ?? 0,
-  cached: u?.prompt_tokens_details?.cached_tokens ?? 0,
-});
+/** Reads and writes inside `prompt_tokens`, as the ledger counts them (pricing.ts Usage); GPT-5.6 and later report writes. */
+function usageOf(u: Raw | null | undefined): Usage {
+  const written = u?.prompt_tokens_details?.cache_write_tokens ?? 0;
+  return {
+    input: u?.prompt_tokens ?? 0,
+    output: u?.completion_tokens ?? 0,
+    cached: u?.prompt_tokens_details?.cached_tokens ?? 0,
+    ...(written > 0 && { cacheWrite: written }),
+  };
+}
 
-// Endpoints that refused `parallel_tool_calls` (a 400 naming it): asked without it from then on.
-const refusing = new Set<string>();
 const FLAG = Buffer.from(`,${ONE_TOOL_CALL}`);
 
 /** The request without `parallel_tool_calls`: its last occurrence, after the messages that might quote it. */
@@ -49,24 +53,41 @@ function withoutFlag(body: Buffer): Buffer {
 }
 
 /**
- * Sends `body` and reads the reply; an endpoint that does not know `parallel_tool_calls`
- * is asked again without it (it then answers with one tool call or several: the navigator
- * runs the first either way, and says so).
+ * Fields an OpenAI-compatible endpoint may not know, each left out once it answers a 400
+ * naming it: `parallel_tool_calls` (it then answers with one tool call or several: the
+ * navigator runs the first either way, and says so) and the prompt-cache hints
+ * (llm-openai-cache.ts: the same prompt, cached as the endpoint caches it, or not at all).
  */
+const OPTIONAL = [
+  { named: /parallel_tool_calls/, strip: withoutFlag },
+  { named: /prompt_cache/, strip: withoutCacheHints },
+];
+type Optional = (typeof OPTIONAL)[number];
+/** By endpoint, the fields it refused: asked without them from then on. */
+const refusing = new Map<string, Set<Optional>>();
+
+/** Sends `body` and reads the reply, without the fields its endpoint refuses. */
 export async function streamCompletion(
   client: ChatClient,
   body: Buffer,
   call: AbortController,
   opts: { idleMs: number; onText?: (text: string) => void },
 ): Promise<Streamed> {
-  const plain = refusing.has(client.baseURL);
-  try {
-    return await send(client, plain ? withoutFlag(body) : body, call, opts);
-  } catch (err) {
-    const refused = err instanceof APIError && err.status === 400 && /parallel_tool_calls/.test(err.message);
-    if (!refused || plain || body.lastIndexOf(FLAG) < 0) throw err;
-    refusing.add(client.baseURL);
-    return send(client, withoutFlag(body), call, opts);
+  const refused = refusing.get(client.baseURL) ?? new Set<Optional>();
+  let sent = body;
+  for (const o of refused) sent = o.strip(sent);
+  for (;;) {
+    try {
+      return await send(client, sent, call, opts);
+    } catch (err) {
+      const bad = err instanceof APIError && err.status === 400 ? err.message : "";
+      const o = OPTIONAL.find((x) => !refused.has(x) && x.named.test(bad));
+      const without = o?.strip(sent);
+      if (!o || without === sent) throw err;
+      refused.add(o);
+      refusing.set(client.baseURL, refused);
+      sent = without!;
+    }
   }
 }
 

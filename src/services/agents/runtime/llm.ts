@@ -22,6 +22,7 @@ import { streamMessage } from "./llm-anthropic.ts";
 import { anthropicBody } from "./llm-anthropic-body.ts";
 import { llmError } from "./llm-errors.ts";
 import { chatClient } from "./llm-http.ts";
+import { cacheFields, cacheHintsFor, messagesWithBreakpoints } from "./llm-openai-cache.ts";
 import { ONE_TOOL_CALL, STREAM_FIELDS, streamCompletion } from "./llm-stream.ts";
 import { traceAttempts } from "./traced-fetch.ts";
 
@@ -35,6 +36,8 @@ export interface Prompt {
   tools?: readonly ChatCompletionTool[];
   /** The user message's first characters that stay the same step after step (prompt.ts buildPrompt). */
   stableChars?: number;
+  /** Requests that share a prefix share this key (OpenAI's `prompt_cache_key`): the agent's id. */
+  cacheKey?: string;
 }
 
 /** A prompt as it leaves for the model: masked, fingerprinted, and encoded once. */
@@ -208,10 +211,15 @@ export function encodePrompt(p: Prompt, api: Api = "openai"): EncodedPrompt {
   const rest = p.jsonMode
     ? `"response_format":{"type":"json_object"}`
     : `"tools":${toolsJson(tools ?? TOOLS)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
+  const hints = cacheHintsFor(p.model);
+  const sent = hints === "breakpoints" ? messagesWithBreakpoints(messages, stableOf(p)) : json;
+  const cache = cacheFields(hints, p.cacheKey);
   return {
     api,
     model: p.model,
-    body: Buffer.from(`{"model":${JSON.stringify(p.model)},"messages":${json},${rest},${STREAM_FIELDS}}`),
+    body: Buffer.from(
+      `{"model":${JSON.stringify(p.model)},"messages":${sent},${rest},${STREAM_FIELDS}${cache}}`,
+    ),
     fingerprint,
     ...(masked && { masked }),
   };

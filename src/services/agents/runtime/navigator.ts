@@ -353,7 +353,14 @@ class Navigation {
     };
     const { messages, stableChars } = buildPrompt(input);
     return encodePrompt(
-      { model: this.p.model, messages, stableChars, jsonMode: this.jsonMode, tools: input.tools },
+      {
+        model: this.p.model,
+        messages,
+        stableChars,
+        jsonMode: this.jsonMode,
+        tools: input.tools,
+        cacheKey: agent.id,
+      },
       apiOf(this.p.endpoint),
     );
   }

@@ -164,7 +164,7 @@ class SpanRunTrace implements RunTrace {
         "gen_ai.usage.input_tokens": usage.input,
         "gen_ai.usage.output_tokens": usage.output,
         "gen_ai.usage.cache_read.input_tokens": usage.cached,
-        // Anthropic's cache writes; like reads, inside input_tokens, as the convention asks.
+        // Cache writes (Anthropic, OpenAI from GPT-5.6 on); like reads, inside input_tokens, as the convention asks.
         "gen_ai.usage.cache_creation.input_tokens": usage.cacheWrite ?? 0,
         "cadre.usage.cost_usd": priceCall(model, usage, this.prices).costMicros / 1e6,
         ...(reply.finishReason && { "gen_ai.response.finish_reasons": [reply.finishReason] }),
