@@ -20,7 +20,7 @@ import { queueRun } from "../src/services/agents/core/runs.ts";
 import { registry } from "../src/services/catalog/catalog.ts";
 import type { Actor, Ctx } from "../src/services/registry/types.ts";
 import { cpuSample, cpuUsed, loopDelay, ownerSampler, ownRedis } from "./agent-load.ts";
-import { seedWalk, walker } from "./cache-walk.ts";
+import { billedShares, implicitly, seedWalk, walker } from "./cache-walk.ts";
 import {
   fmt,
   freshDatabase,
@@ -43,7 +43,7 @@ const PHASES = (process.env.BENCH_PHASES ?? "trigger,overhead,prompt,cache,load"
 const TRACES = process.env.BENCH_TRACES === "1";
 const LONG_STEPS = 121;
 /** The first phases use agents 0–50, the cache phase 51–52; the load phase needs at least CONCURRENT. */
-const AGENTS = Math.max(CONCURRENT, 53);
+const AGENTS = Math.max(CONCURRENT, 54);
 
 interface World {
   ctx: Ctx;
@@ -153,7 +153,17 @@ async function waitDone(db: PrismaClient, tenantId: string, count: number, timeo
   }
 }
 
-async function manualRuns(w: World, agents: { id: string }[], maxSteps = 50) {
+/** The agent's one run, once it has ended. */
+async function endOf(db: PrismaClient, agentId: string) {
+  for (let waited = 0; waited < 60_000; waited += 100) {
+    const run = await db.subagentTaskRun.findFirst({ where: { agentId } });
+    if (run && !["queued", "running"].includes(run.status)) return run;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`the run of ${agentId} did not end in time`);
+}
+
+async function manualRuns(w: World, agents: { id: string }[], maxSteps = 50, model: string | null = null) {
   await w.ctx.db.$transaction(
     async (tx) => {
       for (const a of agents)
@@ -164,7 +174,7 @@ async function manualRuns(w: World, agents: { id: string }[], maxSteps = 50) {
           triggerKind: "manual",
           chainDepth: 0,
           task: "Look around the studio.",
-          model: null,
+          model,
           maxSteps,
           timeoutSeconds: 3600,
         });
@@ -305,7 +315,45 @@ async function cachePhase(b: Bench): Promise<Rows> {
       `${c.input}; ${fmt(100 * c.share)} %; ${fmt(c.effective, 0)}`,
     ]);
   }
+  rows.push(await gpt56Walk(b, walk));
   return rows;
+}
+
+/**
+ * The 20-step walk on a GPT-5.6 model, billed by the fake's cache of that model (reads at a
+ * tenth, writes at 1.25 × input): from the ledger as the run recorded it, and for the same
+ * requests left to implicit caching.
+ */
+async function gpt56Walk(b: Bench, walk: (string | null)[]): Promise<Rows[number]> {
+  const { db, w, llm } = b;
+  const agent = w.agents[53]!;
+  const model = "gpt-5.6-luna";
+  const { reply } = walker(walk, 20, { simulated: true });
+  b.walks.set(agent.handle, reply);
+  const first = llm.requests.length;
+  await manualRuns(w, [agent], 50, model);
+  const run = await endOf(db, agent.id);
+  b.walks.delete(agent.handle);
+  const sums = await db.llmUsage.aggregate({
+    where: { runId: run.id },
+    _sum: { inputTokens: true, cachedTokens: true, cacheWriteTokens: true },
+  });
+  const ours = billedShares({
+    input: sums._sum.inputTokens ?? 0,
+    read: sums._sum.cachedTokens ?? 0,
+    written: sums._sum.cacheWriteTokens ?? 0,
+  });
+  const left = implicitly(
+    llm.requests
+      .slice(first)
+      .filter((r) => r.wire.model === model)
+      .map((r) => r.wire),
+  );
+  const show = (s: typeof ours) => `${fmt(s.read)} / ${fmt(s.written)} / ${fmt(s.effective)} %`;
+  return [
+    `20-step walk on ${model} (${run.status}, ${run.stepsCount} steps), its cache's rules: read / written / effective (uncached + 10 % read + 125 % written), % of input: our breakpoints; left implicit`,
+    `${show(ours)}; ${show(left)}`,
+  ];
 }
 
 /** Phase 5: CONCURRENT runs of STEPS LLM steps at LATENCY_MS, spread over the workers. */

@@ -4,6 +4,8 @@
 // (prefix-cache.ts) measures how much of each request a provider's cache could serve.
 import { appendFileSync } from "node:fs";
 import type { ChatRequest, FakeReply } from "../src/dev/fake-llm.ts";
+import { type ChatCacheRequest, PromptCache } from "../src/dev/prompt-cache.ts";
+import { withoutCacheHints } from "../src/services/agents/runtime/llm-openai-cache.ts";
 import { registry } from "../src/services/catalog/catalog.ts";
 import type { Ctx } from "../src/services/registry/types.ts";
 import { PrefixCache } from "./prefix-cache.ts";
@@ -60,7 +62,7 @@ export async function seedWalk(ctx: Ctx): Promise<(string | null)[]> {
  * comments on the page it is on), the last finishes. Every request goes through the run's
  * cache, whose usage it reports as a provider would (so the ledger's cached tokens are real).
  */
-export function walker(walk: (string | null)[], steps: number) {
+export function walker(walk: (string | null)[], steps: number, opts: { simulated?: boolean } = {}) {
   const caches = new Map<string, PrefixCache>();
   const reply = (handle: string, n: number, req: ChatRequest): FakeReply => {
     const cache = caches.get(handle) ?? new PrefixCache();
@@ -69,7 +71,10 @@ export function walker(walk: (string | null)[], steps: number) {
     // BENCH_CACHE_DUMP=<file>: every request of the walks, a JSON line each, to see where two steps' prompts part.
     const dump = process.env.BENCH_CACHE_DUMP;
     if (dump) appendFileSync(dump, `${JSON.stringify({ handle, n, req })}\n`);
-    const usage = { prompt_tokens: input, completion_tokens: 40, cached_tokens: cached };
+    // A GPT-5.6 model's usage is the fake's own cache's (fake-llm.ts), breakpoints and all.
+    const usage = opts.simulated
+      ? undefined
+      : { prompt_tokens: input, completion_tokens: 40, cached_tokens: cached };
     const note =
       n % 3 === 0 ? `Step ${n}: the offsite plan is taking shape; next I check the rest.` : undefined;
     if (n >= steps) return { tool: { name: "finish", args: { message: "Looked around." } }, usage };
@@ -85,4 +90,30 @@ export function walker(walk: (string | null)[], steps: number) {
     return { tool: { name: "navigate", args: { path, note } }, usage };
   };
   return { reply, caches };
+}
+
+/** What a GPT-5.6 cache bills of a run's input: read, written, and uncached + 10 % of read + 125 % of written, as shares of it. */
+export function billedShares(u: { input: number; read: number; written: number }) {
+  const effective = u.input - u.read - u.written + 0.1 * u.read + 1.25 * u.written;
+  const pct = (n: number) => (100 * n) / Math.max(1, u.input);
+  return { read: pct(u.read), written: pct(u.written), effective: pct(effective) };
+}
+
+/**
+ * The same requests left to implicit caching (no hints: the breakpoint at the latest
+ * message), through a cache of their own: what the run would have been billed without them.
+ */
+export function implicitly(wires: ChatRequest[]) {
+  const cache = new PromptCache();
+  const u = { input: 0, read: 0, written: 0 };
+  for (const wire of wires) {
+    const plain = JSON.parse(
+      withoutCacheHints(Buffer.from(JSON.stringify(wire))).toString(),
+    ) as ChatCacheRequest;
+    const r = cache.useChat("bench", plain);
+    u.input += r.input_tokens + r.cache_read_input_tokens + r.cache_creation_input_tokens;
+    u.read += r.cache_read_input_tokens;
+    u.written += r.cache_creation_input_tokens;
+  }
+  return billedShares(u);
 }
