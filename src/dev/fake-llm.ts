@@ -52,7 +52,8 @@ export interface FakeReply {
   hang?: boolean;
   usage?: {
     prompt_tokens: number;
-    completion_tokens: number;
+    /** Absent: about a token per 4 characters of the reply. */
+    completion_tokens?: number;
     cached_tokens?: number;
     cache_write_tokens?: number;
   };
@@ -133,7 +134,6 @@ function cachedUsage(cache: PromptCache, scope: string, wire: ChatRequest, reply
     ...reply,
     usage: {
       prompt_tokens: prompt,
-      completion_tokens: 20,
       cached_tokens: u.cache_read_input_tokens,
       cache_write_tokens: u.cache_creation_input_tokens,
     },
