@@ -9,7 +9,8 @@
 // step; the share of a 20-step and a 6-step walk through a studio a provider's prompt cache
 // could serve (cache-walk.ts, prefix-cache.ts); then the load phase: steps/s against the
 // LLM-bound ideal, runs per worker, each worker's peak RSS, runs that ended other than
-// `completed`, CPU per LLM step. BENCH_PHASES=load (or cache, …) runs only those phases.
+// `completed`, CPU per LLM step, after BENCH_WARMUP runs (20) at no latency have warmed the
+// workers (0: cold). BENCH_PHASES=load (or cache, …) runs only those phases.
 import type { ChildProcess } from "node:child_process";
 import { encode as o200k } from "gpt-tokenizer/encoding/o200k_base";
 import { DEFAULT_PROMPT_BUDGET, parseConfig } from "../src/config.ts";
@@ -38,6 +39,8 @@ const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 200);
 const LATENCY_MS = Number(process.env.BENCH_LATENCY_MS ?? 500);
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
+/** BENCH_WARMUP runs (20) of the load phase's shape at no latency before it: 0 measures a cold worker. */
+const WARMUP = Math.min(Number(process.env.BENCH_WARMUP ?? 20), CONCURRENT);
 const PHASES = (process.env.BENCH_PHASES ?? "trigger,overhead,prompt,cache,load").split(",");
 /** BENCH_TRACES=1: the workers export traces to a local OTLP/HTTP receiver in this process. */
 const TRACES = process.env.BENCH_TRACES === "1";
@@ -357,9 +360,25 @@ async function gpt56Walk(b: Bench, walk: (string | null)[]): Promise<Rows[number
 }
 
 /** Phase 5: CONCURRENT runs of STEPS LLM steps at LATENCY_MS, spread over the workers. */
+/**
+ * Runs the load phase's first agents through STEPS steps each at no latency, so the phase
+ * measures a warm worker, as a long-lived one is, and as the peers' bench measures each
+ * framework (`../shared/peer-overhead` warms its process with ten runs first).
+ */
+async function warmUp(b: Bench) {
+  const { db, w, llm } = b;
+  const tenantId = w.ctx.tenant.id;
+  llm.setLatency(0);
+  b.setPerRun(STEPS);
+  const all = await db.subagentTaskRun.count({ where: { tenantId } });
+  await manualRuns(w, w.agents.slice(0, WARMUP));
+  await waitDone(db, tenantId, all + WARMUP, 120_000);
+}
+
 async function loadPhase(b: Bench): Promise<Rows> {
   const { db, w, llm, workers } = b;
   const tenantId = w.ctx.tenant.id;
+  if (WARMUP) await warmUp(b);
   llm.setLatency(LATENCY_MS);
   b.setPerRun(STEPS);
   b.calls.clear();
@@ -411,7 +430,7 @@ async function loadPhase(b: Bench): Promise<Rows> {
   const share = pids.map((pid) => `${fmt((100 * (held.perPid.get(pid) ?? 0)) / Math.max(1, held.seen))} %`);
   const rows: Rows = [
     [
-      `${CONCURRENT} runs × ${STEPS} steps @${LATENCY_MS} ms, ${WORKERS} worker(s): LLM steps/s (ideal ${ideal})`,
+      `${CONCURRENT} runs × ${STEPS} steps @${LATENCY_MS} ms, ${WORKERS} worker(s), ${WARMUP ? `warmed by ${WARMUP} runs` : "cold"}: LLM steps/s (ideal ${ideal})`,
       `${fmt(rate)} (${fmt((100 * rate) / ideal)}% of ideal; ${loadSteps} steps in ${fmt(wall, 2)} s)`,
     ],
     [
