@@ -203,6 +203,24 @@ async function streamCompletion(res: ServerResponse, req: ChatRequest, reply: Fa
   res.end("data: [DONE]\n\n");
 }
 
+/** The scripted reply: raw bytes, an HTTP error, or a completion (streamed when asked). */
+async function send(res: ServerResponse, body: ChatRequest, reply: FakeReply, i: number) {
+  if (reply.raw !== undefined) {
+    res
+      .writeHead(reply.status ?? 200, { "content-type": "application/json", ...reply.headers })
+      .end(reply.raw);
+  } else if (reply.status && reply.status >= 400) {
+    const message = reply.content ?? `fake error ${reply.status}`;
+    answer(res, reply.status, { error: { message, type: "fake_error" } }, reply.headers);
+  } else if (body.stream) await streamCompletion(res, body, reply, i);
+  else answer(res, 200, completion(body, reply, i), reply.headers);
+}
+
+/** A JSON answer. */
+function answer(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
+}
+
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
@@ -226,47 +244,30 @@ export async function startFakeLlm(
     try {
       const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
       if (accepted && !(bearer && accepted.includes(bearer))) {
-        res.writeHead(401, { "content-type": "application/json" }).end(
-          JSON.stringify({
-            error: {
-              message: "Incorrect API key provided",
-              type: "invalid_request_error",
-              code: "invalid_api_key",
-            },
-          }),
-        );
-        return;
+        return answer(res, 401, {
+          error: {
+            message: "Incorrect API key provided",
+            type: "invalid_request_error",
+            code: "invalid_api_key",
+          },
+        });
       }
       if (req.method === "GET" && req.url?.endsWith("/models")) {
-        res.writeHead(200, { "content-type": "application/json" }).end(
-          JSON.stringify({
-            object: "list",
-            data: listed.map((id) => ({ id, object: "model", owned_by: "cadre" })),
-          }),
-        );
-        return;
+        const data = listed.map((id) => ({ id, object: "model", owned_by: "cadre" }));
+        return answer(res, 200, { object: "list", data });
       }
       if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
-        res
-          .writeHead(404, { "content-type": "application/json" })
-          .end(JSON.stringify({ error: { message: "not found" } }));
-        return;
+        return answer(res, 404, { error: { message: "not found" } });
       }
       const wire = JSON.parse(await readBody(req)) as ChatRequest;
       const body = joined(wire);
       requests.push({ headers: req.headers, body, wire, at: Date.now() });
       // Before the script: a missing model takes no turn of it, as a provider answers before any model runs.
       if (missing.has(body.model)) {
-        res.writeHead(404, { "content-type": "application/json" }).end(
-          JSON.stringify({
-            error: {
-              message: `The model \`${body.model}\` does not exist or you do not have access to it.`,
-              type: "invalid_request_error",
-              code: "model_not_found",
-            },
-          }),
-        );
-        return;
+        const message = `The model \`${body.model}\` does not exist or you do not have access to it.`;
+        return answer(res, 404, {
+          error: { message, type: "invalid_request_error", code: "model_not_found" },
+        });
       }
       const i = n++;
       const scripted: FakeReply =
@@ -281,29 +282,9 @@ export async function startFakeLlm(
         res.on("close", () => hanging.delete(res));
         return;
       }
-      if (reply.raw !== undefined) {
-        res
-          .writeHead(reply.status ?? 200, { "content-type": "application/json", ...reply.headers })
-          .end(reply.raw);
-        return;
-      }
-      if (reply.status && reply.status >= 400) {
-        res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers }).end(
-          JSON.stringify({
-            error: { message: reply.content ?? `fake error ${reply.status}`, type: "fake_error" },
-          }),
-        );
-        return;
-      }
-      if (body.stream) await streamCompletion(res, body, reply, i);
-      else
-        res
-          .writeHead(200, { "content-type": "application/json", ...reply.headers })
-          .end(JSON.stringify(completion(body, reply, i)));
+      await send(res, body, reply, i);
     } catch (err) {
-      res
-        .writeHead(500, { "content-type": "application/json" })
-        .end(JSON.stringify({ error: { message: String(err) } }));
+      answer(res, 500, { error: { message: String(err) } });
     }
   });
   server.keepAliveTimeout = 60_000;
