@@ -102,8 +102,9 @@ function anchorsOf(file: string): Set<string> {
 }
 
 function checkLink(file: string, line: number, target: string): Problem | undefined {
-  // Addresses with a scheme (https:, mailto:) or a host (//) are not ours to check offline.
-  if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith("//")) return undefined;
+  // Addresses with a scheme (https:, mailto:) are not ours to check offline, and one starting
+  // with "/" is an address in the running app (/studios/general), not a file beside this one.
+  if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith("/")) return undefined;
   const [filePart = "", anchor] = target.split("#", 2);
   const pathPart = decodeURIComponent(filePart.split("?")[0] ?? "");
   const resolved = pathPart === "" ? file : path.resolve(path.dirname(file), pathPart);
