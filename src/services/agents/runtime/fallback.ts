@@ -3,7 +3,7 @@
 // the provider still answers 5xx after the client's retries, or it refuses the key for that
 // model (401/403) — the step is asked again of the next model in the list. Passing failures
 // (timeouts, 429s, the network) are the client's retries' business, not a reason to switch.
-// The ledger row and the step name the model that answered (navigator.ts), so the run page
+// The ledger row and the step name the model that answered (turn.ts measured), so the run page
 // and the usage dashboards show which one it was.
 import type { LlmError } from "./llm.ts";
 
