@@ -6,7 +6,7 @@ import { loadAgent } from "../agents/core/ownership.ts";
 import { parseLabel } from "../registry/audiences.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef } from "../registry/types.ts";
+import { type Block, type Ctx, definePage } from "../registry/types.ts";
 import { type EntryRow, scratchpadHistory } from "../scratchpad.ts";
 import { agentCrumbs, pager, paging, when } from "./format.ts";
 import { stepPath } from "./run-steps.ts";
@@ -42,12 +42,12 @@ function entryBlock(handle: string, e: EntryRow): Block {
   return { md, html: `<section id="${entryAnchor(e.id)}">${markdownToHtml(md)}</section>` };
 }
 
-export const agentMemoryPage: PageDef = {
+export const agentMemoryPage = definePage({
   pattern: "/subagents/:handle/memory",
   actions: ["edit_scratchpad", "clear_scratchpad"],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle) }),
   async render(ctx, scope, query) {
-    const a = scope.agent!;
+    const a = scope.agent;
     const pg = paging(query);
     const { entries, total } = await scratchpadHistory(ctx.db, a.id, pg.skip, pg.take);
     const path = `/subagents/${a.handle}/memory`;
@@ -64,4 +64,4 @@ export const agentMemoryPage: PageDef = {
       ],
     };
   },
-};
+});

@@ -12,7 +12,7 @@ import {
 } from "../agents/policy/capabilities.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape } from "../registry/markdown.ts";
-import type { Block, PageCtx, PageDef, Query } from "../registry/types.ts";
+import { type Block, definePage, type PageCtx, type Query } from "../registry/types.ts";
 import { agentCrumbs, excerpt, when } from "./format.ts";
 
 const code = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
@@ -64,12 +64,12 @@ function originOf(handle: string, r: Rule): string {
   return ` (from approval [#${r.origin.pending}](/subagents/${handle}/pending/${r.origin.pending}), by @${r.origin.by}, on ${Number.isNaN(at.getTime()) ? r.origin.at : when(at)})`;
 }
 
-export const agentSettingsPage: PageDef = {
+export const agentSettingsPage = definePage({
   pattern: "/subagents/:handle/settings",
   actions: ["set_capabilities", "try_rule", "add_rule", "remove_rule"],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle) }),
   async render(ctx, scope, query) {
-    const a = scope.agent!;
+    const a = scope.agent;
     const cfg = agentConfig(a);
     const humanOnly = tenantSettings(ctx.tenant).human_only;
     const granted = cfg.capabilities.filter((c) => !humanOnly.includes(c));
@@ -120,7 +120,7 @@ export const agentSettingsPage: PageDef = {
       ],
     };
   },
-};
+});
 
 /** The rule in the page's address (try_rule), tried on the agent's last 30 days; nothing when none is. */
 async function triedRule(

@@ -1,17 +1,17 @@
 import { loadDecision, loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, PageDef } from "../registry/types.ts";
+import { type Block, definePage } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { watchBlocks } from "./subscriptions.ts";
 import { reviewableIn } from "./thread-reviews.ts";
 import { threadBlocks, threadFeed } from "./threads.ts";
 
-export const decisionsPage: PageDef = {
+export const decisionsPage = definePage({
   pattern: "/studios/:studio/decisions",
   actions: ["create_decision"],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
+  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio) }),
   async render(ctx, scope, query) {
-    const s = scope.studio!;
+    const s = scope.studio;
     const pg = paging(query);
     const where = { tenantId: ctx.tenant.id, studioId: s.id };
     const [items, total] = await Promise.all([
@@ -37,9 +37,9 @@ export const decisionsPage: PageDef = {
       ],
     };
   },
-};
+});
 
-export const decisionPage: PageDef = {
+export const decisionPage = definePage({
   pattern: "/studios/:studio/decisions/:decision",
   actions: [
     "vote",
@@ -51,14 +51,14 @@ export const decisionPage: PageDef = {
     "reject_action",
   ],
   async resolve(ctx, p) {
-    const studio = await loadStudio(ctx, p.studio!);
-    const decision = await loadDecision(ctx, studio, p.decision!);
+    const studio = await loadStudio(ctx, p.studio);
+    const decision = await loadDecision(ctx, studio, p.decision);
     // Approve and Reject beside a reply waiting here, for whoever may review it (thread-reviews.ts).
     return { studio, decision, reviewable: await reviewableIn(ctx, decision.id) };
   },
   async render(ctx, scope, query) {
-    const s = scope.studio!;
-    const d = scope.decision!;
+    const s = scope.studio;
+    const d = scope.decision;
     const path = `/studios/${s.handle}/decisions/${d.id}`;
     const [author, options, thread, watch] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: d.authorId } }),
@@ -120,5 +120,5 @@ export const decisionPage: PageDef = {
       live: { since: thread.since },
     };
   },
-  live: (ctx, scope) => threadFeed(ctx, "decision", scope.decision!.id),
-};
+  live: (ctx, scope) => threadFeed(ctx, "decision", scope.decision.id),
+});

@@ -6,7 +6,7 @@ import { REFUSAL } from "../agents/triggers/refusals.ts";
 import { unreadOf } from "../notifications.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Ctx, PageDef } from "../registry/types.ts";
+import { type Ctx, definePage } from "../registry/types.ts";
 import { excerpt, home, pager, paging, when, who } from "./format.ts";
 import { verb } from "./people.ts";
 
@@ -86,7 +86,7 @@ function notificationBlock(
   return { md, html: markdownToHtml([`- ${first}${stamp}`, ...rest].join("\n\n")) };
 }
 
-export const notificationsPage: PageDef = {
+export const notificationsPage = definePage({
   pattern: "/notifications",
   actions: ["dismiss", "dismiss_all"],
   resolve: async () => ({}),
@@ -129,4 +129,4 @@ export const notificationsPage: PageDef = {
       sources: items.flatMap((n) => (n.event.studioId ? [{ studio: n.event.studioId }] : [])),
     };
   },
-};
+});

@@ -7,7 +7,7 @@ import { ALWAYS_ALLOWED, ALWAYS_BLOCKED } from "../agents/policy/capabilities.ts
 import { toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
+import { type Block, type Ctx, definePage } from "../registry/types.ts";
 import { search } from "../search.ts";
 import { excerpt, home, pager, paging, when, who } from "./format.ts";
 
@@ -47,7 +47,7 @@ function agentBlocks(
   ];
 }
 
-export const whoamiPage: PageDef = {
+export const whoamiPage = definePage({
   pattern: "/whoami",
   actions: ["update_scratchpad"],
   resolve: async () => ({}),
@@ -94,14 +94,14 @@ export const whoamiPage: PageDef = {
       sources: whoamiSources(whoami),
     };
   },
-};
+});
 
 export function verb(kind: string): string {
   if (kind === "agent") return "needs you:";
   return kind === "mention" ? "mentioned you in" : kind === "reply" ? "replied to you on" : "commented on";
 }
 
-export const searchPage: PageDef = {
+export const searchPage = definePage({
   pattern: "/search",
   actions: ["search"],
   resolve: async () => ({}),
@@ -135,18 +135,18 @@ export const searchPage: PageDef = {
       sources: hits.map((h) => ({ studio: h.studioId })),
     };
   },
-};
+});
 
-async function profileScope(ctx: Ctx, handle: string): Promise<Scope> {
+async function profileScope(ctx: Ctx, handle: string) {
   return { user: await loadUser(ctx, handle) };
 }
 
-export const profilePage: PageDef = {
+export const profilePage = definePage({
   pattern: "/u/:handle",
   actions: [],
-  resolve: (ctx, p) => profileScope(ctx, p.handle!),
+  resolve: (ctx, p) => profileScope(ctx, p.handle),
   async render(ctx, scope) {
-    const u = scope.user!;
+    const u = scope.user;
     const [parent, studio] = await Promise.all([
       u.parentId ? ctx.db.user.findUnique({ where: { id: u.parentId } }) : null,
       u.ownerStudioId ? ctx.db.studio.findUnique({ where: { id: u.ownerStudioId } }) : null,
@@ -177,4 +177,4 @@ export const profilePage: PageDef = {
       ],
     };
   },
-};
+});

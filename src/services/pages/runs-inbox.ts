@@ -9,7 +9,7 @@ import { changesFeed } from "../live/feed.ts";
 import { usd } from "../money/pricing.ts";
 import { escapeHtml } from "../registry/html.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
-import type { Ctx, PageDef, Query } from "../registry/types.ts";
+import { type Ctx, definePage, type Query } from "../registry/types.ts";
 import { excerpt, home, type Paging, pager, paging, when } from "./format.ts";
 import { runPath, runState } from "./run-steps.ts";
 import { listDigest, triggerText } from "./runs.ts";
@@ -159,7 +159,7 @@ function filterBlock({ agents, f }: Inbox) {
   return { md, html };
 }
 
-export const runsInboxPage: PageDef = {
+export const runsInboxPage = definePage({
   pattern: "/runs",
   actions: [],
   resolve: async () => ({}),
@@ -194,4 +194,4 @@ export const runsInboxPage: PageDef = {
       },
     );
   },
-};
+});

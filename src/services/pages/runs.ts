@@ -7,7 +7,7 @@ import { awaitingReview } from "../agents/policy/approvals.ts";
 import { retryKey } from "../agents/triggers/retry.ts";
 import { changesFeed, digestOf } from "../live/feed.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { AgentScope, Block, Ctx, PageDef, Query, Scope } from "../registry/types.ts";
+import { type AgentScope, type Block, type Ctx, definePage, type Query } from "../registry/types.ts";
 import { reviewForms } from "./approvals.ts";
 import { agentCrumbs, excerpt, type Paging, pager, paging, when } from "./format.ts";
 import { doing, pageLink, pageTitles, writeOf } from "./pending-format.ts";
@@ -100,13 +100,13 @@ function statusFilter(query: Query): RunStatus | undefined {
   return STATUSES.find((s) => s === query.status);
 }
 
-export const runFormPage: PageDef = {
+export const runFormPage = definePage({
   pattern: "/subagents/:handle/run",
   actions: ["run_task"],
   // A studio's agent whose admins let members run it: any member of the studio gives it tasks here.
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!, { members: "run" }) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle, { members: "run" }) }),
   async render(_ctx, scope) {
-    const a = scope.agent!;
+    const a = scope.agent;
     return {
       title: `Run a task with ${a.name}`,
       breadcrumb: [...agentCrumbs(a), { label: "Run" }],
@@ -117,7 +117,7 @@ export const runFormPage: PageDef = {
       ],
     };
   },
-};
+});
 
 async function agentRuns(ctx: Ctx, agentId: string, pg: Paging, status?: RunStatus) {
   const where = { agentId, ...(status && { status }) };
@@ -141,12 +141,12 @@ export function listDigest(
   return digestOf([total, runs.map((r) => [r.id, runState(r), r.stepsCount])]);
 }
 
-export const runsPage: PageDef = {
+export const runsPage = definePage({
   pattern: "/subagents/:handle/runs",
   actions: [],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle) }),
   async render(ctx, scope, query) {
-    const a = scope.agent!;
+    const a = scope.agent;
     const pg = paging(query);
     const status = statusFilter(query);
     const { runs, total } = await agentRuns(ctx, a.id, pg, status);
@@ -173,18 +173,21 @@ export const runsPage: PageDef = {
     };
   },
   live: (ctx, scope, query) =>
-    changesFeed([`agent:${scope.agent!.id}`], async () => {
-      const { runs, total } = await agentRuns(ctx, scope.agent!.id, paging(query), statusFilter(query));
+    changesFeed([`agent:${scope.agent.id}`], async () => {
+      const { runs, total } = await agentRuns(ctx, scope.agent.id, paging(query), statusFilter(query));
       return { digest: listDigest(runs, total), data: { total } };
     }),
-};
+});
+
+/** What a run's page resolves: the run, its agent, and what the reader may review there. */
+type RunScope = { agent: AgentScope; taskRun: SubagentTaskRun; reviewable: string[] };
 
 /**
  * The run a person's own mention, reply or comment started and that was refused (skipped): its
  * page says why, and holds only their words and the reason (no steps), so they may read it
  * even when they cannot see the agent's other runs. Null when this is not such a run.
  */
-async function refusedRunOf(ctx: Ctx, handle: string, id: string): Promise<Scope | null> {
+async function refusedRunOf(ctx: Ctx, handle: string, id: string): Promise<RunScope | null> {
   const taskRun = await ctx.db.subagentTaskRun.findFirst({
     where: {
       id,
@@ -202,7 +205,7 @@ async function refusedRunOf(ctx: Ctx, handle: string, id: string): Promise<Scope
   return { agent, taskRun: run, reviewable: [] };
 }
 
-export const runPage: PageDef = {
+export const runPage = definePage({
   pattern: "/subagents/:handle/runs/:run",
   actions: [
     "answer_question",
@@ -218,13 +221,13 @@ export const runPage: PageDef = {
     // whoever's trigger was refused sees that refusal.
     let agent: AgentScope;
     try {
-      agent = await loadAgent(ctx, p.handle!, { members: "run" });
+      agent = await loadAgent(ctx, p.handle, { members: "run" });
     } catch (err) {
-      const refused = await refusedRunOf(ctx, p.handle!, p.run!);
+      const refused = await refusedRunOf(ctx, p.handle, p.run);
       if (refused) return refused;
       throw err;
     }
-    const taskRun = await loadRun(ctx, agent.id, p.run!);
+    const taskRun = await loadRun(ctx, agent.id, p.run);
     const manages = mayManage(ctx.actor, agent);
     if (!manages && taskRun.initiatedById !== ctx.actor.id) throw new NotFoundError(`No run ${p.run}`);
     // What its managers may approve or reject right here.
@@ -239,8 +242,8 @@ export const runPage: PageDef = {
     return { agent, taskRun, reviewable };
   },
   async render(ctx, scope) {
-    const a = scope.agent!;
-    const r = scope.taskRun!;
+    const a = scope.agent;
+    const r = scope.taskRun;
     const [steps, resources, initiator, pending, viewers, retried, replays] = await Promise.all([
       ctx.db.subagentTaskRunStep.findMany({ where: { runId: r.id }, orderBy: { number: "asc" } }),
       ctx.db.subagentTaskRunResource.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
@@ -309,5 +312,5 @@ export const runPage: PageDef = {
       live: ENDED.has(state) ? undefined : { since: positionOf(steps.at(-1)?.number ?? 0, state) },
     };
   },
-  live: (ctx, scope) => runFeed(ctx.db, scope.agent!, scope.taskRun!),
-};
+  live: (ctx, scope) => runFeed(ctx.db, scope.agent, scope.taskRun),
+});

@@ -1,22 +1,22 @@
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadUser } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Ctx, PageDef, Scope } from "../registry/types.ts";
+import { type Ctx, definePage } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 
 /** Settings pages exist only for their owner: anyone else gets the same 404 as a missing user. */
-export async function ownSettings(ctx: Ctx, handle: string): Promise<Scope> {
+export async function ownSettings(ctx: Ctx, handle: string) {
   const user = await loadUser(ctx, handle);
   if (user.id !== ctx.actor.id) throw new NotFoundError(`No user @${handle}`);
   return { user };
 }
 
-export const settingsPage: PageDef = {
+export const settingsPage = definePage({
   pattern: "/u/:handle/settings",
   actions: ["update_profile"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle!),
+  resolve: (ctx, p) => ownSettings(ctx, p.handle),
   async render(_ctx, scope) {
-    const u = scope.user!;
+    const u = scope.user;
     return {
       title: "Your settings",
       breadcrumb: [home, { label: `@${u.handle}`, path: `/u/${u.handle}` }, { label: "Settings" }],
@@ -35,14 +35,14 @@ export const settingsPage: PageDef = {
       ],
     };
   },
-};
+});
 
-export const tokensPage: PageDef = {
+export const tokensPage = definePage({
   pattern: "/u/:handle/settings/tokens",
   actions: ["create_api_token", "revoke_api_token"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle!),
+  resolve: (ctx, p) => ownSettings(ctx, p.handle),
   async render(ctx, scope, query) {
-    const u = scope.user!;
+    const u = scope.user;
     const pg = paging(query);
     const where = { userId: u.id, tenantId: ctx.tenant.id };
     const [tokens, total] = await Promise.all([
@@ -97,4 +97,4 @@ export const tokensPage: PageDef = {
       ],
     };
   },
-};
+});

@@ -2,7 +2,7 @@ import { plural } from "../../lib/plural.ts";
 import { loadStudio, studiosSeenByViewers } from "../access.ts";
 import { unreadOf } from "../notifications.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef, StudioScope } from "../registry/types.ts";
+import { type Block, type Ctx, definePage, defineReadPage, type StudioScope } from "../registry/types.ts";
 import { home, type Paging, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { type NoteLine, type StudioOverview, studioOverview } from "./studio-reads.ts";
 import { watchBlocks } from "./subscriptions.ts";
@@ -23,7 +23,7 @@ async function myStudios(ctx: Ctx, pg: Paging) {
   return { memberships, total };
 }
 
-export const homePage: PageDef = {
+export const homePage = definePage({
   pattern: "/",
   actions: [],
   resolve: async () => ({}),
@@ -53,9 +53,9 @@ export const homePage: PageDef = {
       ],
     };
   },
-};
+});
 
-export const studiosPage: PageDef = {
+export const studiosPage = definePage({
   pattern: "/studios",
   actions: ["create_studio", "join_studio"],
   resolve: async () => ({}),
@@ -76,9 +76,9 @@ export const studiosPage: PageDef = {
       blocks: [{ md: list }, { md: pager("/studios", pg, total) }],
     };
   },
-};
+});
 
-export const studioPage: PageDef = {
+export const studioPage = defineReadPage({
   pattern: "/studios/:studio",
   actions: [
     "create_note",
@@ -89,9 +89,9 @@ export const studioPage: PageDef = {
     "unsubscribe",
     "create_subagent",
   ],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
+  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio) }),
   async view(ctx, p) {
-    const { studio: s, overview } = await studioOverview(ctx, p.studio!);
+    const { studio: s, overview } = await studioOverview(ctx, p.studio);
     const watch = await watchBlocks(ctx, { studio: s });
     const agents = studioAgentBlocks(ctx, s, overview.agents);
     const { pinned, notes, decisions, commitments, counts } = overview;
@@ -147,7 +147,7 @@ export const studioPage: PageDef = {
     };
     return { scope: { studio: s }, view };
   },
-};
+});
 
 /** The agents the studio owns; for its admins, a form to create one and links to its keys and usage. */
 function studioAgentBlocks(ctx: Ctx, s: StudioScope, agents: StudioOverview["agents"]): Block[] {
@@ -178,12 +178,12 @@ function studioAgentBlocks(ctx: Ctx, s: StudioScope, agents: StudioOverview["age
   return blocks;
 }
 
-export const membersPage: PageDef = {
+export const membersPage = definePage({
   pattern: "/studios/:studio/members",
   actions: ["update_member_role", "remove_member"],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
+  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio) }),
   async render(ctx, scope, query) {
-    const s = scope.studio!;
+    const s = scope.studio;
     const pg = paging(query, PER_PAGE);
     const [members, total] = await Promise.all([
       ctx.db.studioMember.findMany({
@@ -238,4 +238,4 @@ export const membersPage: PageDef = {
       ],
     };
   },
-};
+});

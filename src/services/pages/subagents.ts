@@ -7,13 +7,13 @@ import { modelCatalogue } from "../money/catalogue.ts";
 import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, PageDef } from "../registry/types.ts";
+import { type Block, definePage } from "../registry/types.ts";
 import { home, pager, paging, subagentsCrumb, when } from "./format.ts";
 import { modelChoices } from "./model-choices.ts";
 import { runLine } from "./runs.ts";
 import { listSchedules, scheduleLine } from "./schedules.ts";
 
-export const subagentsPage: PageDef = {
+export const subagentsPage = definePage({
   pattern: "/subagents",
   actions: ["create_subagent"],
   resolve: async () => ({}),
@@ -101,9 +101,9 @@ export const subagentsPage: PageDef = {
       ],
     };
   },
-};
+});
 
-export const subagentPage: PageDef = {
+export const subagentPage = definePage({
   pattern: "/subagents/:handle",
   actions: [
     "update_subagent",
@@ -117,9 +117,9 @@ export const subagentPage: PageDef = {
     "archive_subagent",
     "unarchive_subagent",
   ],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
+  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle) }),
   async render(ctx, scope) {
-    const a = scope.agent!;
+    const a = scope.agent;
     const cfg = agentConfig(a);
     const [studios, runs, keys, spent, watching, webhooks, schedules, mine, catalogue] = await Promise.all([
       ctx.db.studioMember.findMany({
@@ -257,7 +257,7 @@ export const subagentPage: PageDef = {
       ],
     };
   },
-};
+});
 
 /**
  * The agent's studios with a button to take it out of each, and the forms to add it to one of
