@@ -56,7 +56,7 @@ async function keyBlocks(ctx: Ctx, holder: KeyHolder): Promise<Block[]> {
   return perKey.length ? perKey : [{ md: "_No keys yet: add one with the form._" }];
 }
 
-export const apiKeysPage = definePage({
+export const providerKeysPage = definePage({
   pattern: "/u/:handle/settings/api-keys",
   actions: ["add_api_key", "test_api_key", "revoke_api_key"],
   resolve: (ctx, p) => ownSettings(ctx, p.handle),
@@ -83,7 +83,7 @@ export const apiKeysPage = definePage({
   },
 });
 
-export const studioApiKeysPage = definePage({
+export const studioProviderKeysPage = definePage({
   pattern: "/studios/:studio/settings/api-keys",
   actions: ["add_api_key", "test_api_key", "revoke_api_key"],
   async resolve(ctx, p) {

@@ -1,0 +1,32 @@
+// A person's own name and bio (pages/settings.ts).
+import { z } from "zod";
+import { ValidationError } from "../../lib/errors.ts";
+import { requireScope } from "../access.ts";
+import { toWorkspace } from "../registry/audiences.ts";
+import { defineAction } from "../registry/types.ts";
+import { optionalText } from "../validation.ts";
+
+export const updateProfile = defineAction({
+  name: "update_profile",
+  description: "Change your display name or bio",
+  params: z.object({
+    // A prefilled form sends every field: emptied, the bio clears and the name is refused.
+    name: optionalText(80).meta({ clears: true }),
+    bio: optionalText(2000, "a few words about you").meta({ multiline: true, clears: true }),
+  }),
+  writes: true,
+  audience: toWorkspace("profile"),
+  current: (scope) => ({ name: scope.user?.name, bio: scope.user?.bio }),
+  async execute(ctx, p, scope) {
+    const user = requireScope(scope.user, "user");
+    if (p.name === undefined && p.bio === undefined)
+      throw new ValidationError([{ field: "", message: "give a name or a bio to change" }]);
+    if (p.name !== undefined && !p.name)
+      throw new ValidationError([{ field: "name", message: "must not be empty" }]);
+    await ctx.tx.user.update({
+      where: { id: user.id },
+      data: { ...(p.name !== undefined && { name: p.name }), ...(p.bio !== undefined && { bio: p.bio }) },
+    });
+    return { status: 200, location: `/u/${user.handle}/settings`, notice: "Profile updated" };
+  },
+});
