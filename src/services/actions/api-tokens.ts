@@ -33,17 +33,19 @@ export const createApiTokenAction = defineAction({
   }),
   writes: true,
   audience: toSelf("API token"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const user = requireScope(scope.user, "user");
-    const expiresAt = p.expires_in_days ? new Date(Date.now() + p.expires_in_days * 86_400_000) : null;
-    const { token } = await createApiToken(ctx.tx, ctx.tenant.id, user.id, p.name, {
-      scope: p.scope,
+    const expiresAt = params.expires_in_days
+      ? new Date(Date.now() + params.expires_in_days * 86_400_000)
+      : null;
+    const { token } = await createApiToken(ctx.tx, ctx.tenant.id, user.id, params.name, {
+      scope: params.scope,
       expiresAt,
     });
     return {
       status: 201,
       location: `/u/${user.handle}/settings/tokens`,
-      notice: `Token “${p.name}” created (${p.scope}${expiresAt ? `, expires ${expiresAt.toISOString().slice(0, 10)}` : ""}). Copy it now: it will not be shown again.`,
+      notice: `Token “${params.name}” created (${params.scope}${expiresAt ? `, expires ${expiresAt.toISOString().slice(0, 10)}` : ""}). Copy it now: it will not be shown again.`,
       secret: token,
     };
   },
@@ -57,12 +59,12 @@ export const revokeApiToken = defineAction({
   params: z.object({ id: idSchema.meta({ description: "the token's id", pickedBeside: true }) }),
   writes: true,
   audience: toSelf("API token"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const user = requireScope(scope.user, "user");
     const t = await ctx.tx.apiToken.findFirst({
-      where: { id: p.id, userId: user.id, tenantId: ctx.tenant.id },
+      where: { id: params.id, userId: user.id, tenantId: ctx.tenant.id },
     });
-    if (!t) throw new NotFoundError(`No token ${p.id}`);
+    if (!t) throw new NotFoundError(`No token ${params.id}`);
     if (t.revokedAt) throw new ConflictError(`Token “${t.name}” is already revoked`);
     await ctx.tx.apiToken.update({ where: { id: t.id }, data: { revokedAt: new Date() } });
     return { status: 200, location: `/u/${user.handle}/settings/tokens`, notice: `Revoked “${t.name}”` };

@@ -13,12 +13,12 @@ export const dismiss = defineAction({
   params: z.object({ id: idSchema.meta({ description: "the notification's id", pickedBeside: true }) }),
   writes: true,
   audience: toSelf("notification dismissal"),
-  async execute(ctx, p) {
+  async execute(ctx, params) {
     const n = await ctx.tx.notification.updateMany({
-      where: { id: p.id, ...unreadOf(ctx.actor.id, ctx.tenant.id) },
+      where: { id: params.id, ...unreadOf(ctx.actor.id, ctx.tenant.id) },
       data: { dismissedAt: new Date() },
     });
-    if (!n.count) throw new NotFoundError(`No unread notification ${p.id}`);
+    if (!n.count) throw new NotFoundError(`No unread notification ${params.id}`);
     return { status: 200, location: "/notifications", notice: "Dismissed" };
   },
 });

@@ -17,15 +17,18 @@ export const updateProfile = defineAction({
   writes: true,
   audience: toWorkspace("profile"),
   current: (scope) => ({ name: scope.user?.name, bio: scope.user?.bio }),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const user = requireScope(scope.user, "user");
-    if (p.name === undefined && p.bio === undefined)
+    if (params.name === undefined && params.bio === undefined)
       throw new ValidationError([{ field: "", message: "give a name or a bio to change" }]);
-    if (p.name !== undefined && !p.name)
+    if (params.name !== undefined && !params.name)
       throw new ValidationError([{ field: "name", message: "must not be empty" }]);
     await ctx.tx.user.update({
       where: { id: user.id },
-      data: { ...(p.name !== undefined && { name: p.name }), ...(p.bio !== undefined && { bio: p.bio }) },
+      data: {
+        ...(params.name !== undefined && { name: params.name }),
+        ...(params.bio !== undefined && { bio: params.bio }),
+      },
     });
     return { status: 200, location: `/u/${user.handle}/settings`, notice: "Profile updated" };
   },

@@ -32,11 +32,11 @@ export const editScratchpad = defineAction({
   audience: toAgentManagers("scratchpad"),
   available: managersOnly,
   current: (scope) => ({ text: scope.agent?.scratchpad ?? "" }),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
     const base = { tenantId: ctx.tenant.id, agentId: agent.id, authorId: ctx.actor.id };
-    const kind = p.text.trim() ? "edit" : "clear";
-    await writeScratchpad(ctx.tx, { ...base, kind, text: p.text });
+    const kind = params.text.trim() ? "edit" : "clear";
+    await writeScratchpad(ctx.tx, { ...base, kind, text: params.text });
     // The audit trail: who changed it and when (the history keeps what it said before).
     await emit(ctx, {
       type: kind === "edit" ? "scratchpad.edited" : "scratchpad.cleared",
@@ -70,13 +70,13 @@ export const updateScratchpad = defineAction({
   writes: true,
   audience: toSelf("scratchpad"),
   available: (ctx) => (ctx.actor.kind === "subagent" ? null : "only subagents have a scratchpad"),
-  async execute(ctx, p) {
+  async execute(ctx, params) {
     // The scratchpad carries the label of what its writer had read (added to what it carried),
     // so a later run reading it takes that in too: memory cannot launder content.
     const write = { tenantId: ctx.tenant.id, agentId: ctx.actor.id, authorId: ctx.actor.id };
     await writeScratchpad(
       ctx.tx,
-      { ...write, kind: "write", text: p.text, runId: ctx.run?.id },
+      { ...write, kind: "write", text: params.text, runId: ctx.run?.id },
       ctx.flow?.label() ?? [],
     );
     return { status: 200, location: "/whoami", notice: "Scratchpad saved" };

@@ -8,7 +8,7 @@ export const searchAction = defineAction({
   description: "Search notes, decisions, commitments and comments in your studios",
   params: z.object({ query: text(200) }),
   writes: false,
-  async execute(_ctx, p) {
-    return { status: 200, location: `/search?${new URLSearchParams({ q: p.query })}`, notice: "" };
+  async execute(_ctx, params) {
+    return { status: 200, location: `/search?${new URLSearchParams({ q: params.query })}`, notice: "" };
   },
 });

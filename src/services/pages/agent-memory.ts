@@ -45,11 +45,11 @@ function entryBlock(handle: string, e: EntryRow): Block {
 export const agentMemoryPage = definePage({
   pattern: "/subagents/:handle/memory",
   actions: ["edit_scratchpad", "clear_scratchpad"],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope, query) {
     const a = scope.agent;
-    const pg = paging(query);
-    const { entries, total } = await scratchpadHistory(ctx.db, a.id, pg.skip, pg.take);
+    const paged = paging(query);
+    const { entries, total } = await scratchpadHistory(ctx.db, a.id, paged.skip, paged.take);
     const path = `/subagents/${a.handle}/memory`;
     return {
       title: `Memory of ${a.name}`,
@@ -60,7 +60,7 @@ export const agentMemoryPage = definePage({
         },
         { md: `## History (${total})` },
         ...(entries.length ? entries.map((e) => entryBlock(a.handle, e)) : [{ md: "_No writes yet._" }]),
-        { md: pager(path, pg, total) },
+        { md: pager(path, paged, total) },
       ],
     };
   },

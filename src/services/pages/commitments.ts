@@ -12,17 +12,17 @@ const SHOWN_PARTICIPANTS = 50;
 export const commitmentsPage = definePage({
   pattern: "/studios/:studio/commitments",
   actions: ["create_commitment"],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio) }),
+  resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
   async render(ctx, scope, query) {
     const s = scope.studio;
-    const pg = paging(query);
+    const paged = paging(query);
     const where = { tenantId: ctx.tenant.id, studioId: s.id };
     const [items, total] = await Promise.all([
       ctx.db.commitment.findMany({
         where,
         orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
+        skip: paged.skip,
+        take: paged.take,
         include: { _count: { select: { participants: true } } },
       }),
       ctx.db.commitment.count({ where }),
@@ -36,7 +36,7 @@ export const commitmentsPage = definePage({
       breadcrumb: [...studioCrumbs(s), { label: "Commitments" }],
       blocks: [
         { md: lines.length ? lines.join("\n") : "_No commitments yet._" },
-        { md: pager(`/studios/${s.handle}/commitments`, pg, total) },
+        { md: pager(`/studios/${s.handle}/commitments`, paged, total) },
       ],
     };
   },
@@ -45,9 +45,9 @@ export const commitmentsPage = definePage({
 export const commitmentPage = definePage({
   pattern: "/studios/:studio/commitments/:commitment",
   actions: ["join_commitment", "add_comment", "subscribe", "unsubscribe", "approve_action", "reject_action"],
-  async resolve(ctx, p) {
-    const studio = await loadStudio(ctx, p.studio);
-    const commitment = await loadCommitment(ctx, studio, p.commitment);
+  async resolve(ctx, params) {
+    const studio = await loadStudio(ctx, params.studio);
+    const commitment = await loadCommitment(ctx, studio, params.commitment);
     // Approve and Reject beside a reply waiting here, for whoever may review it (thread-reviews.ts).
     return { studio, commitment, reviewable: await reviewableIn(ctx, commitment.id) };
   },

@@ -9,17 +9,17 @@ import { threadBlocks, threadFeed } from "./threads.ts";
 export const decisionsPage = definePage({
   pattern: "/studios/:studio/decisions",
   actions: ["create_decision"],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio) }),
+  resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
   async render(ctx, scope, query) {
     const s = scope.studio;
-    const pg = paging(query);
+    const paged = paging(query);
     const where = { tenantId: ctx.tenant.id, studioId: s.id };
     const [items, total] = await Promise.all([
       ctx.db.decision.findMany({
         where,
         orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
+        skip: paged.skip,
+        take: paged.take,
         include: { author: true },
       }),
       ctx.db.decision.count({ where }),
@@ -33,7 +33,7 @@ export const decisionsPage = definePage({
       breadcrumb: [...studioCrumbs(s), { label: "Decisions" }],
       blocks: [
         { md: lines.length ? lines.join("\n") : "_No decisions yet._" },
-        { md: pager(`/studios/${s.handle}/decisions`, pg, total) },
+        { md: pager(`/studios/${s.handle}/decisions`, paged, total) },
       ],
     };
   },
@@ -50,9 +50,9 @@ export const decisionPage = definePage({
     "approve_action",
     "reject_action",
   ],
-  async resolve(ctx, p) {
-    const studio = await loadStudio(ctx, p.studio);
-    const decision = await loadDecision(ctx, studio, p.decision);
+  async resolve(ctx, params) {
+    const studio = await loadStudio(ctx, params.studio);
+    const decision = await loadDecision(ctx, studio, params.decision);
     // Approve and Reject beside a reply waiting here, for whoever may review it (thread-reviews.ts).
     return { studio, decision, reviewable: await reviewableIn(ctx, decision.id) };
   },

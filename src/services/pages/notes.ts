@@ -11,10 +11,10 @@ import { threadBlocks, threadFeed } from "./threads.ts";
 export const notesPage = defineReadPage({
   pattern: "/studios/:studio/notes",
   actions: ["create_note"],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio) }),
-  async view(ctx, p, query) {
-    const pg = paging(query);
-    const { studio: s, notes, total } = await studioNotes(ctx, p.studio, pg);
+  resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
+  async view(ctx, params, query) {
+    const paged = paging(query);
+    const { studio: s, notes, total } = await studioNotes(ctx, params.studio, paged);
     const lines = notes.map(
       (n) =>
         `- ${link(n.title || "Untitled note", `/studios/${s.handle}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinned ? " · pinned" : ""}`,
@@ -24,7 +24,7 @@ export const notesPage = defineReadPage({
       breadcrumb: [...studioCrumbs(s), { label: "Notes" }],
       blocks: [
         { md: lines.length ? lines.join("\n") : "_No notes yet._" },
-        { md: pager(`/studios/${s.handle}/notes`, pg, total) },
+        { md: pager(`/studios/${s.handle}/notes`, paged, total) },
       ],
     };
     return { scope: { studio: s }, view };
@@ -52,9 +52,9 @@ export const notePage = definePage({
     "approve_action",
     "reject_action",
   ],
-  async resolve(ctx, p) {
-    const studio = await loadStudio(ctx, p.studio);
-    const note = await loadNote(ctx, studio, p.note);
+  async resolve(ctx, params) {
+    const studio = await loadStudio(ctx, params.studio);
+    const note = await loadNote(ctx, studio, params.note);
     // Approve and Reject beside a reply waiting here, for whoever may review it (thread-reviews.ts).
     return { studio, note, reviewable: await reviewableIn(ctx, note.id) };
   },

@@ -31,7 +31,7 @@ function mailLine(email: string | null): string {
 export const notificationSettingsPage = definePage({
   pattern: "/u/:handle/settings/notifications",
   actions: ["set_notifications"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle),
+  resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope) {
     const u = await ctx.db.user.findUniqueOrThrow({ where: { id: scope.user.id } });
     const prefs = reachPrefs(u.reachPrefs);
@@ -71,7 +71,7 @@ const stateOf = (e: { enabled: boolean; disabledReason: string | null }) =>
 export const outgoingWebhooksPage = definePage({
   pattern: "/u/:handle/settings/webhooks",
   actions: ["create_outgoing_webhook"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle),
+  resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope) {
     const u = scope.user;
     const [endpoints, adminOf] = await Promise.all([
@@ -135,12 +135,12 @@ export const outgoingWebhookPage = definePage({
     "disable_outgoing_webhook",
     "delete_outgoing_webhook",
   ],
-  async resolve(ctx, p) {
-    const scope = await ownSettings(ctx, p.handle);
+  async resolve(ctx, params) {
+    const scope = await ownSettings(ctx, params.handle);
     const endpoint = await ctx.db.outboundEndpoint.findFirst({
-      where: { id: p.id, tenantId: ctx.tenant.id, ...keptBy(ctx.actor.id) },
+      where: { id: params.id, tenantId: ctx.tenant.id, ...keptBy(ctx.actor.id) },
     });
-    if (!endpoint) throw new NotFoundError(`No outgoing webhook #${p.id}`);
+    if (!endpoint) throw new NotFoundError(`No outgoing webhook #${params.id}`);
     return { ...scope, endpoint };
   },
   async render(ctx, scope) {

@@ -91,7 +91,7 @@ export const notificationsPage = definePage({
   actions: ["dismiss", "dismiss_all"],
   resolve: async () => ({}),
   async render(ctx, _scope, query) {
-    const pg = paging(query);
+    const paged = paging(query);
     // A run acting within someone's view lists only what happened where they can read.
     const seen = await studiosSeenByViewers(ctx);
     const where = {
@@ -102,8 +102,8 @@ export const notificationsPage = definePage({
       ctx.db.notification.findMany({
         where,
         orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
+        skip: paged.skip,
+        take: paged.take,
         include: { actor: true, event: { select: { studioId: true } } },
       }),
       ctx.db.notification.count({ where }),
@@ -122,7 +122,7 @@ export const notificationsPage = definePage({
               notificationBlock(titles, n),
               { form: { action: "dismiss", fixed: { id: n.id }, label: "Dismiss" } },
             ]),
-            { md: pager("/notifications", pg, total) },
+            { md: pager("/notifications", paged, total) },
           ]
         : [{ md: "_You are all caught up._" }],
       // Each notification quotes where it happened.

@@ -59,7 +59,7 @@ async function keyBlocks(ctx: Ctx, holder: KeyHolder): Promise<Block[]> {
 export const providerKeysPage = definePage({
   pattern: "/u/:handle/settings/api-keys",
   actions: ["add_api_key", "test_api_key", "revoke_api_key"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle),
+  resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope) {
     const u = scope.user;
     return {
@@ -86,8 +86,8 @@ export const providerKeysPage = definePage({
 export const studioProviderKeysPage = definePage({
   pattern: "/studios/:studio/settings/api-keys",
   actions: ["add_api_key", "test_api_key", "revoke_api_key"],
-  async resolve(ctx, p) {
-    const scope = { studio: await loadStudio(ctx, p.studio) };
+  async resolve(ctx, params) {
+    const scope = { studio: await loadStudio(ctx, params.studio) };
     keyHolder(scope); // its admins only: a member gets a 403 saying so
     return scope;
   },

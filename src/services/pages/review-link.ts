@@ -12,10 +12,10 @@ import { doing, pageLink, pageTitles, paramsMarkdown } from "./pending-format.ts
 export const reviewLinkPage = definePage({
   pattern: "/review/:token",
   actions: ["approve_from_link", "reject_from_link"],
-  async resolve(ctx, p) {
-    const found = await findLink(ctx.db, ctx.tenant.id, p.token);
+  async resolve(ctx, params) {
+    const found = await findLink(ctx.db, ctx.tenant.id, params.token);
     if (!found) throw new NotFoundError("No such review link: check that the whole address was copied.");
-    return { reviewToken: p.token, pendingId: found.pendingId };
+    return { reviewToken: params.token, pendingId: found.pendingId };
   },
   async render(ctx, scope) {
     const l = (await findLink(ctx.db, ctx.tenant.id, scope.reviewToken))!;

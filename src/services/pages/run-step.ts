@@ -31,17 +31,17 @@ function withoutPrompt(s: { type: string; detail: unknown }): string {
 export const runStepPage = definePage({
   pattern: "/subagents/:handle/runs/:run/steps/:step",
   actions: ["replay_run"],
-  async resolve(ctx, p) {
+  async resolve(ctx, params) {
     // The run page's own loaders: whoever may not see the run sees none of its steps.
-    const agent = await loadAgent(ctx, p.handle);
-    const taskRun = await loadRun(ctx, agent.id, p.run);
-    const number = /^\d{1,6}$/.test(p.step) ? Number(p.step) : Number.NaN;
+    const agent = await loadAgent(ctx, params.handle);
+    const taskRun = await loadRun(ctx, agent.id, params.run);
+    const number = /^\d{1,6}$/.test(params.step) ? Number(params.step) : Number.NaN;
     const step = Number.isNaN(number)
       ? null
       : await ctx.db.subagentTaskRunStep.findUnique({
           where: { runId_number: { runId: taskRun.id, number } },
         });
-    if (!step) throw new NotFoundError(`No step ${p.step} in run ${taskRun.id}`);
+    if (!step) throw new NotFoundError(`No step ${params.step} in run ${taskRun.id}`);
     return { agent, taskRun, step };
   },
   async render(ctx, scope) {

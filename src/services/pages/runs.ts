@@ -104,7 +104,7 @@ export const runFormPage = definePage({
   pattern: "/subagents/:handle/run",
   actions: ["run_task"],
   // A studio's agent whose admins let members run it: any member of the studio gives it tasks here.
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle, { members: "run" }) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle, { members: "run" }) }),
   async render(_ctx, scope) {
     const a = scope.agent;
     return {
@@ -119,14 +119,14 @@ export const runFormPage = definePage({
   },
 });
 
-async function agentRuns(ctx: Ctx, agentId: string, pg: Paging, status?: RunStatus) {
+async function agentRuns(ctx: Ctx, agentId: string, paged: Paging, status?: RunStatus) {
   const where = { agentId, ...(status && { status }) };
   const [runs, total] = await Promise.all([
     ctx.db.subagentTaskRun.findMany({
       where,
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-      skip: pg.skip,
-      take: pg.take,
+      skip: paged.skip,
+      take: paged.take,
     }),
     ctx.db.subagentTaskRun.count({ where }),
   ]);
@@ -144,12 +144,12 @@ export function listDigest(
 export const runsPage = definePage({
   pattern: "/subagents/:handle/runs",
   actions: [],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope, query) {
     const a = scope.agent;
-    const pg = paging(query);
+    const paged = paging(query);
     const status = statusFilter(query);
-    const { runs, total } = await agentRuns(ctx, a.id, pg, status);
+    const { runs, total } = await agentRuns(ctx, a.id, paged, status);
     const path = `/subagents/${a.handle}/runs`;
     const filters = [
       link(status ? "All" : "**All**", path),
@@ -167,7 +167,7 @@ export const runsPage = definePage({
               ? `_No ${status} runs._`
               : "_No runs yet._",
         },
-        { md: pager(path, pg, total, status ? { status } : {}) },
+        { md: pager(path, paged, total, status ? { status } : {}) },
       ],
       live: { since: listDigest(runs, total) },
     };
@@ -216,20 +216,20 @@ export const runPage = definePage({
     "approve_action",
     "reject_action",
   ],
-  async resolve(ctx, p) {
+  async resolve(ctx, params) {
     // Its managers see every run; a member who gave a studio's agent a task sees that run;
     // whoever's trigger was refused sees that refusal.
     let agent: AgentScope;
     try {
-      agent = await loadAgent(ctx, p.handle, { members: "run" });
+      agent = await loadAgent(ctx, params.handle, { members: "run" });
     } catch (err) {
-      const refused = await refusedRunOf(ctx, p.handle, p.run);
+      const refused = await refusedRunOf(ctx, params.handle, params.run);
       if (refused) return refused;
       throw err;
     }
-    const taskRun = await loadRun(ctx, agent.id, p.run);
+    const taskRun = await loadRun(ctx, agent.id, params.run);
     const manages = mayManage(ctx.actor, agent);
-    if (!manages && taskRun.initiatedById !== ctx.actor.id) throw new NotFoundError(`No run ${p.run}`);
+    if (!manages && taskRun.initiatedById !== ctx.actor.id) throw new NotFoundError(`No run ${params.run}`);
     // What its managers may approve or reject right here.
     const reviewable = manages
       ? (

@@ -78,7 +78,7 @@ export const schedulesPage = definePage({
   pattern: "/subagents/:handle/schedules",
   actions: ["add_schedule", "update_schedule", "pause_schedule", "resume_schedule", "remove_schedule"],
   // Its actions act on one schedule, picked by the buttons beside each (pickedBeside).
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope) {
     const a = scope.agent;
     const schedules = await listSchedules(ctx.db, ctx.tenant.id, a.id);

@@ -14,7 +14,7 @@ export async function ownSettings(ctx: Ctx, handle: string) {
 export const settingsPage = definePage({
   pattern: "/u/:handle/settings",
   actions: ["update_profile"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle),
+  resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(_ctx, scope) {
     const u = scope.user;
     return {
@@ -40,17 +40,17 @@ export const settingsPage = definePage({
 export const tokensPage = definePage({
   pattern: "/u/:handle/settings/tokens",
   actions: ["create_api_token", "revoke_api_token"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle),
+  resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope, query) {
     const u = scope.user;
-    const pg = paging(query);
+    const paged = paging(query);
     const where = { userId: u.id, tenantId: ctx.tenant.id };
     const [tokens, total] = await Promise.all([
       ctx.db.apiToken.findMany({
         where,
         orderBy: [{ revokedAt: { sort: "desc", nulls: "first" } }, { createdAt: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
+        skip: paged.skip,
+        take: paged.take,
       }),
       ctx.db.apiToken.count({ where }),
     ]);
@@ -93,7 +93,7 @@ export const tokensPage = definePage({
           .map((t) => ({
             form: { action: "revoke_api_token", fixed: { id: t.id }, label: `Revoke “${t.name}”` },
           })),
-        { md: pager(`/u/${u.handle}/settings/tokens`, pg, total) },
+        { md: pager(`/u/${u.handle}/settings/tokens`, paged, total) },
       ],
     };
   },

@@ -7,7 +7,7 @@ import { home, type Paging, PER_PAGE, pager, paging, studioCrumbs, when, who } f
 import { type NoteLine, type StudioOverview, studioOverview } from "./studio-reads.ts";
 import { watchBlocks } from "./subscriptions.ts";
 
-async function myStudios(ctx: Ctx, pg: Paging) {
+async function myStudios(ctx: Ctx, paged: Paging) {
   const seen = await studiosSeenByViewers(ctx);
   const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id, ...(seen && { studioId: { in: seen } }) };
   const [memberships, total] = await Promise.all([
@@ -15,8 +15,8 @@ async function myStudios(ctx: Ctx, pg: Paging) {
       where,
       include: { studio: true },
       orderBy: { studio: { name: "asc" } },
-      skip: pg.skip,
-      take: pg.take,
+      skip: paged.skip,
+      take: paged.take,
     }),
     ctx.db.studioMember.count({ where }),
   ]);
@@ -60,8 +60,8 @@ export const studiosPage = definePage({
   actions: ["create_studio", "join_studio"],
   resolve: async () => ({}),
   async render(ctx, _scope, query) {
-    const pg = paging(query);
-    const { memberships, total } = await myStudios(ctx, pg);
+    const paged = paging(query);
+    const { memberships, total } = await myStudios(ctx, paged);
     const list = memberships.length
       ? memberships
           .map(
@@ -73,7 +73,7 @@ export const studiosPage = definePage({
     return {
       title: "Studios",
       breadcrumb: [home, { label: "Studios" }],
-      blocks: [{ md: list }, { md: pager("/studios", pg, total) }],
+      blocks: [{ md: list }, { md: pager("/studios", paged, total) }],
     };
   },
 });
@@ -89,9 +89,9 @@ export const studioPage = defineReadPage({
     "unsubscribe",
     "create_subagent",
   ],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio) }),
-  async view(ctx, p) {
-    const { studio: s, overview } = await studioOverview(ctx, p.studio);
+  resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
+  async view(ctx, params) {
+    const { studio: s, overview } = await studioOverview(ctx, params.studio);
     const watch = await watchBlocks(ctx, { studio: s });
     const agents = studioAgentBlocks(ctx, s, overview.agents);
     const { pinned, notes, decisions, commitments, counts } = overview;
@@ -181,17 +181,17 @@ function studioAgentBlocks(ctx: Ctx, s: StudioScope, agents: StudioOverview["age
 export const membersPage = definePage({
   pattern: "/studios/:studio/members",
   actions: ["update_member_role", "remove_member"],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio) }),
+  resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
   async render(ctx, scope, query) {
     const s = scope.studio;
-    const pg = paging(query, PER_PAGE);
+    const paged = paging(query, PER_PAGE);
     const [members, total] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { studioId: s.id, tenantId: ctx.tenant.id },
         include: { user: true },
         orderBy: [{ role: "asc" }, { createdAt: "asc" }],
-        skip: pg.skip,
-        take: pg.take,
+        skip: paged.skip,
+        take: paged.take,
       }),
       ctx.db.studioMember.count({ where: { studioId: s.id, tenantId: ctx.tenant.id } }),
     ]);
@@ -234,7 +234,7 @@ export const membersPage = definePage({
         { md: invite },
         { md: `## ${plural(total, "member")}` },
         ...rows,
-        { md: pager(`/studios/${s.handle}/members`, pg, total) },
+        { md: pager(`/studios/${s.handle}/members`, paged, total) },
       ],
     };
   },

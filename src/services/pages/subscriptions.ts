@@ -45,7 +45,7 @@ export async function describeSubjects(ctx: Ctx, subs: AgentSubscription[]) {
 export const subscriptionsPage = definePage({
   pattern: "/subagents/:handle/subscriptions",
   actions: ["pause_subscription", "resume_subscription", "remove_subscription"],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope) {
     const a = scope.agent;
     const [subs, runs] = await Promise.all([

@@ -152,12 +152,12 @@ function monthLine(spent: number, now: Date, limitMicros?: number): string {
 export const agentUsagePage = definePage({
   pattern: "/subagents/:handle/usage",
   actions: ["set_cost_limit", "resume_subagent"],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle, { adminReads: true }) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle, { adminReads: true }) }),
   async render(ctx, scope) {
     const a = scope.agent;
-    const cfg = agentConfig(a);
+    const config = agentConfig(a);
     const u = await loadUsage(ctx.db, { kind: "agent", tenantId: ctx.tenant.id, agentId: a.id });
-    const limit = Number(toMicros(cfg.cost_limit_usd));
+    const limit = Number(toMicros(config.cost_limit_usd));
     const daysInMonth = new Date(Date.UTC(u.now.getUTCFullYear(), u.now.getUTCMonth() + 1, 0)).getUTCDate();
     const base = `/subagents/${a.handle}`;
     const blocks: Block[] = [];
@@ -168,14 +168,14 @@ export const agentUsagePage = definePage({
     blocks.push(
       { md: monthLine(u.month.costMicros, u.now, limit) },
       {
-        md: `Alerts at ${cfg.alert_thresholds_usd.length ? cfg.alert_thresholds_usd.map((t) => usd(toMicros(t))).join(", ") : "no amounts"} (one notification each per month) · ${monthTokens(u.month)} · ${link("Download CSV", `${base}/usage.csv`)} (every call, last ${DAYS} days)`,
+        md: `Alerts at ${config.alert_thresholds_usd.length ? config.alert_thresholds_usd.map((t) => usd(toMicros(t))).join(", ") : "no amounts"} (one notification each per month) · ${monthTokens(u.month)} · ${link("Download CSV", `${base}/usage.csv`)} (every call, last ${DAYS} days)`,
       },
       ...charts(u, limit / daysInMonth),
       { md: sliceTable("By model", "model", u.byModel) },
       { md: sliceTable("By key", "key", u.byKey) },
       { md: topRunsTable(u, true) },
       {
-        md: `## Limit and alerts\n\nAt the limit its run stops and it pauses until you raise the limit; each alert notifies you once a month.${cfg.alert_thresholds_usd.some((t) => t >= cfg.cost_limit_usd) ? " Alerts at or above the limit never fire before it pauses." : ""}`,
+        md: `## Limit and alerts\n\nAt the limit its run stops and it pauses until you raise the limit; each alert notifies you once a month.${config.alert_thresholds_usd.some((t) => t >= config.cost_limit_usd) ? " Alerts at or above the limit never fire before it pauses." : ""}`,
       },
       {
         form: {
@@ -184,8 +184,8 @@ export const agentUsagePage = definePage({
           label: "Save limit",
           style: "block",
           values: {
-            monthly_limit_usd: cfg.cost_limit_usd,
-            alert_thresholds_usd: cfg.alert_thresholds_usd.join(", "),
+            monthly_limit_usd: config.cost_limit_usd,
+            alert_thresholds_usd: config.alert_thresholds_usd.join(", "),
           },
         },
       },
@@ -258,8 +258,8 @@ export const usagePage = definePage({
 export const studioUsagePage = definePage({
   pattern: "/studios/:studio/usage",
   actions: [],
-  async resolve(ctx, p) {
-    const studio = await loadStudio(ctx, p.studio);
+  async resolve(ctx, params) {
+    const studio = await loadStudio(ctx, params.studio);
     if (studio.role !== "admin")
       throw new ForbiddenError(`Only the admins of ${studio.name} see its agents' usage`);
     return { studio };

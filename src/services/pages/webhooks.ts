@@ -44,7 +44,7 @@ export const webhooksPage = definePage({
     "enable_webhook",
     "delete_webhook",
   ],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope) {
     const a = scope.agent;
     const hooks = await ctx.db.agentWebhook.findMany({
