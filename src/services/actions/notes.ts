@@ -7,7 +7,8 @@ import { inStudio } from "../registry/audiences.ts";
 import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { longText, optionalText } from "../validation.ts";
 
-const notePath = (scope: Scope) => `/studios/${scope.studio!.handle}/notes/${scope.note!.id}`;
+const notePath = (scope: Scope) =>
+  `/studios/${requireScope(scope.studio, "studio").handle}/notes/${requireScope(scope.note, "note").id}`;
 const authorOrAdmin = (ctx: Ctx, scope: Scope) =>
   scope.note?.authorId === ctx.actor.id || scope.studio?.role === "admin"
     ? null
