@@ -76,18 +76,19 @@ export function startRelayThread(o: RelayThreadOptions) {
 async function runThread(d: Omit<RelayThreadOptions, "log">) {
   const port = parentPort!;
   const connection = createRedis(d.redisUrl, "worker");
-  const queues = createQueues(connection, d.queuePrefix);
-  const relay = startEventRelay({
-    databaseUrl: d.databaseUrl,
-    queues,
-    log: (msg, err) => {
-      try {
-        port.postMessage({ log: msg, err });
-      } catch {
-        port.postMessage({ log: msg, err: String(err) }); // not structured-cloneable
-      }
-    },
+  const log = (msg: string, err?: unknown) => {
+    try {
+      port.postMessage({ log: msg, err });
+    } catch {
+      port.postMessage({ log: msg, err: String(err) }); // not structured-cloneable
+    }
+  };
+  // The thread's queues say an outage through the parent's log, as the relay does.
+  const queues = createQueues(connection, d.queuePrefix, {
+    warn: (fields, message) => log(message, (fields as { error?: string }).error ?? "Redis error"),
+    info: (_fields, message) => log(message),
   });
+  const relay = startEventRelay({ databaseUrl: d.databaseUrl, queues, log });
   port.on("message", async (m) => {
     if (m !== "stop") return;
     await relay.stop();

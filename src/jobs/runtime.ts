@@ -8,6 +8,7 @@ import type { Redis } from "ioredis";
 import type { Config } from "../config.ts";
 import type { PrismaClient } from "../db/prisma.ts";
 import { createRedis } from "../db/redis.ts";
+import { redisOutages, watchRedis } from "../db/redis-outages.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { isTransient } from "../lib/transient.ts";
 import { addWorkerGauges } from "../metrics/metrics.ts";
@@ -148,10 +149,15 @@ function startWorkers(
       { ...base, concurrency: 1 },
     ),
   ];
-  for (const w of workers) {
-    w.on("failed", (job, err) => log.warn({ err }, `job ${w.name}/${job?.id} failed`));
-    // Redis away or flushed under a job (its lock or key gone): said once here, not thrown.
-    w.on("error", (err) => log.warn(`worker ${w.name}: ${err.message}`));
+  // Redis away: one line for all the workers, and one when it is back. Redis flushed under a
+  // job (its lock or key gone): a line each, never thrown.
+  const outages = redisOutages(log, {
+    down: "workers: Redis is unavailable; jobs wait until it answers",
+    back: "workers: Redis answers again",
+  });
+  for (const worker of workers) {
+    worker.on("failed", (job, err) => log.warn({ err }, `job ${worker.name}/${job?.id} failed`));
+    watchRedis(worker, outages, (error) => log.warn(`worker ${worker.name}: ${error.message}`));
   }
   return workers;
 }
@@ -161,7 +167,7 @@ export async function startRuntime(o: RuntimeOptions) {
   const log = o.log ?? silentLogger;
   configureKeyring(c);
   const prefix = c.QUEUE_PREFIX;
-  const queues = createQueues(connection, prefix);
+  const queues = createQueues(connection, prefix, log);
   const owner = workerId();
   const heartbeat = startHeartbeat(prisma, owner, c.RUN_LEASE_SECONDS, c.RUN_HEARTBEAT_MS);
   const endpoint: Endpoint | null = c.LLM_BASE_URL

@@ -14,6 +14,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import fp from "fastify-plugin";
 import type { Redis } from "ioredis";
 import { createRedis } from "../db/redis.ts";
+import { redisOutages } from "../db/redis-outages.ts";
 import { TooManyRequestsError } from "../lib/errors.ts";
 import { rateLimited } from "../metrics/metrics.ts";
 
@@ -29,24 +30,21 @@ export interface RateLimitOptions {
 /** While Redis is away, it is asked again at most this often; calls meanwhile are not counted. */
 const RETRY_MS = 2000;
 
-/** Redis's outages as the log tells them: one line when one starts, one when it ends. */
+/** Redis's outages as the log tells them (db/redis-outages.ts), and when to ask it again. */
 function outages(log: FastifyBaseLogger) {
-  let since: number | null = null;
+  const said = redisOutages(log, {
+    down: "rate limiter: Redis is unavailable; API calls are not limited until it answers",
+    back: "rate limiter: Redis answers again; API calls are limited",
+  });
   let retryAt = 0;
   return {
     /** Whether to skip Redis for now (it failed less than RETRY_MS ago). */
-    skipping: () => since !== null && Date.now() < retryAt,
+    skipping: () => said.isDown() && Date.now() < retryAt,
     failed(err: unknown) {
       retryAt = Date.now() + RETRY_MS;
-      if (since !== null) return;
-      since = Date.now();
-      log.warn({ err }, "rate limiter: Redis is unavailable; API calls are not limited until it answers");
+      said.failed(err);
     },
-    answered() {
-      if (since === null) return;
-      log.info({ downMs: Date.now() - since }, "rate limiter: Redis answers again; API calls are limited");
-      since = null;
-    },
+    answered: said.answered,
   };
 }
 
