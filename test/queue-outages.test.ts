@@ -39,7 +39,10 @@ describe("the job queues while Redis is away", () => {
 
       await redisServer.start();
       down = false;
-      await waitFor(async () => captured.lines.some((line) => line.msg === "queues: Redis answers again"), 30_000);
+      await waitFor(
+        async () => captured.lines.some((line) => line.msg === "queues: Redis answers again"),
+        30_000,
+      );
       await queues.events.add("event", { eventId: "after-outage" });
       expect(captured.messages()).toEqual([
         "queues: Redis is unavailable; jobs wait until it answers",
