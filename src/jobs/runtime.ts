@@ -84,10 +84,10 @@ export interface RuntimeOptions {
  * A job that failed for a passing reason rolled back and is tried again with backoff
  * (queues.ts); one that failed for any other would fail the same way again, so it stops.
  */
-function retryingTransient<J extends Job, R>(fn: (job: J) => Promise<R>) {
+function retryingTransient<J extends Job, R>(callback: (job: J) => Promise<R>) {
   return async (job: J): Promise<R> => {
     try {
-      return await fn(job);
+      return await callback(job);
     } catch (err) {
       if (isTransient(err) || err instanceof UnrecoverableError) throw err;
       throw new UnrecoverableError((err as Error).message);
@@ -107,8 +107,8 @@ function startWorkers(
   },
   runs: ReturnType<typeof agentRunProcessor>,
 ): Worker[] {
-  const { c, prisma, connection, queues, log, outbound } = d;
-  const base = { connection, prefix: c.QUEUE_PREFIX };
+  const { c: runtimeConfig, prisma, connection, queues, log, outbound } = d;
+  const base = { connection, prefix: runtimeConfig.QUEUE_PREFIX };
   const workers = [
     new Worker("events", retryingTransient(eventProcessor(prisma, queues, outbound)), {
       ...base,
@@ -116,7 +116,7 @@ function startWorkers(
     }),
     new Worker("agent-runs", runs, {
       ...base,
-      concurrency: c.WORKER_CONCURRENCY,
+      concurrency: runtimeConfig.WORKER_CONCURRENCY,
       // A run can take minutes: the BullMQ lock is renewed meanwhile; our own lease is what recovery relies on.
       lockDuration: 60_000,
     }),
@@ -132,14 +132,14 @@ function startWorkers(
     new Worker(
       "maintenance",
       async () => ({
-        swept: await sweep(prisma, queues, c.SWEEP_INTERVAL_MS),
+        swept: await sweep(prisma, queues, runtimeConfig.SWEEP_INTERVAL_MS),
         approved: await sweepApproved(prisma, queues),
         subscriptions: await flushDueSubscriptions(prisma),
         expired: await expireOverdue(prisma),
         resumed: await resumeSettled(prisma),
         newMonth: await liftLastMonthsPauses(prisma),
-        loginThrottlesTidied: await tidyLoginThrottles(prisma, c),
-        apiCallsPruned: await pruneApiCalls(prisma, c.AUDIT_RETENTION_DAYS),
+        loginThrottlesTidied: await tidyLoginThrottles(prisma, runtimeConfig),
+        apiCallsPruned: await pruneApiCalls(prisma, runtimeConfig.AUDIT_RETENTION_DAYS),
         revealsPruned: await pruneReveals(prisma),
         outboundPruned: await pruneOutbound(prisma),
         outbound: await sweepOutbound(prisma, queues, outbound),
@@ -162,9 +162,9 @@ function startWorkers(
   return workers;
 }
 
-export async function startRuntime(o: RuntimeOptions) {
-  const { config: c, prisma, connection } = o;
-  const log = o.log ?? silentLogger;
+export async function startRuntime(runtimeOptions: RuntimeOptions) {
+  const { config: c, prisma, connection } = runtimeOptions;
+  const log = runtimeOptions.log ?? silentLogger;
   configureKeyring(c);
   const prefix = c.QUEUE_PREFIX;
   const queues = createQueues(connection, prefix, log);
@@ -174,7 +174,7 @@ export async function startRuntime(o: RuntimeOptions) {
     ? { baseURL: c.LLM_BASE_URL, apiKey: c.LLM_API_KEY }
     : null;
   const llm = measured(
-    o.llm ??
+    runtimeOptions.llm ??
       createLlmClient({
         timeoutMs: c.LLM_TIMEOUT_MS,
         maxRetries: c.LLM_MAX_RETRIES,
@@ -182,7 +182,7 @@ export async function startRuntime(o: RuntimeOptions) {
       }),
   );
 
-  const outbound = outboundFrom(c, o.mail);
+  const outbound = outboundFrom(c, runtimeOptions.mail);
   setMailConfigured(outbound.reach.mail);
   // Replies as they stream, for run pages: a connection of its own that fails fast (the text
   // is best-effort, and must never hold a run up), connected in the background.

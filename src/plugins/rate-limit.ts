@@ -89,13 +89,21 @@ function tell(reply: FastifyReply, r: Extract<Result, { isAllowed: false }>) {
 }
 
 export default fp<RateLimitOptions>(
-  async (app, o) => {
-    const redis = createRedis(o.redisUrl, "producer");
+  async (app, rateLimitOptions) => {
+    const redis = createRedis(rateLimitOptions.redisUrl, "producer");
     redis.on("error", () => undefined); // an outage is logged by the limiter, once
     const outage = outages(app.log);
     const wanted = [
-      { limit: "token", max: o.perToken, key: (req: FastifyRequest) => `token:${req.tokenId}` },
-      { limit: "tenant", max: o.perTenant, key: (req: FastifyRequest) => `tenant:${req.tenant?.id}` },
+      {
+        limit: "token",
+        max: rateLimitOptions.perToken,
+        key: (req: FastifyRequest) => `token:${req.tokenId}`,
+      },
+      {
+        limit: "tenant",
+        max: rateLimitOptions.perTenant,
+        key: (req: FastifyRequest) => `tenant:${req.tenant?.id}`,
+      },
     ].filter((l) => l.max > 0);
     if (!wanted.length) return;
     await redis.connect().catch((err) => outage.failed(err));
@@ -103,7 +111,8 @@ export default fp<RateLimitOptions>(
     // One after the other: registering both at once (Promise.all) returned the second limiter
     // before its scope had loaded, so its `check` was undefined and no limit held.
     const limits: ((typeof wanted)[number] & { check: Check })[] = [];
-    for (const l of wanted) limits.push({ ...l, check: await limiter(app, { ...o, ...l, redis }) });
+    for (const l of wanted)
+      limits.push({ ...l, check: await limiter(app, { ...rateLimitOptions, ...l, redis }) });
 
     // After auth's hook (auth is registered first): the token is known by then.
     app.addHook("onRequest", async (req, reply) => {
@@ -118,15 +127,15 @@ export default fp<RateLimitOptions>(
         return;
       }
       outage.answered();
-      for (const [i, l] of limits.entries()) {
-        const r = results[i]!;
+      for (const [index, l] of limits.entries()) {
+        const r = results[index]!;
         if (r.isAllowed) continue;
         if (l.limit === "token") tell(reply, r);
         if (!r.isExceeded) continue;
         rateLimited.inc({ limit: l.limit });
         const who = l.limit === "token" ? "this API token" : "this workspace's API tokens together";
         throw new TooManyRequestsError(
-          `Too many requests: ${who} may make ${l.max} calls every ${o.windowSeconds} s. Try again in ${r.ttlInSeconds} s.`,
+          `Too many requests: ${who} may make ${l.max} calls every ${rateLimitOptions.windowSeconds} s. Try again in ${r.ttlInSeconds} s.`,
           Math.max(1, r.ttlInSeconds),
         );
       }
