@@ -156,6 +156,17 @@ export function ownerCeilingSql(agentId: Prisma.Sql, studioId: Prisma.Sql): Pris
 }
 
 /**
+ * SQL: true when the user `userId` may read the studio `studioId` as far as its owner goes:
+ * a person always (their membership is the rest of the check), a person's agent only while
+ * its owner is a member there, a studio's agent only in its own studio. Read live, like the
+ * ceiling, so an owner's removal or a transfer bounds the agent's very next read.
+ */
+export function ownerBoundSql(userId: Prisma.Sql, studioId: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`coalesce((SELECT ob.kind <> 'subagent' FROM users ob WHERE ob.id = ${userId}), false)
+    OR ${ownerCeilingSql(userId, studioId)} IS NOT NULL`;
+}
+
+/**
  * A subagent the actor manages; a member of its owning studio gets a 403 saying who does
  * (or, with `members: "run"`, the agent itself when its admins let members run it), and
  * anyone else a 404. With `adminReads`, a workspace admin may read any agent (its usage);

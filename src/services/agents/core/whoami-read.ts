@@ -5,7 +5,7 @@
 // without a zone: `at` states it.
 import { hotQuery } from "../../../db/prisma.ts";
 import { Prisma, type User } from "../../../generated/prisma/client.ts";
-import { seenByViewers, viewerIds } from "../../access.ts";
+import { readableSql, viewerIds } from "../../access.ts";
 import { monthOf } from "../../money/ledger.ts";
 import { parseLabel } from "../../registry/audiences.ts";
 import type { Audience, Ctx } from "../../registry/types.ts";
@@ -76,23 +76,24 @@ export const whoamiSql = (
     'studios', (SELECT coalesce(json_agg(x ORDER BY x.created_at, x.handle), '[]') FROM (
        SELECT ws.name, ws.handle, wm.role, wm.created_at
        FROM studio_members wm JOIN studios ws ON ws.id = wm.studio_id
-       WHERE wm.user_id = wu.id AND wm.tenant_id = wu.tenant_id AND ${seenByViewers(viewers, Prisma.sql`ws.id`)}) x),
+       WHERE wm.user_id = wu.id AND wm.tenant_id = wu.tenant_id AND ${readableSql(userId, viewers, Prisma.sql`ws.id`)}) x),
     'watching', (SELECT coalesce(json_agg(x ORDER BY x.created_at), '[]') FROM (
        SELECT '/studios/' || ws.handle || CASE WHEN wsub.subject_type = 'studio' THEN ''
                 ELSE '/' || wsub.subject_type || 's/' || wsub.subject_id END AS path,
               wsub.events, wsub.enabled, wsub.created_at
        FROM agent_subscriptions wsub JOIN studios ws ON ws.id = wsub.studio_id
-       WHERE wsub.agent_id = wu.id AND wsub.tenant_id = wu.tenant_id) x),
+       WHERE wsub.agent_id = wu.id AND wsub.tenant_id = wu.tenant_id
+         AND ${readableSql(userId, viewers, Prisma.sql`wsub.studio_id`)}) x),
     'unread', (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
        SELECT wn.id, wn.kind, wn.path, wn.excerpt, wn.created_at, wn.created_at AT TIME ZONE 'UTC' AS at,
          wa.name, wa.handle, we.studio_id AS "studioId"
        FROM notifications wn JOIN users wa ON wa.id = wn.actor_id JOIN events we ON we.id = wn.event_id
        WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL
-         AND (we.studio_id IS NULL OR ${seenByViewers(viewers, Prisma.sql`we.studio_id`)})
+         AND (we.studio_id IS NULL OR ${readableSql(userId, viewers, Prisma.sql`we.studio_id`)})
        ORDER BY wn.created_at DESC, wn.id DESC LIMIT ${WHOAMI_UNREAD}) x),
     'unreadCount', (SELECT count(*) FROM notifications wn JOIN events we ON we.id = wn.event_id
        WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL
-         AND (we.studio_id IS NULL OR ${seenByViewers(viewers, Prisma.sql`we.studio_id`)})),
+         AND (we.studio_id IS NULL OR ${readableSql(userId, viewers, Prisma.sql`we.studio_id`)})),
     'spent', (SELECT wmo.cost_micros FROM agent_usage_months wmo
        WHERE wmo.agent_id = wu.id AND wmo.month = ${monthOf(at)})::text)
   FROM users wu LEFT JOIN users wp ON wp.id = wu.parent_id LEFT JOIN studios wos ON wos.id = wu.owner_studio_id
