@@ -19,11 +19,40 @@ function readersSql(a: Audience, tenantId: string): Prisma.Sql {
 }
 
 /** An agent and the people who manage it: its owner, or the admins of the studio that owns it. */
-function managersSql(agentId: string): Prisma.Sql {
+function managersSql(agentId: string | Prisma.Sql): Prisma.Sql {
   return Prisma.sql`SELECT ${agentId}::text
     UNION SELECT parent_id FROM users WHERE id = ${agentId} AND parent_id IS NOT NULL
     UNION SELECT m.user_id FROM users u JOIN studio_members m ON m.studio_id = u.owner_studio_id AND m.role = 'admin'
       WHERE u.id = ${agentId}`;
+}
+
+/**
+ * Of these runs, those whose task and label `readerId` may read: the reader manages the run's
+ * agent (its managers read anything it read), or is inside every audience of its label.
+ * Pages that show runs of agents the reader does not manage (usage dashboards) show the
+ * others by what woke them, not by their task.
+ */
+export async function readableRuns(
+  db: Db,
+  tenantId: string,
+  readerId: string,
+  runs: { runId: string; agentId: string; label: unknown }[],
+): Promise<Set<string>> {
+  if (!runs.length) return new Set();
+  const input = runs.map((r) => ({ id: r.runId, agent_id: r.agentId, label: parseLabel(r.label) }));
+  const rows = await hotQuery<{ id: string }>(
+    db,
+    Prisma.sql`
+    SELECT r.id FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS r(id text, agent_id text, label jsonb)
+    WHERE ${readerId} IN (${managersSql(Prisma.sql`r.agent_id`)})
+       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements(r.label) a WHERE NOT CASE
+         WHEN a ? 'studio' THEN EXISTS (SELECT 1 FROM studio_members m WHERE m.studio_id = a->>'studio' AND m.user_id = ${readerId})
+         WHEN a ? 'people' THEN a->'people' ? ${readerId}
+         WHEN a ? 'managersOf' THEN ${readerId} IN (${managersSql(Prisma.sql`a->>'managersOf'`)})
+         ELSE EXISTS (SELECT 1 FROM users w WHERE w.id = ${readerId} AND w.tenant_id = ${tenantId} AND w.archived_at IS NULL)
+       END)`,
+  );
+  return new Set(rows.map((r) => r.id));
 }
 
 export interface Disclosure {
