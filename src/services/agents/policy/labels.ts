@@ -157,6 +157,26 @@ export function withLabel(column: Prisma.Sql, label: Audience[]): Prisma.Sql {
 }
 
 /**
+ * An agent acting with a token (the markdown API, MCP): one label for the agent, whichever
+ * of its tokens or sessions read what. It starts from the agent's and the token's (a token
+ * from before the label moved to the agent), and every read is merged into both in SQL, so
+ * two requests at once both leave what they read.
+ */
+export function agentTokenFlow(
+  db: Db,
+  agent: { id: string; agentLabel: unknown },
+  token: { id: string; label: unknown },
+): Flow {
+  const initial = [...parseLabel(agent.agentLabel), ...parseLabel(token.label)];
+  return storedFlow(
+    narrowed([], initial) ?? [],
+    (label) => db.$executeRaw`
+      WITH token AS (UPDATE api_tokens SET label = ${withLabel(Prisma.sql`label`, label)} WHERE id = ${token.id})
+      UPDATE users SET agent_label = ${withLabel(Prisma.sql`agent_label`, label)} WHERE id = ${agent.id}`,
+  );
+}
+
+/**
  * A label kept on a row (a run, an agent's token): narrowed in memory as pages are read, and
  * written back only when it changes, which a run reading one studio does once.
  */
