@@ -30,7 +30,10 @@ describe("one label per agent", () => {
     const second = await createApiToken(db, t.w.tenant.id, t.scout.id, "second", { scope: "manage" });
     const first = await mcpClient(app, t.w, t.scout.token);
     clients.push(first);
-    const read = (await first.callTool({ name: "read_page", arguments: { path: t.secretPath } })) as CallToolResult;
+    const read = (await first.callTool({
+      name: "read_page",
+      arguments: { path: t.secretPath },
+    })) as CallToolResult;
     expect(text(read)).toContain(SECRET);
     expect((await db.user.findUniqueOrThrow({ where: { id: t.scout.id } })).agentLabel).toEqual([
       { studio: t.vault.id },
@@ -57,19 +60,33 @@ describe("one label per agent", () => {
     expect(page.body).toContain(
       "They have read in Vault: what they write where others read waits for your approval. Clearing it is your decision to disclose that",
     );
-    const byAgent = await md(app, t.w, scout, "POST", "/subagents/scout/memory/actions/clear_agent_label", {});
+    const byAgent = await md(
+      app,
+      t.w,
+      scout,
+      "POST",
+      "/subagents/scout/memory/actions/clear_agent_label",
+      {},
+    );
     expect(byAgent.statusCode).toBe(404);
     const browser = await login(app, t.w, t.w.alice);
     const asked = await browser.post("/subagents/scout/memory", { _action: "clear_agent_label" });
     expect(asked.body).toContain("This is your decision to disclose");
     const db = testPrisma();
     expect((await db.user.findUniqueOrThrow({ where: { id: t.scout.id } })).agentLabel).not.toEqual([]);
-    const done = await md(app, t.w, t.w.alice, "POST", "/subagents/scout/memory/actions/clear_agent_label", {});
+    const done = await md(
+      app,
+      t.w,
+      t.w.alice,
+      "POST",
+      "/subagents/scout/memory/actions/clear_agent_label",
+      {},
+    );
     expect(done.statusCode).toBe(200);
     expect((await db.user.findUniqueOrThrow({ where: { id: t.scout.id } })).agentLabel).toEqual([]);
-    expect(await db.apiToken.findMany({ where: { userId: t.scout.id, NOT: { label: { equals: [] } } } })).toEqual(
-      [],
-    );
+    expect(
+      await db.apiToken.findMany({ where: { userId: t.scout.id, NOT: { label: { equals: [] } } } }),
+    ).toEqual([]);
     expect((await writtenBy(t.scout.id)).join("\n")).not.toContain(SECRET);
   });
 });
