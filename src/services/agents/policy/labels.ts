@@ -9,6 +9,7 @@ import { Prisma } from "../../../generated/prisma/client.ts";
 import { plural } from "../../../lib/plural.ts";
 import { audienceKey, narrowed, parseLabel } from "../../registry/audiences.ts";
 import type { Audience, Flow } from "../../registry/types.ts";
+import { readsAudienceSql } from "../core/ownership.ts";
 
 /** Who can read an audience, as a query of user ids. */
 function readersSql(a: Audience, tenantId: string): Prisma.Sql {
@@ -45,12 +46,8 @@ export async function readableRuns(
     Prisma.sql`
     SELECT r.id FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS r(id text, agent_id text, label jsonb)
     WHERE ${readerId} IN (${managersSql(Prisma.sql`r.agent_id`)})
-       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements(r.label) a WHERE NOT CASE
-         WHEN a ? 'studio' THEN EXISTS (SELECT 1 FROM studio_members m WHERE m.studio_id = a->>'studio' AND m.user_id = ${readerId})
-         WHEN a ? 'people' THEN a->'people' ? ${readerId}
-         WHEN a ? 'managersOf' THEN ${readerId} IN (${managersSql(Prisma.sql`a->>'managersOf'`)})
-         ELSE EXISTS (SELECT 1 FROM users w WHERE w.id = ${readerId} AND w.tenant_id = ${tenantId} AND w.archived_at IS NULL)
-       END)`,
+       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements(r.label) x(a)
+         WHERE NOT (${readsAudienceSql(Prisma.sql`${readerId}`, Prisma.sql`x.a`, Prisma.sql`${tenantId}`)}))`,
   );
   return new Set(rows.map((r) => r.id));
 }
