@@ -5,6 +5,7 @@ import { hotQuery } from "../db/prisma.ts";
 import { Prisma, type Studio, type StudioRole } from "../generated/prisma/client.ts";
 import { NotFoundError } from "../lib/errors.ts";
 import { managedBy, maySee, ownerBoundSql, ownerCeilingSql } from "./agents/core/ownership.ts";
+import { readableRuns } from "./agents/policy/labels.ts";
 import { primeOwnerMembership } from "./agents/policy/policy.ts";
 import type { Ctx, StudioScope } from "./registry/types.ts";
 
@@ -112,6 +113,13 @@ export async function managedAmong(ctx: Ctx, agentIds: string[]): Promise<Set<st
 export async function loadRun(ctx: Ctx, agentId: string, id: string) {
   const run = await ctx.db.subagentTaskRun.findFirst({ where: { id, agentId, tenantId: ctx.tenant.id } });
   if (!run) throw new NotFoundError(`No run ${id}`);
+  // A run shows what it read: only to people who can read all of it (an agent handed to new
+  // managers keeps its old runs from them: agents/policy/transfer-disclosure.ts).
+  if (
+    !(await readableRuns(ctx.db, ctx.tenant.id, ctx.actor.id, [{ runId: run.id, agentId, label: run.label }]))
+      .size
+  )
+    throw new NotFoundError(`No run ${id}`);
   return run;
 }
 

@@ -3,11 +3,12 @@ import { updateSubagent } from "../actions/subagents.ts";
 import { keysOf, loadAgent, mayManage, visibleTo, withOwnerStudio } from "../agents/core/ownership.ts";
 import { agentConfig } from "../agents/core/settings.ts";
 import { capabilityLabel } from "../agents/policy/capabilities.ts";
+import { transferDisclosure } from "../agents/policy/transfer-disclosure.ts";
 import { modelCatalogue } from "../money/catalogue.ts";
 import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, PageDef } from "../registry/types.ts";
+import type { Block, Ctx, PageDef } from "../registry/types.ts";
 import { home, pager, paging, subagentsCrumb, when } from "./format.ts";
 import { modelChoices } from "./model-choices.ts";
 import { runLine } from "./runs.ts";
@@ -237,7 +238,7 @@ export const subagentPage: PageDef = {
         {
           md: `### Identity prompt\n\n${cfg.identity_prompt ? quote(cfg.identity_prompt) : "_None: it acts as a general helpful assistant._"}`,
         },
-        ...studioBlocks(a, cfg, studios, mine),
+        ...studioBlocks(a, cfg, studios, mine, await givingAway(ctx, a, mine)),
         {
           md: [
             "## What wakes it",
@@ -263,11 +264,24 @@ export const subagentPage: PageDef = {
  * The agent's studios with a button to take it out of each, and the forms to add it to one of
  * the actor's studios or give it to one they administer (a studio's own agent stays put).
  */
+/** For each studio the actor could give the agent to, what its admins would read that they cannot now. */
+async function givingAway(
+  ctx: Ctx,
+  a: { id: string; handle: string; ownerStudio: unknown },
+  mine: { id: string; name: string; members: { role: string }[] }[],
+): Promise<string[]> {
+  if (a.ownerStudio) return [];
+  const targets = mine.filter((s) => s.members[0]?.role === "admin");
+  const said = await Promise.all(targets.map((s) => transferDisclosure(ctx.db, ctx.tenant.id, a, s.id)));
+  return targets.flatMap((s, i) => (said[i] ? [`To ${mdEscape(s.name)}: ${mdEscape(said[i]!)}`] : []));
+}
+
 function studioBlocks(
   a: { ownerStudio: unknown },
   cfg: ReturnType<typeof agentConfig>,
   studios: { studioId: string; studio: { name: string; handle: string } }[],
   mine: { id: string; handle: string; name: string; members: { role: string }[] }[],
+  disclosures: string[],
 ): Block[] {
   const choices = (list: typeof mine) => ({ studio: list.map((s) => ({ value: s.handle, label: s.name })) });
   const joinable = mine.filter((s) => !studios.some((m) => m.studioId === s.id));
@@ -300,7 +314,9 @@ function studioBlocks(
     });
   if (adminOf.length)
     blocks.push(
-      { md: "### Give it to a studio" },
+      {
+        md: `### Give it to a studio${disclosures.length ? `\n\nA transfer is a decision to disclose: ${disclosures.join(" ")} Tick **Clear its memory first** to give it without its memory.` : ""}`,
+      },
       {
         form: {
           action: "transfer_subagent",

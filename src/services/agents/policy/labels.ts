@@ -28,8 +28,9 @@ function managersSql(agentId: string | Prisma.Sql): Prisma.Sql {
 }
 
 /**
- * Of these runs, those whose task and label `readerId` may read: the reader manages the run's
- * agent (its managers read anything it read), or is inside every audience of its label.
+ * Of these runs, those whose task and label `readerId` may read: the reader is inside every
+ * audience of its label. Its managers usually are (it never reads past its owner), but not a
+ * studio's admins who took it over after it read elsewhere (transfer-disclosure.ts).
  * Pages that show runs of agents the reader does not manage (usage dashboards) show the
  * others by what woke them, not by their task.
  */
@@ -45,8 +46,7 @@ export async function readableRuns(
     db,
     Prisma.sql`
     SELECT r.id FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS r(id text, agent_id text, label jsonb)
-    WHERE ${readerId} IN (${managersSql(Prisma.sql`r.agent_id`)})
-       OR NOT EXISTS (SELECT 1 FROM jsonb_array_elements(r.label) x(a)
+    WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(r.label) x(a)
          WHERE NOT (${readsAudienceSql(Prisma.sql`${readerId}`, Prisma.sql`x.a`, Prisma.sql`${tenantId}`)}))`,
   );
   return new Set(rows.map((r) => r.id));
