@@ -6,6 +6,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { registry } from "../src/services/catalog/catalog.ts";
 import { processed, stepsOf } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, runsOf, startAgents, waitForRun } from "./helpers/agents.ts";
 import { act, buildTestApp, login, md, readAs, testPrisma, waitFor } from "./helpers/app.ts";
@@ -106,6 +107,37 @@ describe("an agent never reads past its owner", () => {
     expect(JSON.stringify(await stepsOf(run.id))).not.toContain(SECRET);
     expect((await writtenBy(t.bobbot.id)).join("\n")).not.toContain(SECRET);
     expect(await pendingOf(t.bobbot.id)).toEqual([]);
+  });
+
+  it("every studio page of the registry, and each of its actions, answers bobbot 404 once bob is out", async () => {
+    const t = await bobInTheVault();
+    const db = testPrisma();
+    const decision = await act(t.w, t.w.alice, "/studios/vault", "create_decision", { question: "Sell?" });
+    const commitment = await act(t.w, t.w.alice, "/studios/vault", "create_commitment", {
+      title: "Close",
+      critical_mass: 1,
+    });
+    await db.studioMember.delete({
+      where: { studioId_userId: { studioId: t.vault.id, userId: t.w.bob.id } },
+    });
+    const ids: Record<string, string> = {
+      studio: "vault",
+      note: t.secretPath.split("/").pop()!,
+      decision: decision.location.split("/").pop()!,
+      commitment: commitment.location.split("/").pop()!,
+    };
+    const studioPages = registry.pages.filter((p) => p.pattern.startsWith("/studios/:studio"));
+    expect(studioPages.length).toBeGreaterThan(8);
+    for (const page of studioPages) {
+      const url = page.pattern.replace(/:(\w+)/g, (_, name: string) => ids[name] ?? name);
+      const got = await md(app, t.w, t.agent, "GET", url);
+      expect(got.statusCode, url).toBe(404);
+      for (const action of page.actions) {
+        const posted = await md(app, t.w, t.agent, "POST", `${url}/actions/${action}`, {});
+        expect(posted.statusCode, `${url} ${action}`).toBe(404);
+      }
+    }
+    expect((await writtenBy(t.bobbot.id)).join("\n")).not.toContain(SECRET);
   });
 
   it("removing bob takes bobbot out with him, stops its subscription, tells bob, and inviting bob back does not restore it", async () => {
