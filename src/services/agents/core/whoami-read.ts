@@ -75,7 +75,7 @@ export const whoamiSql = (
   viewers: Prisma.Sql,
   /** The reader's label (jsonb): a studio is named only inside it (insideLabelSql); null names every one. */
   label: Prisma.Sql | null,
-  at = new Date(),
+  date = new Date(),
 ) => {
   const named = (studioId: Prisma.Sql) =>
     label ? insideLabelSql(label, userId, tenantId, studioId) : Prisma.sql`true`;
@@ -108,7 +108,7 @@ export const whoamiSql = (
        WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL
          AND (we.studio_id IS NULL OR ${readableSql(userId, viewers, Prisma.sql`we.studio_id`)})),
     'spent', (SELECT wmo.cost_micros FROM agent_usage_months wmo
-       WHERE wmo.agent_id = wu.id AND wmo.month = ${monthOf(at)})::text)
+       WHERE wmo.agent_id = wu.id AND wmo.month = ${monthOf(date)})::text)
   FROM users wu LEFT JOIN users wp ON wp.id = wu.parent_id LEFT JOIN studios wos ON wos.id = wu.owner_studio_id
   WHERE wu.id = ${userId} AND wu.tenant_id = ${tenantId})`;
 };

@@ -12,10 +12,11 @@ import type { Audience, Flow } from "../../registry/types.ts";
 import { readsAudienceSql } from "../core/ownership.ts";
 
 /** Who can read an audience, as a query of user ids. */
-function readersSql(a: Audience, tenantId: string): Prisma.Sql {
-  if ("studio" in a) return Prisma.sql`SELECT user_id FROM studio_members WHERE studio_id = ${a.studio}`;
-  if ("people" in a) return Prisma.sql`SELECT unnest(${a.people}::text[])`;
-  if ("managersOf" in a) return managersSql(a.managersOf);
+function readersSql(audience: Audience, tenantId: string): Prisma.Sql {
+  if ("studio" in audience)
+    return Prisma.sql`SELECT user_id FROM studio_members WHERE studio_id = ${audience.studio}`;
+  if ("people" in audience) return Prisma.sql`SELECT unnest(${audience.people}::text[])`;
+  if ("managersOf" in audience) return managersSql(audience.managersOf);
   return Prisma.sql`SELECT id FROM users WHERE tenant_id = ${tenantId} AND archived_at IS NULL`;
 }
 
