@@ -168,11 +168,7 @@ export async function readWhoami(ctx: Ctx): Promise<Whoami> {
  */
 export function whoamiSources(w: Whoami): Audience[] {
   const studios = w.unread.flatMap((n) => (n.studioId ? [{ studio: n.studioId }] : []));
-  // The places it names count too (a studio's name can be what is private).
-  const named = [...w.studios.map((m) => m.id), ...w.watching.map((x) => x.studioId)];
-  return [
-    ...parseLabel(w.user.scratchpadLabel),
-    ...studios,
-    ...[...new Set(named)].map((id) => ({ studio: id })),
-  ];
+  // The studios it names add nothing: it names only those inside the reader's label already
+  // (insideLabelSql), so naming them shows no one anything the label does not cover.
+  return [...parseLabel(w.user.scratchpadLabel), ...studios];
 }
