@@ -1116,6 +1116,7 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   // Approving as asked: the always-allow probe would add a rule other probes' agents obey.
   "approve_action.always_allow": () => ({ value: false }),
   "approve_action.allow_when": () => ({ value: `title=^${PROBE}` }),
+  "approve_action.allow_any": () => ({ value: false }),
   "approve_from_link.token": (s) => ({ value: s.links?.approve ?? NO_LINK, aRef: true }),
   "reject_from_link.token": (s) => ({ value: s.links?.reject ?? NO_LINK, aRef: true }),
   ...Object.fromEntries(REACH_KINDS.map((k) => [`set_notifications.${k}`, () => ({ value: "email" })])),

@@ -17,7 +17,7 @@ export function escapeHtml(text: string): string {
 }
 
 // `/\host` is `//host` to a browser: a path must not start with either.
-const SAFE_HREF = /^(https?:|mailto:|\/(?![\/\\])|#|\?)/i;
+const SAFE_HREF = /^(https?:|mailto:|\/(?![/\\])|#|\?)/i;
 const EXTERNAL = /^(https?|mailto):/i;
 
 /** The link's text says where it goes already (an autolink, or the URL written out). */
