@@ -4,7 +4,6 @@ import { NotFoundError } from "../../lib/errors.ts";
 import { loadAgent, managedBy } from "../agents/core/ownership.ts";
 import { awaitingReview } from "../agents/policy/approvals.ts";
 import { changesFeed } from "../live/feed.ts";
-import { studioHandleOf } from "../page-titles.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block, PageCtx, PageDef } from "../registry/types.ts";
 import { alwaysAllowBlocks } from "./always-allow-forms.ts";
