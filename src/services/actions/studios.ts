@@ -4,6 +4,7 @@ import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
+import { pausedNotice, pauseEndpointsOf } from "../reach/endpoints.ts";
 import { inStudio, toSelf } from "../registry/audiences.ts";
 import { defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, optionalText, text } from "../validation.ts";
@@ -159,6 +160,15 @@ export const updateMemberRole = defineAction({
       where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
       data: { role: p.role },
     });
+    const paused =
+      m.role === "admin"
+        ? await pauseEndpointsOf(
+            ctx.tx,
+            studio.id,
+            m.userId,
+            `@${p.handle} is no longer an admin of ${studio.name}`,
+          )
+        : 0;
     await emit(ctx, {
       type: "member.role_changed",
       studioId: studio.id,
@@ -169,7 +179,7 @@ export const updateMemberRole = defineAction({
     return {
       status: 200,
       location: `/studios/${studio.handle}/members`,
-      notice: `@${p.handle} is now ${p.role}`,
+      notice: `@${p.handle} is now ${p.role}${pausedNotice(paused)}`,
     };
   },
 });
@@ -191,6 +201,7 @@ export const removeMember = defineAction({
     await ctx.tx.studioMember.delete({
       where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
     });
+    const paused = await pauseEndpointsOf(ctx.tx, studio.id, m.userId, `@${p.handle} left ${studio.name}`);
     await emit(ctx, {
       type: "member.removed",
       studioId: studio.id,
@@ -201,7 +212,7 @@ export const removeMember = defineAction({
     return {
       status: 200,
       location: self ? "/studios" : `/studios/${studio.handle}/members`,
-      notice: self ? `You left ${studio.name}` : `Removed @${p.handle}`,
+      notice: `${self ? `You left ${studio.name}` : `Removed @${p.handle}`}${pausedNotice(paused)}`,
     };
   },
 });

@@ -18,6 +18,7 @@ import {
 import { confirmRead, createNote, pinNote, unpinNote, updateNote } from "../actions/notes.ts";
 import { setNotifications } from "../actions/notification-settings.ts";
 import {
+  confirmOutgoingWebhook,
   createOutgoingWebhook,
   deleteOutgoingWebhook,
   disableOutgoingWebhook,
@@ -241,6 +242,7 @@ export const actions = [
   disableOutgoingWebhook,
   deleteOutgoingWebhook,
   testOutgoingWebhook,
+  confirmOutgoingWebhook,
   approveFromLink,
   rejectFromLink,
   setAgentsEnabled,
