@@ -4,7 +4,8 @@ import type { Config } from "../config.ts";
 
 export type OriginConfig = Pick<Config, "PUBLIC_SCHEME" | "BASE_DOMAIN" | "PUBLIC_PORT" | "PORT">;
 
-export function workspaceOrigin(c: OriginConfig, subdomain: string): string {
-  const port = c.PUBLIC_PORT ?? (c.BASE_DOMAIN === "localhost" ? c.PORT : undefined);
-  return `${c.PUBLIC_SCHEME}://${subdomain}.${c.BASE_DOMAIN}${port ? `:${port}` : ""}`;
+export function workspaceOrigin(originConfig: OriginConfig, subdomain: string): string {
+  const port =
+    originConfig.PUBLIC_PORT ?? (originConfig.BASE_DOMAIN === "localhost" ? originConfig.PORT : undefined);
+  return `${originConfig.PUBLIC_SCHEME}://${subdomain}.${originConfig.BASE_DOMAIN}${port ? `:${port}` : ""}`;
 }
