@@ -213,14 +213,15 @@ export const confirmOutgoingWebhook = defineAction({
   writes: true,
   audience: toSelf("outgoing webhook"),
   available: peopleOnly,
-  async execute(ctx, p) {
-    const ep = await keptEndpoint(ctx, p.id);
-    if (!ep.pausedAt) throw new ConflictError(`“${ep.name}” is not paused: there is nothing to confirm`);
-    const waiting = await confirmEndpoint(ctx.tx, ep.id, ctx.actor.id);
+  async execute(ctx, params) {
+    const endpoint = await keptEndpoint(ctx, params.id);
+    if (!endpoint.pausedAt)
+      throw new ConflictError(`“${endpoint.name}” is not paused: there is nothing to confirm`);
+    const waiting = await confirmEndpoint(ctx.tx, endpoint.id, ctx.actor.id);
     return {
       status: 200,
-      location: endpointPath(ctx.actor.handle, ep.id),
-      notice: `“${ep.name}” sends again, now as yours${waiting ? `: ${waiting} waiting ${waiting === 1 ? "delivery goes" : "deliveries go"} out in a moment` : ""}`,
+      location: endpointPath(ctx.actor.handle, endpoint.id),
+      notice: `“${endpoint.name}” sends again, now as yours${waiting ? `: ${waiting} waiting ${waiting === 1 ? "delivery goes" : "deliveries go"} out in a moment` : ""}`,
     };
   },
 });

@@ -26,24 +26,24 @@ function proposedRule(actionDefs: Parameters<typeof parsePatterns>[0], action: s
 }
 
 export function alwaysAllowBlocks(
-  p: Reviewed,
+  pending: Reviewed,
   params: Record<string, unknown>,
   actionDefs: Parameters<typeof parsePatterns>[0],
 ): Block[] {
-  const studio = studioHandleOf(p.pagePath);
+  const studio = studioHandleOf(pending.pagePath);
   const patterns = proposedPatterns(params);
-  const pinned = proposedRule(actionDefs, p.actionName, patterns);
-  const rules = `first of ${mdEscape(p.agent.name)}'s rules; it shows on the agent's settings page, where you can remove it`;
+  const pinned = proposedRule(actionDefs, pending.actionName, patterns);
+  const rules = `first of ${mdEscape(pending.agent.name)}'s rules; it shows on the agent's settings page, where you can remove it`;
   const blocks: Block[] = [];
   if (Object.keys(pinned).length)
     blocks.push(
       {
-        md: `**Approve and always allow this**: approves #${p.id} and adds a rule (${rules}) that lets ${ruleBreadth(p.actionName, pinned, studio)} through without review — the exact values as asked. Widen or delete a line below to allow more; at least one must stay.`,
+        md: `**Approve and always allow this**: approves #${pending.id} and adds a rule (${rules}) that lets ${ruleBreadth(pending.actionName, pinned, studio)} through without review — the exact values as asked. Widen or delete a line below to allow more; at least one must stay.`,
       },
       {
         form: {
           action: "approve_action",
-          fixed: { id: p.id, always_allow: "true" },
+          fixed: { id: pending.id, always_allow: "true" },
           label: "Approve and always allow this",
           fields: ["allow_when"],
           values: { allow_when: patterns },
@@ -53,13 +53,13 @@ export function alwaysAllowBlocks(
     );
   blocks.push(
     {
-      md: `**Approve and always allow any \`${p.actionName}\`**: approves #${p.id} and adds a rule (${rules}) that lets ${ruleBreadth(p.actionName, {}, studio)} through without review.`,
+      md: `**Approve and always allow any \`${pending.actionName}\`**: approves #${pending.id} and adds a rule (${rules}) that lets ${ruleBreadth(pending.actionName, {}, studio)} through without review.`,
     },
     {
       form: {
         action: "approve_action",
-        fixed: { id: p.id, always_allow: "true", allow_any: "true" },
-        label: `Approve and always allow any ${p.actionName}${studio ? ` in ${studio}` : ""}`,
+        fixed: { id: pending.id, always_allow: "true", allow_any: "true" },
+        label: `Approve and always allow any ${pending.actionName}${studio ? ` in ${studio}` : ""}`,
         fields: [],
         style: "block",
       },
