@@ -17,6 +17,7 @@ import live from "./plugins/live.ts";
 import metrics from "./plugins/metrics.ts";
 import prismaPlugin from "./plugins/prisma.ts";
 import rateLimit from "./plugins/rate-limit.ts";
+import securityHeaders from "./plugins/security-headers.ts";
 import tenancy from "./plugins/tenancy.ts";
 import tracing from "./plugins/tracing.ts";
 import authRoutes from "./routes/auth.ts";
@@ -76,6 +77,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   // First, so its span covers the request from the start (a no-op unless tracing is on).
   await app.register(tracing);
+  // Before anything that answers, so every answer (errors and redirects too) carries its headers.
+  await app.register(securityHeaders);
   await app.register(prismaPlugin, {
     prisma: opts.prisma ?? prismaFromConfig(config),
     owned: !opts.prisma,

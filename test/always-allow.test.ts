@@ -46,6 +46,13 @@ describe("approve and always allow this", () => {
     const page = await browser.get(`/subagents/scout/pending/${p.id}`);
     expect(page.body).toContain("Approve and always allow this");
     expect(page.body).toContain("title=^Findings$");
+    // The breadth in words, before the click, for either choice.
+    expect(page.body).toContain(
+      "lets <code>create_note</code> in the studio general when text matches <code>^All good$</code> and title matches <code>^Findings$</code> through without review",
+    );
+    expect(page.body).toContain(
+      "lets any <code>create_note</code> in the studio general (whatever its params) through without review",
+    );
 
     const res = await review(app, w, w.alice, "approve_action", {
       id: p.id,
@@ -53,7 +60,9 @@ describe("approve and always allow this", () => {
       allow_when: proposedPatterns(NOTE),
     });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.body).toContain("now lets the same action through without review");
+    expect(res.body).toContain(
+      "now lets `create_note` in the studio general when text matches `^All good$` and title matches `^Findings$` through without review",
+    );
     const rules = (await configOf(scout.id)).rules as Record<string, unknown>[];
     expect(rules).toHaveLength(1);
     expect(rules[0]).toMatchObject({
@@ -101,5 +110,43 @@ describe("approve and always allow this", () => {
     expect((await testPrisma().agentPendingAction.findUniqueOrThrow({ where: { id: p.id } })).status).toBe(
       "pending",
     );
+  });
+
+  it("an empty pattern box is a 400 naming the field, not a rule for any comment; “any” is a worded choice of its own", async () => {
+    const { w, scout, p } = await queued(h);
+    const empty = await review(app, w, w.alice, "approve_action", {
+      id: p.id,
+      always_allow: true,
+      allow_when: "",
+    });
+    expect(empty.statusCode).toBe(400);
+    expect(empty.body).toContain("allow_when");
+    expect(empty.body).toContain("keep at least one param=regex line");
+    const both = await review(app, w, w.alice, "approve_action", {
+      id: p.id,
+      always_allow: true,
+      allow_when: "title=^Findings$",
+      allow_any: true,
+    });
+    expect(both.statusCode).toBe(400);
+    expect(both.body).toContain("allow_any");
+    expect((await testPrisma().agentPendingAction.findUniqueOrThrow({ where: { id: p.id } })).status).toBe(
+      "pending",
+    );
+    expect((await configOf(scout.id)).rules ?? []).toEqual([]);
+
+    const any = await review(app, w, w.alice, "approve_action", {
+      id: p.id,
+      always_allow: true,
+      allow_any: true,
+    });
+    expect(any.statusCode, any.body).toBe(200);
+    expect(any.body).toContain(
+      "now lets any `create_note` in the studio general (whatever its params) through without review",
+    );
+    const rules = (await configOf(scout.id)).rules as Record<string, unknown>[];
+    expect(rules).toMatchObject([
+      { action: "create_note", studio: "general", params: {}, decision: "allow" },
+    ]);
   });
 });

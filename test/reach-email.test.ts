@@ -8,6 +8,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
 import { queueDigests } from "../src/services/reach/digest.ts";
+import { createApiToken } from "../src/services/tokens.ts";
 import { type AgentEnv, makeAgent, waitForRun } from "./helpers/agents.ts";
 import { login, md, type Person, testPrisma, type World, waitFor } from "./helpers/app.ts";
 import {
@@ -160,6 +161,51 @@ describe("an approval request by mail", () => {
     );
     const unknown = await md(app, w, w.alice, "GET", "/review/not-a-real-token-at-all");
     expect(unknown.statusCode).toBe(404);
+  });
+
+  it("a recipient who no longer manages the agent: the link shows nothing of the action and decides nothing", async () => {
+    const { w, scribe, dave } = await studioAgent();
+    const { token: daveToken } = await createApiToken(db(), w.tenant.id, dave.id, "dave", {
+      scope: "manage",
+    });
+    const asDave = { ...dave, token: daveToken };
+    await md(app, w, w.alice, "POST", "/subagents/scribe/run/actions/run_task", {
+      task: "Post the findings",
+    });
+    const p = await waitFor(
+      () => db().agentPendingAction.findFirst({ where: { agentId: scribe.id } }),
+      10_000,
+    );
+    const [mail] = await mailTo(dave);
+    const { approve } = reviewLinks(mail!);
+    const token = approve.split("/").pop()!;
+    expect((await md(app, w, asDave, "GET", approve)).body).toContain("All good");
+    // Alice makes Dave a plain member: he no longer manages @scribe.
+    await db().studioMember.updateMany({
+      where: { studioId: w.studio.id, userId: dave.id },
+      data: { role: "member" },
+    });
+    const page = await md(app, w, asDave, "GET", approve);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain(
+      "You no longer manage @scribe: this link shows nothing of the action and decides nothing.",
+    );
+    expect(page.body).not.toContain("All good");
+    expect(page.body).not.toContain("Findings");
+    expect(page.body).not.toContain(`Approve #${p.id}`);
+    const click = await md(app, w, asDave, "POST", `${approve}/actions/approve_from_link`, { token });
+    expect([click.statusCode, click.body]).toEqual([
+      403,
+      expect.stringContaining("You no longer manage @scribe"),
+    ]);
+    expect((await db().agentPendingAction.findUniqueOrThrow({ where: { id: p.id } })).status).toBe("pending");
+    expect(
+      (
+        await db().reviewLink.findFirstOrThrow({
+          where: { pendingId: p.id, userId: dave.id, decision: "approve" },
+        })
+      ).usedAt,
+    ).toBeNull();
   });
 
   it("a link is bound to the params it was sent for: changed since, its GET says so and its POST is a 409", async () => {

@@ -13,11 +13,15 @@ import { type AuditWriter, createAuditWriter } from "../services/audit.ts";
  * page and, at `<page>/actions/<name>`, the action, from their URL; /mcp sets the tool it
  * called and the page and action that tool read or ran. A call whose handler set nothing (one
  * refused before it ran: a 429) is recorded with the page its URL names.
+ *
+ * `status`: the call's own outcome when the HTTP answer carries several kinds of them (an
+ * MCP tool's 403 travels in a 200 JSON-RPC answer); otherwise the answer's status is the row's.
  */
 export interface AuditNote {
   page?: string;
   action?: string;
   tool?: string;
+  status?: number;
 }
 
 declare module "fastify" {
@@ -39,14 +43,17 @@ export default fp<{ db: Db; flushMs: number; batchSize: number }>(
     });
     app.addHook("onResponse", async (req, reply) => {
       if (req.authVia !== "token" || !req.tokenId || !req.tenant || !req.actor) return;
-      const note = req.audit.page || req.audit.tool ? req.audit : fromUrl(req.url);
+      const { status, ...named } = req.audit;
+      const note = named.page || named.tool ? named : fromUrl(req.url);
+      // A refusal before the handler (401, 429) or an error past it stays the answer's own.
+      const outcome = status !== undefined && reply.statusCode < 300 ? status : reply.statusCode;
       writer.push({
         tenantId: req.tenant.id,
         tokenId: req.tokenId,
         actorId: req.actor.id,
         method: req.method,
         ...note,
-        status: reply.statusCode,
+        status: outcome,
         latencyMs: reply.elapsedTime,
         at: new Date(),
       });

@@ -38,13 +38,15 @@ function mcpServer(ctx: Ctx, req: FastifyRequest): Server {
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await mcpTools(ctx) }));
   server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
     try {
-      // The audit trail (plugins/audit.ts) records the tool, and the page and action it named.
+      // The audit trail (plugins/audit.ts) records the tool, the page and action it named,
+      // and the tool's own outcome in place of the POST's 200.
       return await callMcpTool(ctx, params.name, params.arguments ?? {}, (call) => {
         Object.assign(req.audit, call);
       });
     } catch (err) {
       // A bug is ours to log; the client gets a tool error, never a broken session.
       req.log.error({ err, tool: params.name }, "MCP tool call failed");
+      req.audit.status = 500;
       return {
         content: [{ type: "text", text: `Something went wrong on our side (request ${req.id}).` }],
         isError: true,

@@ -142,3 +142,14 @@ export async function pruneApiCalls(db: Db, retentionDays: number, limit = 10_00
   return db.$executeRaw`DELETE FROM api_calls WHERE id IN (
     SELECT id FROM api_calls WHERE created_at < now() - make_interval(days => ${retentionDays}::int) LIMIT ${limit}::int)`;
 }
+
+/**
+ * A token's calls, narrowed by `?status=` on its page: one status (`403`), or `refused`
+ * (every 4xx: what a leaked token trying what it may not would leave). Anything else: all.
+ */
+export function callsWhere(tenantId: string, tokenId: string, status: string | undefined) {
+  const base = { tenantId, tokenId };
+  if (status === "refused") return { filter: "refused", where: { ...base, status: { gte: 400, lt: 500 } } };
+  const code = /^[1-5]\d\d$/.test(status ?? "") ? Number(status) : null;
+  return code ? { filter: String(code), where: { ...base, status: code } } : { filter: null, where: base };
+}

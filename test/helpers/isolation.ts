@@ -430,6 +430,11 @@ async function seedEndpoint(w: World, owner: Person, mark: string) {
   });
   const id = made.location.split("/").pop()!;
   if (!made.secret) throw new Error("seed: outgoing webhook not created");
+  // Paused as when its creator left a studio, so confirm_outgoing_webhook has something to confirm.
+  await testPrisma().outboundEndpoint.update({
+    where: { id },
+    data: { pausedAt: new Date(), pausedReason: `seed ${mark}` },
+  });
   return { id, secret: made.secret };
 }
 
@@ -1118,6 +1123,7 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   // Approving as asked: the always-allow probe would add a rule other probes' agents obey.
   "approve_action.always_allow": () => ({ value: false }),
   "approve_action.allow_when": () => ({ value: `title=^${PROBE}` }),
+  "approve_action.allow_any": () => ({ value: false }),
   "approve_from_link.token": (s) => ({ value: s.links?.approve ?? NO_LINK, aRef: true }),
   "reject_from_link.token": (s) => ({ value: s.links?.reject ?? NO_LINK, aRef: true }),
   ...Object.fromEntries(REACH_KINDS.map((k) => [`set_notifications.${k}`, () => ({ value: "email" })])),
@@ -1128,7 +1134,7 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
     HOOK_EVENTS.map((e) => [`create_outgoing_webhook.${eventFlag(e)}`, () => ({ value: true })]),
   ),
   ...Object.fromEntries(
-    ["test", "enable", "disable", "delete"].map((a) => [
+    ["confirm", "test", "enable", "disable", "delete"].map((a) => [
       `${a}_outgoing_webhook.id`,
       (s: Seed) => ({ value: s.endpoint ?? NO_HOOK, aRef: true }),
     ]),

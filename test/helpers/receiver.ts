@@ -17,7 +17,8 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-export async function startReceiver(): Promise<Receiver> {
+/** `host`: the loopback address to listen on (127.0.0.2: a host that is not the app's). */
+export async function startReceiver(host = "127.0.0.1"): Promise<Receiver> {
   const hits: Hit[] = [];
   let status = 200;
   const srv = http.createServer((req, res) => {
@@ -28,9 +29,9 @@ export async function startReceiver(): Promise<Receiver> {
       res.writeHead(status, { "content-type": "text/plain" }).end(status < 300 ? "ok" : "receiver says no");
     });
   });
-  await new Promise<void>((resolve) => srv.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => srv.listen(0, host, resolve));
   return {
-    url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/hook`,
+    url: `http://${host}:${(srv.address() as AddressInfo).port}/hook`,
     hits,
     answer: (s) => {
       status = s;

@@ -4,7 +4,7 @@ import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.
 import { pendingPath } from "../agents/core/notify.ts";
 import { managedBySql } from "../agents/core/ownership.ts";
 import type { Rule } from "../agents/core/settings.ts";
-import { allowRule } from "../agents/policy/always-allow.ts";
+import { allowRule, checkedBreadth, ruleBreadth } from "../agents/policy/always-allow.ts";
 import { AGENT_ARCHIVED, expirePending, resumeWaitingRun } from "../agents/policy/approvals.ts";
 import { emit } from "../events.ts";
 import { studioHandleOf } from "../page-titles.ts";
@@ -79,30 +79,33 @@ async function alwaysAllow(
   ctx: ActionCtx,
   pending: Awaited<ReturnType<typeof lockOwned>>,
   patterns: string | undefined,
-): Promise<string> {
+  allowAny: boolean,
+): Promise<{ name: string; breadth: string }> {
   if (pending.matchedRule === "disclosure")
     throw new ConflictError(
       `#${pending.id} was held for what it would disclose: no rule can allow that, so approve it alone`,
     );
   const params = parsePatterns(ctx, pending.actionName, patterns, "allow_when");
-  const rule = allowRule(pending, params, studioHandleOf(pending.pagePath), ctx.actor.handle);
+  checkedBreadth(params, allowAny, pending.actionName);
+  const studio = studioHandleOf(pending.pagePath);
+  const rule = allowRule(pending, params, studio, ctx.actor.handle);
   await saveConfig(ctx, { agent: pending.agent }, (config) => {
     const rules = ((config.rules as Rule[]) ?? []).filter((r) => r.name !== rule.name);
     config.rules = [rule, ...rules];
   });
-  return rule.name;
+  return { name: rule.name, breadth: ruleBreadth(pending.actionName, params, studio) };
 }
 
 /** Approves a pending action the actor reviews, as asked or with edits; settled for every reviewer. */
 async function approve(
   ctx: ActionCtx,
   id: string,
-  o: { params?: Record<string, unknown>; alwaysAllow?: boolean; allowWhen?: string } = {},
+  o: { params?: Record<string, unknown>; alwaysAllow?: boolean; allowWhen?: string; allowAny?: boolean } = {},
 ) {
   const now = new Date();
   const pending = await lockOwned(ctx, id, now);
   const edited = o.params ? editedParams(ctx, pending, o.params) : undefined;
-  const rule = o.alwaysAllow ? await alwaysAllow(ctx, pending, o.allowWhen) : null;
+  const rule = o.alwaysAllow ? await alwaysAllow(ctx, pending, o.allowWhen, o.allowAny === true) : null;
   await ctx.tx.agentPendingAction.update({
     where: { id: pending.id },
     data: {
@@ -119,7 +122,7 @@ async function approve(
   return {
     status: 200 as const,
     location: pendingPath(pending.agent.handle, pending.id),
-    notice: `Approved #${pending.id}${edited ? " with your edits" : ""}: it runs in a moment${rule ? `. The rule “${rule}” now lets the same action through without review` : ""}`,
+    notice: `Approved #${pending.id}${edited ? " with your edits" : ""}: it runs in a moment${rule ? `. The rule “${rule.name}” now lets ${rule.breadth} through without review` : ""}`,
   };
 }
 
@@ -169,7 +172,12 @@ export const approveAction = defineAction({
       label: "…when its params match",
       multiline: true,
       description:
-        "one per line, param=regex, as proposed from this action (exact values); widen or remove a line to allow more. The rule also keeps to this studio.",
+        "one per line, param=regex, as proposed from this action (exact values); widen or remove a line to allow more, keeping at least one. The rule also keeps to this studio.",
+    }),
+    allow_any: z.boolean().optional().meta({
+      label: "…or any such action here, whatever its params",
+      description:
+        "instead of patterns: the rule lets every such action in this studio through without review",
     }),
   }),
   writes: true,
@@ -177,7 +185,12 @@ export const approveAction = defineAction({
   available: reviewer,
   staysOnPage: true,
   execute: (ctx, p) =>
-    approve(ctx, p.id, { params: p.params, alwaysAllow: p.always_allow, allowWhen: p.allow_when }),
+    approve(ctx, p.id, {
+      params: p.params,
+      alwaysAllow: p.always_allow,
+      allowWhen: p.allow_when,
+      allowAny: p.allow_any,
+    }),
 });
 
 /** Rejects a pending action the actor reviews; a run waiting for it reads the reason. */

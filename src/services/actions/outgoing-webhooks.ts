@@ -2,11 +2,17 @@
 // their own (the events of agents they manage); a studio's admins keep the studio's (the
 // events of its agents). The signing secret is shown once, when made.
 import { z } from "zod";
-import { NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { emit } from "../events.ts";
 import { checkBaseUrl } from "../money/keys.ts";
-import { ENDPOINT_TEST, endpointPath, newEndpointSecret, sealEndpointSecret } from "../reach/endpoints.ts";
+import {
+  confirmEndpoint,
+  ENDPOINT_TEST,
+  endpointPath,
+  newEndpointSecret,
+  sealEndpointSecret,
+} from "../reach/endpoints.ts";
 import { HOOK_EVENTS } from "../reach/news.ts";
 import { toSelf } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction } from "../registry/types.ts";
@@ -193,6 +199,29 @@ export const testOutgoingWebhook = defineAction({
       status: 200,
       location: endpointPath(ctx.actor.handle, ep.id),
       notice: "A test event is on its way: its delivery shows below in a moment",
+    };
+  },
+});
+
+export const confirmOutgoingWebhook = defineAction({
+  name: "confirm_outgoing_webhook",
+  destructive:
+    "Deliveries start again to this URL, which someone who left the studio set up, the ones that waited first; from now on it is yours to answer for.",
+  description:
+    "Confirm a studio's paused outgoing webhook, whose creator left the studio: keep sending to its URL, and become its owner",
+  params: z.object({ id: endpointId }),
+  writes: true,
+  audience: toSelf("outgoing webhook"),
+  available: peopleOnly,
+  async execute(ctx, params) {
+    const endpoint = await keptEndpoint(ctx, params.id);
+    if (!endpoint.pausedAt)
+      throw new ConflictError(`“${endpoint.name}” is not paused: there is nothing to confirm`);
+    const waiting = await confirmEndpoint(ctx.tx, endpoint.id, ctx.actor.id);
+    return {
+      status: 200,
+      location: endpointPath(ctx.actor.handle, endpoint.id),
+      notice: `“${endpoint.name}” sends again, now as yours${waiting ? `: ${waiting} waiting ${waiting === 1 ? "delivery goes" : "deliveries go"} out in a moment` : ""}`,
     };
   },
 });

@@ -5,6 +5,7 @@ import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { agentsLeaveWithOwner } from "../agents/core/owner-left.ts";
 import { emit } from "../events.ts";
+import { pausedNotice, pauseEndpointsOf } from "../reach/endpoints.ts";
 import { inStudio, toSelf } from "../registry/audiences.ts";
 import { defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, optionalText, text } from "../validation.ts";
@@ -160,6 +161,15 @@ export const updateMemberRole = defineAction({
       where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
       data: { role: params.role },
     });
+    const paused =
+      m.role === "admin"
+        ? await pauseEndpointsOf(
+            ctx.tx,
+            studio.id,
+            m.userId,
+            `@${params.handle} is no longer an admin of ${studio.name}`,
+          )
+        : 0;
     await emit(ctx, {
       type: "member.role_changed",
       studioId: studio.id,
@@ -170,7 +180,7 @@ export const updateMemberRole = defineAction({
     return {
       status: 200,
       location: `/studios/${studio.handle}/members`,
-      notice: `@${params.handle} is now ${params.role}`,
+      notice: `@${params.handle} is now ${params.role}${pausedNotice(paused)}`,
     };
   },
 });
@@ -192,6 +202,12 @@ export const removeMember = defineAction({
     await ctx.tx.studioMember.delete({
       where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
     });
+    const paused = await pauseEndpointsOf(
+      ctx.tx,
+      studio.id,
+      m.userId,
+      `@${params.handle} left ${studio.name}`,
+    );
     await emit(ctx, {
       type: "member.removed",
       studioId: studio.id,
@@ -211,7 +227,7 @@ export const removeMember = defineAction({
     return {
       status: 200,
       location: self ? "/studios" : `/studios/${studio.handle}/members`,
-      notice: self ? `You left ${studio.name}${agents}` : `Removed @${params.handle}${agents}`,
+      notice: `${self ? `You left ${studio.name}${agents}` : `Removed @${params.handle}${agents}`}${pausedNotice(paused)}`,
     };
   },
 });

@@ -21,6 +21,7 @@ import { confirmRead, createNote, pinNote, unpinNote, updateNote } from "../acti
 import { setNotifications } from "../actions/notification-settings.ts";
 import { dismiss, dismissAll } from "../actions/notifications.ts";
 import {
+  confirmOutgoingWebhook,
   createOutgoingWebhook,
   deleteOutgoingWebhook,
   disableOutgoingWebhook,
@@ -238,6 +239,7 @@ export const actions = [
   disableOutgoingWebhook,
   deleteOutgoingWebhook,
   testOutgoingWebhook,
+  confirmOutgoingWebhook,
   approveFromLink,
   rejectFromLink,
   setAgentsEnabled,

@@ -78,11 +78,16 @@ const text = (t: string, isError = false): CallToolResult => ({
   isError,
 });
 
-/** What a call did, for the audit trail: the page it read or acted on, and the action. */
+/**
+ * What a call did, for the audit trail: the page it read or acted on, the action, and the
+ * tool's own outcome as the markdown API would have answered it (200, 201, 202 queued for
+ * approval, 400, 403, 404, 409…), not the /mcp POST's 200 that carries every answer.
+ */
 export interface McpCall {
   tool: string;
   page?: string;
   action?: string;
+  status?: number;
 }
 
 export async function callMcpTool(
@@ -92,26 +97,35 @@ export async function callMcpTool(
   record: (call: McpCall) => void,
 ): Promise<CallToolResult> {
   const target = typeof (name === READ_PAGE ? args.path : args.page) === "string";
-  if (!target) return text(`\`${name === READ_PAGE ? "path" : "page"}\`: required, the page's path`, true);
+  if (!target) {
+    record({ tool: name, status: 400 });
+    return text(`\`${name === READ_PAGE ? "path" : "page"}\`: required, the page's path`, true);
+  }
   try {
     if (name === READ_PAGE) {
       const path = args.path as string;
       record({ tool: name, page: path });
       const page = await readPage(ctx, path);
+      record({ tool: name, status: page.status });
       return text(page.markdown, page.status !== 200);
     }
-    if (!registry.actions.has(name))
+    if (!registry.actions.has(name)) {
+      record({ tool: name, status: 404 });
       return text(`No tool \`${name}\`: list the tools, or read a page.`, true);
+    }
     const { page: path, ...params } = args as { page: string } & Record<string, unknown>;
     record({ tool: name, page: path, action: name });
     const r = await runAction(ctx, path, name, params);
+    record({ tool: name, status: r.ok ? r.outcome.status : r.status });
     if (!r.ok) return text(r.markdown, true);
     const head = [r.outcome.notice, `→ ${r.outcome.location}`].filter(Boolean).join("\n");
     return text(`${head}\n\n${r.page.markdown}`);
   } catch (err) {
     // A passing fault wrote nothing (the action's transaction rolled back): say so as a tool error.
-    if (isTransient(err))
+    if (isTransient(err)) {
+      record({ tool: name, status: 503 });
       return text("The workspace is busy for a moment and nothing was done: call again.", true);
+    }
     throw err;
   }
 }

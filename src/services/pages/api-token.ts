@@ -2,7 +2,8 @@
 // every settings page it exists only for the token's owner; another person's token, or
 // another workspace's, is the same 404 as none.
 import { NotFoundError } from "../../lib/errors.ts";
-import { code, mdEscape } from "../registry/markdown.ts";
+import { callsWhere } from "../audit.ts";
+import { code, link, mdEscape } from "../registry/markdown.ts";
 import { definePage } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 import { ownSettings } from "./settings.ts";
@@ -24,7 +25,7 @@ export const apiTokenPage = definePage({
     const u = scope.user;
     const t = scope.apiToken;
     const paged = paging(query, PER_PAGE);
-    const where = { tokenId: t.id, tenantId: ctx.tenant.id };
+    const { filter, where } = callsWhere(ctx.tenant.id, t.id, query.status);
     const [calls, total] = await Promise.all([
       ctx.db.apiCall.findMany({
         where,
@@ -35,6 +36,9 @@ export const apiTokenPage = definePage({
       ctx.db.apiCall.count({ where }),
     ]);
     const base = `/u/${u.handle}/settings/tokens`;
+    const shown = filter
+      ? `Showing ${filter === "refused" ? "refused calls (4xx)" : `calls answered ${filter}`}: ${link("show every call", `${base}/${t.id}`)}.`
+      : `Find refused calls: ${link("refused (4xx)", `${base}/${t.id}?status=refused`)}, or add \`?status=403\` for one status.`;
     const rows = calls.map(
       (c) =>
         `| ${when(c.createdAt)} | ${c.method} | ${c.tool ? `tool ${code(c.tool)}${c.page ? ` on ${code(c.page)}` : ""}` : code(c.page ?? "")} | ${c.action ? code(c.action) : "—"} | ${c.status} | ${c.latencyMs} ms |`,
@@ -53,17 +57,19 @@ export const apiTokenPage = definePage({
           md: `**${mdEscape(t.name)}** · \`cadre_${t.prefix}_…\` · scope ${t.scope} · created ${when(t.createdAt)}${t.expiresAt ? ` · expires ${when(t.expiresAt)}` : ""} · last used ${t.lastUsedAt ? when(t.lastUsedAt) : "never"} · ${t.revokedAt ? `revoked ${when(t.revokedAt)}` : "active"}`,
         },
         {
-          md: `## Recent calls\n\nEvery call made with this token, over the markdown API or MCP, newest first: the page or tool, the action, the answer's status and how long it took. Calls appear within seconds and are kept for a limited time.\n\n${
+          md: `## Recent calls\n\nEvery call made with this token, over the markdown API or MCP, newest first: the page or tool, the action, the answer's status and how long it took. Calls appear within seconds and are kept for a limited time. An MCP call's status is its tool's own outcome (403 refused, 202 queued for approval), not the 200 that carried it.\n\n${shown}\n\n${
             rows.length
               ? [
                   "| when | method | page or tool | action | status | latency |",
                   "|---|---|---|---|---|---|",
                   ...rows,
                 ].join("\n")
-              : "_No calls yet._"
+              : filter
+                ? "_No such calls._"
+                : "_No calls yet._"
           }`,
         },
-        { md: pager(`${base}/${t.id}`, paged, total) },
+        { md: pager(`${base}/${t.id}`, paged, total, filter ? { status: filter } : {}) },
       ],
     };
   },

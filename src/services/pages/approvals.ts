@@ -2,12 +2,11 @@ import type { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadAgent, managedBy } from "../agents/core/ownership.ts";
-import { proposedPatterns } from "../agents/policy/always-allow.ts";
 import { awaitingReview } from "../agents/policy/approvals.ts";
 import { changesFeed } from "../live/feed.ts";
-import { studioHandleOf } from "../page-titles.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import { type Block, definePage, type PageCtx } from "../registry/types.ts";
+import { alwaysAllowBlocks } from "./always-allow-forms.ts";
 import { agentCrumbs, home, pager, paging, when } from "./format.ts";
 import { doing, editedMarkdown, pageLink, pageTitles, paramsMarkdown } from "./pending-format.ts";
 
@@ -76,22 +75,7 @@ export function pendingBlocks(
   if (status === "pending") {
     blocks.push(...reviewForms(p.id, review && def ? { schema: def.params, params } : undefined));
     // Review turns into rubber-stamping without it; a disclosure is never a rule's to allow.
-    if (review && p.matchedRule !== "disclosure")
-      blocks.push(
-        {
-          md: `**Approve and always allow this**: approves #${p.id} and adds a rule, first of ${mdEscape(p.agent.name)}'s rules, that lets the same action through without review${studioHandleOf(p.pagePath) ? ` in this studio` : ""} when its params match these patterns (exact values as asked; widen or delete a line to allow more). It shows on the agent's settings page, where you can remove it.`,
-        },
-        {
-          form: {
-            action: "approve_action",
-            fixed: { id: p.id, always_allow: "true" },
-            label: "Approve and always allow this",
-            fields: ["allow_when"],
-            values: { allow_when: proposedPatterns(params) },
-            style: "block",
-          },
-        },
-      );
+    if (review && p.matchedRule !== "disclosure") blocks.push(...alwaysAllowBlocks(p, params, ctx));
     if (!detailed)
       blocks.push({ md: link("Review in detail, or edit the params first", `${base}/pending/${p.id}`) });
   }

@@ -60,13 +60,22 @@ export const notificationSettingsPage = definePage({
 async function endpointsOf(ctx: Ctx) {
   return ctx.db.outboundEndpoint.findMany({
     where: { tenantId: ctx.tenant.id, ...keptBy(ctx.actor.id) },
-    include: { studio: { select: { name: true } } },
+    include: { studio: { select: { name: true } }, owner: { select: { handle: true } } },
     orderBy: { createdAt: "asc" },
   });
 }
 
-const stateOf = (e: { enabled: boolean; disabledReason: string | null }) =>
-  e.enabled ? "on" : `**off**${e.disabledReason ? ` (${mdEscape(e.disabledReason)})` : ""}`;
+const stateOf = (e: {
+  enabled: boolean;
+  disabledReason: string | null;
+  pausedAt: Date | null;
+  pausedReason: string | null;
+}) =>
+  e.pausedAt
+    ? `**paused** (${mdEscape(e.pausedReason ?? "its creator left")}: an admin confirms it; deliveries wait)`
+    : e.enabled
+      ? "on"
+      : `**off**${e.disabledReason ? ` (${mdEscape(e.disabledReason)})` : ""}`;
 
 export const outgoingWebhooksPage = definePage({
   pattern: "/u/:handle/settings/webhooks",
@@ -83,7 +92,7 @@ export const outgoingWebhooksPage = definePage({
     ]);
     const rows = endpoints.map(
       (e) =>
-        `| ${link(e.name, `${webhooksPath(u.handle)}/${e.id}`)} | ${e.studio ? mdEscape(e.studio.name) : "you"} | ${e.format} | ${e.events.join(", ")} | ${stateOf(e)} |`,
+        `| ${link(e.name, `${webhooksPath(u.handle)}/${e.id}`)} | ${e.studio ? mdEscape(e.studio.name) : "you"} | @${e.owner.handle} | ${e.format} | ${e.events.join(", ")} | ${stateOf(e)} |`,
     );
     return {
       title: "Outgoing webhooks",
@@ -94,7 +103,11 @@ export const outgoingWebhooksPage = definePage({
         },
         {
           md: rows.length
-            ? ["| name | for | format | events | state |", "|---|---|---|---|---|", ...rows].join("\n")
+            ? [
+                "| name | for | set up by | format | events | state |",
+                "|---|---|---|---|---|---|",
+                ...rows,
+              ].join("\n")
             : "_No outgoing webhooks yet._",
         },
         { md: "## Add one" },
@@ -130,6 +143,7 @@ export const outgoingWebhooksPage = definePage({
 export const outgoingWebhookPage = definePage({
   pattern: "/u/:handle/settings/webhooks/:id",
   actions: [
+    "confirm_outgoing_webhook",
     "test_outgoing_webhook",
     "enable_outgoing_webhook",
     "disable_outgoing_webhook",
@@ -163,11 +177,22 @@ export const outgoingWebhookPage = definePage({
         md: [
           `${code(`POST ${e.url}`)}`,
           "",
-          `For **${e.studio ? mdEscape(e.studio.name) : "your agents"}** · ${e.format === "slack" ? "Slack-compatible" : "Cadre's JSON"} · made by @${e.owner.handle} · state: ${stateOf(e)}${e.failures ? ` · ${e.failures} failed in a row` : ""}`,
+          `For **${e.studio ? mdEscape(e.studio.name) : "your agents"}** · ${e.format === "slack" ? "Slack-compatible" : "Cadre's JSON"} · set up by @${e.owner.handle} · state: ${stateOf(e)}${e.failures ? ` · ${e.failures} failed in a row` : ""}`,
           "",
           `Events: ${e.events.map((x) => `${EVENT_LABELS[x as keyof typeof EVENT_LABELS] ?? x} (\`${x}\`)`).join("; ")}`,
         ].join("\n"),
       },
+      ...(e.pausedAt
+        ? [
+            {
+              form: {
+                action: "confirm_outgoing_webhook",
+                fixed: { id: e.id },
+                label: `Keep sending to this URL, as mine`,
+              },
+            },
+          ]
+        : []),
       { form: { action: "test_outgoing_webhook", fixed: { id: e.id }, label: "Send a test event" } },
       e.enabled
         ? { form: { action: "disable_outgoing_webhook", fixed: { id: e.id }, label: "Turn off" } }

@@ -1,9 +1,10 @@
 // The page a mail's review link opens: the action it names, and one button (approve, or
 // reject with a reason) for the person it was sent to. Its GET decides nothing, so a mail
 // scanner that follows the link approves nothing; a link used, expired or decided says so.
+// Only its recipient, while they still manage the agent, reads what the action would do.
 import { NotFoundError } from "../../lib/errors.ts";
 import { pendingPath } from "../agents/core/notify.ts";
-import { findLink, linkRefusal } from "../reach/review-links.ts";
+import { findLink, linkRefusal, stillManages } from "../reach/review-links.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import { type Block, definePage } from "../registry/types.ts";
 import { home, when } from "./format.ts";
@@ -20,14 +21,16 @@ export const reviewLinkPage = definePage({
   async render(ctx, scope) {
     const l = (await findLink(ctx.db, ctx.tenant.id, scope.reviewToken))!;
     const p = l.pending;
-    const refusal = linkRefusal(l, ctx.actor.id);
-    const mine = l.userId === ctx.actor.id;
+    const manages = await stillManages(ctx.db, l, ctx.actor.id);
+    const refusal = linkRefusal(l, ctx.actor.id, manages);
+    const mine = l.userId === ctx.actor.id && manages;
     const titles = mine ? await pageTitles(ctx, [p.pagePath]) : new Map<string, string>();
     const base = `/subagents/${p.agent.handle}`;
     const def = ctx.actionDefs.get(p.actionName);
     const blocks: Block[] = [];
     if (refusal) blocks.push({ md: `**This link cannot be used.** ${mdEscape(refusal)}` });
-    // Someone else's link shows nothing of the action: it was sent to its reviewer only.
+    // Someone else's link shows nothing of the action: it was sent to its reviewer only, and
+    // to them only while they manage the agent.
     if (mine) {
       blocks.push({
         md: [

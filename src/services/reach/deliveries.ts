@@ -2,7 +2,9 @@
 // (X-Cadre-Signature: t=<unix seconds>,v1=<HMAC-SHA256 of "<t>.<body>">), POSTed with a
 // time limit. A failed attempt is tried again with exponential backoff (the job's); after
 // its last attempt the delivery has failed, and after OUTBOUND_DISABLE_AFTER failed
-// deliveries in a row the endpoint is turned off and its keepers told (endpoints.ts).
+// deliveries in a row the endpoint is turned off and its keepers told (endpoints.ts). A
+// paused endpoint (its creator left its studio) sends nothing and fails nothing: its
+// deliveries wait, pending, until an admin confirms it.
 import type { Db, PrismaClient } from "../../db/prisma.ts";
 import type { OutboundDelivery, OutboundEndpoint } from "../../generated/prisma/client.ts";
 import { signedHeaders } from "../agents/automations/webhook-signatures.ts";
@@ -73,6 +75,12 @@ export async function deliver(
   const d = await claim(db, id);
   if (!d) return "skipped";
   const ep = await db.outboundEndpoint.findUnique({ where: { id: d.endpointId } });
+  if (ep?.pausedAt) {
+    // Paused until an admin confirms it (endpoints.ts): the delivery waits, its try uncounted.
+    await db.$executeRaw`
+      UPDATE outbound_deliveries SET claimed_until = NULL, attempts = attempts - 1 WHERE id = ${id}`;
+    return "skipped";
+  }
   if (!ep?.enabled) {
     await settle(db, id, "failed", { status: null, error: "the endpoint was turned off" });
     return "failed";

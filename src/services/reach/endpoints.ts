@@ -2,7 +2,7 @@
 // studio's, kept by its admins (the events of the studio's agents). The signing secret is
 // sealed like a provider key, bound to its row, and shown once when made.
 import { randomBytes } from "node:crypto";
-import type { PrismaClient } from "../../db/prisma.ts";
+import type { Db, PrismaClient } from "../../db/prisma.ts";
 import type { Event, OutboundEndpoint } from "../../generated/prisma/client.ts";
 import { open, type Sealed, seal } from "../../lib/secrets.ts";
 import { studioAdmins } from "../agents/core/ownership.ts";
@@ -66,4 +66,44 @@ export async function notifyEndpointOff(db: PrismaClient, e: Event): Promise<num
       excerpt: `${whose} “${ep.name}” was turned off: ${ep.disabledReason ?? "its deliveries kept failing"}. Fix the receiver, then turn it on again.`,
     })),
   );
+}
+
+/**
+ * A studio's endpoints set up by `userId` when that person leaves the studio (removed, or
+ * left) or stops being its admin: paused, in the transaction that changed the membership,
+ * until a remaining admin confirms the URL is still the studio's to send to. Nothing is
+ * sent meanwhile, and nothing is lost: deliveries wait, pending (deliveries.ts, sweep.ts).
+ */
+export async function pauseEndpointsOf(
+  tx: Db,
+  studioId: string,
+  userId: string,
+  why: string,
+): Promise<number> {
+  return tx.outboundEndpoint
+    .updateMany({
+      where: { studioId, ownerId: userId, pausedAt: null },
+      data: { pausedAt: new Date(), pausedReason: why },
+    })
+    .then((r) => r.count);
+}
+
+/** The membership change's notice, when it paused endpoints. */
+export const pausedNotice = (count: number) =>
+  count
+    ? `. ${count === 1 ? "The outgoing webhook they set up is" : `The ${count} outgoing webhooks they set up are`} paused until an admin confirms ${count === 1 ? "it" : "them"}; deliveries wait meanwhile`
+    : "";
+
+/**
+ * A remaining admin confirms a paused endpoint: it becomes theirs (they now answer for its
+ * URL), and what waited is due at once, so the outbound sweep sends it within seconds.
+ */
+export async function confirmEndpoint(tx: Db, endpointId: string, confirmerId: string): Promise<number> {
+  await tx.outboundEndpoint.update({
+    where: { id: endpointId },
+    data: { pausedAt: null, pausedReason: null, ownerId: confirmerId },
+  });
+  return tx.$executeRaw`
+    UPDATE outbound_deliveries SET next_attempt_at = now() - interval '1 hour'
+    WHERE endpoint_id = ${endpointId} AND status = 'pending'`;
 }

@@ -3,12 +3,15 @@
 // the action (a mail scanner that follows it decides nothing); the signed-in recipient's one
 // click decides through the same review as the approvals page, so exactly-once holds across
 // the mail, the page and the API. Only the token's hash is kept; a link is used once and
-// dies with its action's expiry or decision.
+// dies with its action's expiry or decision. A recipient who no longer manages the agent
+// (removed from its studio, demoted, the agent handed on) holds a dead link: it shows
+// nothing of the action and decides nothing, checked afresh on every GET and POST.
 import { createHash, randomBytes } from "node:crypto";
 import type { Db } from "../../db/prisma.ts";
 import { canonical } from "../../lib/canonical-json.ts";
 import { ConflictError, ForbiddenError, NotFoundError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
+import { managedBy } from "../agents/core/ownership.ts";
 
 export type LinkDecision = "approve" | "reject";
 
@@ -52,11 +55,29 @@ export async function findLink(db: Db, tenantId: string, token: string) {
 }
 export type FoundLink = NonNullable<Awaited<ReturnType<typeof findLink>>>;
 
-/** Why this link cannot decide now, in words (null: it can), checked for `actorId` at `now`. */
-export function linkRefusal(link: FoundLink, actorId: string, now = new Date()): string | null {
+/** Whether `actorId` manages the link's agent now: the one owner rule, read afresh. */
+export async function stillManages(db: Db, link: FoundLink, actorId: string): Promise<boolean> {
+  const found = await db.user.count({
+    where: { id: link.pending.agentId, tenantId: link.tenantId, ...managedBy(actorId) },
+  });
+  return found > 0;
+}
+
+/**
+ * Why this link cannot decide now, in words (null: it can), checked for `actorId` at `now`;
+ * `manages`: whether the actor manages the agent now (stillManages).
+ */
+export function linkRefusal(
+  link: FoundLink,
+  actorId: string,
+  manages: boolean,
+  now = new Date(),
+): string | null {
   const p = link.pending;
   if (link.userId !== actorId)
     return `This link was sent to @${link.user.handle}. Sign in as them, or review #${p.id} on your approvals page.`;
+  if (!manages)
+    return `You no longer manage @${p.agent.handle}: this link shows nothing of the action and decides nothing.`;
   if (link.usedAt) return `This link was already used, at ${link.usedAt.toISOString()}.`;
   if (p.status !== "pending") return `#${p.id} is already ${p.status}: there is nothing left to decide.`;
   if (link.expiresAt <= now || p.expiresAt <= now)
@@ -80,8 +101,10 @@ export async function useLink(
   const link = await findLink(tx, tenantId, token);
   if (!link) throw new NotFoundError("No such review link: check that the whole address was copied.");
   if (link.decision !== decision) throw new ConflictError(`This link is for “${link.decision}”.`);
-  const refusal = linkRefusal(link, actorId);
-  if (refusal) throw link.userId !== actorId ? new ForbiddenError(refusal) : new ConflictError(refusal);
+  const manages = await stillManages(tx, link, actorId);
+  const refusal = linkRefusal(link, actorId, manages);
+  if (refusal)
+    throw link.userId !== actorId || !manages ? new ForbiddenError(refusal) : new ConflictError(refusal);
   const taken = await tx.reviewLink.updateMany({
     where: { id: link.id, usedAt: null },
     data: { usedAt: new Date() },

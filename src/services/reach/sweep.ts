@@ -16,9 +16,12 @@ export async function overdueOutbound(db: PrismaClient): Promise<Overdue> {
         AND (claimed_until IS NULL OR claimed_until < now())
       ORDER BY next_attempt_at LIMIT 200`,
     db.$queryRaw<{ id: string }[]>`
-      SELECT id FROM outbound_deliveries WHERE status = 'pending' AND next_attempt_at < now() - interval '60 seconds'
-        AND (claimed_until IS NULL OR claimed_until < now())
-      ORDER BY next_attempt_at LIMIT 200`,
+      SELECT d.id FROM outbound_deliveries d JOIN outbound_endpoints e ON e.id = d.endpoint_id
+      WHERE d.status = 'pending' AND d.next_attempt_at < now() - interval '60 seconds'
+        AND (d.claimed_until IS NULL OR d.claimed_until < now())
+        -- A paused endpoint's deliveries wait for its confirmation, not for the sweep.
+        AND e.paused_at IS NULL
+      ORDER BY d.next_attempt_at LIMIT 200`,
   ]);
   return { emails: emails.map((r) => r.id), deliveries: deliveries.map((r) => r.id) };
 }

@@ -16,7 +16,30 @@ export function escapeHtml(text: string): string {
     .replace(/'/g, "&#39;");
 }
 
-const SAFE_HREF = /^(https?:|mailto:|\/(?!\/)|#|\?)/i;
+// `/\host` is `//host` to a browser: a path must not start with either.
+const SAFE_HREF = /^(https?:|mailto:|\/(?![/\\])|#|\?)/i;
+const EXTERNAL = /^(https?|mailto):/i;
+
+/** The link's text says where it goes already (an autolink, or the URL written out). */
+function showsDestination(text: string, href: string): boolean {
+  const bare = (s: string) => s.replace(/^(https?:\/\/|mailto:)/i, "").replace(/\/$/, "");
+  return bare(text) === bare(href);
+}
+
+/**
+ * A link out of the workspace (written by a person or an agent: our own links are paths)
+ * opens with no referrer, no opener and no endorsement, and shows its whole destination
+ * (host, path and query) beside its text before anyone clicks: a query that carries a
+ * secret to an outside host is there to be read, not hidden behind "the report". The
+ * query is kept rather than dropped, since real links need theirs (a search, a document).
+ */
+function externalLink(href: string, text: string, plain: string, title: string): string {
+  const rel = ' rel="noopener noreferrer nofollow"';
+  const destination = showsDestination(plain, href)
+    ? ""
+    : ` <span class="link-destination">(${escapeHtml(href)})</span>`;
+  return `<a href="${escapeHtml(href)}"${title}${rel} class="external">${text}</a>${destination}`;
+}
 
 const HEADING_ID = /\s*\{#([A-Za-z0-9_-]{1,64})\}\s*$/;
 
@@ -30,6 +53,7 @@ const marked = boundedMarked({
       const text = this.parser.parseInline(token.tokens);
       if (!SAFE_HREF.test(token.href)) return text;
       const title = token.title ? ` title="${escapeHtml(token.title)}"` : "";
+      if (EXTERNAL.test(token.href)) return externalLink(token.href, text, token.text, title);
       return `<a href="${escapeHtml(token.href)}"${title}>${text}</a>`;
     },
     image(token: Tokens.Image) {

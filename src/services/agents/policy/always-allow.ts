@@ -3,6 +3,10 @@
 // acted in, and the params that identify what it acted on — pinned to their exact values
 // unless the reviewer widens them. Free text (a comment's words) is left unpinned, or no
 // second action would ever match. The disclosure rule still holds whatever a rule allows.
+// A rule is never wider than what the reviewer saw: it pins at least one param, or the
+// reviewer chose, in words, "any <action> in <studio>"; the page says the breadth before
+// the click (ruleBreadth), and the notice after it.
+import { ValidationError } from "../../../lib/errors.ts";
 import type { Rule } from "../core/settings.ts";
 
 /** Longer than this, or on several lines, a value is the action's free text, not what identifies it. */
@@ -18,6 +22,45 @@ export function proposedPatterns(params: Record<string, unknown>): string {
     .filter(([, text]) => text.length <= MAX_PINNED && !/[\r\n]/.test(text))
     .map(([k, text]) => `${k}=^${escapeRe(text)}$`)
     .join("\n");
+}
+
+/** Where a rule keeps to, in words: "in the studio general", or anywhere the agent acts. */
+const where = (studio: string | null) => (studio ? `in the studio ${studio}` : "wherever it acts");
+
+/**
+ * What a rule lets through, in words: "`create_note` in the studio general when title
+ * matches `^Findings$` and text matches `^All good$`", or, with no params, "any `create_note`
+ * in the studio general (whatever its params)".
+ */
+export function ruleBreadth(action: string, params: Record<string, string>, studio: string | null): string {
+  // By name: the same rule reads the same wherever its params came from (jsonb reorders keys).
+  const lines = Object.entries(params)
+    .sort(([left], [right]) => left.localeCompare(right))
+    .map(([name, pattern]) => `${name} matches \`${pattern}\``);
+  if (!lines.length) return `any \`${action}\` ${where(studio)} (whatever its params)`;
+  return `\`${action}\` ${where(studio)} when ${lines.join(" and ")}`;
+}
+
+/**
+ * The params a new always-allow rule pins, checked: none is only for a reviewer who chose
+ * "any" (`allowAny`), and "any" with patterns given is two answers at once.
+ */
+export function checkedBreadth(params: Record<string, string>, allowAny: boolean, action: string): void {
+  const pinned = Object.keys(params).length > 0;
+  if (!pinned && !allowAny)
+    throw new ValidationError([
+      {
+        field: "allow_when",
+        message: `keep at least one param=regex line, or choose “Approve and always allow any \`${action}\`” to allow it whatever its params`,
+      },
+    ]);
+  if (pinned && allowAny)
+    throw new ValidationError([
+      {
+        field: "allow_any",
+        message: "choose either patterns to match or any params, not both",
+      },
+    ]);
 }
 
 /** The rule, named for the approval it came from. */
