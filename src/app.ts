@@ -112,7 +112,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     flushMs: config.AUDIT_FLUSH_MS,
     batchSize: config.AUDIT_BATCH_SIZE,
   });
-  await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
+  await app.register(tenancy, { baseDomain: config.BASE_DOMAIN, defaultWorkspace: config.DEFAULT_WORKSPACE });
   await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET });
   await app.register(rateLimit, {
     redisUrl: config.REDIS_URL,
