@@ -19,6 +19,7 @@ import prismaPlugin from "./plugins/prisma.ts";
 import rateLimit from "./plugins/rate-limit.ts";
 import tenancy from "./plugins/tenancy.ts";
 import tracing from "./plugins/tracing.ts";
+import accountRoutes from "./routes/accounts.ts";
 import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
 import mcpRoutes from "./routes/mcp.ts";
@@ -124,6 +125,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(healthRoutes);
   await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, throttle: config });
+  await app.register(accountRoutes, { ttlHours: config.SESSION_TTL_HOURS });
   await app.register(usageCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });
