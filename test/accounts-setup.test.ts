@@ -7,9 +7,10 @@ import { promisify } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../src/app.ts";
 import { newId } from "../src/lib/ids.ts";
 import { createApiToken } from "../src/services/tokens.ts";
-import { buildTestApp, fileDatabaseUrl, testPrisma } from "./helpers/app.ts";
+import { buildTestApp, fileDatabaseUrl, testConfig, testPrisma } from "./helpers/app.ts";
 import { type Inbox, startInbox } from "./helpers/inbox.ts";
 
 const run = promisify(execFile);
@@ -182,6 +183,47 @@ describe("DEFAULT_WORKSPACE", { timeout: 60_000 }, () => {
       expect(unknown.statusCode).toBe(404);
     } finally {
       await client.close();
+      await app.close();
+    }
+  });
+});
+
+describe("set-up tokens", { timeout: 120_000 }, () => {
+  it("are in no log line of the web app, whatever the link's page answered", async () => {
+    const handle = `logs${newId(6)}`;
+    const created = await cadre([
+      "workspace",
+      "create",
+      "--handle",
+      handle,
+      "--name",
+      "Logs",
+      "--admin-email",
+      "l@logs.test",
+    ]);
+    const path = setupPathIn(created.stdout)!;
+    const token = path.split("/")[2]!;
+    const lines: string[] = [];
+    const app = await buildApp({
+      config: testConfig({ LOG_LEVEL: "info" }),
+      prisma: testPrisma(),
+      logger: { stream: { write: (line: string) => void lines.push(line) } },
+    });
+    await app.ready();
+    try {
+      const host = `${handle}.localhost`;
+      await app.inject({ method: "GET", url: path, headers: { host } });
+      await app.inject({
+        method: "POST",
+        url: path,
+        headers: { host },
+        payload: { name: "L", password: "x" },
+      });
+      await app.inject({ method: "GET", url: `${path}.md`, headers: { host } });
+      expect(lines.length).toBeGreaterThan(0);
+      expect(lines.join("\n")).toContain("/setup/[token]");
+      expect(lines.join("\n")).not.toContain(token);
+    } finally {
       await app.close();
     }
   });
