@@ -50,11 +50,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
             level: config.LOG_LEVEL,
             redact: ["req.headers.authorization", "req.headers.cookie"],
             serializers: {
-              req: (r: FastifyRequest) => ({
-                method: r.method,
-                url: redactUrl(r.url),
-                host: r.host,
-                remoteAddress: r.ip,
+              req: (request: FastifyRequest) => ({
+                method: request.method,
+                url: redactUrl(request.url),
+                host: request.host,
+                remoteAddress: request.ip,
               }),
             },
             ...(typeof opts.logger === "object" && { stream: opts.logger.stream }),

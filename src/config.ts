@@ -163,9 +163,9 @@ const schema = z.object({
   APP_ENCRYPTION_KEYS: z
     .string()
     .default(DEV_ENCRYPTION_KEYS)
-    .superRefine((v, c) => {
+    .superRefine((value, c) => {
       try {
-        parseMasterKeys(v);
+        parseMasterKeys(value);
       } catch (err) {
         c.addIssue({ code: "custom", message: (err as Error).message });
       }

@@ -236,7 +236,7 @@ describe("a subscription wakes its agent", () => {
     const [run, ...more] = await waitFor(async () => {
       const r = await subscriptionRuns(scout.id);
       return r.length ? r : null;
-    }, 10_000);
+    }, 20_000);
     expect(more).toEqual([]);
     expect(run!.task).toContain("20 new events there");
     for (let i = 0; i < 20; i++) expect(run!.task).toContain(`> comment ${i}\n`.trimEnd());

@@ -105,19 +105,31 @@ describe("named statements", () => {
   });
 
   it("of a hot transaction wait for a connection no longer than a transaction would, then fail as a passing fault", async () => {
-    const db = createPrisma(fileDatabaseUrl(), 1, { transactions: { maxWait: 200, timeout: 5000 } });
+    // A second of waiting, not 200 ms: on a busy machine even the holder's own connection may
+    // take a while to open, and the holder must have it before the late caller asks.
+    const db = createPrisma(fileDatabaseUrl(), 1, { transactions: { maxWait: 1000, timeout: 10_000 } });
     try {
-      // The pool's one connection is held by a transaction that waits on a lock we hold.
+      // The pool's one connection, opened first, then held by a transaction until released.
+      await hotQuery(db, Prisma.sql`SELECT 1 AS one`);
       let release!: () => void;
-      const held = new Promise<void>((r) => {
-        release = r;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
       });
-      const holder = hotTransaction(db, () => held);
+      let holding!: () => void;
+      const holds = new Promise<void>((resolve) => {
+        holding = resolve;
+      });
+      const holder = hotTransaction(db, () => {
+        holding();
+        return held;
+      });
+      // The holder has its connection (or failed, and says why) before the late caller comes.
+      await Promise.race([holds, holder]);
       const started = Date.now();
-      const err = await hotTransaction(db, async () => 1).catch((e: unknown) => e);
-      expect(Date.now() - started).toBeLessThan(5000);
+      const err = await hotTransaction(db, async () => 1).catch((error: unknown) => error);
+      expect(Date.now() - started).toBeLessThan(10_000);
       expect(isTransient(err)).toBe(true);
-      expect(String(err)).toMatch(/no database connection was free within 200 ms/);
+      expect(String(err)).toMatch(/no database connection was free within 1000 ms/);
       release();
       await holder;
       // The connection the late caller would have had went back: the pool still serves.

@@ -126,7 +126,8 @@ describe("llm-http: a call over node:http", () => {
     run.abort(new Error("stopped"));
     const err = await pending;
     expect(err.kind).toBe("aborted");
-    expect(performance.now() - t0).toBeLessThan(100);
+    // Seconds, not the 30 s the server asked to wait: a busy machine may take a while to say it.
+    expect(performance.now() - t0).toBeLessThan(5000);
     expect(sent() - before).toBe(1);
   });
 

@@ -219,10 +219,11 @@ describe("traces of a run", () => {
     const runId = await runTask(h, w);
     const run = await waitForRun(scout.id);
     expect(run.status).toBe("completed");
-    // Five model calls and two actions in well under a second here: the exporter's 5 s
-    // timeouts and retries against the absent collector are nowhere on the run's path.
-    expect(run.completedAt!.getTime() - run.startedAt!.getTime()).toBeLessThan(2000);
-    expect(Date.now() - t0).toBeLessThan(4000);
+    // Five model calls and two actions in well under a second on a quiet machine: the
+    // exporter's 5 s timeout against the absent collector is nowhere on the run's path (a
+    // busy machine may be slow, but not by an exporter's timeout per span).
+    expect(run.completedAt!.getTime() - run.startedAt!.getTime()).toBeLessThan(5000);
+    expect(Date.now() - t0).toBeLessThan(15_000);
     await flushTracing().catch(() => undefined);
     expect(rx.spans.some((s) => s.attributes["cadre.run.id"] === runId)).toBe(false);
     await rx.start();

@@ -37,14 +37,14 @@ const opts: MigrateOptions = {
 const rel = (p: string) => path.relative(process.cwd(), p) || ".";
 const list = (names: string[]) => names.map((n) => `  - ${n}`).join("\n");
 
-function printStatus(s: MigrationStatus): void {
-  if (!s.databaseExists) console.log("Database does not exist yet (deploy creates it).");
+function printStatus(migrationStatus: MigrationStatus): void {
+  if (!migrationStatus.databaseExists) console.log("Database does not exist yet (deploy creates it).");
   const sections: [string, string[]][] = [
-    ["Applied", s.applied],
-    ["Pending", s.pending],
-    ["Failed (fix, then resolve with `prisma migrate resolve`)", s.failed],
-    ["Edited since applied (checksum mismatch)", s.edited],
-    ["Applied but missing from prisma/migrations", s.missingLocally],
+    ["Applied", migrationStatus.applied],
+    ["Pending", migrationStatus.pending],
+    ["Failed (fix, then resolve with `prisma migrate resolve`)", migrationStatus.failed],
+    ["Edited since applied (checksum mismatch)", migrationStatus.edited],
+    ["Applied but missing from prisma/migrations", migrationStatus.missingLocally],
   ];
   for (const [title, names] of sections) {
     if (names.length > 0 || title === "Applied")

@@ -34,16 +34,16 @@ interface Pending<T, R> {
   reject(e: unknown): void;
 }
 
-export function groupCommit<T, R>(o: GroupCommitOptions<T, R>): (item: T) => Promise<R> {
+export function groupCommit<T, R>(groupCommitOptions: GroupCommitOptions<T, R>): (item: T) => Promise<R> {
   let queue: Pending<T, R>[] = [];
   let busy = false;
 
   async function send(batch: Pending<T, R>[]) {
     try {
-      const results = await o.write(batch.map((p) => p.item));
-      for (const [i, p] of batch.entries()) p.resolve(results[i]!);
+      const results = await groupCommitOptions.write(batch.map((p) => p.item));
+      for (const [index, pending] of batch.entries()) pending.resolve(results[index]!);
     } catch (err) {
-      if (batch.length === 1 || !o.rolledBack(err)) {
+      if (batch.length === 1 || !groupCommitOptions.rolledBack(err)) {
         for (const p of batch) p.reject(err);
         return;
       }
@@ -59,7 +59,7 @@ export function groupCommit<T, R>(o: GroupCommitOptions<T, R>): (item: T) => Pro
     const keys = new Set<string>();
     for (const p of queue) {
       // Once a key waits, its later items wait too, so each key's items stay in order.
-      if (batch.length < o.max && !keys.has(p.key)) batch.push(p);
+      if (batch.length < groupCommitOptions.max && !keys.has(p.key)) batch.push(p);
       else rest.push(p);
       keys.add(p.key);
     }
@@ -73,7 +73,7 @@ export function groupCommit<T, R>(o: GroupCommitOptions<T, R>): (item: T) => Pro
 
   return (item) =>
     new Promise<R>((resolve, reject) => {
-      queue.push({ item, key: o.key(item), resolve, reject });
+      queue.push({ item, key: groupCommitOptions.key(item), resolve, reject });
       pump();
     });
 }
@@ -112,6 +112,6 @@ export function grouped<T, R>(o: {
  * keys (auto_explain in the 1,000-run benchmark), where a few index lookups do. Sized, each
  * size class is a statement of its own (7 at most), planned for about its rows.
  */
-export function batchRows(n: number): Prisma.Sql {
-  return Prisma.raw(`LIMIT ${2 ** Math.ceil(Math.log2(Math.max(1, n)))}`);
+export function batchRows(count: number): Prisma.Sql {
+  return Prisma.raw(`LIMIT ${2 ** Math.ceil(Math.log2(Math.max(1, count)))}`);
 }

@@ -147,22 +147,22 @@ const HOT_ONLY: ProxyHandler<object> = {
  * transaction (`db` is one) it runs there, as inTransaction does. Each statement is held to
  * the interactive transactions' timeout (DATABASE_TX_TIMEOUT_MS), a lock wait among them.
  */
-export async function hotTransaction<T>(db: PrismaClient | Db, fn: (tx: Db) => Promise<T>): Promise<T> {
+export async function hotTransaction<T>(db: PrismaClient | Db, callback: (tx: Db) => Promise<T>): Promise<T> {
   const direct = pools.get(db);
-  if (!direct) return inTransaction(db, fn);
+  if (!direct) return inTransaction(db, callback);
   const client = await connectWithin(direct.pool, direct.transactions.maxWait);
   const tx = new Proxy({}, HOT_ONLY) as Db;
   txClients.set(tx, { client, name: direct.name });
   let broken: Error | undefined;
   try {
     await client.query(`BEGIN; SET LOCAL statement_timeout = ${Math.round(direct.transactions.timeout)}`);
-    const out = await fn(tx);
+    const out = await callback(tx);
     await client.query("COMMIT");
     return out;
   } catch (err) {
     // A connection that cannot even roll back is closed, not handed to the next caller.
-    await client.query("ROLLBACK").catch((e: Error) => {
-      broken = e;
+    await client.query("ROLLBACK").catch((error: Error) => {
+      broken = error;
     });
     throw err;
   } finally {
@@ -176,13 +176,15 @@ export async function hotTransaction<T>(db: PrismaClient | Db, fn: (tx: Db) => P
  * exhausted pool gets a 503 and a job is retried, rather than waiting without end. A
  * connection that comes after the wait goes straight back to the pool.
  */
-function connectWithin(pool: pg.Pool, ms: number): Promise<pg.PoolClient> {
+function connectWithin(pool: pg.Pool, milliseconds: number): Promise<pg.PoolClient> {
   return new Promise((resolve, reject) => {
     let late = false;
     const timer = setTimeout(() => {
       late = true;
-      reject(new Error(`Unable to start a transaction: no database connection was free within ${ms} ms`));
-    }, ms);
+      reject(
+        new Error(`Unable to start a transaction: no database connection was free within ${milliseconds} ms`),
+      );
+    }, milliseconds);
     pool.connect().then(
       (client) => {
         clearTimeout(timer);

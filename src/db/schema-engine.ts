@@ -108,11 +108,11 @@ export function redact(url: string): string {
   }
 }
 
-async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
+async function withClient<T>(url: string, callback: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    return await fn(client);
+    return await callback(client);
   } finally {
     await client.end();
   }
@@ -144,8 +144,8 @@ const PG_TEXT_OID = 25;
 
 function relabelCharColumns(result: unknown): void {
   for (const r of Array.isArray(result) ? result : [result]) {
-    for (const f of (r as Partial<pg.QueryResult> | undefined)?.fields ?? []) {
-      if (f.dataTypeID === PG_CHAR_OID) f.dataTypeID = PG_TEXT_OID;
+    for (const fieldDef of (r as Partial<pg.QueryResult> | undefined)?.fields ?? []) {
+      if (fieldDef.dataTypeID === PG_CHAR_OID) fieldDef.dataTypeID = PG_TEXT_OID;
     }
   }
 }
@@ -261,7 +261,7 @@ export interface EngineSession {
 /** Opens the engine, runs `fn`, and always frees the engine and its pools. */
 export async function withEngine<T>(
   opts: MigrateOptions,
-  fn: (s: EngineSession) => Promise<T>,
+  fn: (engineSession: EngineSession) => Promise<T>,
   mainUrl = opts.databaseUrl,
 ): Promise<T> {
   await loadWasm();
@@ -280,8 +280,8 @@ export async function withEngine<T>(
     );
     const session: EngineSession = { engine, schema, migrations: () => readMigrations(opts.migrationsDir) };
     return await fn(session);
-  } catch (e) {
-    throw cleanEngineError(e);
+  } catch (error) {
+    throw cleanEngineError(error);
   } finally {
     engine?.free();
     await factory.close();
@@ -343,8 +343,8 @@ export function slugify(name: string): string {
     .slice(0, 200);
 }
 
-function utcTimestamp(d = new Date()): string {
-  return d.toISOString().replace(/[-:T]/g, "").slice(0, 14);
+function utcTimestamp(date = new Date()): string {
+  return date.toISOString().replace(/[-:T]/g, "").slice(0, 14);
 }
 
 /** SQL taking the migrations directory to schema.prisma; empty when they match. */
@@ -453,8 +453,8 @@ export async function drift(opts: MigrateOptions): Promise<Drift> {
     };
     const wanted = { tag: "schemaDatamodel" as const, ...schema };
     const run = async (from: typeof live | typeof wanted, to: typeof live | typeof wanted) => {
-      const r = await engine.diff({ from, to, script: true, exitCode: true, filters: NO_FILTER });
-      return r.exitCode === 2 ? (r.stdout ?? "") : "";
+      const diffResult = await engine.diff({ from, to, script: true, exitCode: true, filters: NO_FILTER });
+      return diffResult.exitCode === 2 ? (diffResult.stdout ?? "") : "";
     };
     return { dbToSchema: await run(live, wanted), schemaToDb: await run(wanted, live) };
   });

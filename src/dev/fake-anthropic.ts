@@ -31,7 +31,7 @@ interface Usage {
 
 /** fake-llm.ts's reply, plus an error `type` for a scripted status, and an `error` event mid-stream. */
 export type AnthropicReply = FakeReply & { errorType?: string; streamError?: string };
-export type AnthropicScript = AnthropicReply[] | ((req: MessagesRequest, n: number) => AnthropicReply);
+export type AnthropicScript = AnthropicReply[] | ((req: MessagesRequest, count: number) => AnthropicReply);
 
 export interface FakeAnthropic {
   /** As an Anthropic key stores it: the base the SDK adds `/v1/messages` to, plus `/v1`. */
@@ -230,8 +230,8 @@ export async function startFakeAnthropic(opts: { script?: AnthropicScript } = {}
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     cache,
-    setScript(s) {
-      script = s;
+    setScript(anthropicScript) {
+      script = anthropicScript;
       n = 0;
     },
     setAcceptedKeys(keys) {

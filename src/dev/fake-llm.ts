@@ -19,7 +19,7 @@ export interface ChatRequest {
   messages: ChatMessage[];
   tools?: { type: string; function: { name: string } }[];
   response_format?: { type: string };
-  [k: string]: unknown;
+  [key: string]: unknown;
 }
 
 export interface Recorded {
@@ -59,7 +59,7 @@ export interface FakeReply {
   };
 }
 
-export type Script = FakeReply[] | ((req: ChatRequest, n: number) => FakeReply | Promise<FakeReply>);
+export type Script = FakeReply[] | ((req: ChatRequest, count: number) => FakeReply | Promise<FakeReply>);
 
 export interface FakeLlm {
   url: string;
@@ -67,7 +67,7 @@ export interface FakeLlm {
   setScript(script: Script): void;
   /** The prompt cache of GPT-5.6-family models (prompt-cache.ts), by key and model: their usage is its reads and writes. */
   cache: PromptCache;
-  setLatency(ms: number): void;
+  setLatency(milliseconds: number): void;
   /** Only these bearer keys are accepted (401 otherwise), like a real provider; null accepts any. */
   setAcceptedKeys(keys: string[] | null): void;
   /** What `GET /models` lists (default: `fake-model`). */
@@ -128,14 +128,15 @@ function joined(wire: ChatRequest): ChatRequest {
 function cachedUsage(cache: PromptCache, scope: string, wire: ChatRequest, reply: FakeReply): FakeReply {
   // GPT-5.6 and later, the models whose caching the client marks with breakpoints.
   if (reply.usage || cacheHintsFor(wire.model) !== "breakpoints") return reply;
-  const u = cache.useChat(scope, wire as ChatCacheRequest);
-  const prompt = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+  const cacheUsage = cache.useChat(scope, wire as ChatCacheRequest);
+  const prompt =
+    cacheUsage.input_tokens + cacheUsage.cache_read_input_tokens + cacheUsage.cache_creation_input_tokens;
   return {
     ...reply,
     usage: {
       prompt_tokens: prompt,
-      cached_tokens: u.cache_read_input_tokens,
-      cache_write_tokens: u.cache_creation_input_tokens,
+      cached_tokens: cacheUsage.cache_read_input_tokens,
+      cache_write_tokens: cacheUsage.cache_creation_input_tokens,
     },
   };
 }

@@ -89,11 +89,11 @@ function blocksOf(body: MessagesRequest): Block[] {
   let salt = `tool_choice:${JSON.stringify(body.tool_choice ?? null)}\n`;
   for (const m of body.messages) {
     const content = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
-    content.forEach((b, i) => {
+    content.forEach((b, index) => {
       const { cache_control, ...rest } = b as { cache_control?: unknown; text?: string };
       const text = rest.text ?? JSON.stringify(rest);
       add(
-        `${salt}${i === 0 ? `${m.role}:` : ""}${JSON.stringify(rest)}`,
+        `${salt}${index === 0 ? `${m.role}:` : ""}${JSON.stringify(rest)}`,
         text,
         cache_control,
         b.type === "text",
@@ -162,9 +162,9 @@ export class PromptCache {
     const prefix: { id: string; tokens: number }[] = [];
     let hash = scope;
     let total = 0;
-    for (const b of blocks) {
-      hash = createHash("sha256").update(hash).update("\0").update(b.key).digest("hex");
-      total += b.tokens;
+    for (const block of blocks) {
+      hash = createHash("sha256").update(hash).update("\0").update(block.key).digest("hex");
+      total += block.tokens;
       prefix.push({ id: hash, tokens: total });
     }
     const live = (i: number) => (this.entries.get(prefix[i]!.id) ?? 0) > now;

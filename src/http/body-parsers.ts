@@ -48,17 +48,17 @@ function hex(byte: number | undefined): number {
 /** `+` is a space and `%XX` a byte; a `%` not followed by two hex digits stays as it is (WHATWG). */
 function percentDecode(raw: Buffer): Uint8Array {
   const out = Buffer.allocUnsafe(raw.length);
-  let n = 0;
-  for (let i = 0; i < raw.length; i++) {
-    const b = raw[i]!;
-    const hi = b === 0x25 ? hex(raw[i + 1]) : -1;
-    const lo = hi >= 0 ? hex(raw[i + 2]) : -1;
+  let count = 0;
+  for (let index = 0; index < raw.length; index++) {
+    const b = raw[index]!;
+    const hi = b === 0x25 ? hex(raw[index + 1]) : -1;
+    const lo = hi >= 0 ? hex(raw[index + 2]) : -1;
     if (lo >= 0) {
-      out[n++] = hi * 16 + lo;
-      i += 2;
-    } else out[n++] = b === 0x2b ? 0x20 : b;
+      out[count++] = hi * 16 + lo;
+      index += 2;
+    } else out[count++] = b === 0x2b ? 0x20 : b;
   }
-  return out.subarray(0, n);
+  return out.subarray(0, count);
 }
 
 /**

@@ -11,13 +11,13 @@ export function csrfKey(sessionSecret: string): Buffer {
   return createHmac("sha256", sessionSecret).update("cadre csrf key").digest();
 }
 
-export function csrfToken(key: Buffer, tenantId: string, b: CsrfBinding): string {
-  const bound = b.kind === "session" ? b.sessionId : b.nonce;
-  return createHmac("sha256", key).update(`${tenantId}\0${b.kind}\0${bound}`).digest("base64url");
+export function csrfToken(key: Buffer, tenantId: string, csrfBinding: CsrfBinding): string {
+  const bound = csrfBinding.kind === "session" ? csrfBinding.sessionId : csrfBinding.nonce;
+  return createHmac("sha256", key).update(`${tenantId}\0${csrfBinding.kind}\0${bound}`).digest("base64url");
 }
 
 export function sameToken(a: string, b: string): boolean {
-  const x = Buffer.from(a);
+  const buffer = Buffer.from(a);
   const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
+  return buffer.length === y.length && timingSafeEqual(buffer, y);
 }

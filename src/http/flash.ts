@@ -7,8 +7,8 @@ export interface Flash {
   warning?: boolean;
 }
 
-export function setFlash(req: FastifyRequest, reply: FastifyReply, f: Flash) {
-  req.server.cookieJar.set(reply, "flash", JSON.stringify({ notice: f.notice, warning: f.warning }), {
+export function setFlash(req: FastifyRequest, reply: FastifyReply, flash: Flash) {
+  req.server.cookieJar.set(reply, "flash", JSON.stringify({ notice: flash.notice, warning: flash.warning }), {
     signed: true,
   });
 }

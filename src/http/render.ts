@@ -34,37 +34,41 @@ export interface PageReply {
   confirm?: string;
 }
 
-export async function sendPage(req: FastifyRequest, reply: FastifyReply, r: PageReply) {
-  reply.code(r.status).header("Vary", "Accept");
-  if (r.location) reply.header("Location", r.location);
-  if (r.format === "markdown") {
-    const notice = [r.notice, r.secret ? `${r.secretLabel ?? "Your new token"}: \`${r.secret}\`` : undefined]
+export async function sendPage(req: FastifyRequest, reply: FastifyReply, pageReply: PageReply) {
+  reply.code(pageReply.status).header("Vary", "Accept");
+  if (pageReply.location) reply.header("Location", pageReply.location);
+  if (pageReply.format === "markdown") {
+    const notice = [
+      pageReply.notice,
+      pageReply.secret ? `${pageReply.secretLabel ?? "Your new token"}: \`${pageReply.secret}\`` : undefined,
+    ]
       .filter(Boolean)
       .join("\n\n");
-    const help = r.secret ? r.secretHelp : undefined;
+    const help = pageReply.secret ? pageReply.secretHelp : undefined;
     return reply
       .type("text/markdown; charset=utf-8")
-      .send(renderPageMarkdown(r.view, r.actions, r.path, notice || undefined, help));
+      .send(renderPageMarkdown(pageReply.view, pageReply.actions, pageReply.path, notice || undefined, help));
   }
-  const { content, actions } = renderPageHtml(r.view, r.actions, {
-    path: r.path,
+  const { content, actions } = renderPageHtml(pageReply.view, pageReply.actions, {
+    path: pageReply.path,
     csrf: req.csrfToken,
-    state: r.state,
-    scope: r.scope,
+    state: pageReply.state,
+    scope: pageReply.scope,
   });
   return sendLayout(req, reply, {
-    title: r.view.title,
-    breadcrumb: r.view.breadcrumb,
+    title: pageReply.view.title,
+    breadcrumb: pageReply.view.breadcrumb,
     content,
     actions,
-    notice: r.notice,
-    warning: r.warning,
-    secret: r.secret,
-    secretLabel: r.secretLabel,
-    secretHelpHtml: r.secret && r.secretHelp ? markdownToHtml(r.secretHelp) : undefined,
-    live: r.view.live && { path: r.path, since: r.view.live.since },
-    alert: r.alert,
-    confirm: r.confirm,
+    notice: pageReply.notice,
+    warning: pageReply.warning,
+    secret: pageReply.secret,
+    secretLabel: pageReply.secretLabel,
+    secretHelpHtml:
+      pageReply.secret && pageReply.secretHelp ? markdownToHtml(pageReply.secretHelp) : undefined,
+    live: pageReply.view.live && { path: pageReply.path, since: pageReply.view.live.since },
+    alert: pageReply.alert,
+    confirm: pageReply.confirm,
   });
 }
 
@@ -88,10 +92,10 @@ export interface LayoutData {
   confirm?: string;
 }
 
-export async function sendLayout(req: FastifyRequest, reply: FastifyReply, d: LayoutData) {
+export async function sendLayout(req: FastifyRequest, reply: FastifyReply, layoutData: LayoutData) {
   const html = await req.server.view("layout.eta", {
-    ...d,
-    breadcrumbHtml: d.breadcrumb.length ? markdownToHtml(breadcrumbLine(d.breadcrumb)) : "",
+    ...layoutData,
+    breadcrumbHtml: layoutData.breadcrumb.length ? markdownToHtml(breadcrumbLine(layoutData.breadcrumb)) : "",
     tenant: req.tenant ?? null,
     actor: req.actor ?? null,
     csrf: req.csrfToken,

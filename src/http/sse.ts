@@ -30,8 +30,8 @@ const HEADERS = {
 };
 
 /** One event as the SSE wire format has it. JSON never holds a raw newline, so `data` is one line. */
-export function eventText(e: LiveEvent): string {
-  return `event: ${e.event}\nid: ${e.id}\ndata: ${JSON.stringify(e.data)}\n\n`;
+export function eventText(liveEvent: LiveEvent): string {
+  return `event: ${liveEvent.event}\nid: ${liveEvent.id}\ndata: ${JSON.stringify(liveEvent.data)}\n\n`;
 }
 
 export class LiveStream {
@@ -109,10 +109,10 @@ export class LiveStream {
     this.draining = false;
   }
 
-  private async apply(b: LiveBatch, prefix = "") {
-    await this.send(b.events, prefix);
-    if (b.more) this.dirty = true;
-    if (b.ended && !b.more) this.end();
+  private async apply(liveBatch: LiveBatch, prefix = "") {
+    await this.send(liveBatch.events, prefix);
+    if (liveBatch.more) this.dirty = true;
+    if (liveBatch.ended && !liveBatch.more) this.end();
   }
 
   private async pump(first?: LiveBatch) {

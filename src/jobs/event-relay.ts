@@ -52,19 +52,19 @@ async function publish(queues: Queues, rows: Row[]) {
     runs.length && queues["agent-runs"].addBulk(runs.map((r) => runJob(r.id, r.subject_id, r.traceparent))),
     others.length &&
       queues.events.addBulk(
-        others.map((r) => ({
+        others.map((row) => ({
           name: "event",
-          data: r.traceparent ? { eventId: r.id, traceparent: r.traceparent } : { eventId: r.id },
-          opts: { jobId: r.id },
+          data: row.traceparent ? { eventId: row.id, traceparent: row.traceparent } : { eventId: row.id },
+          opts: { jobId: row.id },
         })),
       ),
   ]);
 }
 
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+function within<T>(p: Promise<T>, milliseconds: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish in ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new Error(`${what} did not finish in ${milliseconds} ms`)), milliseconds);
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
@@ -123,9 +123,9 @@ async function listen(
   return c;
 }
 
-export function startEventRelay(o: RelayOptions) {
-  const backoff = o.reconnectMs ?? { min: 100, max: 2000 };
-  const timeoutMs = o.publishTimeoutMs ?? PUBLISH_TIMEOUT_MS;
+export function startEventRelay(relayOptions: RelayOptions) {
+  const backoff = relayOptions.reconnectMs ?? { min: 100, max: 2000 };
+  const timeoutMs = relayOptions.publishTimeoutMs ?? PUBLISH_TIMEOUT_MS;
   let client: pg.Client | null = null;
   let running = false;
   let again = false;
@@ -144,13 +144,13 @@ export function startEventRelay(o: RelayOptions) {
     try {
       do {
         again = false;
-        while (client && (await drainOnce(client, o.queues, timeoutMs)) === BATCH && !stopped);
+        while (client && (await drainOnce(client, relayOptions.queues, timeoutMs)) === BATCH && !stopped);
       } while (again && client && !stopped);
-      if (failing) o.log?.("event relay: publishing again");
+      if (failing) relayOptions.log?.("event relay: publishing again");
       failing = false;
     } catch (err) {
       // Once per outage, not once per poll; a lost connection is reported where it is noticed.
-      if (!failing && client) o.log?.("event relay: publish failed, will retry", err);
+      if (!failing && client) relayOptions.log?.("event relay: publish failed, will retry", err);
       failing = true;
     } finally {
       running = false;
@@ -158,7 +158,7 @@ export function startEventRelay(o: RelayOptions) {
   }
 
   async function connect() {
-    const c = await listen(o.databaseUrl, () => void drain(), lost);
+    const c = await listen(relayOptions.databaseUrl, () => void drain(), lost);
     if (stopped) await c.end();
     else client = c;
   }
@@ -166,7 +166,7 @@ export function startEventRelay(o: RelayOptions) {
   function lost(c: pg.Client, err: unknown) {
     if (client !== c || stopped) return;
     client = null;
-    o.log?.("event relay: lost its database connection, reconnecting", err);
+    relayOptions.log?.("event relay: lost its database connection, reconnecting", err);
     reconnect();
   }
 
@@ -180,13 +180,13 @@ export function startEventRelay(o: RelayOptions) {
         return;
       }
       wait = backoff.min;
-      o.log?.("event relay: reconnected");
+      relayOptions.log?.("event relay: reconnected");
       // Nothing notified this connection of what was committed while it was away.
       await drain();
     }, wait);
   }
 
-  const timer = setInterval(drain, o.pollMs ?? 1000);
+  const timer = setInterval(drain, relayOptions.pollMs ?? 1000);
   const ready = (async () => {
     await connect();
     await drain();

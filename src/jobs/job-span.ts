@@ -8,9 +8,9 @@ import { contextFrom, tracer, tracingOn } from "../lib/telemetry.ts";
 export async function inJobSpan<T>(
   job: Job<{ traceparent?: string }>,
   queue: string,
-  fn: () => Promise<T>,
+  callback: () => Promise<T>,
 ): Promise<T> {
-  if (!tracingOn()) return fn();
+  if (!tracingOn()) return callback();
   return tracer().startActiveSpan(
     `process ${queue}`,
     {
@@ -25,7 +25,7 @@ export async function inJobSpan<T>(
     contextFrom(job.data.traceparent),
     async (span) => {
       try {
-        return await fn();
+        return await callback();
       } catch (err) {
         // The kind of error, not its message: a message may quote what a job read.
         span.setStatus({ code: SpanStatusCode.ERROR });

@@ -50,15 +50,15 @@ function runLogger(log: Logger, start: RunStart): Logger {
 const countEnd = (trigger: string, status: string, stopReason: string | undefined) =>
   runsEnded.inc({ trigger, status, stop_reason: stopReason ?? "none" });
 
-async function execute(d: AgentRunDeps, start: RunStart, jobTraceparent?: string): Promise<void> {
+async function execute(agentRunDeps: AgentRunDeps, start: RunStart, jobTraceparent?: string): Promise<void> {
   const { run } = start;
-  const log = runLogger(d.log, start);
+  const log = runLogger(agentRunDeps.log, start);
   if (run.stepsCount === 0) runsStarted.inc({ trigger: run.triggerKind });
-  const controller = d.heartbeat.track(run.id);
-  const trace = startRunTrace(d.prisma, start, jobTraceparent);
+  const controller = agentRunDeps.heartbeat.track(run.id);
+  const trace = startRunTrace(agentRunDeps.prisma, start, jobTraceparent);
   let fin: Finish = { status: "failed", stopReason: "internal_error" };
   try {
-    fin = await navigateResuming(d, start, controller.signal, log, trace);
+    fin = await navigateResuming(agentRunDeps, start, controller.signal, log, trace);
   } catch (err) {
     if (err instanceof LeaseLostError) fin = { status: "failed", stopReason: "lease_lost" };
     else {
@@ -75,14 +75,14 @@ async function execute(d: AgentRunDeps, start: RunStart, jobTraceparent?: string
     if (fin.stopReason === "lease_lost" || fin.stopReason === "shutdown") return;
     // Still under our lease (the heartbeat renews it while the database answers); past it, the
     // run is recovered by another claim, which resumes from its recorded steps.
-    const ended = await retryTransient(() => finishRun(d.prisma, run, d.owner, fin), {
-      until: Date.now() + d.leaseSeconds * 1000,
+    const ended = await retryTransient(() => finishRun(agentRunDeps.prisma, run, agentRunDeps.owner, fin), {
+      until: Date.now() + agentRunDeps.leaseSeconds * 1000,
       onRetry: (err, _, wait) =>
         log.warn({ err }, `could not record the run's end, again in ${Math.round(wait)} ms`),
     });
     if (ended && TERMINAL.includes(fin.status)) countEnd(run.triggerKind, fin.status, fin.stopReason);
   } finally {
-    d.heartbeat.untrack(run.id);
+    agentRunDeps.heartbeat.untrack(run.id);
     trace.end(fin);
   }
 }

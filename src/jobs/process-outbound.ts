@@ -36,13 +36,13 @@ export interface Outbound {
   config: OutboundConfig;
 }
 
-export function outboundFrom(c: OutboundConfig, transport?: MailTransport): Outbound {
-  const mail = transport ?? (c.SMTP_URL ? createMailTransport(c.SMTP_URL) : null);
+export function outboundFrom(outboundConfig: OutboundConfig, transport?: MailTransport): Outbound {
+  const mail = transport ?? (outboundConfig.SMTP_URL ? createMailTransport(outboundConfig.SMTP_URL) : null);
   return {
-    reach: { mail: Boolean(mail), origin: (subdomain) => workspaceOrigin(c, subdomain) },
+    reach: { mail: Boolean(mail), origin: (subdomain) => workspaceOrigin(outboundConfig, subdomain) },
     transport: mail,
-    from: mailFrom(c),
-    config: c,
+    from: mailFrom(outboundConfig),
+    config: outboundConfig,
   };
 }
 

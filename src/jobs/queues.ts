@@ -2,6 +2,8 @@
 // Jobs carry ids, never data; job ids are deterministic (derived from the event or
 // run), so a re-delivery is a no-op. Postgres decides what actually happens.
 import { type ConnectionOptions, Queue, type QueueOptions } from "bullmq";
+import { type OutageLog, redisOutages, watchRedis } from "../db/redis-outages.ts";
+import { silentLogger } from "../lib/logger.ts";
 
 export const QUEUE_NAMES = ["events", "agent-runs", "approved-actions", "outbound", "maintenance"] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
@@ -68,9 +70,26 @@ export function outboundJobs(
   ];
 }
 
-export function createQueues(connection: ConnectionOptions, prefix: string): Queues {
-  const make = <K extends QueueName>(name: K) =>
-    new Queue<JobPayloads[K]>(name, { connection, prefix, defaultJobOptions }) as Queues[K];
+/**
+ * The queues, sharing one outage in the log: Redis away is one line for all five (not a
+ * stack per queue and reconnect attempt), and its return one more.
+ */
+export function createQueues(
+  connection: ConnectionOptions,
+  prefix: string,
+  log: OutageLog = silentLogger,
+): Queues {
+  const outages = redisOutages(log, {
+    down: "queues: Redis is unavailable; jobs wait until it answers",
+    back: "queues: Redis answers again",
+  });
+  const make = <K extends QueueName>(name: K) => {
+    const queue = new Queue<JobPayloads[K]>(name, { connection, prefix, defaultJobOptions });
+    watchRedis(queue, outages, (error) =>
+      log.warn({ error: error.message }, `queue ${name}: ${error.message}`),
+    );
+    return queue as Queues[K];
+  };
   return {
     events: make("events"),
     "agent-runs": make("agent-runs"),
@@ -81,5 +100,5 @@ export function createQueues(connection: ConnectionOptions, prefix: string): Que
 }
 
 export async function closeQueues(queues: Queues): Promise<void> {
-  await Promise.all(Object.values(queues).map((q) => q.close()));
+  await Promise.all(Object.values(queues).map((queue) => queue.close()));
 }

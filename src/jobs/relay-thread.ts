@@ -26,8 +26,8 @@ const threadEntry = import.meta.url.endsWith(".ts")
   : new URL(import.meta.url);
 
 /** Starts the relay thread; restarts it if it dies, as the outbox must not stop publishing. */
-export function startRelayThread(o: RelayThreadOptions) {
-  const { log, ...data } = o;
+export function startRelayThread(relayThreadOptions: RelayThreadOptions) {
+  const { log, ...data } = relayThreadOptions;
   let thread: Worker;
   let stopping = false;
   let started = false; // a thread that never got going is the caller's failure, not restarted
@@ -37,19 +37,19 @@ export function startRelayThread(o: RelayThreadOptions) {
     thread = new Worker(threadEntry, {
       workerData: { eventRelay: data },
     });
-    const t = thread;
+    const worker = thread;
     return new Promise<void>((resolve, reject) => {
-      t.on("message", (m: FromThread) => {
-        if ("ready" in m) {
+      worker.on("message", (fromThread: FromThread) => {
+        if ("ready" in fromThread) {
           started = true;
           resolve();
-        } else log?.(m.log, m.err);
+        } else log?.(fromThread.log, fromThread.err);
       });
-      t.on("error", (err) => {
+      worker.on("error", (err) => {
         reject(err);
         log?.("event relay thread failed", err);
       });
-      t.on("exit", (code) => {
+      worker.on("exit", (code) => {
         reject(new Error(`the event relay thread exited with ${code}`));
         if (stopping || !started) return;
         log?.(`event relay thread exited with ${code}, restarting it`);
@@ -76,18 +76,19 @@ export function startRelayThread(o: RelayThreadOptions) {
 async function runThread(d: Omit<RelayThreadOptions, "log">) {
   const port = parentPort!;
   const connection = createRedis(d.redisUrl, "worker");
-  const queues = createQueues(connection, d.queuePrefix);
-  const relay = startEventRelay({
-    databaseUrl: d.databaseUrl,
-    queues,
-    log: (msg, err) => {
-      try {
-        port.postMessage({ log: msg, err });
-      } catch {
-        port.postMessage({ log: msg, err: String(err) }); // not structured-cloneable
-      }
-    },
+  const log = (msg: string, err?: unknown) => {
+    try {
+      port.postMessage({ log: msg, err });
+    } catch {
+      port.postMessage({ log: msg, err: String(err) }); // not structured-cloneable
+    }
+  };
+  // The thread's queues say an outage through the parent's log, as the relay does.
+  const queues = createQueues(connection, d.queuePrefix, {
+    warn: (fields, message) => log(message, (fields as { error?: string }).error ?? "Redis error"),
+    info: (_fields, message) => log(message),
   });
+  const relay = startEventRelay({ databaseUrl: d.databaseUrl, queues, log });
   port.on("message", async (m) => {
     if (m !== "stop") return;
     await relay.stop();

@@ -8,6 +8,7 @@ import type { Redis } from "ioredis";
 import type { Config } from "../config.ts";
 import type { PrismaClient } from "../db/prisma.ts";
 import { createRedis } from "../db/redis.ts";
+import { redisOutages, watchRedis } from "../db/redis-outages.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { isTransient } from "../lib/transient.ts";
 import { addWorkerGauges } from "../metrics/metrics.ts";
@@ -83,10 +84,10 @@ export interface RuntimeOptions {
  * A job that failed for a passing reason rolled back and is tried again with backoff
  * (queues.ts); one that failed for any other would fail the same way again, so it stops.
  */
-function retryingTransient<J extends Job, R>(fn: (job: J) => Promise<R>) {
+function retryingTransient<J extends Job, R>(callback: (job: J) => Promise<R>) {
   return async (job: J): Promise<R> => {
     try {
-      return await fn(job);
+      return await callback(job);
     } catch (err) {
       if (isTransient(err) || err instanceof UnrecoverableError) throw err;
       throw new UnrecoverableError((err as Error).message);
@@ -106,8 +107,8 @@ function startWorkers(
   },
   runs: ReturnType<typeof agentRunProcessor>,
 ): Worker[] {
-  const { c, prisma, connection, queues, log, outbound } = d;
-  const base = { connection, prefix: c.QUEUE_PREFIX };
+  const { c: runtimeConfig, prisma, connection, queues, log, outbound } = d;
+  const base = { connection, prefix: runtimeConfig.QUEUE_PREFIX };
   const workers = [
     new Worker("events", retryingTransient(eventProcessor(prisma, queues, outbound)), {
       ...base,
@@ -115,7 +116,7 @@ function startWorkers(
     }),
     new Worker("agent-runs", runs, {
       ...base,
-      concurrency: c.WORKER_CONCURRENCY,
+      concurrency: runtimeConfig.WORKER_CONCURRENCY,
       // A run can take minutes: the BullMQ lock is renewed meanwhile; our own lease is what recovery relies on.
       lockDuration: 60_000,
     }),
@@ -131,14 +132,14 @@ function startWorkers(
     new Worker(
       "maintenance",
       async () => ({
-        swept: await sweep(prisma, queues, c.SWEEP_INTERVAL_MS),
+        swept: await sweep(prisma, queues, runtimeConfig.SWEEP_INTERVAL_MS),
         approved: await sweepApproved(prisma, queues),
         subscriptions: await flushDueSubscriptions(prisma),
         expired: await expireOverdue(prisma),
         resumed: await resumeSettled(prisma),
         newMonth: await liftLastMonthsPauses(prisma),
-        loginThrottlesTidied: await tidyLoginThrottles(prisma, c),
-        apiCallsPruned: await pruneApiCalls(prisma, c.AUDIT_RETENTION_DAYS),
+        loginThrottlesTidied: await tidyLoginThrottles(prisma, runtimeConfig),
+        apiCallsPruned: await pruneApiCalls(prisma, runtimeConfig.AUDIT_RETENTION_DAYS),
         revealsPruned: await pruneReveals(prisma),
         outboundPruned: await pruneOutbound(prisma),
         outbound: await sweepOutbound(prisma, queues, outbound),
@@ -148,27 +149,32 @@ function startWorkers(
       { ...base, concurrency: 1 },
     ),
   ];
-  for (const w of workers) {
-    w.on("failed", (job, err) => log.warn({ err }, `job ${w.name}/${job?.id} failed`));
-    // Redis away or flushed under a job (its lock or key gone): said once here, not thrown.
-    w.on("error", (err) => log.warn(`worker ${w.name}: ${err.message}`));
+  // Redis away: one line for all the workers, and one when it is back. Redis flushed under a
+  // job (its lock or key gone): a line each, never thrown.
+  const outages = redisOutages(log, {
+    down: "workers: Redis is unavailable; jobs wait until it answers",
+    back: "workers: Redis answers again",
+  });
+  for (const worker of workers) {
+    worker.on("failed", (job, err) => log.warn({ err }, `job ${worker.name}/${job?.id} failed`));
+    watchRedis(worker, outages, (error) => log.warn(`worker ${worker.name}: ${error.message}`));
   }
   return workers;
 }
 
-export async function startRuntime(o: RuntimeOptions) {
-  const { config: c, prisma, connection } = o;
-  const log = o.log ?? silentLogger;
+export async function startRuntime(runtimeOptions: RuntimeOptions) {
+  const { config: c, prisma, connection } = runtimeOptions;
+  const log = runtimeOptions.log ?? silentLogger;
   configureKeyring(c);
   const prefix = c.QUEUE_PREFIX;
-  const queues = createQueues(connection, prefix);
+  const queues = createQueues(connection, prefix, log);
   const owner = workerId();
   const heartbeat = startHeartbeat(prisma, owner, c.RUN_LEASE_SECONDS, c.RUN_HEARTBEAT_MS);
   const endpoint: Endpoint | null = c.LLM_BASE_URL
     ? { baseURL: c.LLM_BASE_URL, apiKey: c.LLM_API_KEY }
     : null;
   const llm = measured(
-    o.llm ??
+    runtimeOptions.llm ??
       createLlmClient({
         timeoutMs: c.LLM_TIMEOUT_MS,
         maxRetries: c.LLM_MAX_RETRIES,
@@ -176,7 +182,7 @@ export async function startRuntime(o: RuntimeOptions) {
       }),
   );
 
-  const outbound = outboundFrom(c, o.mail);
+  const outbound = outboundFrom(c, runtimeOptions.mail);
   setMailConfigured(outbound.reach.mail);
   // Replies as they stream, for run pages: a connection of its own that fails fast (the text
   // is best-effort, and must never hold a run up), connected in the background.

@@ -6,8 +6,12 @@ import type { Config } from "../config.ts";
 export type OriginConfig = Pick<Config, "PUBLIC_SCHEME" | "BASE_DOMAIN" | "PUBLIC_PORT" | "PORT"> &
   Partial<Pick<Config, "DEFAULT_WORKSPACE">>;
 
-export function workspaceOrigin(c: OriginConfig, subdomain: string): string {
-  const port = c.PUBLIC_PORT ?? (c.BASE_DOMAIN === "localhost" ? c.PORT : undefined);
-  const host = subdomain === c.DEFAULT_WORKSPACE ? c.BASE_DOMAIN : `${subdomain}.${c.BASE_DOMAIN}`;
-  return `${c.PUBLIC_SCHEME}://${host}${port ? `:${port}` : ""}`;
+export function workspaceOrigin(originConfig: OriginConfig, subdomain: string): string {
+  const port =
+    originConfig.PUBLIC_PORT ?? (originConfig.BASE_DOMAIN === "localhost" ? originConfig.PORT : undefined);
+  const host =
+    subdomain === originConfig.DEFAULT_WORKSPACE
+      ? originConfig.BASE_DOMAIN
+      : `${subdomain}.${originConfig.BASE_DOMAIN}`;
+  return `${originConfig.PUBLIC_SCHEME}://${host}${port ? `:${port}` : ""}`;
 }

@@ -1,13 +1,13 @@
 // One way to count things in a sentence, so no page says "1 runs" or "1 action now need".
 
-const en = new Intl.NumberFormat("en-US");
+const numberFormat = new Intl.NumberFormat("en-US");
 
 /**
  * `n` as toLocaleString("en-US") writes it. Below 1,000 a whole number is its digits, and
  * String() costs a fraction of the locale's formatter: an agent's page lists dozens of counts.
  */
 const count = (n: number) =>
-  Number.isInteger(n) && n >= 0 && n < 1000 && !Object.is(n, -0) ? String(n) : en.format(n);
+  Number.isInteger(n) && n >= 0 && n < 1000 && !Object.is(n, -0) ? String(n) : numberFormat.format(n);
 
 /** "1 run", "3 runs", "0 runs"; irregular words give their plural ("1 person", "2 people"). */
 export function plural(n: number, one: string, many = `${one}s`): string {

@@ -53,28 +53,31 @@ export interface Sealed {
 }
 
 export function seal(master: MasterKeys, plaintext: string, aad: string): Sealed {
-  const iv = randomBytes(IV_BYTES);
-  const cipher = createCipheriv("aes-256-gcm", master.keys.get(master.newest)!, iv, {
+  const initializationVector = randomBytes(IV_BYTES);
+  const cipher = createCipheriv("aes-256-gcm", master.keys.get(master.newest)!, initializationVector, {
     authTagLength: TAG_BYTES,
   });
   cipher.setAAD(Buffer.from(aad, "utf8"));
   const body = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
-  return { ciphertext: Buffer.concat([iv, body, cipher.getAuthTag()]), keyVersion: master.newest };
+  return {
+    ciphertext: Buffer.concat([initializationVector, body, cipher.getAuthTag()]),
+    keyVersion: master.newest,
+  };
 }
 
 export function open(master: MasterKeys, sealed: Sealed, aad: string): string {
   const key = master.keys.get(sealed.keyVersion);
   if (!key) throw new DecryptError(`master key version ${sealed.keyVersion} is not configured`);
-  const c = sealed.ciphertext;
-  if (c.length < IV_BYTES + TAG_BYTES) throw new DecryptError("ciphertext is too short");
-  const decipher = createDecipheriv("aes-256-gcm", key, c.subarray(0, IV_BYTES), {
+  const buffer = sealed.ciphertext;
+  if (buffer.length < IV_BYTES + TAG_BYTES) throw new DecryptError("ciphertext is too short");
+  const decipher = createDecipheriv("aes-256-gcm", key, buffer.subarray(0, IV_BYTES), {
     authTagLength: TAG_BYTES,
   });
   decipher.setAAD(Buffer.from(aad, "utf8"));
-  decipher.setAuthTag(c.subarray(c.length - TAG_BYTES));
+  decipher.setAuthTag(buffer.subarray(buffer.length - TAG_BYTES));
   try {
     return Buffer.concat([
-      decipher.update(c.subarray(IV_BYTES, c.length - TAG_BYTES)),
+      decipher.update(buffer.subarray(IV_BYTES, buffer.length - TAG_BYTES)),
       decipher.final(),
     ]).toString("utf8");
   } catch {

@@ -44,8 +44,8 @@ export const tracingOn = (): boolean => on;
 export const captureContent = (): boolean => capture;
 export const tracer = (): Tracer => trace.getTracer("cadre");
 
-export async function startTracing(o: TracingOptions): Promise<boolean> {
-  if (!o.endpoint || on) return on;
+export async function startTracing(tracingOptions: TracingOptions): Promise<boolean> {
+  if (!tracingOptions.endpoint || on) return on;
   const [sdk, { OTLPTraceExporter }, { resourceFromAttributes }, { AsyncLocalStorageContextManager }, sc] =
     await Promise.all([
       import("@opentelemetry/sdk-trace-base"),
@@ -55,28 +55,28 @@ export async function startTracing(o: TracingOptions): Promise<boolean> {
       import("@opentelemetry/semantic-conventions"),
     ]);
   const exporter = new OTLPTraceExporter({
-    url: `${o.endpoint.replace(/\/+$/, "")}/v1/traces`,
-    headers: o.headers ?? {},
+    url: `${tracingOptions.endpoint.replace(/\/+$/, "")}/v1/traces`,
+    headers: tracingOptions.headers ?? {},
     // An export that hangs holds one batch, not a run: spans behind it wait in the bounded queue.
     timeoutMillis: 5000,
   });
-  const p = new sdk.BasicTracerProvider({
-    resource: resourceFromAttributes({ [sc.ATTR_SERVICE_NAME]: o.serviceName }),
+  const basicTracerProvider = new sdk.BasicTracerProvider({
+    resource: resourceFromAttributes({ [sc.ATTR_SERVICE_NAME]: tracingOptions.serviceName }),
     spanProcessors: [
       new sdk.BatchSpanProcessor(exporter, {
         maxQueueSize: 8192,
         maxExportBatchSize: 512,
         // Unset, the SDK reads OTEL_BSP_SCHEDULE_DELAY, else its 5 s.
-        scheduledDelayMillis: o.scheduledDelayMs,
+        scheduledDelayMillis: tracingOptions.scheduledDelayMs,
       }),
     ],
   });
   // Active spans follow async calls (a web request's span reaches the event it writes).
-  if (o.activeContext !== false)
+  if (tracingOptions.activeContext !== false)
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  trace.setGlobalTracerProvider(p);
-  provider = p;
-  capture = o.captureContent ?? false;
+  trace.setGlobalTracerProvider(basicTracerProvider);
+  provider = basicTracerProvider;
+  capture = tracingOptions.captureContent ?? false;
   on = true;
   return true;
 }
@@ -122,6 +122,6 @@ export function activeTraceparent(): string | undefined {
 }
 
 /** Runs `fn` with `span` active, so what it writes (events, runs) carries the span's context. */
-export function withSpan<T>(span: Span | undefined, fn: () => T): T {
-  return span ? context.with(trace.setSpan(context.active(), span), fn) : fn();
+export function withSpan<T>(span: Span | undefined, callback: () => T): T {
+  return span ? context.with(trace.setSpan(context.active(), span), callback) : callback();
 }

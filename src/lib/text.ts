@@ -20,11 +20,14 @@ export function storable(s: string, replacement = ""): string {
 }
 
 /** A JSON value for a `jsonb` column, every string and key storable, U+FFFD marking what was replaced. */
-export function storableJson(v: unknown): unknown {
-  if (typeof v === "string") return storable(v, "\ufffd");
-  if (Array.isArray(v)) return v.map(storableJson);
-  if (v === null || typeof v !== "object" || Object.getPrototypeOf(v) !== Object.prototype) return v;
-  return Object.fromEntries(Object.entries(v).map(([k, x]) => [storable(k, "\ufffd"), storableJson(x)]));
+export function storableJson(value: unknown): unknown {
+  if (typeof value === "string") return storable(value, "\ufffd");
+  if (Array.isArray(value)) return value.map(storableJson);
+  if (value === null || typeof value !== "object" || Object.getPrototypeOf(value) !== Object.prototype)
+    return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, x]) => [storable(key, "\ufffd"), storableJson(x)]),
+  );
 }
 
 /** Someone's text as a task quotes it, as data: cut at `max` characters, every line behind `> `. */

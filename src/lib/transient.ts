@@ -45,16 +45,16 @@ interface Shape {
   meta?: { driverAdapterError?: { cause?: { kind?: unknown; originalCode?: unknown } } };
 }
 
-function transientHere(e: Shape): boolean {
-  const code = typeof e.code === "string" ? e.code : "";
+function transientHere(shape: Shape): boolean {
+  const code = typeof shape.code === "string" ? shape.code : "";
   if (PG_TRANSIENT.test(code) || PRISMA_TRANSIENT.has(code) || SOCKET_TRANSIENT.has(code)) return true;
-  const adapter = e.meta?.driverAdapterError?.cause;
+  const adapter = shape.meta?.driverAdapterError?.cause;
   if (adapter) {
     if (typeof adapter.kind === "string" && ADAPTER_TRANSIENT.has(adapter.kind)) return true;
     if (typeof adapter.originalCode === "string" && PG_TRANSIENT.test(adapter.originalCode)) return true;
   }
-  if (e.name === "MaxRetriesPerRequestError") return true;
-  return typeof e.message === "string" && MESSAGE_TRANSIENT.test(e.message);
+  if (shape.name === "MaxRetriesPerRequestError") return true;
+  return typeof shape.message === "string" && MESSAGE_TRANSIENT.test(shape.message);
 }
 
 /** Whether `err` (or what caused it) is a failure that passes: retrying may succeed. */
@@ -72,7 +72,7 @@ export function backoffMs(attempt: number, base = 100, cap = 5000): number {
 }
 
 /** Sleeps `ms`, or less if `signal` aborts first. */
-export function pause(ms: number, signal?: AbortSignal): Promise<void> {
+export function pause(milliseconds: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const done = () => {
@@ -80,7 +80,7 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
       signal?.removeEventListener("abort", done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = setTimeout(done, milliseconds);
     signal?.addEventListener("abort", done, { once: true });
   });
 }
@@ -91,7 +91,7 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
  * on a permanent failure, the error is thrown.
  */
 export async function retryTransient<T>(
-  fn: () => Promise<T>,
+  callback: () => Promise<T>,
   o: {
     until: number | (() => number);
     signal?: AbortSignal;
@@ -100,7 +100,7 @@ export async function retryTransient<T>(
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await fn();
+      return await callback();
     } catch (err) {
       const wait = backoffMs(attempt);
       const until = typeof o.until === "function" ? o.until() : o.until;

@@ -112,9 +112,9 @@ export interface WorkerGauges {
 const sources = new Set<WorkerGauges>();
 
 /** Adds a worker's gauges to its process's scrape; call what it returns when it closes. */
-export function addWorkerGauges(s: WorkerGauges): () => void {
-  sources.add(s);
-  return () => sources.delete(s);
+export function addWorkerGauges(workerGauges: WorkerGauges): () => void {
+  sources.add(workerGauges);
+  return () => sources.delete(workerGauges);
 }
 
 // Read at scrape time. A source that cannot answer (Redis or Postgres away) leaves its

@@ -24,7 +24,7 @@ export interface LiveOptions {
 }
 
 export default fp<LiveOptions>(
-  async (app, o) => {
+  async (app, liveOptions) => {
     let listener: LiveListener | null = null;
     let redis: Redis[] = [];
     const log = (msg: string, err?: unknown) => app.log.warn({ err }, msg);
@@ -33,20 +33,26 @@ export default fp<LiveOptions>(
       listener: () => {
         if (listener) return listener;
         // Redis for the streamed text: connected by the first stream that shows a run.
-        redis = [createRedis(o.redisUrl, "producer"), createRedis(o.redisUrl, "producer")];
+        redis = [
+          createRedis(liveOptions.redisUrl, "producer"),
+          createRedis(liveOptions.redisUrl, "producer"),
+        ];
         for (const r of redis) r.on("error", () => undefined); // a page without live text, not an outage
         const [sub, reads] = redis as [Redis, Redis];
-        listener = withText(createLiveListener({ databaseUrl: o.databaseUrl, log }), textWatcher(sub, reads));
+        listener = withText(
+          createLiveListener({ databaseUrl: liveOptions.databaseUrl, log }),
+          textWatcher(sub, reads),
+        );
         return listener;
       },
       streams,
-      maxAgeMs: o.maxAgeMs,
+      maxAgeMs: liveOptions.maxAgeMs,
       log,
     };
     const timer = setInterval(() => {
       const now = Date.now();
-      for (const s of streams) s.tick(now);
-    }, o.heartbeatMs);
+      for (const liveStream of streams) liveStream.tick(now);
+    }, liveOptions.heartbeatMs);
     timer.unref();
     app.decorate("live", hub);
     app.addHook("preClose", async () => {

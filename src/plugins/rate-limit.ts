@@ -14,6 +14,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import fp from "fastify-plugin";
 import type { Redis } from "ioredis";
 import { createRedis } from "../db/redis.ts";
+import { redisOutages } from "../db/redis-outages.ts";
 import { TooManyRequestsError } from "../lib/errors.ts";
 import { rateLimited } from "../metrics/metrics.ts";
 
@@ -29,24 +30,21 @@ export interface RateLimitOptions {
 /** While Redis is away, it is asked again at most this often; calls meanwhile are not counted. */
 const RETRY_MS = 2000;
 
-/** Redis's outages as the log tells them: one line when one starts, one when it ends. */
+/** Redis's outages as the log tells them (db/redis-outages.ts), and when to ask it again. */
 function outages(log: FastifyBaseLogger) {
-  let since: number | null = null;
+  const said = redisOutages(log, {
+    down: "rate limiter: Redis is unavailable; API calls are not limited until it answers",
+    back: "rate limiter: Redis answers again; API calls are limited",
+  });
   let retryAt = 0;
   return {
     /** Whether to skip Redis for now (it failed less than RETRY_MS ago). */
-    skipping: () => since !== null && Date.now() < retryAt,
+    skipping: () => said.isDown() && Date.now() < retryAt,
     failed(err: unknown) {
       retryAt = Date.now() + RETRY_MS;
-      if (since !== null) return;
-      since = Date.now();
-      log.warn({ err }, "rate limiter: Redis is unavailable; API calls are not limited until it answers");
+      said.failed(err);
     },
-    answered() {
-      if (since === null) return;
-      log.info({ downMs: Date.now() - since }, "rate limiter: Redis answers again; API calls are limited");
-      since = null;
-    },
+    answered: said.answered,
   };
 }
 
@@ -91,13 +89,21 @@ function tell(reply: FastifyReply, r: Extract<Result, { isAllowed: false }>) {
 }
 
 export default fp<RateLimitOptions>(
-  async (app, o) => {
-    const redis = createRedis(o.redisUrl, "producer");
+  async (app, rateLimitOptions) => {
+    const redis = createRedis(rateLimitOptions.redisUrl, "producer");
     redis.on("error", () => undefined); // an outage is logged by the limiter, once
     const outage = outages(app.log);
     const wanted = [
-      { limit: "token", max: o.perToken, key: (req: FastifyRequest) => `token:${req.tokenId}` },
-      { limit: "tenant", max: o.perTenant, key: (req: FastifyRequest) => `tenant:${req.tenant?.id}` },
+      {
+        limit: "token",
+        max: rateLimitOptions.perToken,
+        key: (req: FastifyRequest) => `token:${req.tokenId}`,
+      },
+      {
+        limit: "tenant",
+        max: rateLimitOptions.perTenant,
+        key: (req: FastifyRequest) => `tenant:${req.tenant?.id}`,
+      },
     ].filter((l) => l.max > 0);
     if (!wanted.length) return;
     await redis.connect().catch((err) => outage.failed(err));
@@ -105,7 +111,8 @@ export default fp<RateLimitOptions>(
     // One after the other: registering both at once (Promise.all) returned the second limiter
     // before its scope had loaded, so its `check` was undefined and no limit held.
     const limits: ((typeof wanted)[number] & { check: Check })[] = [];
-    for (const l of wanted) limits.push({ ...l, check: await limiter(app, { ...o, ...l, redis }) });
+    for (const l of wanted)
+      limits.push({ ...l, check: await limiter(app, { ...rateLimitOptions, ...l, redis }) });
 
     // After auth's hook (auth is registered first): the token is known by then.
     app.addHook("onRequest", async (req, reply) => {
@@ -120,15 +127,15 @@ export default fp<RateLimitOptions>(
         return;
       }
       outage.answered();
-      for (const [i, l] of limits.entries()) {
-        const r = results[i]!;
+      for (const [index, l] of limits.entries()) {
+        const r = results[index]!;
         if (r.isAllowed) continue;
         if (l.limit === "token") tell(reply, r);
         if (!r.isExceeded) continue;
         rateLimited.inc({ limit: l.limit });
         const who = l.limit === "token" ? "this API token" : "this workspace's API tokens together";
         throw new TooManyRequestsError(
-          `Too many requests: ${who} may make ${l.max} calls every ${o.windowSeconds} s. Try again in ${r.ttlInSeconds} s.`,
+          `Too many requests: ${who} may make ${l.max} calls every ${rateLimitOptions.windowSeconds} s. Try again in ${r.ttlInSeconds} s.`,
           Math.max(1, r.ttlInSeconds),
         );
       }

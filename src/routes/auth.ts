@@ -103,11 +103,11 @@ export default async function authRoutes(
           where: { tenantId_email: { tenantId: req.tenant!.id, email: body.email } },
         })
       : null;
-    const ok = await verifyPassword(
+    const succeeded = await verifyPassword(
       body.password,
       user?.kind === "person" && !user.archivedAt ? user.passwordHash : null,
     );
-    if (!user || !ok)
+    if (!user || !succeeded)
       return count.lockSeconds
         ? refuse(tooMany(count.lockSeconds), count.lockSeconds)
         : refuse("Wrong email or password.");

@@ -76,9 +76,9 @@ async function handle(req: FastifyRequest, reply: FastifyReply, manageOverMcp: b
   await server.connect(transport);
   try {
     const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers))
-      if (typeof v === "string") headers.set(k, v);
-      else if (Array.isArray(v)) for (const x of v) headers.append(k, x);
+    for (const [key, value] of Object.entries(req.headers))
+      if (typeof value === "string") headers.set(key, value);
+      else if (Array.isArray(value)) for (const x of value) headers.append(key, x);
     const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers });
     const res = await transport.handleRequest(request, { parsedBody: req.body });
     reply.code(res.status);

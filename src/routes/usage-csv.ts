@@ -27,10 +27,10 @@ const HEADER = [
 ];
 
 /** Quoted when needed; a leading = + - @ is defused so a spreadsheet never runs a label as a formula. */
-export function csvCell(v: unknown): string {
-  let s = v === null || v === undefined ? "" : String(v);
-  if (/^[=+\-@\t\r]/.test(s)) s = `'${s}`;
-  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+export function csvCell(value: unknown): string {
+  let text = value === null || value === undefined ? "" : String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
 interface Row {
@@ -67,21 +67,21 @@ async function* csvLines(db: PrismaClient, f: UsageFilter, from: Date): AsyncGen
       LIMIT ${BATCH}`;
     if (!page.length) return;
     yield page
-      .map((r) =>
+      .map((row) =>
         [
-          r.created_at.toISOString(),
+          row.created_at.toISOString(),
           // The bare handle: with its `@` every agent cell would start like a formula and be defused.
-          r.handle,
-          r.run_id,
-          r.step_number,
-          r.model,
-          r.priced,
-          r.key,
-          r.input_tokens,
-          r.cached_tokens,
-          r.output_tokens,
-          (Number(r.cost_micros) / 1e6).toFixed(6),
-          r.latency_ms,
+          row.handle,
+          row.run_id,
+          row.step_number,
+          row.model,
+          row.priced,
+          row.key,
+          row.input_tokens,
+          row.cached_tokens,
+          row.output_tokens,
+          (Number(row.cost_micros) / 1e6).toFixed(6),
+          row.latency_ms,
         ]
           .map(csvCell)
           .join(","),

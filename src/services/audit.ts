@@ -42,18 +42,18 @@ const text = (s: string | undefined) => (s === undefined ? null : storable(s, "\
 
 /** Inserts a batch. A row whose token is gone by now (its tenant deleted) is skipped, never the batch. */
 async function insert(db: Db, rows: AuditRow[]): Promise<void> {
-  const input = rows.map((r) => ({
+  const input = rows.map((auditRow) => ({
     id: newId(),
-    tenant_id: r.tenantId,
-    token_id: r.tokenId,
-    actor_id: r.actorId,
-    method: r.method,
-    page: text(r.page),
-    tool: text(r.tool),
-    action: text(r.action),
-    status: r.status,
-    latency_ms: Math.round(r.latencyMs),
-    created_at: r.at.toISOString(),
+    tenant_id: auditRow.tenantId,
+    token_id: auditRow.tokenId,
+    actor_id: auditRow.actorId,
+    method: auditRow.method,
+    page: text(auditRow.page),
+    tool: text(auditRow.tool),
+    action: text(auditRow.action),
+    status: auditRow.status,
+    latency_ms: Math.round(auditRow.latencyMs),
+    created_at: auditRow.at.toISOString(),
   }));
   await hotQuery(
     db,
@@ -76,9 +76,9 @@ export function createAuditWriter(o: {
   let running: Promise<void> | null = null;
   let failingSince: number | null = null;
 
-  function drop(n: number, why: string, err?: unknown) {
-    auditDropped.inc(n);
-    o.log.error({ err, rows: n }, `audit trail: ${n} rows dropped (${why})`);
+  function drop(count: number, why: string, err?: unknown) {
+    auditDropped.inc(count);
+    o.log.error({ err, rows: count }, `audit trail: ${count} rows dropped (${why})`);
   }
 
   async function writeAll(): Promise<void> {

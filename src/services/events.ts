@@ -28,20 +28,20 @@ export interface NewEvent {
   runId?: string;
 }
 
-export async function emitEvent(tx: Db, e: NewEvent): Promise<string> {
+export async function emitEvent(tx: Db, newEvent: NewEvent): Promise<string> {
   const id = newId();
   await tx.event.create({
     data: {
       id,
-      tenantId: e.tenantId,
-      actorId: e.actorId,
-      type: e.type,
-      studioId: e.studioId ?? null,
-      subjectType: e.subjectType,
-      subjectId: e.subjectId,
-      parentChain: (e.parentChain ?? []) as unknown as Prisma.InputJsonValue,
-      payload: e.payload ?? {},
-      runId: e.runId ?? null,
+      tenantId: newEvent.tenantId,
+      actorId: newEvent.actorId,
+      type: newEvent.type,
+      studioId: newEvent.studioId ?? null,
+      subjectType: newEvent.subjectType,
+      subjectId: newEvent.subjectId,
+      parentChain: (newEvent.parentChain ?? []) as unknown as Prisma.InputJsonValue,
+      payload: newEvent.payload ?? {},
+      runId: newEvent.runId ?? null,
       traceparent: activeTraceparent() ?? null,
     },
   });

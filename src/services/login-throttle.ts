@@ -40,11 +40,11 @@ export interface AttemptCount {
 }
 
 /** SQL over a row `t`: its limit, when its window ends, and when it stops mattering. */
-function rules(s: ThrottleSettings) {
-  const window = s.LOGIN_WINDOW_SECONDS;
-  const cap = Math.max(s.LOGIN_ADDRESS_MAX_LOCK_SECONDS, window);
-  const limit = Prisma.sql`(CASE t.scope WHEN 'account' THEN ${s.LOGIN_ACCOUNT_MAX_FAILURES}::int
-    ELSE ${s.LOGIN_ADDRESS_MAX_FAILURES}::int END)`;
+function rules(throttleSettings: ThrottleSettings) {
+  const window = throttleSettings.LOGIN_WINDOW_SECONDS;
+  const cap = Math.max(throttleSettings.LOGIN_ADDRESS_MAX_LOCK_SECONDS, window);
+  const limit = Prisma.sql`(CASE t.scope WHEN 'account' THEN ${throttleSettings.LOGIN_ACCOUNT_MAX_FAILURES}::int
+    ELSE ${throttleSettings.LOGIN_ADDRESS_MAX_FAILURES}::int END)`;
   const span = Prisma.sql`make_interval(secs => CASE t.scope WHEN 'account' THEN ${window}::float8
     ELSE LEAST(${window}::float8 * power(2, t.strikes), ${cap}::float8) END)`;
   const windowEnd = Prisma.sql`(t.window_start + ${span})`;
@@ -54,15 +54,19 @@ function rules(s: ThrottleSettings) {
 }
 
 /** Counts an attempt for its account and its address, before the password is checked. */
-export async function countAttempt(db: Db, s: ThrottleSettings, a: LoginAttempt): Promise<AttemptCount> {
+export async function countAttempt(
+  db: Db,
+  s: ThrottleSettings,
+  loginAttempt: LoginAttempt,
+): Promise<AttemptCount> {
   const { limit, windowEnd, forgotten } = rules(s);
   const ended = Prisma.sql`now() >= ${windowEnd}`;
   // Both rows in one statement, always account then address, so concurrent attempts lock
   // them in the same order.
   const rows = await db.$queryRaw<{ failures: number; lim: number; seconds: number }[]>`
     INSERT INTO login_throttles AS t (tenant_id, scope, key, failures, window_start, strikes)
-    VALUES (${a.tenantId}, 'account', ${sha256(a.email)}, 1, now(), 0),
-           (${a.tenantId}, 'address', ${addressKey(a.address)}, 1, now(), 0)
+    VALUES (${loginAttempt.tenantId}, 'account', ${sha256(loginAttempt.email)}, 1, now(), 0),
+           (${loginAttempt.tenantId}, 'address', ${addressKey(loginAttempt.address)}, 1, now(), 0)
     ON CONFLICT (tenant_id, scope, key) DO UPDATE SET
       failures = CASE WHEN ${ended} THEN 1 ELSE t.failures + 1 END,
       window_start = CASE WHEN ${ended} THEN now() ELSE t.window_start END,

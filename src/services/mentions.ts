@@ -10,20 +10,20 @@ const MENTION = /(?<![\w@.])@([a-z0-9][a-z0-9_-]{1,31})\b/gi;
 export function parseMentions(markdown: string): string[] {
   const found = new Set<string>();
   const walk = (tokens: Token[]) => {
-    for (const t of tokens) {
-      if (t.type === "code" || t.type === "codespan") continue;
-      if (t.type === "table") {
+    for (const token of tokens) {
+      if (token.type === "code" || token.type === "codespan") continue;
+      if (token.type === "table") {
         // Cells are not in `tokens`: walk the header and every row.
-        const table = t as Tokens.Table;
+        const table = token as Tokens.Table;
         for (const cell of [...table.header, ...table.rows.flat()]) walk(cell.tokens);
         continue;
       }
-      const children = (t as { tokens?: Token[] }).tokens;
-      const items = (t as { items?: Token[] }).items;
+      const children = (token as { tokens?: Token[] }).tokens;
+      const items = (token as { items?: Token[] }).items;
       if (children?.length) walk(children);
       else if (items?.length) walk(items);
-      else if (t.type === "text" || t.type === "escape")
-        for (const m of t.raw.matchAll(MENTION)) found.add(m[1]!.toLowerCase());
+      else if (token.type === "text" || token.type === "escape")
+        for (const match of token.raw.matchAll(MENTION)) found.add(match[1]!.toLowerCase());
     }
   };
   walk(marked.lex(markdown));

@@ -82,15 +82,15 @@ export interface NewNotification {
 export async function insertNotifications(db: Db, rows: NewNotification[]): Promise<number> {
   if (!rows.length) return 0;
   // A cut excerpt may end in half a surrogate pair, which jsonb refuses.
-  const input = rows.map((r) => ({
+  const input = rows.map((newNotification) => ({
     id: newId(),
-    tenant_id: r.tenantId,
-    user_id: r.userId,
-    actor_id: r.actorId,
-    event_id: r.eventId,
-    kind: r.kind,
-    path: storable(r.path, "\ufffd"),
-    excerpt: storable(r.excerpt, "\ufffd"),
+    tenant_id: newNotification.tenantId,
+    user_id: newNotification.userId,
+    actor_id: newNotification.actorId,
+    event_id: newNotification.eventId,
+    kind: newNotification.kind,
+    path: storable(newNotification.path, "\ufffd"),
+    excerpt: storable(newNotification.excerpt, "\ufffd"),
   }));
   const [row] = await hotQuery<{ added: number }>(
     db,

@@ -30,21 +30,23 @@ export interface ScratchpadWrite {
  * manager is a reader of everything the agent read, and choosing what stays is the same
  * decision as approving a disclosure. The history keeps the label each text carried.
  */
-export async function writeScratchpad(tx: Db, w: ScratchpadWrite, runLabel: Audience[] = []) {
-  const text = w.kind === "clear" ? "" : w.text.trim();
+export async function writeScratchpad(tx: Db, scratchpadWrite: ScratchpadWrite, runLabel: Audience[] = []) {
+  const text = scratchpadWrite.kind === "clear" ? "" : scratchpadWrite.text.trim();
   const label =
-    w.kind === "write" ? withLabel(Prisma.sql`scratchpad_label`, runLabel) : Prisma.sql`'[]'::jsonb`;
+    scratchpadWrite.kind === "write"
+      ? withLabel(Prisma.sql`scratchpad_label`, runLabel)
+      : Prisma.sql`'[]'::jsonb`;
   // One statement: the row's new text and label, and the entry that records them.
   await tx.$executeRaw`
     WITH pad AS (
       UPDATE users SET scratchpad = ${text}, scratchpad_label = ${label}
-      WHERE id = ${w.agentId} AND tenant_id = ${w.tenantId}
+      WHERE id = ${scratchpadWrite.agentId} AND tenant_id = ${scratchpadWrite.tenantId}
       RETURNING scratchpad_label
     )
     INSERT INTO scratchpad_entries (id, tenant_id, agent_id, run_id, step_number, author_id, kind, text, label, created_at)
-    SELECT ${newId()}, ${w.tenantId}, ${w.agentId}, ${w.runId ?? null},
-      (SELECT steps_count + 1 FROM subagent_task_runs WHERE id = ${w.runId ?? null}),
-      ${w.authorId}, ${w.kind}, ${text}, pad.scratchpad_label, clock_timestamp() AT TIME ZONE 'UTC'
+    SELECT ${newId()}, ${scratchpadWrite.tenantId}, ${scratchpadWrite.agentId}, ${scratchpadWrite.runId ?? null},
+      (SELECT steps_count + 1 FROM subagent_task_runs WHERE id = ${scratchpadWrite.runId ?? null}),
+      ${scratchpadWrite.authorId}, ${scratchpadWrite.kind}, ${text}, pad.scratchpad_label, clock_timestamp() AT TIME ZONE 'UTC'
     FROM pad`;
 }
 

@@ -62,24 +62,24 @@ export async function search(
     FROM matched ORDER BY rank DESC, created_at DESC, kind, id OFFSET ${skip} LIMIT ${take}`;
   return {
     total: rows.length ? Number(rows[0]!.total) : 0,
-    hits: rows.map((r) => ({
-      kind: r.kind,
-      id: r.id,
-      studioId: r.studio_id,
-      studio: r.studio,
-      title: r.title || (r.kind === "comment" ? "Comment" : "Untitled"),
-      snippet: snippet(r.body, q),
+    hits: rows.map((row) => ({
+      kind: row.kind,
+      id: row.id,
+      studioId: row.studio_id,
+      studio: row.studio,
+      title: row.title || (row.kind === "comment" ? "Comment" : "Untitled"),
+      snippet: snippet(row.body, q),
       path:
-        r.kind === "comment"
-          ? `/studios/${r.studio}/${r.subject_type}s/${r.subject_id}`
-          : `/studios/${r.studio}/${r.kind}s/${r.id}`,
-      createdAt: r.created_at,
+        row.kind === "comment"
+          ? `/studios/${row.studio}/${row.subject_type}s/${row.subject_id}`
+          : `/studios/${row.studio}/${row.kind}s/${row.id}`,
+      createdAt: row.created_at,
     })),
   };
 }
 
-function likeEscape(s: string): string {
-  return s.replace(/[\\%_]/g, "\\$&");
+function likeEscape(text: string): string {
+  return text.replace(/[\\%_]/g, "\\$&");
 }
 
 function snippet(body: string, q: string): string {

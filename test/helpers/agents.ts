@@ -106,7 +106,7 @@ export async function runsOf(agentId: string) {
 export async function waitForRun(
   agentId: string,
   pred: (status: string) => boolean = (s) => ["completed", "failed", "cancelled", "timed_out"].includes(s),
-  timeoutMs = 10_000,
+  timeoutMs = 20_000, // as waitFor's: the run's end is the event waited for
 ) {
   return waitFor(async () => {
     const runs = await runsOf(agentId);

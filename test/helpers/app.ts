@@ -239,9 +239,11 @@ export function actionNames(markdown: string): string[] {
   return [...section.matchAll(/^- `([a-z_]+)` \(/gm)].map((m) => m[1]!);
 }
 
+// Twenty seconds by default: a wait ends at the event, so a long bound costs a passing test
+// nothing, and a machine shared by many took over 5 s for a run's steps (issue 41).
 export async function waitFor<T>(
   fn: () => Promise<T | null | undefined | false>,
-  timeoutMs = 5000,
+  timeoutMs = 20_000,
 ): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {

@@ -25,14 +25,14 @@ export interface LiveFeed {
   /** What follows position `since` (null: from the start); `first` on a stream's first read. */
   read(since: string | null, first?: boolean): Promise<LiveBatch>;
   /** An event a notice carries whole (an LLM call started), sent without a read; null to read instead. */
-  direct?(n: Notice, since: string): LiveEvent | null;
+  direct?(notice: Notice, since: string): LiveEvent | null;
   /** The least time between two reads: a list need not be read again for each notice of a burst. */
   minIntervalMs?: number;
 }
 
 /** A short stable digest of a value: the position of a feed whose position is its state. */
-export const digestOf = (v: unknown) =>
-  createHash("sha1").update(JSON.stringify(v)).digest("hex").slice(0, 16);
+export const digestOf = (value: unknown) =>
+  createHash("sha1").update(JSON.stringify(value)).digest("hex").slice(0, 16);
 
 /**
  * A feed that says `changed` whenever its state differs from the position: for a list or a

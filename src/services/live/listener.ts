@@ -31,19 +31,23 @@ export function parseNotice(payload: string): Notice | null {
 }
 
 /** The topics a notice concerns: a run's page, the lists of its agent's runs and reviews, a thread, a review. */
-export function topicsOf(n: Notice): string[] {
-  switch (n.kind) {
+export function topicsOf(notice: Notice): string[] {
+  switch (notice.kind) {
     case "step":
-      return [`run:${n.runId}`, `agent:${n.agentId}`];
+      return [`run:${notice.runId}`, `agent:${notice.agentId}`];
     case "run":
-      return [`run:${n.runId}`, `agent:${n.agentId}`, ...(n.threadId ? [`thread:${n.threadId}`] : [])];
+      return [
+        `run:${notice.runId}`,
+        `agent:${notice.agentId}`,
+        ...(notice.threadId ? [`thread:${notice.threadId}`] : []),
+      ];
     case "comment":
-      return [`thread:${n.threadId}`];
+      return [`thread:${notice.threadId}`];
     case "call":
     case "text":
-      return [`run:${n.runId}`];
+      return [`run:${notice.runId}`];
     case "pending":
-      return [`pending:${n.pendingId}`, `agent:${n.agentId}`];
+      return [`pending:${notice.pendingId}`, `agent:${notice.agentId}`];
     case "resync":
       return [];
   }
@@ -53,7 +57,7 @@ type Handler = (n: Notice) => void;
 
 export interface LiveListener {
   /** Calls `fn` for each notice on any of `topics`; resolves once the connection listens, so a read after it misses nothing. */
-  subscribe(topics: string[], fn: Handler): Promise<() => void>;
+  subscribe(topics: string[], callback: Handler): Promise<() => void>;
   close(): Promise<void>;
 }
 
@@ -66,8 +70,8 @@ export interface ListenerOptions {
 /** How the connection shows in pg_stat_activity. */
 export const LIVE_APPLICATION_NAME = "cadre-live";
 
-export function createLiveListener(o: ListenerOptions): LiveListener {
-  const backoff = o.reconnectMs ?? { min: 100, max: 5000 };
+export function createLiveListener(listenerOptions: ListenerOptions): LiveListener {
+  const backoff = listenerOptions.reconnectMs ?? { min: 100, max: 5000 };
   const byTopic = new Map<string, Set<Handler>>();
   const all = new Set<Handler>();
   let client: pg.Client | null = null;
@@ -88,7 +92,7 @@ export function createLiveListener(o: ListenerOptions): LiveListener {
 
   async function open(): Promise<void> {
     const c = new pg.Client({
-      connectionString: o.databaseUrl,
+      connectionString: listenerOptions.databaseUrl,
       application_name: LIVE_APPLICATION_NAME,
       keepAlive: true,
     });
@@ -96,8 +100,8 @@ export function createLiveListener(o: ListenerOptions): LiveListener {
     c.on("error", (err) => {
       lastError = err;
     });
-    c.on("notification", (m) => {
-      const n = m.payload ? parseNotice(m.payload) : null;
+    c.on("notification", (notification) => {
+      const n = notification.payload ? parseNotice(notification.payload) : null;
       if (n) dispatch(n);
     });
     c.on("end", () => lost(c, lastError));
@@ -125,7 +129,7 @@ export function createLiveListener(o: ListenerOptions): LiveListener {
     client = null;
     // With no stream open, the next one opens the connection again.
     if (!all.size) return;
-    o.log?.("live listener: lost its database connection, reconnecting", err);
+    listenerOptions.log?.("live listener: lost its database connection, reconnecting", err);
     reconnect();
   }
 
@@ -140,7 +144,7 @@ export function createLiveListener(o: ListenerOptions): LiveListener {
         return;
       }
       wait = backoff.min;
-      o.log?.("live listener: reconnected");
+      listenerOptions.log?.("live listener: reconnected");
       for (const fn of all) fn({ kind: "resync" });
     }, wait);
   }

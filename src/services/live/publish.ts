@@ -19,7 +19,7 @@ const announce = grouped<Call, void>({
     await hotQuery(db, Prisma.sql`SELECT pg_notify(${LIVE_CHANNEL}, p) FROM unnest(${payloads}::text[]) p`);
     return calls.map(() => undefined);
   },
-  key: (c) => c.runId,
+  key: (call) => call.runId,
 });
 
 /** Announces that the call for step `step` of the run started now. Never awaited, never fails the run: a missed "thinking…" costs nothing. */

@@ -40,8 +40,11 @@ export interface TextPublisher {
  */
 export function textPublisher(redis: Redis, mask: (s: string) => string): TextPublisher {
   const runs = new Map<string, { latest: StreamedText; sent: StreamedText | null; timer?: NodeJS.Timeout }>();
-  const send = (runId: string, t: StreamedText) => {
-    const value = JSON.stringify({ step: t.step, text: mask(t.text.slice(0, TEXT_CHARS)) });
+  const send = (runId: string, streamedText: StreamedText) => {
+    const value = JSON.stringify({
+      step: streamedText.step,
+      text: mask(streamedText.text.slice(0, TEXT_CHARS)),
+    });
     redis
       .pipeline()
       .set(keyOf(runId), value, "PX", TEXT_TTL_MS)
@@ -99,7 +102,7 @@ export function textWatcher(sub: Redis, reads: Redis) {
   sub.on("message", (channel: string, raw: string) => {
     const t = parse(raw);
     const fns = watching.get(channel);
-    if (t && fns) for (const fn of fns) fn(t);
+    if (t && fns) for (const callback of fns) callback(t);
   });
   return {
     async watch(runId: string, fn: Watch): Promise<() => void> {

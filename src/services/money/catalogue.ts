@@ -55,30 +55,34 @@ export async function modelCatalogue(
   };
   for (const name of Object.keys(own).sort()) add(name, "This workspace's prices");
   for (const name of Object.keys(PRICE_LIST)) add(name, `Price list · ${listProvider(name)}`);
-  for (const k of keys) {
-    const provider = PROVIDER_LABELS[k.provider as Provider] ?? k.provider;
-    const group = visibleKeys.has(k.id)
-      ? `Key “${k.label}” (${provider})`
+  for (const key of keys) {
+    const provider = PROVIDER_LABELS[key.provider as Provider] ?? key.provider;
+    const group = visibleKeys.has(key.id)
+      ? `Key “${key.label}” (${provider})`
       : `A key in the workspace (${provider})`;
-    for (const name of k.listedModels) add(name, group);
+    for (const name of key.listedModels) add(name, group);
   }
   return out;
 }
 
 /** "$2.50 in / $10.00 out per 1M tokens", or that no price list names it. */
-export function priceLabel(m: CatalogueModel): string {
-  if (!m.price) return "no list price";
-  const d = (n: number) => `$${n < 0.1 ? n.toFixed(3) : n.toFixed(2)}`;
-  return `${d(m.price.input)} in / ${d(m.price.output)} out per 1M tokens`;
+export function priceLabel(catalogueModel: CatalogueModel): string {
+  if (!catalogueModel.price) return "no list price";
+  const d = (count: number) => `$${count < 0.1 ? count.toFixed(3) : count.toFixed(2)}`;
+  return `${d(catalogueModel.price.input)} in / ${d(catalogueModel.price.output)} out per 1M tokens`;
 }
 
 /** Edit distance (Levenshtein), for "did you mean". */
 function distance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++)
-      cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+  for (let index = 1; index <= a.length; index++) {
+    const cur = [index];
+    for (let innerIndex = 1; innerIndex <= b.length; innerIndex++)
+      cur[innerIndex] = Math.min(
+        prev[innerIndex]! + 1,
+        cur[innerIndex - 1]! + 1,
+        prev[innerIndex - 1]! + (a[index - 1] === b[innerIndex - 1] ? 0 : 1),
+      );
     prev = cur;
   }
   return prev[b.length]!;

@@ -48,19 +48,19 @@ function niceCeil(v: number): number {
 }
 
 const shortDay = (label: string) => {
-  const d = new Date(`${label}T00:00:00Z`);
-  return Number.isNaN(d.getTime())
+  const date = new Date(`${label}T00:00:00Z`);
+  return Number.isNaN(date.getTime())
     ? label
-    : d.toLocaleDateString("en-US", { month: "short", day: "numeric", timeZone: "UTC" });
+    : date.toLocaleDateString("en-US", { month: "short", day: "numeric", timeZone: "UTC" });
 };
 
 /**
  * The chart twice, drawn for a wide screen and for a phone, the page's CSS showing the one
  * that fits (public/app.css): a 720-unit chart shrunk to a phone's 340 px had 5 px labels.
  */
-export function responsiveChart(c: BarChart): string {
-  const wide = barChartSvg(c, WIDE);
-  return wide.startsWith("<svg") ? `${wide}${barChartSvg(c, NARROW)}` : wide;
+export function responsiveChart(barChart: BarChart): string {
+  const wide = barChartSvg(barChart, WIDE);
+  return wide.startsWith("<svg") ? `${wide}${barChartSvg(barChart, NARROW)}` : wide;
 }
 
 interface LegendItem {
@@ -132,11 +132,11 @@ export function barChartSvg(c: BarChart, size: ChartSize = WIDE): string {
     `<svg class="chart ${size.cls}" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="${escapeHtml(c.title)}" xmlns="http://www.w3.org/2000/svg" font-family="inherit" font-size="11">`,
     `<title>${escapeHtml(c.title)}</title>`,
   );
-  for (let i = 0; i <= 4; i++) {
-    const v = (top * i) / 4;
+  for (let index = 0; index <= 4; index++) {
+    const v = (top * index) / 4;
     const yy = y(v).toFixed(1);
     out.push(
-      `<line x1="${pad.left}" x2="${W - pad.right}" y1="${yy}" y2="${yy}" stroke="#e3e7ee"${i === 0 ? ' stroke-width="1.5"' : ""}/>`,
+      `<line x1="${pad.left}" x2="${W - pad.right}" y1="${yy}" y2="${yy}" stroke="#e3e7ee"${index === 0 ? ' stroke-width="1.5"' : ""}/>`,
       `<text x="${pad.left - 8}" y="${yy}" dy="4" text-anchor="end" fill="#5f6b7a">${escapeHtml(c.axis(v, top / 4))}</text>`,
     );
   }
@@ -147,8 +147,8 @@ export function barChartSvg(c: BarChart, size: ChartSize = WIDE): string {
     let base = 0;
     const tip = `${shortDay(label)}: ${c.format(totals[i]!)}${c.series.length > 1 ? ` (${c.series.map((s, j) => `${s.name} ${c.format(c.values[i]![j]!)}`).join(", ")})` : ""}`;
     out.push(`<g><title>${escapeHtml(tip)}</title>`);
-    c.series.forEach((s, j) => {
-      const v = c.values[i]![j]!;
+    c.series.forEach((s, innerIndex) => {
+      const v = c.values[i]![innerIndex]!;
       if (v <= 0) return;
       const y1 = y(base + v);
       const h = Math.max(1, y(base) - y1);

@@ -14,13 +14,15 @@ export type UsageFilter =
   | { kind: "tenant"; tenantId: string };
 
 /** The filter on a usage table aliased `u` (the ledger or its daily rollup: same columns). */
-export function usageWhere(f: UsageFilter): Prisma.Sql {
-  if (f.kind === "agent") return Prisma.sql`u.tenant_id = ${f.tenantId} AND u.agent_id = ${f.agentId}`;
-  if (f.kind === "owner") return Prisma.sql`u.tenant_id = ${f.tenantId} AND u.owner_id = ${f.ownerId}`;
-  if (f.kind === "studio")
-    return Prisma.sql`u.tenant_id = ${f.tenantId} AND u.agent_id IN (
-      SELECT id FROM users WHERE tenant_id = ${f.tenantId} AND owner_studio_id = ${f.studioId})`;
-  return Prisma.sql`u.tenant_id = ${f.tenantId}`;
+export function usageWhere(usageFilter: UsageFilter): Prisma.Sql {
+  if (usageFilter.kind === "agent")
+    return Prisma.sql`u.tenant_id = ${usageFilter.tenantId} AND u.agent_id = ${usageFilter.agentId}`;
+  if (usageFilter.kind === "owner")
+    return Prisma.sql`u.tenant_id = ${usageFilter.tenantId} AND u.owner_id = ${usageFilter.ownerId}`;
+  if (usageFilter.kind === "studio")
+    return Prisma.sql`u.tenant_id = ${usageFilter.tenantId} AND u.agent_id IN (
+      SELECT id FROM users WHERE tenant_id = ${usageFilter.tenantId} AND owner_studio_id = ${usageFilter.studioId})`;
+  return Prisma.sql`u.tenant_id = ${usageFilter.tenantId}`;
 }
 
 /** The filter's agents, on an agent row aliased `a` (an empty condition for a whole tenant). */
@@ -87,7 +89,7 @@ export interface Usage {
   agents: AgentMonth[];
 }
 
-const dayKey = (d: Date) => d.toISOString().slice(0, 10);
+const dayKey = (date: Date) => date.toISOString().slice(0, 10);
 const startOfDay = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
 export const startOfMonth = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1));
 /** The first moment of the dashboards' window: today and the DAYS - 1 UTC days before it. The CSV export uses it too. */
@@ -181,8 +183,8 @@ export async function loadUsage(db: PrismaClient, f: UsageFilter, now = new Date
 
   const byDay = new Map(daily.map((r) => [dayKey(r.day), totals(r)]));
   const days: Day[] = [];
-  for (let i = 0; i < DAYS; i++) {
-    const d = dayKey(new Date(from.getTime() + i * 86_400_000));
+  for (let index = 0; index < DAYS; index++) {
+    const d = dayKey(new Date(from.getTime() + index * 86_400_000));
     days.push({ day: d, ...(byDay.get(d) ?? totals(undefined)) });
   }
   const sum = (rows: Totals[]): Totals =>

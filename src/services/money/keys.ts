@@ -41,15 +41,15 @@ export const keyHint = (key: string) => key.slice(-4);
 
 /** Null when the URL may be used, else why not. */
 export function checkBaseUrl(raw: string): string | null {
-  let u: URL;
+  let url: URL;
   try {
-    u = new URL(raw);
+    url = new URL(raw);
   } catch {
     return "must be a URL like https://llm.example.com/v1";
   }
-  if (u.protocol !== "https:" && u.protocol !== "http:") return "must start with https:// or http://";
-  if (u.username || u.password) return "must not contain credentials: put the key in the key field";
-  if (!keyring().allowPrivateUrls && isPrivateHost(u.hostname))
+  if (url.protocol !== "https:" && url.protocol !== "http:") return "must start with https:// or http://";
+  if (url.username || url.password) return "must not contain credentials: put the key in the key field";
+  if (!keyring().allowPrivateUrls && isPrivateHost(url.hostname))
     return "must be a public address (private and loopback addresses are not allowed on this server)";
   return null;
 }

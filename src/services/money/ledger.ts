@@ -22,7 +22,7 @@ import { emitEvent } from "../events.ts";
 import { type Priced, type Usage, usd } from "./pricing.ts";
 
 /** Calendar month in UTC, `2026-11`: the period limits and thresholds apply to. */
-export const monthOf = (d: Date) => d.toISOString().slice(0, 7);
+export const monthOf = (date: Date) => date.toISOString().slice(0, 7);
 
 export const toMicros = (dollars: number) => BigInt(Math.round(dollars * 1e6));
 
@@ -63,7 +63,10 @@ interface UsageItem {
 // A worker's calls go out in groups (db/group-commit.ts); a transaction's, as it makes
 // them. An agent's calls never share a statement: each must see the total the one
 // before it left, and one statement cannot upsert its month twice.
-const writeCall = grouped<UsageItem, Recorded>({ write: writeUsage, key: (t) => t.e.agentId });
+const writeCall = grouped<UsageItem, Recorded>({
+  write: writeUsage,
+  key: (usageItem) => usageItem.e.agentId,
+});
 
 /**
  * Writes one call's ledger row and moves every total. The agent's limit and alerts are
@@ -74,19 +77,19 @@ const writeCall = grouped<UsageItem, Recorded>({ write: writeUsage, key: (t) => 
  */
 export async function recordUsage(
   db: Db,
-  e: UsageEntry,
+  usageEntry: UsageEntry,
   at = new Date(),
   step?: { owner: string | null; record: StepRecord },
 ): Promise<Recorded> {
-  const recorded = await writeCall(db, { e, at, step });
-  countCharged(e);
+  const recorded = await writeCall(db, { e: usageEntry, at, step });
+  countCharged(usageEntry);
   return recorded;
 }
 
 /** A batch's calls as the statement's input rows (`jsonb_to_recordset`). */
 function usageInput(items: UsageItem[]) {
-  return items.map(({ e, at, step }, i) => ({
-    i,
+  return items.map(({ e, at, step }, index) => ({
+    i: index,
     ledger_id: newId(),
     tenant_id: e.tenantId,
     agent_id: e.agentId,

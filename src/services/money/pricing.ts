@@ -130,8 +130,8 @@ export function priceCall(model: string, usage: Usage, overrides: TenantPrices =
 }
 
 export const usd = (micros: number | bigint, digits = 2) => {
-  const v = Number(micros) / 1e6;
+  const value = Number(micros) / 1e6;
   // Sub-cent spend still reads as spend, not $0.00.
-  if (v > 0 && v < 0.01 && digits === 2) return `$${v.toFixed(4)}`;
-  return `$${v.toFixed(digits)}`;
+  if (value > 0 && value < 0.01 && digits === 2) return `$${value.toFixed(4)}`;
+  return `$${value.toFixed(digits)}`;
 };

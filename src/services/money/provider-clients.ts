@@ -52,8 +52,8 @@ export async function providerModels(
   if (provider === "anthropic") {
     const client = anthropicClient(baseUrl, apiKey, { timeoutMs, maxRetries: 0 });
     // Anthropic pages its list (20 a page by default): the largest page, then the next ones.
-    for await (const m of client.models.list({ limit: 1000 })) {
-      ids.push(m.id);
+    for await (const modelInfo of client.models.list({ limit: 1000 })) {
+      ids.push(modelInfo.id);
       if (ids.length >= 1000) break;
     }
     return ids;

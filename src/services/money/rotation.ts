@@ -18,7 +18,7 @@ interface Row {
 /** One kind of sealed row: how to page through the old ones, bind them, and write one back. */
 interface Store {
   older(after: string, take: number): Promise<Row[]>;
-  aad(r: Row): string;
+  aad(row: Row): string;
   /** Guarded by the version read: a row changed meanwhile is left for the next pass. Returns rows written. */
   write(r: Row, sealed: Sealed): Promise<number>;
 }
@@ -54,10 +54,10 @@ export function reencryptKeys(db: Db, master: MasterKeys, batch = 500): Promise<
             orderBy: { id: "asc" },
             take,
           })
-        ).map((k) => ({
-          id: k.id,
-          tenantId: k.tenantId,
-          sealed: { ciphertext: Buffer.from(k.encryptedKey), keyVersion: k.keyVersion },
+        ).map((key) => ({
+          id: key.id,
+          tenantId: key.tenantId,
+          sealed: { ciphertext: Buffer.from(key.encryptedKey), keyVersion: key.keyVersion },
         })),
       aad: (r) => apiKeyAad(r.tenantId, r.id),
       write: async (r, s) =>

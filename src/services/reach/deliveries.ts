@@ -32,7 +32,7 @@ async function claim(db: Db, id: string) {
 async function post(
   ep: OutboundEndpoint,
   d: Pick<OutboundDelivery, "id" | "body" | "eventType">,
-  o: DeliveryOptions,
+  deliveryOptions: DeliveryOptions,
 ) {
   const refused = await checkResolvedUrl(ep.url);
   if (refused) return { status: null, error: refused };
@@ -40,7 +40,7 @@ async function post(
     const res = await fetch(ep.url, {
       method: "POST",
       redirect: "manual",
-      signal: AbortSignal.timeout(o.timeoutMs),
+      signal: AbortSignal.timeout(deliveryOptions.timeoutMs),
       headers: {
         "content-type": "application/json",
         "user-agent": "Cadre-Webhooks/1",
@@ -56,7 +56,10 @@ async function post(
     const e = err as Error & { cause?: { code?: string } };
     return {
       status: null,
-      error: e.name === "TimeoutError" ? `no answer within ${o.timeoutMs} ms` : (e.cause?.code ?? e.message),
+      error:
+        e.name === "TimeoutError"
+          ? `no answer within ${deliveryOptions.timeoutMs} ms`
+          : (e.cause?.code ?? e.message),
     };
   }
 }

@@ -55,14 +55,14 @@ export async function notifyEndpointOff(db: PrismaClient, e: Event): Promise<num
   const keepers = await keepersOf(db, ep);
   return insertNotifications(
     db,
-    keepers.map((k) => ({
+    keepers.map((key) => ({
       tenantId: ep.tenantId,
-      userId: k.id,
+      userId: key.id,
       actorId: ep.ownerId,
       eventId: e.id,
       kind: "agent" as const,
       // Each keeper's own settings: the page is only reachable under one's own handle.
-      path: endpointPath(k.handle, ep.id),
+      path: endpointPath(key.handle, ep.id),
       excerpt: `${whose} “${ep.name}” was turned off: ${ep.disabledReason ?? "its deliveries kept failing"}. Fix the receiver, then turn it on again.`,
     })),
   );

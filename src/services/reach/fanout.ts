@@ -139,12 +139,12 @@ async function listened(db: PrismaClient, tenantId: string, hook: string): Promi
 }
 
 /** Writes the mails and deliveries an event makes; their ids, for the queue. */
-export async function reachOut(db: PrismaClient, e: Event, o: ReachOptions): Promise<Reached> {
+export async function reachOut(db: PrismaClient, e: Event, reachOptions: ReachOptions): Promise<Reached> {
   const hook = hookOf(e.type);
   if (!hook) return NONE;
   // Most runs that end tell nobody (no mail for their kind, no endpoint listening): one
   // indexed read decides that, not the ORM reads of the news (they cost a run 1.5 ms of CPU).
-  if (!(o.mail && reachKindOf(e.type)) && !(await listened(db, e.tenantId, hook))) return NONE;
+  if (!(reachOptions.mail && reachKindOf(e.type)) && !(await listened(db, e.tenantId, hook))) return NONE;
   const news = await newsOf(db, e);
   if (!news) return NONE;
   const [tenant, managers] = await Promise.all([
@@ -152,9 +152,9 @@ export async function reachOut(db: PrismaClient, e: Event, o: ReachOptions): Pro
     managersOf(db, news.agent),
   ]);
   if (!managers.length && !news.agent.ownerStudioId) return NONE;
-  const origin = o.origin(tenant.subdomain);
+  const origin = reachOptions.origin(tenant.subdomain);
   return db.$transaction(async (tx) => ({
-    emails: o.mail && news.kind ? await queueMails(tx, news, managers, origin) : [],
+    emails: reachOptions.mail && news.kind ? await queueMails(tx, news, managers, origin) : [],
     deliveries: await queueDeliveries(tx, news, managers, origin, tenant.subdomain),
   }));
 }

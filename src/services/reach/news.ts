@@ -125,7 +125,7 @@ async function runNews(db: Db, e: Event, hook: HookEvent): Promise<News | null> 
 async function costNews(db: Db, e: Event, hook: HookEvent): Promise<News | null> {
   const agent = await db.user.findUnique({ where: { id: e.subjectId }, select: agentSelect });
   if (!agent) return null;
-  const p = e.payload as SpendPayload;
+  const spendPayload = e.payload as SpendPayload;
   // The headline adds its own full stop.
   const what = spendWords(e).replace(/\.$/, "");
   return {
@@ -138,10 +138,12 @@ async function costNews(db: Db, e: Event, hook: HookEvent): Promise<News | null>
     link: `/subagents/${agent.handle}/usage`,
     data: {
       cost: {
-        month: p.month ?? null,
-        spent_usd: (p.spent_micros ?? 0) / 1e6,
-        limit_usd: (p.limit_micros ?? 0) / 1e6,
-        ...(p.threshold_micros !== undefined && { threshold_usd: p.threshold_micros / 1e6 }),
+        month: spendPayload.month ?? null,
+        spent_usd: (spendPayload.spent_micros ?? 0) / 1e6,
+        limit_usd: (spendPayload.limit_micros ?? 0) / 1e6,
+        ...(spendPayload.threshold_micros !== undefined && {
+          threshold_usd: spendPayload.threshold_micros / 1e6,
+        }),
         paused: e.type === "agent.paused",
       },
     },

@@ -24,12 +24,12 @@ const esc = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
 
 /** "@scout wants your approval to comment and reply, on the note “Plan” in General" ("in the studio General"). */
-export function headline(t: Told): string {
-  const where = t.title ? `, ${t.title.startsWith("the studio ") ? "in" : "on"} ${t.title}` : "";
-  return `@${t.news.agent.handle} ${t.news.what}${where}`;
+export function headline(told: Told): string {
+  const where = told.title ? `, ${told.title.startsWith("the studio ") ? "in" : "on"} ${told.title}` : "";
+  return `@${told.news.agent.handle} ${told.news.what}${where}`;
 }
 
-const when = (d: Date) => `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+const when = (date: Date) => `${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 
 export function mailOf(t: Told, links: ReviewUrls | null, settingsUrl: string): Mail {
   const line = headline(t);

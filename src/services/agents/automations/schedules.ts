@@ -27,8 +27,8 @@ export function nextSlot(cron: string, zone: string, from: Date): Date | null {
   return cronOf(cron, zone).nextRun(from);
 }
 
-export function nextSlots(cron: string, zone: string, n: number, from = new Date()): Date[] {
-  return cronOf(cron, zone).nextRuns(n, from);
+export function nextSlots(cron: string, zone: string, count: number, from = new Date()): Date[] {
+  return cronOf(cron, zone).nextRuns(count, from);
 }
 
 /**
@@ -68,7 +68,7 @@ export function checkSchedule(cron: string, timeZone: string, now = new Date()) 
 }
 
 /** `Mon 25 Nov 2026 09:00 Europe/Paris`: a slot as a person in its zone reads it. */
-export function slotLabel(at: Date, zone: string): string {
+export function slotLabel(date: Date, zone: string): string {
   const parts = Object.fromEntries(
     new Intl.DateTimeFormat("en-GB", {
       timeZone: zone,
@@ -80,7 +80,7 @@ export function slotLabel(at: Date, zone: string): string {
       minute: "2-digit",
       hourCycle: "h23",
     })
-      .formatToParts(at)
+      .formatToParts(date)
       .map((p) => [p.type, p.value]),
   );
   return `${parts.weekday} ${parts.day} ${parts.month} ${parts.year} ${parts.hour}:${parts.minute} ${zone}`;

@@ -64,8 +64,8 @@ export function verifySignature(secret: string, header: unknown, body: Buffer, n
   if (typeof header !== "string" || header.length > 1000) return "bad";
   const parts = new Map(
     header.split(",").map((p) => {
-      const i = p.indexOf("=");
-      return [p.slice(0, i).trim(), p.slice(i + 1).trim()] as const;
+      const index = p.indexOf("=");
+      return [p.slice(0, index).trim(), p.slice(index + 1).trim()] as const;
     }),
   );
   const t = parts.get("t") ?? "";
@@ -98,10 +98,10 @@ export function verify(
   }
   let verdict: Verdict = "bad";
   for (const secret of secrets) {
-    const v =
+    const value =
       scheme === "cadre" ? verifySignature(secret, header, body, nowMs) : verifyGithub(secret, header, body);
-    if (v === "ok") return v;
-    if (v === "stale") verdict = v;
+    if (value === "ok") return value;
+    if (value === "stale") verdict = value;
   }
   return verdict;
 }

@@ -77,14 +77,14 @@ export interface SpendPayload {
 
 /** A spend event in words, after "@scout ": the in-app notice and the mail say the same. */
 export function spendWords(e: Pick<Event, "type" | "payload">): string {
-  const p = e.payload as SpendPayload;
-  const spent = usd(p.spent_micros ?? 0);
-  const limit = usd(p.limit_micros ?? 0);
+  const spendPayload = e.payload as SpendPayload;
+  const spent = usd(spendPayload.spent_micros ?? 0);
+  const limit = usd(spendPayload.limit_micros ?? 0);
   return e.type === "agent.paused"
-    ? `was paused: it reached its monthly cost limit (${spent} spent of ${limit} in ${p.month}). Raise the limit or resume it.`
+    ? `was paused: it reached its monthly cost limit (${spent} spent of ${limit} in ${spendPayload.month}). Raise the limit or resume it.`
     : e.type === "agent.resumed"
-      ? `runs again: a new month (${p.month}) began, and its cost limit counts from zero.`
-      : `has spent ${spent} in ${p.month}, past your ${usd(p.threshold_micros ?? 0)} alert (limit ${limit}).`;
+      ? `runs again: a new month (${spendPayload.month}) began, and its cost limit counts from zero.`
+      : `has spent ${spent} in ${spendPayload.month}, past your ${usd(spendPayload.threshold_micros ?? 0)} alert (limit ${limit}).`;
 }
 
 /** A spend alert crossed, the agent paused at its limit, or resumed by a new month. */

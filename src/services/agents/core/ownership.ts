@@ -103,12 +103,12 @@ export function keyHolder(scope: Scope): KeyHolder {
   if (scope.studio) {
     if (scope.studio.role !== "admin")
       throw new ForbiddenError(`Only the admins of ${scope.studio.name} manage its model API keys`);
-    const s = scope.studio;
+    const studioScope = scope.studio;
     return {
       kind: "studio",
-      id: s.id,
-      path: `/studios/${s.handle}/settings/api-keys`,
-      where: { studioId: s.id },
+      id: studioScope.id,
+      path: `/studios/${studioScope.handle}/settings/api-keys`,
+      where: { studioId: studioScope.id },
     };
   }
   const u = scope.user!;

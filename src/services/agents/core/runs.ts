@@ -61,7 +61,7 @@ const policySnapshot = (agentId: string) => Prisma.sql`(
  * claimed oldest first, and one transaction may queue several.
  */
 function insertRun(
-  r: NewRun,
+  newRun: NewRun,
   end?: { reason: string; message: string },
   traceparent: string | null = null,
 ): Prisma.Sql {
@@ -71,12 +71,12 @@ function insertRun(
     INSERT INTO subagent_task_runs (id, tenant_id, agent_id, initiated_by_id, trigger_event_id, trigger_kind,
       trigger_ref, thread_id, chain_depth, task, label, viewer_ids, model, max_steps, timeout_seconds, status, stop_reason,
       error, completed_at, not_before, trigger_traceparent, policy, created_at)
-    VALUES (${newId()}, ${r.tenantId}, ${r.agentId}, ${r.initiatedById}, ${r.triggerEventId ?? null}, ${r.triggerKind},
-      ${r.triggerRef ?? null}, ${r.threadId ?? null}, ${r.chainDepth}, ${maskText(r.task)},
-      ${JSON.stringify(r.label ?? [])}::jsonb, ${r.viewerIds ?? []}::text[], ${r.model}, ${r.maxSteps},
-      ${r.timeoutSeconds}, ${end ? "skipped" : "queued"}::"RunStatus", ${end?.reason ?? null}, ${end?.message ?? null},
-      ${end ? new Date() : null}::timestamp, ${end ? null : (r.notBefore ?? null)}::timestamp, ${traceparent}::text,
-      ${end ? null : policySnapshot(r.agentId)}, clock_timestamp() AT TIME ZONE 'UTC')
+    VALUES (${newId()}, ${newRun.tenantId}, ${newRun.agentId}, ${newRun.initiatedById}, ${newRun.triggerEventId ?? null}, ${newRun.triggerKind},
+      ${newRun.triggerRef ?? null}, ${newRun.threadId ?? null}, ${newRun.chainDepth}, ${maskText(newRun.task)},
+      ${JSON.stringify(newRun.label ?? [])}::jsonb, ${newRun.viewerIds ?? []}::text[], ${newRun.model}, ${newRun.maxSteps},
+      ${newRun.timeoutSeconds}, ${end ? "skipped" : "queued"}::"RunStatus", ${end?.reason ?? null}, ${end?.message ?? null},
+      ${end ? new Date() : null}::timestamp, ${end ? null : (newRun.notBefore ?? null)}::timestamp, ${traceparent}::text,
+      ${end ? null : policySnapshot(newRun.agentId)}, clock_timestamp() AT TIME ZONE 'UTC')
     ON CONFLICT DO NOTHING`;
 }
 
@@ -185,7 +185,7 @@ interface ClaimItem {
 // flooding the pool ahead of the first steps of the runs they started.
 const claim = grouped<ClaimItem, Claim>({
   write: writeClaims,
-  key: (t) => ("agentId" in t.by ? t.by.agentId : t.by.runId),
+  key: (claimItem) => ("agentId" in claimItem.by ? claimItem.by.agentId : claimItem.by.runId),
 });
 
 /**
@@ -194,8 +194,8 @@ const claim = grouped<ClaimItem, Claim>({
  * first claims its oldest run, the second finds it taken, as it would one statement later.
  */
 async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
-  const input = items.map((t, i) => ({
-    i,
+  const input = items.map((t, index) => ({
+    i: index,
     agent_id: "agentId" in t.by ? t.by.agentId : null,
     run_id: "runId" in t.by ? t.by.runId : null,
     owner: t.owner,
@@ -294,9 +294,9 @@ export async function finishRun(
   db: Db,
   run: Pick<SubagentTaskRun, "id" | "tenantId" | "agentId">,
   owner: string,
-  f: Finish,
+  finish: Finish,
 ): Promise<boolean> {
-  const done = TERMINAL.includes(f.status);
+  const done = TERMINAL.includes(finish.status);
   // The model's own words (its final message, its question) may hold text Postgres refuses.
   const text = (s: string | undefined) => (s === undefined ? null : storable(s, "\ufffd"));
   const [row] = await hotQuery<{ ended: number }>(
@@ -304,16 +304,16 @@ export async function finishRun(
     Prisma.sql`
     WITH ended AS (
       UPDATE subagent_task_runs
-      SET status = ${f.status}::"RunStatus", stop_reason = ${f.stopReason ?? null},
-          final_message = COALESCE(${text(f.finalMessage)}, final_message),
-          error = COALESCE(${text(f.error)}, error), question = COALESCE(${text(f.question)}, question),
+      SET status = ${finish.status}::"RunStatus", stop_reason = ${finish.stopReason ?? null},
+          final_message = COALESCE(${text(finish.finalMessage)}, final_message),
+          error = COALESCE(${text(finish.error)}, error), question = COALESCE(${text(finish.question)}, question),
           lease_owner = NULL, lease_expires_at = NULL,
           completed_at = CASE WHEN ${done}::boolean THEN ${new Date()}::timestamp ELSE completed_at END
       WHERE id = ${run.id} AND lease_owner = ${owner} AND status = 'running'
       RETURNING id
     ), event AS (
       INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id)
-      SELECT ${newId()}, ${run.tenantId}, ${`run.${f.status}`}, ${run.agentId}, 'run', id FROM ended
+      SELECT ${newId()}, ${run.tenantId}, ${`run.${finish.status}`}, ${run.agentId}, 'run', id FROM ended
       RETURNING id
     )
     SELECT (SELECT count(*) FROM event)::int AS ended`,

@@ -86,9 +86,9 @@ export function maskDeep<T>(value: T, counts: MaskCounts = {}): T {
   if (value && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
     let changed = false;
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) {
-      out[k] = maskDeep(v, counts);
-      if (out[k] !== v) changed = true;
+    for (const [key, v] of Object.entries(value)) {
+      out[key] = maskDeep(v, counts);
+      if (out[key] !== v) changed = true;
     }
     return (changed ? out : value) as T;
   }
@@ -98,7 +98,7 @@ export function maskDeep<T>(value: T, counts: MaskCounts = {}): T {
 /** "3 secrets (2 cadre tokens, 1 OpenAI key)", for the run page; stored counts come back in any order. */
 export function describeMasked(counts: MaskCounts): string {
   const kinds = Object.entries(counts)
-    .filter(([, n]) => n > 0)
+    .filter(([, count]) => count > 0)
     .sort(([a, n], [b, m]) => m - n || a.localeCompare(b));
   const total = kinds.reduce((t, [, n]) => t + n, 0);
   return `${plural(total, "secret")} (${kinds.map(([k, n]) => plural(n, k)).join(", ")})`;

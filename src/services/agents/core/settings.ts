@@ -108,9 +108,9 @@ export function withPolicy(config: Prisma.JsonValue, policy: unknown): Prisma.Js
   const merged: Prisma.JsonObject =
     config && typeof config === "object" && !Array.isArray(config) ? { ...config } : {};
   const snap = (policy && typeof policy === "object" ? policy : {}) as Prisma.JsonObject;
-  for (const k of POLICY_KEYS) {
-    if (snap[k] === null || snap[k] === undefined) delete merged[k];
-    else merged[k] = snap[k];
+  for (const key of POLICY_KEYS) {
+    if (snap[key] === null || snap[key] === undefined) delete merged[key];
+    else merged[key] = snap[key];
   }
   return merged;
 }

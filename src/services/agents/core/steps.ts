@@ -126,11 +126,11 @@ interface StepItem {
 
 /** Records a batch of steps of distinct runs in one statement; says which were recorded. */
 async function writeSteps(db: Db, items: StepItem[]): Promise<boolean[]> {
-  const input = items.map((t, i) => ({
-    i,
-    run_id: t.run.id,
-    tenant_id: t.run.tenantId,
-    ...stepColumns(t.owner, t.s),
+  const input = items.map((stepItem, index) => ({
+    i: index,
+    run_id: stepItem.run.id,
+    tenant_id: stepItem.run.tenantId,
+    ...stepColumns(stepItem.owner, stepItem.s),
   }));
   const rows = await hotQuery<{ i: number; stepped: boolean }>(
     db,
@@ -157,9 +157,9 @@ export async function recordStep(
   tx: Db,
   run: { id: string; tenantId: string },
   owner: string | null,
-  s: StepRecord,
+  stepRecord: StepRecord,
 ) {
-  if (!(await writeStep(tx, { run, owner, s }))) throw new LeaseLostError();
+  if (!(await writeStep(tx, { run, owner, s: stepRecord }))) throw new LeaseLostError();
 }
 
 /** What an action step created or changed, for the run page. SQL, not `createMany`, which Prisma compiles on every call. */

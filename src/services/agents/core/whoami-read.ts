@@ -66,7 +66,7 @@ export const whoamiSql = (
   userId: Prisma.Sql,
   tenantId: Prisma.Sql,
   viewers: Prisma.Sql,
-  at = new Date(),
+  date = new Date(),
 ) => Prisma.sql`(
   SELECT json_build_object(
     'user', json_build_object('handle', wu.handle, 'name', wu.name, 'kind', wu.kind, 'bio', wu.bio,
@@ -94,7 +94,7 @@ export const whoamiSql = (
        WHERE wn.user_id = wu.id AND wn.tenant_id = wu.tenant_id AND wn.dismissed_at IS NULL
          AND (we.studio_id IS NULL OR ${seenByViewers(viewers, Prisma.sql`we.studio_id`)})),
     'spent', (SELECT wmo.cost_micros FROM agent_usage_months wmo
-       WHERE wmo.agent_id = wu.id AND wmo.month = ${monthOf(at)})::text)
+       WHERE wmo.agent_id = wu.id AND wmo.month = ${monthOf(date)})::text)
   FROM users wu LEFT JOIN users wp ON wp.id = wu.parent_id LEFT JOIN studios wos ON wos.id = wu.owner_studio_id
   WHERE wu.id = ${userId} AND wu.tenant_id = ${tenantId})`;
 

@@ -13,8 +13,8 @@ const escapeRe = (s: string) => s.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");
 /** "name=^value$" lines, one per identifying param: what the review form offers to confirm or widen. */
 export function proposedPatterns(params: Record<string, unknown>): string {
   return Object.entries(params)
-    .filter(([, v]) => v !== undefined && v !== null && v !== "")
-    .map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)] as const)
+    .filter(([, value]) => value !== undefined && value !== null && value !== "")
+    .map(([key, v]) => [key, typeof v === "string" ? v : JSON.stringify(v)] as const)
     .filter(([, text]) => text.length <= MAX_PINNED && !/[\r\n]/.test(text))
     .map(([k, text]) => `${k}=^${escapeRe(text)}$`)
     .join("\n");
@@ -26,7 +26,7 @@ export function allowRule(
   params: Record<string, string>,
   studio: string | null,
   by: string,
-  at = new Date(),
+  date = new Date(),
 ): Rule {
   return {
     name: `Always allow (from #${p.id})`,
@@ -34,6 +34,6 @@ export function allowRule(
     params,
     decision: "allow",
     ...(studio && { studio }),
-    origin: { pending: p.id, by, at: at.toISOString() },
+    origin: { pending: p.id, by, at: date.toISOString() },
   };
 }

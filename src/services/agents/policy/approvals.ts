@@ -62,11 +62,11 @@ async function claimApproved(tx: Db, id: string, now: Date) {
 
 /** An approved action that will not run, settled so; null if another worker settled it first. */
 async function settleUnrun(db: Db, id: string, status: "failed" | "expired", message: string) {
-  const n = await db.agentPendingAction.updateMany({
+  const batchPayload = await db.agentPendingAction.updateMany({
     where: { id, status: "approved" },
     data: { status, error: message, executedAt: status === "failed" ? new Date() : null },
   });
-  return n.count === 1 ? ({ status, message } satisfies Outcome) : null;
+  return batchPayload.count === 1 ? ({ status, message } satisfies Outcome) : null;
 }
 
 /**
@@ -109,11 +109,15 @@ export async function executeApproved(
       form: false,
       approved: true,
       claim: (tx) => claimApproved(tx, p.id, now),
-      inTx: async (tx, o, emitted) => {
+      inTx: async (tx, actionOutcome, emitted) => {
         await tx.agentPendingAction.update({
           where: { id: p.id },
           // What it created, so that content can say a person edited it before it was posted.
-          data: { result: o.notice, resultPath: o.location, resultSubjectId: emitted[0]?.subjectId ?? null },
+          data: {
+            result: actionOutcome.notice,
+            resultPath: actionOutcome.location,
+            resultSubjectId: emitted[0]?.subjectId ?? null,
+          },
         });
         if (run) {
           // Attributed to the step that asked for it, so the run page reads in order.
@@ -123,7 +127,7 @@ export async function executeApproved(
             tx,
             { id: run.id, tenantId: p.tenantId },
             asked?.number ?? 0,
-            o.location,
+            actionOutcome.location,
             emitted,
           );
         }

@@ -32,8 +32,8 @@ export interface Backtest {
   outcomes: Record<Outcome, { count: number; examples: Example[] }>;
 }
 
-const outcomeOf = (v: Verdict): Outcome =>
-  v.kind === "allow" ? "allowed" : v.kind === "deny" ? "refused" : "held";
+const outcomeOf = (value: Verdict): Outcome =>
+  value.kind === "allow" ? "allowed" : value.kind === "deny" ? "refused" : "held";
 
 /** What `rule`, at `position` (1 = first; default last), would have done to the agent's recent actions. */
 export async function backtest(

@@ -11,10 +11,11 @@ import { audienceKey, narrowed, parseLabel } from "../../registry/audiences.ts";
 import type { Audience, Flow } from "../../registry/types.ts";
 
 /** Who can read an audience, as a query of user ids. */
-function readersSql(a: Audience, tenantId: string): Prisma.Sql {
-  if ("studio" in a) return Prisma.sql`SELECT user_id FROM studio_members WHERE studio_id = ${a.studio}`;
-  if ("people" in a) return Prisma.sql`SELECT unnest(${a.people}::text[])`;
-  if ("managersOf" in a) return managersSql(a.managersOf);
+function readersSql(audience: Audience, tenantId: string): Prisma.Sql {
+  if ("studio" in audience)
+    return Prisma.sql`SELECT user_id FROM studio_members WHERE studio_id = ${audience.studio}`;
+  if ("people" in audience) return Prisma.sql`SELECT unnest(${audience.people}::text[])`;
+  if ("managersOf" in audience) return managersSql(audience.managersOf);
   return Prisma.sql`SELECT id FROM users WHERE tenant_id = ${tenantId} AND archived_at IS NULL`;
 }
 

@@ -35,8 +35,9 @@ export function ruleMatches(
   if (rule.action !== "*" && rule.action !== action) return false;
   if (rule.studio && rule.studio !== studio) return false;
   return Object.entries(rule.params).every(([name, pattern]) => {
-    const v = params[name];
-    const text = v === undefined || v === null ? "" : typeof v === "string" ? v : JSON.stringify(v);
+    const value = params[name];
+    const text =
+      value === undefined || value === null ? "" : typeof value === "string" ? value : JSON.stringify(value);
     try {
       return patternFinds(pattern, text);
     } catch {
@@ -199,7 +200,7 @@ interface Held {
 }
 
 /** Queues the action for its managers' review instead of running it. */
-async function hold(actx: ActionCtx, agent: AgentRow, cfg: AgentConfig, h: Held): Promise<ActionOutcome> {
+async function hold(actx: ActionCtx, agent: AgentRow, cfg: AgentConfig, held: Held): Promise<ActionOutcome> {
   const id = newId();
   const run = actx.run
     ? await actx.tx.subagentTaskRun.findUnique({ where: { id: actx.run.id }, select: { task: true } })
@@ -211,13 +212,13 @@ async function hold(actx: ActionCtx, agent: AgentRow, cfg: AgentConfig, h: Held)
       tenantId: actx.tenant.id,
       runId: actx.run?.id ?? null,
       agentId: agent.id,
-      actionName: h.action.name,
-      params: h.params as object,
-      pagePath: h.path,
+      actionName: held.action.name,
+      params: held.params as object,
+      pagePath: held.path,
       contextSummary: run ? run.task.slice(0, 600) : "Called with the agent's API token, outside a run.",
-      reason: (h.opts.reason ?? "").slice(0, 2000),
-      matchedRule: h.rule,
-      disclosure: h.disclosed ?? null,
+      reason: (held.opts.reason ?? "").slice(0, 2000),
+      matchedRule: held.rule,
+      disclosure: held.disclosed ?? null,
       waits,
       expiresAt: new Date(Date.now() + cfg.approval_expiry_hours * 3600_000),
     },
@@ -226,8 +227,8 @@ async function hold(actx: ActionCtx, agent: AgentRow, cfg: AgentConfig, h: Held)
   const reviewer = agent.ownerStudioId ? "an admin of your studio" : "your owner";
   return {
     status: 202,
-    location: h.path,
-    notice: `Queued for approval as #${id}: ${h.disclosed ? `${h.disclosed} ${reviewer} decides whether it may` : `${reviewer} reviews it`}${waits ? "; this run waits for the outcome" : ""}.`,
+    location: held.path,
+    notice: `Queued for approval as #${id}: ${held.disclosed ? `${held.disclosed} ${reviewer} decides whether it may` : `${reviewer} reviews it`}${waits ? "; this run waits for the outcome" : ""}.`,
     pending: { id, waits },
   };
 }

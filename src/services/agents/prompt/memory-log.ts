@@ -16,11 +16,16 @@ export const STEP_CHUNK = 8;
 const MARKER_TOKENS = 12;
 
 /** A step's whole entry: its line and note, and an excerpt when it first read its page. */
-function entry(s: Remembered, first: boolean): string {
-  const head = line(s);
+function entry(remembered: Remembered, first: boolean): string {
+  const head = line(remembered);
   if (!first) return head;
-  const d = s.detail as { resultPath: string; page?: string };
-  const excerpt = excerptLine({ path: d.resultPath, markdown: d.page ?? "", gist: s.gist, step: s.number });
+  const d = remembered.detail as { resultPath: string; page?: string };
+  const excerpt = excerptLine({
+    path: d.resultPath,
+    markdown: d.page ?? "",
+    gist: remembered.gist,
+    step: remembered.number,
+  });
   return `${head}\n   ${excerpt}`;
 }
 
@@ -55,20 +60,20 @@ export function memoryLog(steps: Remembered[], tokens: number): string {
   if (!steps.length) return "(none yet)";
   const first = firstReads(steps);
   const m = steps.map((s, i) => measure(s, first.has(i)));
-  const n = steps.length;
+  const count = steps.length;
   // The last RECENT_STEPS at least, on a chunk boundary too: the lines shown move a chunk at a time.
-  const recent = Math.floor(Math.max(0, n - RECENT_STEPS) / STEP_CHUNK) * STEP_CHUNK;
+  const recent = Math.floor(Math.max(0, count - RECENT_STEPS) / STEP_CHUNK) * STEP_CHUNK;
   // Prefix sums of each level's cost: sum(level, a, b) is steps a..b-1's.
   const sums = [0, 1, 2].map((level) => {
     const acc = [0];
-    for (let i = 0; i < n; i++) acc.push(acc[i]! + m[i]!.costs[level]!);
+    for (let i = 0; i < count; i++) acc.push(acc[i]! + m[i]!.costs[level]!);
     return acc;
   });
   const sum = (level: number, a: number, b: number) => (a < b ? sums[level]![b]! - sums[level]![a]! : 0);
   const room = tokens - 20; // the first "not shown" line
-  for (const [keep, quiet, from] of cuts(recent, Math.ceil(n / STEP_CHUNK) * STEP_CHUNK)) {
-    const upTo = Math.min(from, n);
-    const cost = sum(2, keep, Math.min(upTo, quiet)) + sum(1, quiet, upTo) + sum(0, upTo, n);
+  for (const [keep, quiet, from] of cuts(recent, Math.ceil(count / STEP_CHUNK) * STEP_CHUNK)) {
+    const upTo = Math.min(from, count);
+    const cost = sum(2, keep, Math.min(upTo, quiet)) + sum(1, quiet, upTo) + sum(0, upTo, count);
     if (cost <= room)
       return render(steps, (i) =>
         i >= from ? m[i]!.whole : i >= quiet || (i >= keep && m[i]!.costs[2]) ? line(steps[i]!) : undefined,

@@ -29,7 +29,7 @@ export const NOTE_CHARS = 400;
 export const RECENT_STEPS = 8;
 const EXCERPT_CHARS = 200;
 
-const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+const clip = (s: string, count: number) => (s.length > count ? `${s.slice(0, count - 1)}…` : s);
 const detailOf = (s: Pick<Remembered, "detail">) => (s.detail ?? {}) as Record<string, unknown>;
 
 export function noteOf(s: Pick<Remembered, "detail">): string | undefined {
@@ -42,8 +42,8 @@ export function noteOf(s: Pick<Remembered, "detail">): string | undefined {
  * worker just made and from its row, whose jsonb keeps keys in an order of its own, so a
  * resumed run's prompt (and a rebuilt one, step-prompt.ts) is the one sent.
  */
-export function sortedJson(v: unknown): string {
-  return JSON.stringify(v, (_k, x) =>
+export function sortedJson(value: unknown): string {
+  return JSON.stringify(value, (_k, x) =>
     x && typeof x === "object" && !Array.isArray(x)
       ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : x,
@@ -73,9 +73,9 @@ export function summarize(step: Omit<Remembered, "number">): string {
   }
 }
 
-export const line = (s: Remembered) => {
-  const note = noteOf(s);
-  return `${s.number}. ${summarize(s)}${note ? `\n   your note: ${note}` : ""}`;
+export const line = (remembered: Remembered) => {
+  const note = noteOf(remembered);
+  return `${remembered.number}. ${summarize(remembered)}${note ? `\n   your note: ${note}` : ""}`;
 };
 
 export interface SeenPage {
@@ -90,8 +90,8 @@ export interface SeenPage {
 export function pagesSeen(steps: Remembered[], current: string): SeenPage[] {
   const seen = new Set([current]);
   const pages: SeenPage[] = [];
-  for (let i = steps.length - 1; i >= 0; i--) {
-    const s = steps[i]!;
+  for (let index = steps.length - 1; index >= 0; index--) {
+    const s = steps[index]!;
     const d = detailOf(s);
     const page = typeof d.page === "string" ? d.page : undefined;
     if (typeof d.resultPath !== "string" || (page === undefined && !s.gist) || seen.has(d.resultPath))
@@ -125,9 +125,9 @@ function gistOf(markdown: string): Gist {
 const copied = (s: string): string => JSON.parse(JSON.stringify(s));
 
 /** A page in a line: its path, title and the start of its text. */
-export function excerptLine(p: SeenPage): string {
-  const { title, text } = p.gist ?? gistOf(p.markdown);
-  return `- ${p.path} (step ${p.step})${title ? ` — ${title}` : ""}: ${text}`;
+export function excerptLine(seenPage: SeenPage): string {
+  const { title, text } = seenPage.gist ?? gistOf(seenPage.markdown);
+  return `- ${seenPage.path} (step ${seenPage.step})${title ? ` — ${title}` : ""}: ${text}`;
 }
 
 /**

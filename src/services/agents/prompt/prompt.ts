@@ -90,7 +90,7 @@ export function fitPage(markdown: string, tokens: number, chars = PAGE_CHAR_LIMI
   const actionsAt = markdown.lastIndexOf("\n## Actions");
   const actions = actionsAt >= 0 ? markdown.slice(actionsAt) : "";
   const body = actionsAt >= 0 ? markdown.slice(0, actionsAt) : markdown;
-  const marker = (n: number) => `\n\n[… page truncated: ${n} characters omitted …]\n`;
+  const marker = (count: number) => `\n\n[… page truncated: ${count} characters omitted …]\n`;
   const actionTokens = estimateTokens(actions);
   if (actionTokens + 40 > tokens) return cut(markdown, tokens, "page");
   const head = prefixWithin(
@@ -131,7 +131,8 @@ export function leftPage(markdown: string): string {
 /** Caps a page as a step records it (and as a prompt shows it, at most). */
 export const capPage = (markdown: string) => fitPage(markdown, Infinity);
 
-export const buildMessages = (p: PromptInput): ChatCompletionMessageParam[] => buildPrompt(p).messages;
+export const buildMessages = (promptInput: PromptInput): ChatCompletionMessageParam[] =>
+  buildPrompt(promptInput).messages;
 
 /** A step's messages, and how many characters of its user message are the run's stable part. */
 export interface BuiltPrompt {

@@ -99,11 +99,11 @@ const EXECUTE_TOOL: ChatCompletionTool = {
 // A tool's JSON is the same bytes in every request that offers it: made once per tool.
 const toolJsons = new WeakMap<ChatCompletionTool, string>();
 
-function toolJson(t: ChatCompletionTool): string {
-  let json = toolJsons.get(t);
+function toolJson(chatCompletionTool: ChatCompletionTool): string {
+  let json = toolJsons.get(chatCompletionTool);
   if (json === undefined) {
-    json = JSON.stringify(t);
-    toolJsons.set(t, json);
+    json = JSON.stringify(chatCompletionTool);
+    toolJsons.set(chatCompletionTool, json);
   }
   return json;
 }
@@ -120,16 +120,16 @@ const toolSizes = new WeakMap<ChatCompletionTool, number>();
  * room; on the benchmark's walks that kept more of the log and cost more effective tokens.
  */
 export function toolTokens(tools: readonly ChatCompletionTool[]): number {
-  let n = 0;
+  let count = 0;
   for (const t of tools) {
     let size = toolSizes.get(t);
     if (size === undefined) {
       size = Math.ceil(toolJson(t).length / 2);
       toolSizes.set(t, size);
     }
-    n += size;
+    count += size;
   }
-  return n;
+  return count;
 }
 
 /**
@@ -155,23 +155,23 @@ const dropForModel = (key: string, value: unknown) =>
   (key === "maxLength" && typeof value === "number" && value > LONG_LIMIT);
 
 /** An action of the current page as a typed tool: its params, your reason, your note. */
-function actionTool(a: ActionDef): ChatCompletionTool {
-  let tool = actionTools.get(a);
+function actionTool(actionDef: ActionDef): ChatCompletionTool {
+  let tool = actionTools.get(actionDef);
   if (!tool) {
     tool = {
       type: "function",
       function: {
-        name: a.name,
-        description: a.description,
+        name: actionDef.name,
+        description: actionDef.description,
         parameters: {
           type: "object",
-          properties: { params: forModel(paramsJsonSchema(a)), reason: REASON, note: SHORT_NOTE },
+          properties: { params: forModel(paramsJsonSchema(actionDef)), reason: REASON, note: SHORT_NOTE },
           required: ["params"],
           additionalProperties: false,
         },
       },
     };
-    actionTools.set(a, tool);
+    actionTools.set(actionDef, tool);
   }
   return tool;
 }

@@ -87,7 +87,7 @@ function runTools(
   maxTokens: number,
 ) {
   const met = new Set<string>();
-  for (const s of steps) for (const name of actionsRead(s)) met.add(name);
+  for (const remembered of steps) for (const name of actionsRead(remembered)) met.add(name);
   for (const name of pageActionNames(current)) met.add(name);
   const rank = new Map(usable.map((a, i) => [a.name, i]));
   // A page may offer what the run's capabilities did not (a grant since it was queued): after the rest.
@@ -105,8 +105,8 @@ const factsOf = (s: Pick<SubagentTaskRunStep, "detail">): PromptFacts | undefine
 /** The page the model was looking at when it made step `n`: recorded with it, or read by the latest navigation before it. */
 export function pageBefore(steps: SubagentTaskRunStep[], facts: PromptFacts) {
   if (facts.page) return facts.page;
-  for (let i = steps.length - 1; i >= 0; i--) {
-    const s = steps[i]!;
+  for (let index = steps.length - 1; index >= 0; index--) {
+    const s = steps[index]!;
     const page = (s.detail as { page?: unknown } | null)?.page;
     if (s.type === "navigate" && typeof page === "string")
       return { path: s.path ?? "/whoami", markdown: page };

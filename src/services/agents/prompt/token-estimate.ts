@@ -37,15 +37,15 @@ export function estimateTokens(text: string): number {
   let digits = 0;
   // A run of letters or of digits ends where another kind of character starts (the two
   // never run at once), and a capital after a small letter starts a word (camelCase).
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
+  for (let index = 0; index < text.length; index++) {
+    const c = text.charCodeAt(index);
     const lower = c >= 97 && c <= 122;
     const upper = !lower && isUpper(c);
     const digit = c >= 48 && c <= 57;
     if (digits && !digit) {
       tokens += Math.ceil(digits / 3); // digits go in threes
       digits = 0;
-    } else if (letters && (digit || !(lower || upper) || (upper && !isUpper(text.charCodeAt(i - 1))))) {
+    } else if (letters && (digit || !(lower || upper) || (upper && !isUpper(text.charCodeAt(index - 1))))) {
       tokens += letterRunTokens(letters, vowels, beyondHex);
       letters = 0;
       vowels = 0;
@@ -70,7 +70,8 @@ export function prefixWithin(text: string, tokens: number): string {
   if (total <= tokens) return text;
   let cut = Math.floor((text.length * tokens) / total);
   // A surrogate pair is not cut in half: half an emoji is text Postgres and models refuse.
-  const whole = (n: number) => (n > 0 && (text.charCodeAt(n - 1) & 0xfc00) === 0xd800 ? n - 1 : n);
+  const whole = (count: number) =>
+    count > 0 && (text.charCodeAt(count - 1) & 0xfc00) === 0xd800 ? count - 1 : count;
   cut = whole(cut);
   while (cut > 0 && estimateTokens(text.slice(0, cut)) > tokens) cut = whole(Math.floor(cut * 0.9));
   return text.slice(0, cut);

@@ -25,13 +25,14 @@ const VERB: Record<Kind, string> = {
   thread: "commented in a thread you took part in",
 };
 
-export function triggerTask(kind: Kind, actor: Pick<User, "name" | "handle">, s: Subject): string {
-  const where = s.kind === "comment" ? `a comment on “${s.title}”` : `the ${s.kind} “${s.title}”`;
+export function triggerTask(kind: Kind, actor: Pick<User, "name" | "handle">, subject: Subject): string {
+  const where =
+    subject.kind === "comment" ? `a comment on “${subject.title}”` : `the ${subject.kind} “${subject.title}”`;
   return [
-    `${actor.name} (@${actor.handle}) ${VERB[kind]} in ${where} at ${s.path}.`,
-    s.kind === "comment" ? `The comment (id \`${s.id}\`) says:` : "It says:",
-    quoteAsData(s.text, 1500),
-    `Open ${s.path}, read it in context, and respond if a response is useful${s.kind === "comment" ? ` — usually with \`add_comment\` and \`reply_to: "${s.id}"\`` : " — usually with `add_comment`"}. If nothing needs doing, finish.`,
+    `${actor.name} (@${actor.handle}) ${VERB[kind]} in ${where} at ${subject.path}.`,
+    subject.kind === "comment" ? `The comment (id \`${subject.id}\`) says:` : "It says:",
+    quoteAsData(subject.text, 1500),
+    `Open ${subject.path}, read it in context, and respond if a response is useful${subject.kind === "comment" ? ` — usually with \`add_comment\` and \`reply_to: "${subject.id}"\`` : " — usually with `add_comment`"}. If nothing needs doing, finish.`,
   ].join("\n\n");
 }
 
