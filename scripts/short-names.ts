@@ -31,7 +31,9 @@ function isOneLineCallback(node: ts.Node, file: ts.SourceFile): boolean {
 /** The names a binding declares (`a`, or each name of `{ a, b: [c] }`). */
 function boundNames(name: ts.BindingName): ts.Identifier[] {
   if (ts.isIdentifier(name)) return [name];
-  return name.elements.flatMap((element) => (ts.isOmittedExpression(element) ? [] : boundNames(element.name)));
+  return name.elements.flatMap((element) =>
+    ts.isOmittedExpression(element) ? [] : boundNames(element.name),
+  );
 }
 
 function declaredNames(file: ts.SourceFile): { name: string; line: number }[] {
@@ -82,6 +84,10 @@ for (const path of sourceFiles(root)) {
 
 const percent = (tally: Tally) => (tally.all ? (100 * tally.short) / tally.all : 0).toFixed(1);
 for (const [directory, tally] of [...byDirectory].sort(([left], [right]) => left.localeCompare(right))) {
-  console.log(`${percent(tally).padStart(5)} %  ${String(tally.short).padStart(4)} / ${tally.all}  ${directory}`);
+  console.log(
+    `${percent(tally).padStart(5)} %  ${String(tally.short).padStart(4)} / ${tally.all}  ${directory}`,
+  );
 }
-console.log(`${percent(total).padStart(5)} %  ${String(total.short).padStart(4)} / ${total.all}  all of ${root}`);
+console.log(
+  `${percent(total).padStart(5)} %  ${String(total.short).padStart(4)} / ${total.all}  all of ${root}`,
+);

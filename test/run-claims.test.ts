@@ -195,6 +195,9 @@ describe("claimNext", () => {
       });
     }
 
+    // A run woken in General: its /whoami names General (a label that reads nothing names no studio).
+    const label = [{ studio: (await db.studio.findFirstOrThrow({ where: { tenantId: row.tenantId } })).id }];
+    await db.subagentTaskRun.update({ where: { id: ids[0]! }, data: { label } });
     const { start } = await claimNext(db, { runId: ids[0]! }, "w1", 30);
     expect(start?.run).toMatchObject({ id: ids[0], agentId: agent.id, task: "task 0", model: null });
     expect(start?.run).toMatchObject({ maxSteps: 5, timeoutSeconds: 60, stepsCount: 0, leaseOwner: "w1" });
@@ -224,7 +227,12 @@ describe("claimNext", () => {
       spentMicros: 1_234_567n,
     });
     // The claim's /whoami is the one the page reads by itself: one query, two callers.
-    const ctx = { db, tenant, actor: toActor(await db.user.findUniqueOrThrow({ where: { id: agent.id } })) };
+    const ctx = {
+      db,
+      tenant,
+      actor: toActor(await db.user.findUniqueOrThrow({ where: { id: agent.id } })),
+      flow: { label: () => label, read: async () => {} },
+    };
     expect(start?.whoami).toEqual(await readWhoami(ctx));
   });
 

@@ -247,7 +247,8 @@ describe("its rights never exceed a member's of its own studio", () => {
       data: { role: "admin" },
     });
     const elsewhere = await post(bound, "/studios/side", "create_note", { text: "hello" });
-    expect([elsewhere.statusCode, elsewhere.body]).toEqual([403, expect.stringContaining("acts only there")]);
+    // It never reads past its owner: another studio answers it 404, as to anyone outside it.
+    expect([elsewhere.statusCode, elsewhere.body]).toEqual([404, expect.stringContaining("No studio side")]);
     // It knows whom it works for: its /whoami and its prompt name the studio, not a person.
     const whoami = await md(app, w, bound, "GET", "/whoami");
     expect(whoami.body).toContain(

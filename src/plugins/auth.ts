@@ -24,6 +24,8 @@ declare module "fastify" {
     tokenId?: string;
     /** An agent's token: the label of what was read with it (agents/policy/labels.ts). */
     tokenLabel?: unknown;
+    /** The label of the token's agent, shared by all its tokens (agents/policy/labels.ts agentTokenFlow). */
+    agentLabel?: unknown;
     /** What that token may do (services/registry/token-scope.ts). */
     tokenScope?: TokenScope;
     sessionId?: string;
@@ -46,6 +48,7 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
     app.decorateRequest("authVia", undefined);
     app.decorateRequest("tokenId", undefined);
     app.decorateRequest("tokenLabel", undefined);
+    app.decorateRequest("agentLabel", undefined);
     app.decorateRequest("tokenScope", undefined);
     app.decorateRequest("sessionId", undefined);
     app.decorateRequest("csrfToken", "");
@@ -63,6 +66,7 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
         req.authVia = "token";
         req.tokenId = found.tokenId;
         req.tokenLabel = found.label;
+        req.agentLabel = found.agentLabel;
         req.tokenScope = found.scope;
         return;
       }

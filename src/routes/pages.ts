@@ -7,7 +7,6 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { Prisma } from "../generated/prisma/client.ts";
 import { BODY_LIMIT, tooLarge } from "../http/body-parsers.ts";
 import { setFlash, takeFlash } from "../http/flash.ts";
 import { type Format, isFormBody, pageFormat, wantsEvents } from "../http/format.ts";
@@ -16,7 +15,7 @@ import { sendLayout, sendPage } from "../http/render.ts";
 import { serveLive } from "../http/sse.ts";
 import { AppError, type Issue, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { backoffMs, isTransient, pause } from "../lib/transient.ts";
-import { storedFlow, withLabel } from "../services/agents/policy/labels.ts";
+import { agentTokenFlow } from "../services/agents/policy/labels.ts";
 import { registry } from "../services/catalog/catalog.ts";
 import { actionForm, confirmForm, count, escapeHtml, type FormState } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
@@ -36,14 +35,14 @@ export function ctxOf(req: FastifyRequest): Ctx {
     tenant: req.tenant,
     actor: req.actor,
     origin: `${req.protocol}://${req.headers.host}`,
-    // An agent acting with its token (the markdown API, MCP) carries a label like a run: kept
-    // on the token, merged in SQL so two requests at once both leave what they read.
+    // An agent acting with a token (the markdown API, MCP) carries a label like a run: the
+    // agent's, one for all its tokens and sessions (agents/policy/labels.ts agentTokenFlow).
     ...(tokenId &&
       req.actor.kind === "subagent" && {
-        flow: storedFlow(
-          req.tokenLabel,
-          (label) =>
-            db.$executeRaw`UPDATE api_tokens SET label = ${withLabel(Prisma.sql`label`, label)} WHERE id = ${tokenId}`,
+        flow: agentTokenFlow(
+          db,
+          { id: req.actor.id, agentLabel: req.agentLabel },
+          { id: tokenId, label: req.tokenLabel },
         ),
       }),
     auth: req.authVia === "token" ? { via: "token", scope: req.tokenScope ?? "read" } : { via: "session" },

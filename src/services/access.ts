@@ -4,7 +4,8 @@
 import { hotQuery } from "../db/prisma.ts";
 import { Prisma, type Studio, type StudioRole } from "../generated/prisma/client.ts";
 import { NotFoundError } from "../lib/errors.ts";
-import { managedBy, maySee, ownerCeilingSql } from "./agents/core/ownership.ts";
+import { managedBy, maySee, ownerBoundSql, ownerCeilingSql } from "./agents/core/ownership.ts";
+import { readableRuns } from "./agents/policy/labels.ts";
 import { primeOwnerMembership } from "./agents/policy/policy.ts";
 import type { Ctx, StudioScope } from "./registry/types.ts";
 
@@ -46,7 +47,9 @@ export async function loadStudioWith<T>(
       LEFT JOIN studio_members am ON am.studio_id = s.id AND am.user_id = ${ctx.actor.id}
     WHERE s.tenant_id = ${ctx.tenant.id} AND s.handle = ${handle}`,
   );
-  if (!row?.role) throw new NotFoundError(`No studio ${handle}`);
+  // An agent never reads past its owner: where its owner is not (or, for a studio's agent,
+  // outside its studio) it gets the 404 its owner would, whatever its own membership says.
+  if (!row?.role || (agent && !row.owner_role)) throw new NotFoundError(`No studio ${handle}`);
   if (agent) primeOwnerMembership(ctx, row.studio.id, row.owner_role ? { role: row.owner_role } : null);
   return {
     studio: { ...row.studio, createdAt: new Date(row.studio.createdAt), role: row.role },
@@ -110,6 +113,13 @@ export async function managedAmong(ctx: Ctx, agentIds: string[]): Promise<Set<st
 export async function loadRun(ctx: Ctx, agentId: string, id: string) {
   const run = await ctx.db.subagentTaskRun.findFirst({ where: { id, agentId, tenantId: ctx.tenant.id } });
   if (!run) throw new NotFoundError(`No run ${id}`);
+  // A run shows what it read: only to people who can read all of it (an agent handed to new
+  // managers keeps its old runs from them: agents/policy/transfer-disclosure.ts).
+  if (
+    !(await readableRuns(ctx.db, ctx.tenant.id, ctx.actor.id, [{ runId: run.id, agentId, label: run.label }]))
+      .size
+  )
+    throw new NotFoundError(`No run ${id}`);
   return run;
 }
 
@@ -125,11 +135,26 @@ export function seenByViewers(viewers: Prisma.Sql, studioId: Prisma.Sql): Prisma
     SELECT 1 FROM studio_members vm WHERE vm.studio_id = ${studioId} AND vm.user_id = v.id))`;
 }
 
-/** The studios every viewer is a member of, for model queries; null when the actor has no viewers. */
+/**
+ * SQL: the reader `readerId` may read the studio `studioId` beyond its own membership: every
+ * viewer it acts within is a member, and an agent's owner bounds it (ownerBoundSql). The one
+ * rule every list of several studios' content filters with, as loadStudio does for one.
+ */
+export function readableSql(readerId: Prisma.Sql, viewers: Prisma.Sql, studioId: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`(${seenByViewers(viewers, studioId)} AND (${ownerBoundSql(readerId, studioId)}))`;
+}
+
+/** readableSql for the context's actor and viewers. */
+export const readableByActor = (ctx: Ctx, studioId: Prisma.Sql): Prisma.Sql =>
+  readableSql(Prisma.sql`${ctx.actor.id}`, Prisma.sql`${viewerIds(ctx)}`, studioId);
+
+/**
+ * The studios the actor may read beyond its membership (readableSql), for model queries;
+ * null when nothing bounds it (a person acting for themselves).
+ */
 export async function studiosSeenByViewers(ctx: Ctx): Promise<string[] | null> {
-  const viewers = viewerIds(ctx);
-  if (!viewers.length) return null;
+  if (!viewerIds(ctx).length && ctx.actor.kind !== "subagent") return null;
   const rows = await ctx.db.$queryRaw<{ id: string }[]>`
-    SELECT s.id FROM studios s WHERE s.tenant_id = ${ctx.tenant.id} AND ${seenByViewers(Prisma.sql`${viewers}`, Prisma.sql`s.id`)}`;
+    SELECT s.id FROM studios s WHERE s.tenant_id = ${ctx.tenant.id} AND ${readableByActor(ctx, Prisma.sql`s.id`)}`;
   return rows.map((r) => r.id);
 }

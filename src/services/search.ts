@@ -1,7 +1,7 @@
 // Full-text search over the studios the actor belongs to. Visibility is part of the
 // query itself (a join on the actor's memberships), so no result can leak past it.
 import { Prisma } from "../generated/prisma/client.ts";
-import { seenByViewers, viewerIds } from "./access.ts";
+import { readableByActor } from "./access.ts";
 import type { Ctx } from "./registry/types.ts";
 
 export interface Hit {
@@ -38,7 +38,7 @@ export async function search(
     WITH mine AS (
       SELECT s.id, s.handle FROM studios s
       JOIN studio_members m ON m.studio_id = s.id AND m.user_id = ${ctx.actor.id}
-      WHERE s.tenant_id = ${ctx.tenant.id} AND ${seenByViewers(Prisma.sql`${viewerIds(ctx)}`, Prisma.sql`s.id`)}
+      WHERE s.tenant_id = ${ctx.tenant.id} AND ${readableByActor(ctx, Prisma.sql`s.id`)}
     ), q AS (SELECT websearch_to_tsquery('english', ${q}) AS query),
     docs AS (
       SELECT 'note' AS kind, n.id, mine.id AS studio_id, mine.handle AS studio, n.title, n.text AS body, NULL AS subject_type, NULL AS subject_id, n.created_at

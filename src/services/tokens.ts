@@ -47,5 +47,11 @@ export async function verifyApiToken(db: Db, tenantId: string, token: string) {
   if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     await db.apiToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } });
   }
-  return { user: row.user, tokenId: row.id, scope: row.scope, label: row.label };
+  return {
+    user: row.user,
+    tokenId: row.id,
+    scope: row.scope,
+    label: row.label,
+    agentLabel: row.user.agentLabel,
+  };
 }

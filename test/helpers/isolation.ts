@@ -1005,6 +1005,8 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   bio: () => ({ value: `${PROBE} bio` }),
   accept: () => ({ value: true }),
   prefer: () => ({ value: true }),
+  // Clearing the memory on a transfer: the probe asks for it, so a refused transfer clears nothing either.
+  clear_memory: () => ({ value: true }),
   role: () => ({ value: "admin" }),
   "create_api_token.scope": () => ({ value: "manage" }),
   expires_in_days: () => ({ value: 30 }),

@@ -6,9 +6,11 @@ import type { Prisma, Studio } from "../../generated/prisma/client.ts";
 import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
+import { transferDisclosure } from "../agents/policy/transfer-disclosure.ts";
 import { emit } from "../events.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction } from "../registry/types.ts";
+import { writeScratchpad } from "../scratchpad.ts";
 import { handleSchema } from "../validation.ts";
 import { saveConfig } from "./agent-settings.ts";
 
@@ -63,6 +65,10 @@ export const transferSubagent = defineAction({
       description: "a studio you administer",
       pickedBeside: true,
     }),
+    clear_memory: z.boolean().optional().meta({
+      label: "Clear its memory first",
+      description: "its scratchpad holds what it read: cleared, its new managers read none of it",
+    }),
   }),
   writes: true,
   audience: toAgentManagers("transfer"),
@@ -75,6 +81,16 @@ export const transferSubagent = defineAction({
   async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
     const studio = await adminStudio(ctx, params.studio);
+    // A disclosure decision: said before (its page), and what it decided said after.
+    if (params.clear_memory)
+      await writeScratchpad(ctx.tx, {
+        tenantId: ctx.tenant.id,
+        agentId: agent.id,
+        authorId: ctx.actor.id,
+        kind: "clear",
+        text: "",
+      });
+    const disclosed = await transferDisclosure(ctx.tx, ctx.tenant.id, agent, studio.id);
     // Under the row's lock, like every config change: a personal key cannot follow it to the studio.
     let hadKey = false;
     await saveConfig(ctx, scope, (config) => {
@@ -101,7 +117,7 @@ export const transferSubagent = defineAction({
     return {
       status: 200,
       location: `/subagents/${agent.handle}`,
-      notice: `@${agent.handle} now belongs to ${studio.name}${notes.length ? `: ${notes.join("; ")}` : ""}.`,
+      notice: `@${agent.handle} now belongs to ${studio.name}${notes.length ? `: ${notes.join("; ")}` : ""}.${params.clear_memory ? " Its memory was cleared first." : ""}${disclosed ? ` ${disclosed}` : ""}`,
     };
   },
 });

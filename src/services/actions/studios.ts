@@ -3,6 +3,7 @@ import { conflictOnDuplicate } from "../../db/prisma.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
+import { agentsLeaveWithOwner } from "../agents/core/owner-left.ts";
 import { emit } from "../events.ts";
 import { inStudio, toSelf } from "../registry/audiences.ts";
 import { defineAction, type Scope } from "../registry/types.ts";
@@ -177,7 +178,7 @@ export const updateMemberRole = defineAction({
 export const removeMember = defineAction({
   name: "remove_member",
   destructive:
-    "They lose access to the studio's notes, decisions and commitments until someone invites them again.",
+    "They lose access to the studio's notes, decisions and commitments until someone invites them again, and their agents leave it with them (their subscriptions there stop).",
   description: "Remove someone from the studio",
   params: z.object({ handle: handleSchema.meta({ label: "Member", pickedBeside: true }) }),
   writes: true,
@@ -197,11 +198,20 @@ export const removeMember = defineAction({
       subjectType: "user",
       subjectId: m.userId,
     });
+    // An agent never reads past its owner: theirs leave with them, in the same transaction.
+    const left = await agentsLeaveWithOwner(
+      ctx.tx,
+      { tenantId: ctx.tenant.id, actorId: ctx.actor.id, personId: m.userId },
+      studio,
+    );
+    const agents = left.handles.length
+      ? `, and ${left.handles.join(" and ")} ${left.handles.length === 1 ? "leaves" : "leave"} it too`
+      : "";
     const self = m.userId === ctx.actor.id;
     return {
       status: 200,
       location: self ? "/studios" : `/studios/${studio.handle}/members`,
-      notice: self ? `You left ${studio.name}` : `Removed @${params.handle}`,
+      notice: self ? `You left ${studio.name}${agents}` : `Removed @${params.handle}${agents}`,
     };
   },
 });

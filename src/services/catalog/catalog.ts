@@ -1,5 +1,6 @@
 // Every page and action of the workspace, in one list: the registry is built from it.
 
+import { clearAgentLabel } from "../actions/agent-label.ts";
 import { setMemberRuns, transferSubagent } from "../actions/agent-ownership.ts";
 import { addRule, removeRule, setCapabilities, tryRule } from "../actions/agent-settings.ts";
 import { createApiTokenAction, revokeApiToken } from "../actions/api-tokens.ts";
@@ -187,6 +188,7 @@ export const actions = [
   updateScratchpad,
   editScratchpad,
   clearScratchpad,
+  clearAgentLabel,
   createSubagent,
   updateSubagent,
   addToStudio,

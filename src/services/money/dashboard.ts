@@ -53,8 +53,14 @@ export interface Slice extends Totals {
 
 export interface TopRun {
   runId: string;
+  agentId: string;
   agentHandle: string;
   task: string;
+  /** What woke it (`mention`, `schedule`…) and the trigger's id: what a reader outside its label sees instead of its task. */
+  triggerKind: string;
+  triggerId: string | null;
+  /** Who could read what it took in (agents/policy/labels.ts): who may read its task. */
+  label: unknown;
   status: string;
   createdAt: Date;
   steps: number;
@@ -142,14 +148,19 @@ export async function loadUsage(db: PrismaClient, f: UsageFilter, now = new Date
         steps: number;
         tokens: bigint;
         cost: bigint;
+        agent_id: string;
         handle: string;
         task: string;
+        trigger_kind: string;
+        trigger_id: string | null;
+        label: unknown;
         status: string;
         created_at: Date;
       }[]
     >`
       SELECT r.id, r.steps_count AS steps, r.input_tokens::bigint + r.output_tokens AS tokens, r.cost_micros AS cost,
-             a.handle, r.task, r.status::text AS status, r.created_at
+             r.agent_id, a.handle, r.task, r.trigger_kind, coalesce(r.trigger_ref, r.trigger_event_id) AS trigger_id,
+             r.label, r.status::text AS status, r.created_at
       FROM subagent_task_runs r JOIN users a ON a.id = r.agent_id
       WHERE r.tenant_id = ${f.tenantId} AND r.created_at >= ${from} AND r.cost_micros > 0
         ${f.kind === "agent" ? Prisma.sql`AND r.agent_id = ${f.agentId}` : Prisma.empty}
@@ -214,8 +225,12 @@ export async function loadUsage(db: PrismaClient, f: UsageFilter, now = new Date
     })),
     topRuns: topRuns.map((r) => ({
       runId: r.id,
+      agentId: r.agent_id,
       agentHandle: r.handle,
       task: r.task,
+      triggerKind: r.trigger_kind,
+      triggerId: r.trigger_id,
+      label: r.label,
       status: r.status,
       createdAt: r.created_at,
       steps: r.steps,

@@ -13,10 +13,9 @@ import { stepPath } from "./run-steps.ts";
 
 export const entryAnchor = (id: string) => `entry-${id}`;
 
-/** Where what the scratchpad carries was read, in words: its studios by name. */
-async function carried(ctx: Ctx, raw: unknown, agentId: string): Promise<string> {
+/** Where what a label says was read, in words (its studios by name); empty when nowhere but its own pages. */
+async function placesOf(ctx: Ctx, raw: unknown, agentId: string): Promise<string[]> {
   const label = parseLabel(raw).filter((a) => !("managersOf" in a && a.managersOf === agentId));
-  if (!label.length) return "It carries nothing from elsewhere: the agent may repeat it anywhere it writes.";
   const ids = label.flatMap((a) => ("studio" in a ? [a.studio] : []));
   const studios = ids.length
     ? await ctx.db.studio.findMany({
@@ -24,11 +23,25 @@ async function carried(ctx: Ctx, raw: unknown, agentId: string): Promise<string>
         select: { name: true },
       })
     : [];
-  const places = [
+  return [
     ...studios.map((s) => mdEscape(s.name)),
     ...(label.length > ids.length ? [`${label.length - ids.length} other source(s)`] : []),
   ];
+}
+
+/** Where what the scratchpad carries was read, in words: its studios by name. */
+async function carried(ctx: Ctx, raw: unknown, agentId: string): Promise<string> {
+  const places = await placesOf(ctx, raw, agentId);
+  if (!places.length) return "It carries nothing from elsewhere: the agent may repeat it anywhere it writes.";
   return `It carries what its runs read in ${places.join(", ")}: writing it where others read waits for your approval. Editing or clearing it makes it your words.`;
+}
+
+/** What its tokens and MCP sessions have read (one label for all of them), and what clearing it decides. */
+async function tokensRead(ctx: Ctx, raw: unknown, agentId: string): Promise<string> {
+  const places = await placesOf(ctx, raw, agentId);
+  const head = "## What its tokens read\n\nIts API tokens and MCP sessions share one label.";
+  if (!places.length) return `${head} They have read nothing from elsewhere.`;
+  return `${head} They have read in ${places.join(", ")}: what they write where others read waits for your approval. Clearing it is your decision to disclose that: they could then write it anywhere, unreviewed.`;
 }
 
 function entryBlock(handle: string, e: EntryRow): Block {
@@ -44,7 +57,7 @@ function entryBlock(handle: string, e: EntryRow): Block {
 
 export const agentMemoryPage = definePage({
   pattern: "/subagents/:handle/memory",
-  actions: ["edit_scratchpad", "clear_scratchpad"],
+  actions: ["edit_scratchpad", "clear_scratchpad", "clear_agent_label"],
   resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope, query) {
     const a = scope.agent;
@@ -58,6 +71,7 @@ export const agentMemoryPage = definePage({
         {
           md: `## Scratchpad\n\nNotes ${mdEscape(a.name)} keeps for itself with \`update_scratchpad\` and reads at the start of every run.\n\n${a.scratchpad ? quote(a.scratchpad) : "_Empty._"}\n\n${await carried(ctx, a.scratchpadLabel, a.id)}`,
         },
+        { md: await tokensRead(ctx, a.agentLabel, a.id) },
         { md: `## History (${total})` },
         ...(entries.length ? entries.map((e) => entryBlock(a.handle, e)) : [{ md: "_No writes yet._" }]),
         { md: pager(path, paged, total) },

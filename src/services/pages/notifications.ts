@@ -79,7 +79,8 @@ function notificationBlock(
   else if (n.path.includes("/runs/"))
     line = `${name} asks you: “${mdEscape(text)}” · ${link("Answer", n.path)}`;
   else if (n.path.includes("/pending/")) line = `${name} ${mdEscape(text)} · ${link("Review", n.path)}`;
-  else line = `${name} ${mdEscape(text)} · ${link("See its usage", n.path)}`;
+  else if (n.path.endsWith("/usage")) line = `${name} ${mdEscape(text)} · ${link("See its usage", n.path)}`;
+  else line = `${name} ${mdEscape(text)} · ${link("Open", n.path)}`;
   const [first, ...rest] = line.split("\n\n");
   const stamp = ` · ${when(n.createdAt)}`;
   const md = [`- ${first}${stamp} · notification \`${n.id}\``, ...rest].join("\n\n");

@@ -16,6 +16,7 @@ function agentBlocks(
   user: Pick<User, "agentConfig" | "scratchpad">,
   spentMicros: bigint,
   watching: Whoami["watching"],
+  unnamed: string,
 ): Block[] {
   const config = agentConfig({ agentConfig: user.agentConfig as never });
   return [
@@ -39,7 +40,7 @@ function agentBlocks(
       md: `## Your budget\n\nThis month your model calls cost ${usd(spentMicros)} of your ${usd(toMicros(config.cost_limit_usd))} limit. At the limit your run stops and you are paused until your owner raises it: use steps well, and finish once the task is done.`,
     },
     {
-      md: `## What you watch\n\n${watching.length ? `Events on these pages start your runs (\`subscribe\` / \`unsubscribe\` on a page change them):\n\n${watching.map((w) => `- ${w.path} — ${w.events.join(", ")}${w.enabled ? "" : " (paused)"}`).join("\n")}` : "_Nothing: `subscribe` on a studio or a page to be woken by what happens there._"}`,
+      md: `## What you watch\n\n${watching.length ? `Events on these pages start your runs (\`subscribe\` / \`unsubscribe\` on a page change them):\n\n${watching.map((w) => `- ${w.path} — ${w.events.join(", ")}${w.enabled ? "" : " (paused)"}`).join("\n")}${unnamed ? `\n\n${unnamed}` : ""}` : unnamed || "_Nothing: `subscribe` on a studio or a page to be woken by what happens there._"}`,
     },
     {
       md: `## Your scratchpad\n\nNotes you left yourself in earlier runs (update them with \`update_scratchpad\`):\n\n${user.scratchpad ? quote(user.scratchpad) : "_Empty._"}`,
@@ -54,6 +55,7 @@ export const whoamiPage = definePage({
   async render(ctx) {
     const whoami = await readWhoami(ctx);
     const { user, studios: memberships, watching, unread, unreadCount, spentMicros: spent } = whoami;
+    const unnamed = unnamedLine(whoami.unnamedStudios, "studio");
     const identity = [
       `You are ${who(user)}, a ${user.kind} in the ${mdEscape(ctx.tenant.name)} workspace (\`${ctx.tenant.subdomain}\`).`,
       user.parent ? `Your owner is ${who(user.parent)}.` : null,
@@ -64,10 +66,10 @@ export const whoamiPage = definePage({
       .filter(Boolean)
       .join(" ");
     const studios = memberships.length
-      ? memberships
+      ? `${memberships
           .map((m) => `- ${link(m.name, `/studios/${m.handle}`)} (\`${m.handle}\`) — ${m.role}`)
-          .join("\n")
-      : "_None yet._";
+          .join("\n")}${unnamed ? `\n\n${unnamed}` : ""}`
+      : unnamed || "_None yet._";
     const notes = unread.length
       ? unread
           .map(
@@ -82,7 +84,9 @@ export const whoamiPage = definePage({
       blocks: [
         { md: identity },
         ...(user.bio ? [{ md: quote(user.bio) }] : []),
-        ...(user.kind === "subagent" ? agentBlocks(user, spent, watching) : []),
+        ...(user.kind === "subagent"
+          ? agentBlocks(user, spent, watching, unnamedLine(whoami.unnamedWatching, "subscription"))
+          : []),
         { md: `## Your studios\n\n${studios}` },
         {
           md: `## Unread notifications (${unreadCount})\n\n${notes}${unreadCount > unread.length ? `\n\n${link("All notifications", "/notifications")}` : ""}`,
@@ -95,6 +99,16 @@ export const whoamiPage = definePage({
     };
   },
 });
+
+/**
+ * The places /whoami does not name to this run: naming them would count them among what it
+ * read (their names can be what is private), and hold its ordinary writes.
+ */
+function unnamedLine(count: number, what: "studio" | "subscription"): string {
+  if (!count) return "";
+  const where = what === "studio" ? "`/studios` lists them" : "each studio's page shows them";
+  return `_And ${plural(count, `other ${what}`)}, not named here: what you have read so far does not cover them, and reading their names counts them in it (${where})._`;
+}
 
 export function verb(kind: string): string {
   if (kind === "agent") return "needs you:";
@@ -175,6 +189,8 @@ export const profilePage = definePage({
           ? [{ md: link("Your settings and API tokens", `/u/${u.handle}/settings`) }]
           : []),
       ],
+      // The studios it names count: a studio's name can be what is private.
+      sources: shared.map((s) => ({ studio: s.id })),
     };
   },
 });

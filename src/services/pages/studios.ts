@@ -51,6 +51,7 @@ export const homePage = definePage({
           md: `## Elsewhere\n\n- ${link(`Notifications (${unread} unread)`, "/notifications")}\n- ${link("Search", "/search")}\n- ${link("Who am I", "/whoami")}\n- ${link("Your settings and API tokens", `/u/${ctx.actor.handle}/settings`)}`,
         },
       ],
+      sources: memberships.map((m) => ({ studio: m.studioId })),
     };
   },
 });
@@ -74,6 +75,8 @@ export const studiosPage = definePage({
       title: "Studios",
       breadcrumb: [home, { label: "Studios" }],
       blocks: [{ md: list }, { md: pager("/studios", paged, total) }],
+      // It names studios, and a studio's name can be what is private: each counts.
+      sources: memberships.map((m) => ({ studio: m.studioId })),
     };
   },
 });

@@ -3,6 +3,7 @@ import { updateSubagent } from "../actions/subagents.ts";
 import { keysOf, loadAgent, mayManage, visibleTo, withOwnerStudio } from "../agents/core/ownership.ts";
 import { agentConfig } from "../agents/core/settings.ts";
 import { capabilityLabel } from "../agents/policy/capabilities.ts";
+import { transferDisclosure } from "../agents/policy/transfer-disclosure.ts";
 import { modelCatalogue } from "../money/catalogue.ts";
 import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
@@ -190,6 +191,7 @@ async function loadSubagent(ctx: PageCtx, scope: { agent: AgentScope }) {
       .then((own) => modelCatalogue(ctx.db, ctx.tenant, new Set(own.map((k) => k.id)))),
   ]);
   const config = agentConfig(agent);
+  const disclosures = await givingAway(ctx, agent, mine);
   const watchedCount = (enabled: boolean) => watching.find((group) => group.enabled === enabled)?._count ?? 0;
   return {
     agent,
@@ -203,6 +205,7 @@ async function loadSubagent(ctx: PageCtx, scope: { agent: AgentScope }) {
     webhooks,
     schedules,
     mine,
+    disclosures,
     catalogue,
     actorHandle: ctx.actor.handle,
     current: updateSubagent.current?.(scope) ?? {},
@@ -351,11 +354,23 @@ function subagentView(data: SubagentData): PageView {
         },
       },
       { md: `### Identity prompt\n\n${identity}` },
-      ...studioBlocks(agent, config, data.studios, data.mine),
+      ...studioBlocks(agent, config, data.studios, data.mine, data.disclosures),
       { md: wakesBlock(data, base) },
       { md: `## Recent runs\n\n${recent}` },
     ],
   };
+}
+
+/** For each studio the actor could give the agent to, what its admins would read that they cannot now. */
+async function givingAway(
+  ctx: PageCtx,
+  agent: { id: string; handle: string; ownerStudio: unknown },
+  mine: { id: string; name: string; members: { role: string }[] }[],
+): Promise<string[]> {
+  if (agent.ownerStudio) return [];
+  const targets = mine.filter((s) => s.members[0]?.role === "admin");
+  const said = await Promise.all(targets.map((s) => transferDisclosure(ctx.db, ctx.tenant.id, agent, s.id)));
+  return targets.flatMap((s, i) => (said[i] ? [`To ${mdEscape(s.name)}: ${mdEscape(said[i]!)}`] : []));
 }
 
 /**
@@ -367,6 +382,7 @@ function studioBlocks(
   config: ReturnType<typeof agentConfig>,
   studios: { studioId: string; studio: { name: string; handle: string } }[],
   mine: { id: string; handle: string; name: string; members: { role: string }[] }[],
+  disclosures: string[],
 ): Block[] {
   const choices = (list: typeof mine) => ({ studio: list.map((s) => ({ value: s.handle, label: s.name })) });
   const joinable = mine.filter((s) => !studios.some((m) => m.studioId === s.id));
@@ -401,7 +417,9 @@ function studioBlocks(
     });
   if (adminOf.length)
     blocks.push(
-      { md: "### Give it to a studio" },
+      {
+        md: `### Give it to a studio${disclosures.length ? `\n\nA transfer is a decision to disclose: ${disclosures.join(" ")} Tick **Clear its memory first** to give it without its memory.` : ""}`,
+      },
       {
         form: {
           action: "transfer_subagent",

@@ -4,6 +4,7 @@ import { ForbiddenError } from "../../lib/errors.ts";
 import { loadStudio } from "../access.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
 import { agentConfig, tenantSettings } from "../agents/core/settings.ts";
+import { readableRuns } from "../agents/policy/labels.ts";
 import { responsiveChart } from "../money/chart.ts";
 import {
   DAYS,
@@ -115,8 +116,12 @@ function sliceTable(title: string, what: string, rows: Slice[]): string {
   return `## ${title}\n\n| ${what} | calls | input | cached | output | cost |\n|---|---|---|---|---|---|\n${body.join("\n")}${note}`;
 }
 
-/** The costliest runs; one agent's page leaves out the agent column. */
-function topRunsTable(u: Usage, oneAgent = false): string {
+/**
+ * The costliest runs; one agent's page leaves out the agent column. A run whose label the
+ * reader is outside (a workspace admin reading an agent they do not manage) shows what woke
+ * it, not its task: a task quotes what woke it ("…mentioned you in the note “…”").
+ */
+function topRunsTable(u: Usage, readable: Set<string>, oneAgent = false): string {
   if (!u.topRuns.length) return `## Top runs by cost\n\n_No runs in the last ${DAYS} days._`;
   return [
     "## Top runs by cost",
@@ -125,10 +130,16 @@ function topRunsTable(u: Usage, oneAgent = false): string {
     `|---|${oneAgent ? "" : "---|"}---|---|---|---|---|`,
     ...u.topRuns.map(
       (r) =>
-        `| ${link(when(r.createdAt), `/subagents/${r.agentHandle}/runs/${r.runId}`)} |${oneAgent ? "" : ` @${r.agentHandle} |`} ${mdEscape(excerpt(r.task, 60))} | ${r.status} | ${n(r.steps)} | ${n(r.tokens)} | ${usd(r.costMicros)} |`,
+        `| ${link(when(r.createdAt), `/subagents/${r.agentHandle}/runs/${r.runId}`)} |${oneAgent ? "" : ` @${r.agentHandle} |`} ${readable.has(r.runId) ? mdEscape(excerpt(r.task, 60)) : triggerWords(r)} | ${r.status} | ${n(r.steps)} | ${n(r.tokens)} | ${usd(r.costMicros)} |`,
     ),
   ].join("\n");
 }
+
+const triggerWords = (r: Usage["topRuns"][number]) =>
+  `_${mdEscape(r.triggerKind)}${r.triggerId ? ` \`${r.triggerId}\`` : ""}_`;
+
+/** The runs among the costliest whose task the reader may read (agents/policy/labels.ts readableRuns). */
+const readableOf = (ctx: Ctx, u: Usage) => readableRuns(ctx.db, ctx.tenant.id, ctx.actor.id, u.topRuns);
 
 function monthLine(spent: number, now: Date, limitMicros?: number): string {
   const projected = projectMonth(spent, now);
@@ -173,7 +184,7 @@ export const agentUsagePage = definePage({
       ...charts(u, limit / daysInMonth),
       { md: sliceTable("By model", "model", u.byModel) },
       { md: sliceTable("By key", "key", u.byKey) },
-      { md: topRunsTable(u, true) },
+      { md: topRunsTable(u, await readableOf(ctx, u), true) },
       {
         md: `## Limit and alerts\n\nAt the limit its run stops and it pauses until you raise the limit; each alert notifies you once a month.${config.alert_thresholds_usd.some((t) => t >= config.cost_limit_usd) ? " Alerts at or above the limit never fire before it pauses." : ""}`,
       },
@@ -226,7 +237,7 @@ async function overview(ctx: Ctx, f: UsageFilter, intro: string, csv: string | n
     ...charts(u),
     { md: sliceTable("By model", "model", u.byModel) },
     { md: sliceTable("By key", "key", u.byKey) },
-    { md: topRunsTable(u) },
+    { md: topRunsTable(u, await readableOf(ctx, u)) },
   ];
 }
 

@@ -5,8 +5,8 @@
 // twice however many workers flush. The run goes through queueTriggered's guards.
 import type { Db, PrismaClient } from "../../../db/prisma.ts";
 import { inTransaction } from "../../../db/prisma.ts";
-import type { AgentSubscription, Event, User } from "../../../generated/prisma/client.ts";
-import { wokenByOthers } from "../core/ownership.ts";
+import { type AgentSubscription, type Event, Prisma, type User } from "../../../generated/prisma/client.ts";
+import { ownerBoundSql, wokenByOthers } from "../core/ownership.ts";
 import type { QueuedRun } from "../core/runs.ts";
 import { agentConfig, resolveModel, tenantSettings } from "../core/settings.ts";
 import { queueTriggered } from "../triggers/dispatcher.ts";
@@ -142,16 +142,20 @@ export async function flushSubscription(db: PrismaClient | Db, id: string): Prom
 
 /** The agent must still see what it watches; if it no longer can, the subscription is turned off, saying why. */
 async function stillVisible(tx: Db, sub: AgentSubscription & { agent: User }): Promise<boolean> {
-  const member = await tx.studioMember.findUnique({
-    where: { studioId_userId: { studioId: sub.studioId, userId: sub.agentId } },
-  });
-  if (member) return true;
+  const [row] = await tx.$queryRaw<{ member: boolean; bounded: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM studio_members WHERE studio_id = ${sub.studioId} AND user_id = ${sub.agentId}) AS member,
+      (${ownerBoundSql(Prisma.sql`${sub.agentId}`, Prisma.sql`${sub.studioId}`)}) AS bounded`;
+  if (row?.member && row.bounded) return true;
   const studio = await tx.studio.findUnique({ where: { id: sub.studioId }, select: { handle: true } });
+  const where = studio ? `#${studio.handle}` : "its studio";
   await tx.agentSubscription.update({
     where: { id: sub.id },
     data: {
       enabled: false,
-      disabledReason: `@${sub.agent.handle} is no longer a member of ${studio ? `#${studio.handle}` : "its studio"}, so it cannot see what it watched.`,
+      // It never reads past its owner: a member whose owner is not there sees nothing there either.
+      disabledReason: row?.member
+        ? `@${sub.agent.handle}'s owner is no longer a member of ${where}, so it cannot see what it watched.`
+        : `@${sub.agent.handle} is no longer a member of ${where}, so it cannot see what it watched.`,
     },
   });
   return false;

@@ -156,6 +156,55 @@ export function ownerCeilingSql(agentId: Prisma.Sql, studioId: Prisma.Sql): Pris
 }
 
 /**
+ * SQL: true when the user `userId` may read the studio `studioId` as far as its owner goes:
+ * a person always (their membership is the rest of the check), a person's agent only while
+ * its owner is a member there, a studio's agent only in its own studio. Read live, like the
+ * ceiling, so an owner's removal or a transfer bounds the agent's very next read.
+ */
+export function ownerBoundSql(userId: Prisma.Sql, studioId: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`coalesce((SELECT ob.kind <> 'subagent' FROM users ob WHERE ob.id = ${userId}), false)
+    OR ${ownerCeilingSql(userId, studioId)} IS NOT NULL`;
+}
+
+/**
+ * SQL: the user `readerId` can read the audience `audience` (a jsonb value of a label,
+ * registry/types.ts Audience): a studio's members, the people listed, an agent and its
+ * managers, or anyone in the workspace.
+ */
+export function readsAudienceSql(
+  readerId: Prisma.Sql,
+  audience: Prisma.Sql,
+  tenantId: Prisma.Sql,
+): Prisma.Sql {
+  return Prisma.sql`CASE
+    WHEN ${audience} ? 'studio' THEN EXISTS (SELECT 1 FROM studio_members ram WHERE ram.studio_id = ${audience}->>'studio' AND ram.user_id = ${readerId})
+    WHEN ${audience} ? 'people' THEN ${audience}->'people' ? ${readerId}
+    WHEN ${audience} ? 'managersOf' THEN ${readerId} = ${audience}->>'managersOf' OR EXISTS (
+      SELECT 1 FROM users rao WHERE rao.id = ${audience}->>'managersOf' AND ${managedBySql("rao", readerId)})
+    ELSE EXISTS (SELECT 1 FROM users raw WHERE raw.id = ${readerId} AND raw.tenant_id = ${tenantId} AND raw.archived_at IS NULL)
+  END`;
+}
+
+/**
+ * SQL: naming the studio `studioId` to the agent `agentId` narrows nothing of its label
+ * `label` (jsonb): everyone who could read all the label holds, bar the agent and its
+ * managers, is a member there. A page listing places names only those (agents/core/whoami-read.ts).
+ */
+export function insideLabelSql(
+  label: Prisma.Sql,
+  agentId: Prisma.Sql,
+  tenantId: Prisma.Sql,
+  studioId: Prisma.Sql,
+): Prisma.Sql {
+  return Prisma.sql`NOT EXISTS (SELECT 1 FROM users ilu
+    WHERE ilu.tenant_id = ${tenantId} AND ilu.archived_at IS NULL AND ilu.id <> ${agentId}
+      AND NOT EXISTS (SELECT 1 FROM users ila WHERE ila.id = ${agentId} AND ${managedBySql("ila", Prisma.sql`ilu.id`)})
+      AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(${label}) ilx(a)
+        WHERE NOT (${readsAudienceSql(Prisma.sql`ilu.id`, Prisma.sql`ilx.a`, tenantId)}))
+      AND NOT EXISTS (SELECT 1 FROM studio_members ilm WHERE ilm.studio_id = ${studioId} AND ilm.user_id = ilu.id))`;
+}
+
+/**
  * A subagent the actor manages; a member of its owning studio gets a 403 saying who does
  * (or, with `members: "run"`, the agent itself when its admins let members run it), and
  * anyone else a 404. With `adminReads`, a workspace admin may read any agent (its usage);

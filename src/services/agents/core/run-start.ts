@@ -73,7 +73,7 @@ export const runStartSql = (date: Date) => Prisma.sql`(
       'kind', u.kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'tenantAdmin', u.tenant_admin, 'agentConfig', u.agent_config),
     'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings,
       'createdAt', t.created_at AT TIME ZONE 'UTC'),
-    'whoami', ${whoamiSql(Prisma.sql`c.agent_id`, Prisma.sql`c.tenant_id`, Prisma.sql`c.viewer_ids`, date)},
+    'whoami', ${whoamiSql(Prisma.sql`c.agent_id`, Prisma.sql`c.tenant_id`, Prisma.sql`c.viewer_ids`, Prisma.sql`c.label`, date)},
     'viewers', (SELECT coalesce(json_agg(json_build_object('id', v.id, 'tenantId', v.tenant_id, 'handle', v.handle,
         'name', v.name, 'kind', v.kind, 'parentId', v.parent_id, 'tenantAdmin', v.tenant_admin)), '[]')
       FROM users v WHERE v.id = ANY(c.viewer_ids)))

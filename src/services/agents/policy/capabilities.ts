@@ -35,6 +35,8 @@ export const ALWAYS_BLOCKED = [
   // Its managers correct its memory; the agent keeps it with update_scratchpad.
   "edit_scratchpad",
   "clear_scratchpad",
+  // Forgetting what its tokens read is its managers' decision to disclose, never its own.
+  "clear_agent_label",
   "retry_run",
   "replay_run",
   "answer_question",

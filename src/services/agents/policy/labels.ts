@@ -9,6 +9,7 @@ import { Prisma } from "../../../generated/prisma/client.ts";
 import { plural } from "../../../lib/plural.ts";
 import { audienceKey, narrowed, parseLabel } from "../../registry/audiences.ts";
 import type { Audience, Flow } from "../../registry/types.ts";
+import { readsAudienceSql } from "../core/ownership.ts";
 
 /** Who can read an audience, as a query of user ids. */
 function readersSql(audience: Audience, tenantId: string): Prisma.Sql {
@@ -20,11 +21,36 @@ function readersSql(audience: Audience, tenantId: string): Prisma.Sql {
 }
 
 /** An agent and the people who manage it: its owner, or the admins of the studio that owns it. */
-function managersSql(agentId: string): Prisma.Sql {
+function managersSql(agentId: string | Prisma.Sql): Prisma.Sql {
   return Prisma.sql`SELECT ${agentId}::text
     UNION SELECT parent_id FROM users WHERE id = ${agentId} AND parent_id IS NOT NULL
     UNION SELECT m.user_id FROM users u JOIN studio_members m ON m.studio_id = u.owner_studio_id AND m.role = 'admin'
       WHERE u.id = ${agentId}`;
+}
+
+/**
+ * Of these runs, those whose task and label `readerId` may read: the reader is inside every
+ * audience of its label. Its managers usually are (it never reads past its owner), but not a
+ * studio's admins who took it over after it read elsewhere (transfer-disclosure.ts).
+ * Pages that show runs of agents the reader does not manage (usage dashboards) show the
+ * others by what woke them, not by their task.
+ */
+export async function readableRuns(
+  db: Db,
+  tenantId: string,
+  readerId: string,
+  runs: { runId: string; agentId: string; label: unknown }[],
+): Promise<Set<string>> {
+  if (!runs.length) return new Set();
+  const input = runs.map((r) => ({ id: r.runId, agent_id: r.agentId, label: parseLabel(r.label) }));
+  const rows = await hotQuery<{ id: string }>(
+    db,
+    Prisma.sql`
+    SELECT r.id FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS r(id text, agent_id text, label jsonb)
+    WHERE NOT EXISTS (SELECT 1 FROM jsonb_array_elements(r.label) x(a)
+         WHERE NOT (${readsAudienceSql(Prisma.sql`${readerId}`, Prisma.sql`x.a`, Prisma.sql`${tenantId}`)}))`,
+  );
+  return new Set(rows.map((r) => r.id));
 }
 
 export interface Disclosure {
@@ -126,6 +152,26 @@ export async function disclosureText(
  */
 export function withLabel(column: Prisma.Sql, label: Audience[]): Prisma.Sql {
   return Prisma.sql`(SELECT coalesce(jsonb_agg(DISTINCT x), '[]') FROM jsonb_array_elements(${column} || ${JSON.stringify(label)}::jsonb) x)`;
+}
+
+/**
+ * An agent acting with a token (the markdown API, MCP): one label for the agent, whichever
+ * of its tokens or sessions read what. It starts from the agent's and the token's (a token
+ * from before the label moved to the agent), and every read is merged into both in SQL, so
+ * two requests at once both leave what they read.
+ */
+export function agentTokenFlow(
+  db: Db,
+  agent: { id: string; agentLabel: unknown },
+  token: { id: string; label: unknown },
+): Flow {
+  const initial = [...parseLabel(agent.agentLabel), ...parseLabel(token.label)];
+  return storedFlow(
+    narrowed([], initial) ?? [],
+    (label) => db.$executeRaw`
+      WITH token AS (UPDATE api_tokens SET label = ${withLabel(Prisma.sql`label`, label)} WHERE id = ${token.id})
+      UPDATE users SET agent_label = ${withLabel(Prisma.sql`agent_label`, label)} WHERE id = ${agent.id}`,
+  );
 }
 
 /**

@@ -11,7 +11,7 @@ import { quoteAsData } from "../../../lib/text.ts";
 import { parseMentions } from "../../mentions.ts";
 import type { Subject } from "../../subjects.ts";
 import { AGENTS_OFF, AGENTS_OFF_MESSAGE } from "../core/kill-switch.ts";
-import { managedBySql } from "../core/ownership.ts";
+import { managedBySql, ownerBoundSql } from "../core/ownership.ts";
 import { type NewRun, type QueuedRun, queueRun, recordSkipped } from "../core/runs.ts";
 import { agentConfig, resolveModel, type TenantSettings, tenantSettings } from "../core/settings.ts";
 import { RATED_TRIGGERS, rateSlot, workspaceRateFull } from "./rate.ts";
@@ -100,7 +100,9 @@ async function wakeRead(db: PrismaClient, e: Event, s: Subject): Promise<Wake> {
           ORDER BY u.id), '[]')
         FROM woken w JOIN users u ON u.id = w.id
         WHERE (u.archived_at IS NULL OR w.why = 'mention')
-          AND EXISTS (SELECT 1 FROM studio_members m WHERE m.user_id = u.id AND m.studio_id = ${s.studioId}))
+          AND EXISTS (SELECT 1 FROM studio_members m WHERE m.user_id = u.id AND m.studio_id = ${s.studioId})
+          -- It never reads past its owner: a mention where its owner is not wakes nothing.
+          AND ${ownerBoundSql(Prisma.sql`u.id`, Prisma.sql`${s.studioId}`)})
     ) AS wake`,
   );
   return row!.wake;
