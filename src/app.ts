@@ -20,6 +20,7 @@ import rateLimit from "./plugins/rate-limit.ts";
 import securityHeaders from "./plugins/security-headers.ts";
 import tenancy from "./plugins/tenancy.ts";
 import tracing from "./plugins/tracing.ts";
+import accountRoutes from "./routes/accounts.ts";
 import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
 import mcpRoutes from "./routes/mcp.ts";
@@ -115,7 +116,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     flushMs: config.AUDIT_FLUSH_MS,
     batchSize: config.AUDIT_BATCH_SIZE,
   });
-  await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
+  await app.register(tenancy, { baseDomain: config.BASE_DOMAIN, defaultWorkspace: config.DEFAULT_WORKSPACE });
   await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET });
   await app.register(rateLimit, {
     redisUrl: config.REDIS_URL,
@@ -127,6 +128,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(healthRoutes);
   await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, throttle: config });
+  await app.register(accountRoutes, { ttlHours: config.SESSION_TTL_HOURS });
   await app.register(usageCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });

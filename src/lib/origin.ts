@@ -1,11 +1,17 @@
 // Where a workspace is reached from outside a request (a mail, an outgoing webhook): each
-// workspace is a subdomain of BASE_DOMAIN (plugins/tenancy.ts).
+// workspace is a subdomain of BASE_DOMAIN (plugins/tenancy.ts), but DEFAULT_WORKSPACE is
+// reached at the base domain itself: that install may have no wildcard DNS at all.
 import type { Config } from "../config.ts";
 
-export type OriginConfig = Pick<Config, "PUBLIC_SCHEME" | "BASE_DOMAIN" | "PUBLIC_PORT" | "PORT">;
+export type OriginConfig = Pick<Config, "PUBLIC_SCHEME" | "BASE_DOMAIN" | "PUBLIC_PORT" | "PORT"> &
+  Partial<Pick<Config, "DEFAULT_WORKSPACE">>;
 
 export function workspaceOrigin(originConfig: OriginConfig, subdomain: string): string {
   const port =
     originConfig.PUBLIC_PORT ?? (originConfig.BASE_DOMAIN === "localhost" ? originConfig.PORT : undefined);
-  return `${originConfig.PUBLIC_SCHEME}://${subdomain}.${originConfig.BASE_DOMAIN}${port ? `:${port}` : ""}`;
+  const host =
+    subdomain === originConfig.DEFAULT_WORKSPACE
+      ? originConfig.BASE_DOMAIN
+      : `${subdomain}.${originConfig.BASE_DOMAIN}`;
+  return `${originConfig.PUBLIC_SCHEME}://${host}${port ? `:${port}` : ""}`;
 }
