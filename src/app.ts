@@ -113,7 +113,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     batchSize: config.AUDIT_BATCH_SIZE,
   });
   await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
-  await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET });
+  const sessionLimits = {
+    idleHours: config.SESSION_IDLE_HOURS,
+    absoluteHours: config.SESSION_ABSOLUTE_HOURS,
+  };
+  await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET, sessionLimits });
   await app.register(rateLimit, {
     redisUrl: config.REDIS_URL,
     prefix: config.QUEUE_PREFIX,
@@ -123,7 +127,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(healthRoutes);
-  await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, throttle: config });
+  await app.register(authRoutes, { sessionLimits, throttle: config });
   await app.register(usageCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });
