@@ -46,7 +46,10 @@ export function ctxOf(req: FastifyRequest): Ctx {
             db.$executeRaw`UPDATE api_tokens SET label = ${withLabel(Prisma.sql`label`, label)} WHERE id = ${tokenId}`,
         ),
       }),
-    auth: req.authVia === "token" ? { via: "token", scope: req.tokenScope ?? "read" } : { via: "session" },
+    auth:
+      req.authVia === "token"
+        ? { via: "token", scope: req.tokenScope ?? "read" }
+        : { via: "session", ...(req.sessionId && { sessionId: req.sessionId }) },
   };
 }
 

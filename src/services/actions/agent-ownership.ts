@@ -75,36 +75,46 @@ export const transferSubagent = defineAction({
   async execute(ctx, p, scope) {
     const agent = requireScope(scope.agent, "agent");
     const studio = await adminStudio(ctx, p.studio);
-    // Under the row's lock, like every config change: a personal key cannot follow it to the studio.
-    let hadKey = false;
-    await saveConfig(ctx, scope, (cfg) => {
-      hadKey = Boolean(cfg.api_key_id);
-      delete cfg.api_key_id;
-    });
-    const moved = await ctx.tx.user.updateMany({
-      where: { id: agent.id, parentId: ctx.actor.id, ownerStudioId: null },
-      data: { parentId: null, ownerStudioId: studio.id } satisfies Prisma.UserUncheckedUpdateManyInput,
-    });
-    if (!moved.count) throw new ConflictError(`@${agent.handle} is not yours to transfer`);
-    const left = await settleInStudio(ctx, agent.id, studio);
-    const notes = [
-      left.studios ? `it left ${plural(left.studios, "other studio")}` : "",
-      left.subscriptions ? `dropped ${plural(left.subscriptions, "subscription")} outside it` : "",
-      hadKey ? "uses the shared endpoint until an admin picks one of the studio's keys" : "",
-    ].filter(Boolean);
-    await emit(ctx, {
-      type: "subagent.transferred",
-      studioId: studio.id,
-      subjectType: "user",
-      subjectId: agent.id,
-    });
-    return {
-      status: 200,
-      location: `/subagents/${agent.handle}`,
-      notice: `@${agent.handle} now belongs to ${studio.name}${notes.length ? `: ${notes.join("; ")}` : ""}.`,
-    };
+    const notice = await moveToStudio(ctx, agent, ctx.actor.id, studio);
+    return { status: 200, location: `/subagents/${agent.handle}`, notice };
   },
 });
+
+/**
+ * Gives `fromPersonId`'s agent to `studio`: transfer_subagent, and an admin handing a departing
+ * person's agents over (actions/deactivation.ts). Returns the notice saying what changed.
+ */
+export async function moveToStudio(
+  ctx: ActionCtx,
+  agent: { id: string; handle: string },
+  fromPersonId: string,
+  studio: Studio,
+): Promise<string> {
+  // Under the row's lock, like every config change: a personal key cannot follow it to the studio.
+  let hadKey = false;
+  await saveConfig(ctx, { agent }, (cfg) => {
+    hadKey = Boolean(cfg.api_key_id);
+    delete cfg.api_key_id;
+  });
+  const moved = await ctx.tx.user.updateMany({
+    where: { id: agent.id, parentId: fromPersonId, ownerStudioId: null },
+    data: { parentId: null, ownerStudioId: studio.id } satisfies Prisma.UserUncheckedUpdateManyInput,
+  });
+  if (!moved.count) throw new ConflictError(`@${agent.handle} is not yours to transfer`);
+  const left = await settleInStudio(ctx, agent.id, studio);
+  const notes = [
+    left.studios ? `it left ${plural(left.studios, "other studio")}` : "",
+    left.subscriptions ? `dropped ${plural(left.subscriptions, "subscription")} outside it` : "",
+    hadKey ? "uses the shared endpoint until an admin picks one of the studio's keys" : "",
+  ].filter(Boolean);
+  await emit(ctx, {
+    type: "subagent.transferred",
+    studioId: studio.id,
+    subjectType: "user",
+    subjectId: agent.id,
+  });
+  return `@${agent.handle} now belongs to ${studio.name}${notes.length ? `: ${notes.join("; ")}` : ""}.`;
+}
 
 export const setMemberRuns = defineAction({
   name: "set_member_runs",

@@ -5,6 +5,7 @@ import { addRule, removeRule, setCapabilities, tryRule } from "../actions/agent-
 import { approveAction, approveFromLink, rejectAction, rejectFromLink } from "../actions/approvals.ts";
 import { addComment } from "../actions/comments.ts";
 import { createCommitment, joinCommitment } from "../actions/commitments.ts";
+import { deactivatePerson, reactivatePerson } from "../actions/deactivation.ts";
 import { addOption, createDecision, vote } from "../actions/decisions.ts";
 import {
   addApiKey,
@@ -44,6 +45,7 @@ import {
   updateSchedule,
 } from "../actions/schedules.ts";
 import { clearScratchpad, editScratchpad } from "../actions/scratchpad.ts";
+import { endOtherSessions, endSession } from "../actions/sessions.ts";
 import {
   createStudio,
   joinStudio,
@@ -100,11 +102,13 @@ import {
 } from "../pages/notification-settings.ts";
 import { notificationsPage } from "../pages/notifications.ts";
 import { profilePage, searchPage, whoamiPage } from "../pages/people.ts";
+import { personAccessPage } from "../pages/person-access.ts";
 import { reviewLinkPage } from "../pages/review-link.ts";
 import { runStepPage } from "../pages/run-step.ts";
 import { runFormPage, runPage, runsPage } from "../pages/runs.ts";
 import { runsInboxPage } from "../pages/runs-inbox.ts";
 import { schedulesPage } from "../pages/schedules.ts";
+import { securityPage } from "../pages/security.ts";
 import { settingsPage, tokensPage } from "../pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "../pages/studios.ts";
 import { subagentPage, subagentsPage } from "../pages/subagents.ts";
@@ -159,6 +163,8 @@ export const pages = [
   outgoingWebhooksPage,
   outgoingWebhookPage,
   reviewLinkPage,
+  securityPage,
+  personAccessPage,
 ];
 
 export const actions = [
@@ -247,6 +253,10 @@ export const actions = [
   setAgentLimits,
   setDefaultCapabilities,
   refreshModels,
+  endSession,
+  endOtherSessions,
+  deactivatePerson,
+  reactivatePerson,
 ];
 
 /**
