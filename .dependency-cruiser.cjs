@@ -24,7 +24,7 @@ const LIVE = "^src/services/(live/|events-channel\\.ts$)";
 const INFRA = "^src/(db|metrics)/";
 const LIB = "^src/(lib/|config\\.ts$)";
 const GENERATED = "^src/generated/";
-const DOMAIN = "^src/services/(agents/(core|prompt|policy|triggers|automations)/|money/|reach/|(?!events-channel)[^/]+\\.ts$)";
+const DOMAIN = "^src/services/(agents/(core|prompt|policy|triggers|automations)/|money/|reach/|accounts/|(?!events-channel)[^/]+\\.ts$)";
 
 const above = (...layers) => ({ path: layers.join("|") });
 

@@ -69,8 +69,10 @@ describe("deactivating a person", () => {
     });
     expect(asked.statusCode).toBe(200);
     expect(asked.body).toContain("Deactivate Bob Brown (@bob)?");
-    expect(asked.body).toContain("1 agent (@scout) are paused");
-    expect(asked.body).toContain("1 run under way stop at their next step");
+    expect(asked.body).toContain("Their 1 agent (@scout) is paused");
+    expect(asked.body).toContain(
+      "1 run under way stops at the next step, and 1 action waiting for their approval expires",
+    );
     expect(await signedIn(bobBrowser, "bob")).toBe(true);
 
     const done = await admin.post("/settings/people/bob/actions/deactivate_person", { _confirm: "yes" });

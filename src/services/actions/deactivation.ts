@@ -10,6 +10,7 @@ import type { Studio, User } from "../../generated/prisma/client.ts";
 import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
+import { recordSecurityEvent } from "../accounts/security-events.ts";
 import { expireAgentPending } from "../agents/policy/approvals.ts";
 import { toWorkspace } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
@@ -96,11 +97,13 @@ export const deactivatePerson = defineAction({
     const held = await whatTheyHold(ctx.db, person);
     const agents = held.agents.map((agent) => `@${agent.handle}`).join(", ");
     const where = typeof params.agents_to === "string" && params.agents_to ? params.agents_to : null;
+    const verb = (count: number, one: string, many: string) => (count === 1 ? one : many);
+    const runs = `${plural(held.runs, "run")} under way ${verb(held.runs, "stops", "stop")}`;
     const agentsPart = !held.agents.length
       ? "They own no agents."
       : where
-        ? `Their ${plural(held.agents.length, "agent")} (${agents}) go to the studio “${where}”, whose admins manage them from now on; ${plural(held.runs, "run")} under way stop.`
-        : `Their ${plural(held.agents.length, "agent")} (${agents}) are paused: ${plural(held.runs, "run")} under way stop at their next step, and ${plural(held.pending, "action")} waiting for their approval expire.`;
+        ? `Their ${plural(held.agents.length, "agent")} (${agents}) ${verb(held.agents.length, "goes", "go")} to the studio “${where}”, whose admins manage ${verb(held.agents.length, "it", "them")} from now on; ${runs}.`
+        : `Their ${plural(held.agents.length, "agent")} (${agents}) ${verb(held.agents.length, "is", "are")} paused: ${runs} at the next step, and ${plural(held.pending, "action")} waiting for their approval ${verb(held.pending, "expires", "expire")}.`;
     return `Deactivate ${person.name} (@${person.handle})? ${plural(held.sessions, "session")} and ${plural(held.tokens, "API token")} stop now, and they cannot sign in. ${agentsPart} Nothing is deleted.`;
   },
   async execute(ctx, params, scope) {
@@ -141,6 +144,15 @@ export const deactivatePerson = defineAction({
         `Its owner @${person.handle} was deactivated, so nobody is left to review it; it did not run.`,
       );
     }
+    await recordSecurityEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      userId: person.id,
+      actorId: ctx.actor.id,
+      kind: "deactivated",
+      detail: `Your account was deactivated by @${ctx.actor.handle}: you are signed out and cannot sign in until a workspace admin reactivates it. Nothing of yours was deleted.`,
+      // They cannot open a page of the workspace now: the mail links nowhere.
+      linkPath: null,
+    });
     const agentsPart = !agents.length
       ? ""
       : studio
@@ -170,6 +182,15 @@ export const reactivatePerson = defineAction({
       data: { deactivatedAt: null },
     });
     if (!opened.count) throw new ConflictError(`@${person.handle} is not deactivated`);
+    await recordSecurityEvent(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      userId: person.id,
+      actorId: ctx.actor.id,
+      kind: "reactivated",
+      detail: `Your account was reactivated by @${ctx.actor.handle}: you can sign in again. Your agents stay paused until you resume them, and your old API tokens stay revoked.`,
+      ...(ctx.origin && { origin: ctx.origin }),
+      linkPath: "/login",
+    });
     return {
       status: 200,
       location: personPath(person.handle),

@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { NotFoundError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
+import { recordSecurityEvent } from "../accounts/security-events.ts";
 import { toSelf } from "../registry/audiences.ts";
 import { type Ctx, defineAction } from "../registry/types.ts";
 import { endSessions } from "../sessions.ts";
@@ -49,6 +50,15 @@ export const endOtherSessions = defineAction({
   available: peopleOnly,
   async execute(ctx) {
     const count = await endSessions(ctx.tx, ctx.tenant.id, ctx.actor.id, currentSession(ctx));
+    if (count)
+      await recordSecurityEvent(ctx.tx, {
+        tenantId: ctx.tenant.id,
+        userId: ctx.actor.id,
+        actorId: ctx.actor.id,
+        kind: "sessions_ended",
+        detail: `You ended ${plural(count, "other session")} of yours.`,
+        ...(ctx.origin && { origin: ctx.origin }),
+      });
     return {
       status: 200,
       location: securityPath(ctx.actor.handle),

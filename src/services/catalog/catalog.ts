@@ -25,6 +25,7 @@ import {
   enableOutgoingWebhook,
   testOutgoingWebhook,
 } from "../actions/outgoing-webhooks.ts";
+import { changePassword } from "../actions/passwords.ts";
 import {
   createApiTokenAction,
   dismiss,
@@ -253,6 +254,7 @@ export const actions = [
   setAgentLimits,
   setDefaultCapabilities,
   refreshModels,
+  changePassword,
   endSession,
   endOtherSessions,
   deactivatePerson,

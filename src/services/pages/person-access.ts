@@ -26,6 +26,12 @@ export const personAccessPage: PageDef = {
       select: { handle: true, pausedAt: true, pausedReason: true },
       orderBy: { handle: "asc" },
     });
+    const studios = await ctx.db.studio.findMany({
+      where: { tenantId: ctx.tenant.id },
+      select: { handle: true, name: true },
+      orderBy: { name: "asc" },
+      take: 200,
+    });
     const agentLines = agents.map(
       (agent) =>
         `- [@${agent.handle}](/subagents/${agent.handle})${agent.pausedAt ? ` — paused: ${mdEscape(agent.pausedReason ?? "")}` : ""}`,
@@ -42,6 +48,28 @@ export const personAccessPage: PageDef = {
         {
           md: `## Their agents\n\n${agents.length ? `${plural(agents.length, "agent")} of their own:\n\n${agentLines.join("\n")}` : "_They own no agents._"}`,
         },
+        ...(person.deactivatedAt || person.id === ctx.actor.id
+          ? []
+          : [
+              {
+                form: {
+                  action: "deactivate_person",
+                  fixed: {},
+                  label: `Deactivate @${person.handle}…`,
+                  style: "block" as const,
+                  // Their agents are paused unless a studio takes them: its admins manage them then.
+                  choices: {
+                    agents_to: [
+                      { value: "", label: "Nobody: pause them until they come back" },
+                      ...studios.map((studio) => ({
+                        value: studio.handle,
+                        label: `The studio ${studio.name}`,
+                      })),
+                    ],
+                  },
+                },
+              },
+            ]),
       ],
     };
   },

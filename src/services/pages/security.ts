@@ -27,7 +27,7 @@ export function sessionsTable(sessions: Listed[], current: string | undefined): 
 
 export const securityPage: PageDef = {
   pattern: "/u/:handle/settings/security",
-  actions: ["end_session", "end_other_sessions"],
+  actions: ["change_password", "end_session", "end_other_sessions"],
   resolve: (ctx, params) => ownSettings(ctx, params.handle!),
   async render(ctx, scope) {
     const user = scope.user!;
@@ -66,6 +66,7 @@ export const securityPage: PageDef = {
         {
           md: `## Password\n\nChanging it needs the one you have now. Forgot it? Sign out and use “Forgot your password?” on the sign-in page. [API tokens](/u/${user.handle}/settings/tokens) are not ended by a password change: revoke them there.`,
         },
+        { form: { action: "change_password", fixed: {}, label: "Change password", style: "block" } },
       ],
     };
   },

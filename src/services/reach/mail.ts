@@ -39,10 +39,12 @@ async function claim(db: Db, id: string): Promise<Claimed | null> {
   const [row] = await db.$queryRaw<Claimed[]>`
     UPDATE outbound_emails e SET claimed_until = now() + make_interval(secs => ${CLAIM_SECONDS}),
       attempts = e.attempts + 1
-    FROM users u
-    WHERE e.id = ${id} AND u.id = e.user_id AND e.status = 'queued'
+    WHERE e.id = ${id} AND e.status = 'queued'
       AND (e.claimed_until IS NULL OR e.claimed_until < now())
-    RETURNING e.id, e.subject, e.text, e.html, e.kind, e.attempts, u.email AS "to"`;
+    -- A person's mail goes to their address as it is now; an account mail to someone not in
+    -- the workspace yet (an invitation) to the address it was written for.
+    RETURNING e.id, e.subject, e.text, e.html, e.kind, e.attempts,
+      COALESCE((SELECT u.email FROM users u WHERE u.id = e.user_id), e.to_address) AS "to"`;
   return row ?? null;
 }
 
