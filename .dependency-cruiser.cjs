@@ -1,4 +1,4 @@
-// The layers of src/, bottom to top (../shared/DESIGN.md, "Layers"; README, "Architecture"):
+// The layers of src/, bottom to top (../shared/DESIGN.md, "Layers"; docs/architecture.md, "Layers"):
 //
 //   lib, config.ts                          plain helpers and the env schema
 //   db/, metrics/                           connections and counters

@@ -31,7 +31,7 @@ RUN (npm ci --include=dev || npm install --include=dev --no-save) && npm cache c
 
 COPY --chown=node:node . .
 # What runs is the compiled JavaScript: a worker run from source carries tsx's loader twice
-# (its main thread and the relay's), about 110 MB (bench/README.md, "The third stop").
+# (its main thread and the relay's), about 110 MB (bench/HISTORY.md, "The third stop").
 RUN npm run build && npm prune --omit=dev
 
 EXPOSE 3000

@@ -21,7 +21,7 @@ import { registry } from "../services/catalog/catalog.ts";
 import { actionForm, confirmForm, count, escapeHtml, type FormState } from "../services/registry/html.ts";
 import { renderActionMarkdown } from "../services/registry/markdown.ts";
 import { fields, humanize, parseParams } from "../services/registry/params.ts";
-import type { Ctx, Query } from "../services/registry/types.ts";
+import type { ActionOutcome, Ctx, Query } from "../services/registry/types.ts";
 import { stashSecret } from "../services/reveals.ts";
 
 const bodySchema = z.record(z.string(), z.unknown());
@@ -213,89 +213,143 @@ export default async function pageRoutes(app: FastifyInstance) {
     }
   });
 
-  app.post("/*", { config: { reshowsOverLimitForms: true } }, async (req, reply) => {
-    const { format, path } = pageFormat(req, parseUrl(req.url).path);
-    const parsed = bodySchema.safeParse(req.body ?? {});
-    const form = isFormBody(req);
-    // A browser's form posts to the page it is on and names its action: a mistake then shows that
-    // page at its own address. API clients (and agents) post to `<page>/actions/<name>`.
-    const named =
-      form && parsed.success && typeof parsed.data._action === "string" ? parsed.data._action : null;
-    const target = splitAction(path) ?? (named ? { page: path, action: named } : null);
-    req.audit = target ?? { page: path };
-    if (!target)
-      throw new AppError(405, `POST goes to an action: ${path === "/" ? "" : path}/actions/<name>`);
-    const ctx = ctxOf(req);
-    if (!parsed.success)
-      throw new ValidationError([{ field: "", message: "the body must be a JSON object or a form" }]);
-    const { _csrf, _submit, ...sent } = parsed.data;
-    // `_action` and `_confirm` belong to the browser's form only; a JSON client's body is all params.
-    const { _action, _confirm, ...formBody } = sent;
-    const body = form ? formBody : sent;
-    if (req.formOverLimit !== null)
-      return reshowOverLimit(req, reply, target, body, Boolean(named) && format === "html");
-    try {
-      // Only a browser's form asks first: a client that names the action in the URL means it.
-      if (
-        named &&
-        format === "html" &&
-        _confirm !== "yes" &&
-        registry.actions.get(target.action)?.destructive
-      )
-        return await askToConfirm(req, reply, target, body);
-      // A browser's new secret is stashed in the transaction that made it: a token is never
-      // created without the one page that can show it.
-      const sessionId = format === "html" && form ? req.sessionId : undefined;
-      let revealId: string | undefined;
-      const outcome = await registry.run(ctx, target.page, target.action, body, {
-        form,
-        inTx: async (tx, o) => {
-          if (!o.secret || !sessionId) return;
-          revealId = await stashSecret(
-            tx,
-            { tenantId: ctx.tenant.id, sessionId },
-            {
-              label: o.secretLabel ?? "Your new token",
-              location: o.location,
-              secret: o.secret,
-              help: o.secretHelp,
-            },
-          );
+  app.post("/*", { config: { reshowsOverLimitForms: true } }, postAction);
+}
+
+/** What a POST asks for: the action on which page, with which params, and how it was sent. */
+interface Posted {
+  format: Format;
+  /** From a browser's form (strings, unticked boxes left out). */
+  form: boolean;
+  /** The action a browser's form named in its body (`_action`); null when the URL names it. */
+  named: string | null;
+  target: { page: string; action: string };
+  body: Record<string, unknown>;
+  confirm: unknown;
+  ctx: Ctx;
+}
+
+/**
+ * Runs an action: read what was posted, run it in one transaction, then answer with the
+ * page it leads to (a browser's form: a redirect), or the form again with what was wrong.
+ */
+async function postAction(req: FastifyRequest, reply: FastifyReply) {
+  const posted = readPost(req);
+  if (req.formOverLimit !== null)
+    return reshowOverLimit(
+      req,
+      reply,
+      posted.target,
+      posted.body,
+      Boolean(posted.named) && posted.format === "html",
+    );
+  try {
+    if (asksFirst(posted)) return await askToConfirm(req, reply, posted.target, posted.body);
+    const { outcome, revealId } = await runPosted(req, posted);
+    // Not awaited: a failure showing the result is not a mistake in the form.
+    return answer(req, reply, posted, outcome, revealId);
+  } catch (err) {
+    return reshowMistake(req, reply, posted, err);
+  }
+}
+
+/** The action, page and params of a POST; throws 405, 401 or 400 in that order. */
+function readPost(req: FastifyRequest): Posted {
+  const { format, path } = pageFormat(req, parseUrl(req.url).path);
+  const parsed = bodySchema.safeParse(req.body ?? {});
+  const form = isFormBody(req);
+  // A browser's form posts to the page it is on and names its action: a mistake then shows that
+  // page at its own address. API clients (and agents) post to `<page>/actions/<name>`.
+  const named =
+    form && parsed.success && typeof parsed.data._action === "string" ? parsed.data._action : null;
+  const target = splitAction(path) ?? (named ? { page: path, action: named } : null);
+  // Must come before any refusal: the audit line names what was asked, even when refused.
+  req.audit = target ?? { page: path };
+  if (!target) throw new AppError(405, `POST goes to an action: ${path === "/" ? "" : path}/actions/<name>`);
+  // Must come before the body's check: a caller who is not signed in hears 401, not 400.
+  const ctx = ctxOf(req);
+  if (!parsed.success)
+    throw new ValidationError([{ field: "", message: "the body must be a JSON object or a form" }]);
+  const { _csrf, _submit, ...sent } = parsed.data;
+  // `_action` and `_confirm` belong to the browser's form only; a JSON client's body is all params.
+  const { _action, _confirm, ...formBody } = sent;
+  return { format, form, named, target, body: form ? formBody : sent, confirm: _confirm, ctx };
+}
+
+/** Only a browser's form asks first: a client that names the action in the URL means it. */
+function asksFirst({ named, format, confirm, target }: Posted): boolean {
+  return Boolean(
+    named && format === "html" && confirm !== "yes" && registry.actions.get(target.action)?.destructive,
+  );
+}
+
+/**
+ * Runs the action. A browser's new secret is stashed in the transaction that made it: a token
+ * is never created without the one page that can show it.
+ */
+async function runPosted(req: FastifyRequest, { format, form, target, body, ctx }: Posted) {
+  const sessionId = format === "html" && form ? req.sessionId : undefined;
+  let revealId: string | undefined;
+  const outcome = await registry.run(ctx, target.page, target.action, body, {
+    form,
+    inTx: async (tx, done) => {
+      if (!done.secret || !sessionId) return;
+      revealId = await stashSecret(
+        tx,
+        { tenantId: ctx.tenant.id, sessionId },
+        {
+          label: done.secretLabel ?? "Your new token",
+          location: done.location,
+          secret: done.secret,
+          help: done.secretHelp,
         },
-      });
-      // Browsers get Post/Redirect/Get so a reload never re-submits. A one-time secret waits,
-      // sealed, for the page that shows it once (routes/secrets.ts): never in the cookie or URL.
-      if (format === "html" && form && (!outcome.secret || revealId)) {
-        if (outcome.notice) setFlash(req, reply, outcome);
-        const back =
-          named && registry.actions.get(target.action)?.staysOnPage ? target.page : outcome.location;
-        return reply.redirect(revealId ? `/secrets/${revealId}` : back, 303);
-      }
-      return showPage(req, reply, format, outcome.location, {
-        status: outcome.status,
-        notice: outcome.notice || undefined,
-        warning: outcome.warning,
-        secret: outcome.secret,
-        secretLabel: outcome.secretLabel,
-        secretHelp: outcome.secretHelp,
-        location: outcome.status === 201 ? outcome.location : undefined,
-      });
-    } catch (err) {
-      // A person who made a mistake in a form sees the same page again, with their input and what was wrong.
-      if (format === "html" && form && err instanceof AppError && err.status < 500 && err.status !== 401) {
-        const issues = err instanceof ValidationError ? err.issues : [{ field: "", message: err.message }];
-        try {
-          return await showPage(req, reply, format, target.page, {
-            status: err.status,
-            state: { action: target.action, values: body, issues },
-            // Not a field problem (403, 404, 409): say it at the top, where it cannot be missed.
-            alert: err instanceof ValidationError ? undefined : err.message,
-          });
-        } catch {
-          throw err;
-        }
-      }
-      throw err;
-    }
+      );
+    },
   });
+  return { outcome, revealId };
+}
+
+/**
+ * Browsers get Post/Redirect/Get so a reload never re-submits. A one-time secret waits,
+ * sealed, for the page that shows it once (routes/secrets.ts): never in the cookie or URL.
+ */
+function answer(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  { format, form, named, target }: Posted,
+  outcome: ActionOutcome,
+  revealId: string | undefined,
+) {
+  if (format === "html" && form && (!outcome.secret || revealId)) {
+    if (outcome.notice) setFlash(req, reply, outcome);
+    const back = named && registry.actions.get(target.action)?.staysOnPage ? target.page : outcome.location;
+    return reply.redirect(revealId ? `/secrets/${revealId}` : back, 303);
+  }
+  return showPage(req, reply, format, outcome.location, {
+    status: outcome.status,
+    notice: outcome.notice || undefined,
+    warning: outcome.warning,
+    secret: outcome.secret,
+    secretLabel: outcome.secretLabel,
+    secretHelp: outcome.secretHelp,
+    location: outcome.status === 201 ? outcome.location : undefined,
+  });
+}
+
+/** A person who made a mistake in a form sees the same page again, with their input and what was wrong. */
+async function reshowMistake(req: FastifyRequest, reply: FastifyReply, posted: Posted, err: unknown) {
+  const { format, form, target, body } = posted;
+  if (!(format === "html" && form && err instanceof AppError && err.status < 500 && err.status !== 401))
+    throw err;
+  const issues = err instanceof ValidationError ? err.issues : [{ field: "", message: err.message }];
+  try {
+    return await showPage(req, reply, format, target.page, {
+      status: err.status,
+      state: { action: target.action, values: body, issues },
+      // Not a field problem (403, 404, 409): say it at the top, where it cannot be missed.
+      alert: err instanceof ValidationError ? undefined : err.message,
+    });
+  } catch {
+    throw err;
+  }
 }

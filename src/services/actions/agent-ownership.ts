@@ -72,9 +72,9 @@ export const transferSubagent = defineAction({
       : scope.agent?.ownerStudioId
         ? "it already belongs to a studio"
         : null,
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
-    const studio = await adminStudio(ctx, p.studio);
+    const studio = await adminStudio(ctx, params.studio);
     const notice = await moveToStudio(ctx, agent, ctx.actor.id, studio);
     return { status: 200, location: `/subagents/${agent.handle}`, notice };
   },
@@ -92,9 +92,9 @@ export async function moveToStudio(
 ): Promise<string> {
   // Under the row's lock, like every config change: a personal key cannot follow it to the studio.
   let hadKey = false;
-  await saveConfig(ctx, { agent }, (cfg) => {
-    hadKey = Boolean(cfg.api_key_id);
-    delete cfg.api_key_id;
+  await saveConfig(ctx, { agent }, (config) => {
+    hadKey = Boolean(config.api_key_id);
+    delete config.api_key_id;
   });
   const moved = await ctx.tx.user.updateMany({
     where: { id: agent.id, parentId: fromPersonId, ownerStudioId: null },
@@ -133,15 +133,15 @@ export const setMemberRuns = defineAction({
       : scope.agent && !scope.agent.ownerStudioId
         ? "only for a studio's agent: yours runs only for you"
         : null,
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
-    await saveConfig(ctx, scope, (cfg) => {
-      cfg.members_may_run = p.members_may_run;
+    await saveConfig(ctx, scope, (config) => {
+      config.members_may_run = params.members_may_run;
     });
     return {
       status: 200,
       location: `/subagents/${agent.handle}`,
-      notice: p.members_may_run
+      notice: params.members_may_run
         ? "Every member of the studio may now give it tasks"
         : "Only the studio's admins give it tasks now",
     };

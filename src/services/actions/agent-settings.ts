@@ -29,9 +29,9 @@ const LEVEL_LABELS: Record<Level, string> = {
 };
 
 /** An action's level as stored: granted (absent: every action) and on the approval list. */
-export function levelOf(cfg: AgentConfig, action: string): Level {
-  if (cfg.capabilities && !cfg.capabilities.includes(action)) return "off";
-  return cfg.requires_approval.includes(action) ? "approval" : "on";
+export function levelOf(config: AgentConfig, action: string): Level {
+  if (config.capabilities && !config.capabilities.includes(action)) return "off";
+  return config.requires_approval.includes(action) ? "approval" : "on";
 }
 
 /**
@@ -68,18 +68,18 @@ const permissionsSchema = () =>
   });
 
 /** The form's starting values: what the agent may do now. */
-export function permissionsOf(cfg: AgentConfig): Record<string, unknown> {
+export function permissionsOf(config: AgentConfig): Record<string, unknown> {
   return {
-    ...Object.fromEntries(GRANTABLE.map((a) => [a, levelOf(cfg, a)])),
-    approval_mode: cfg.approval_mode,
-    approval_expiry_hours: cfg.approval_expiry_hours,
+    ...Object.fromEntries(GRANTABLE.map((a) => [a, levelOf(config, a)])),
+    approval_mode: config.approval_mode,
+    approval_expiry_hours: config.approval_expiry_hours,
   };
 }
 
 export async function saveConfig(
   ctx: ActionCtx,
   scope: { agent?: { id: string; handle: string } },
-  change: (cfg: Record<string, unknown>) => void,
+  change: (config: Record<string, unknown>) => void,
 ) {
   const agent = requireScope(scope.agent, "agent");
   // Re-read under a row lock: two settings forms saved at once must not lose each other's change.
@@ -99,19 +99,19 @@ export const setCapabilities = defineAction({
   audience: toAgentManagers("setting"),
   available: peopleOnly,
   current: (scope) => permissionsOf(agentConfig(requireScope(scope.agent, "agent"))),
-  async execute(ctx, p, scope) {
-    const granted = GRANTABLE.filter((a) => p[a] !== "off");
-    const reviewed = GRANTABLE.filter((a) => p[a] === "approval");
+  async execute(ctx, params, scope) {
+    const granted = GRANTABLE.filter((a) => params[a] !== "off");
+    const reviewed = GRANTABLE.filter((a) => params[a] === "approval");
     // The workspace keeps these for people: no owner may grant them (settings/agents).
     const humanOnly = tenantSettings(ctx.tenant).human_only;
     const refused = granted.filter((a) => humanOnly.includes(a));
     if (refused.length)
       throw new ValidationError(refused.map((field) => ({ field, message: HUMAN_ONLY_WHY })));
-    const location = await saveConfig(ctx, scope, (cfg) => {
-      cfg.capabilities = granted;
-      cfg.requires_approval = reviewed;
-      cfg.approval_mode = p.approval_mode;
-      cfg.approval_expiry_hours = p.approval_expiry_hours;
+    const location = await saveConfig(ctx, scope, (config) => {
+      config.capabilities = granted;
+      config.requires_approval = reviewed;
+      config.approval_mode = params.approval_mode;
+      config.approval_expiry_hours = params.approval_expiry_hours;
     });
     return {
       status: 200,
@@ -202,14 +202,14 @@ export const tryRule = defineAction({
   params: z.object(ruleFields),
   writes: false,
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    parsePatterns(ctx, p.action, p.param_patterns);
+  async execute(ctx, params, scope) {
+    parsePatterns(ctx, params.action, params.param_patterns);
     const agent = requireScope(scope.agent, "agent");
     const q = new URLSearchParams({
-      try_action: p.action,
-      try_decision: p.decision,
-      ...(p.param_patterns && { try_patterns: p.param_patterns }),
-      ...(p.position && { try_position: String(p.position) }),
+      try_action: params.action,
+      try_decision: params.decision,
+      ...(params.param_patterns && { try_patterns: params.param_patterns }),
+      ...(params.position && { try_position: String(params.position) }),
     });
     return {
       status: 200,
@@ -244,8 +244,8 @@ export const addRule = defineAction({
       decision: p.decision,
       params: parsePatterns(ctx, p.action, p.param_patterns),
     };
-    const location = await saveConfig(ctx, scope, (cfg) => {
-      const rules = [...((cfg.rules as Rule[]) ?? [])];
+    const location = await saveConfig(ctx, scope, (config) => {
+      const rules = [...((config.rules as Rule[]) ?? [])];
       if (rules.some((r) => r.name === rule.name))
         throw new ConflictError(`A rule named “${rule.name}” already exists`);
       // Every action an agent takes is matched against its rules: their total cost is bounded too.
@@ -258,7 +258,7 @@ export const addRule = defineAction({
           },
         ]);
       rules.splice(Math.min((p.position ?? rules.length + 1) - 1, rules.length), 0, rule);
-      cfg.rules = rules;
+      config.rules = rules;
     });
     return { status: 200, location, notice: `Rule “${rule.name}” added` };
   },
@@ -272,12 +272,13 @@ export const removeRule = defineAction({
   writes: true,
   audience: toAgentManagers("rule"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const location = await saveConfig(ctx, scope, (cfg) => {
-      const rules = (cfg.rules as Rule[]) ?? [];
-      if (!rules.some((r) => r.name === p.name)) throw new NotFoundError(`No rule named “${p.name}”`);
-      cfg.rules = rules.filter((r) => r.name !== p.name);
+  async execute(ctx, params, scope) {
+    const location = await saveConfig(ctx, scope, (config) => {
+      const rules = (config.rules as Rule[]) ?? [];
+      if (!rules.some((r) => r.name === params.name))
+        throw new NotFoundError(`No rule named “${params.name}”`);
+      config.rules = rules.filter((r) => r.name !== params.name);
     });
-    return { status: 200, location, notice: `Rule “${p.name}” removed` };
+    return { status: 200, location, notice: `Rule “${params.name}” removed` };
   },
 });

@@ -86,9 +86,9 @@ async function alwaysAllow(
     );
   const params = parsePatterns(ctx, pending.actionName, patterns, "allow_when");
   const rule = allowRule(pending, params, studioHandleOf(pending.pagePath), ctx.actor.handle);
-  await saveConfig(ctx, { agent: pending.agent }, (cfg) => {
-    const rules = ((cfg.rules as Rule[]) ?? []).filter((r) => r.name !== rule.name);
-    cfg.rules = [rule, ...rules];
+  await saveConfig(ctx, { agent: pending.agent }, (config) => {
+    const rules = ((config.rules as Rule[]) ?? []).filter((r) => r.name !== rule.name);
+    config.rules = [rule, ...rules];
   });
   return rule.name;
 }
@@ -214,7 +214,7 @@ export const rejectAction = defineAction({
   available: reviewer,
   staysOnPage: true,
   confirmText: (ctx, params) => describePending(ctx, String(params.id ?? "")),
-  execute: (ctx, p) => reject(ctx, p.id, p.reason),
+  execute: (ctx, params) => reject(ctx, params.id, params.reason),
 });
 
 // A mail's review link: the same review, after the link is taken for its one use
@@ -233,8 +233,8 @@ export const approveFromLink = defineAction({
   writes: true,
   audience: toAgentManagers("review"),
   available: linkUser,
-  async execute(ctx, p) {
-    const link = await useLink(ctx.tx, ctx.tenant.id, p.token, ctx.actor.id, "approve");
+  async execute(ctx, params) {
+    const link = await useLink(ctx.tx, ctx.tenant.id, params.token, ctx.actor.id, "approve");
     return approve(ctx, link.pendingId);
   },
 });
@@ -247,8 +247,8 @@ export const rejectFromLink = defineAction({
   writes: true,
   audience: toAgentManagers("review"),
   available: linkUser,
-  async execute(ctx, p) {
-    const link = await useLink(ctx.tx, ctx.tenant.id, p.token, ctx.actor.id, "reject");
-    return reject(ctx, link.pendingId, p.reason);
+  async execute(ctx, params) {
+    const link = await useLink(ctx.tx, ctx.tenant.id, params.token, ctx.actor.id, "reject");
+    return reject(ctx, link.pendingId, params.reason);
   },
 });

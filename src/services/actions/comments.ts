@@ -29,12 +29,17 @@ export const addComment = defineAction({
   }),
   writes: true,
   audience: inStudio("comment"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const studio = requireScope(scope.studio, "studio");
     const subject = subjectOf(scope);
-    if (p.reply_to) {
+    if (params.reply_to) {
       const parent = await ctx.tx.comment.findFirst({
-        where: { id: p.reply_to, tenantId: ctx.tenant.id, subjectType: subject.type, subjectId: subject.id },
+        where: {
+          id: params.reply_to,
+          tenantId: ctx.tenant.id,
+          subjectType: subject.type,
+          subjectId: subject.id,
+        },
       });
       if (!parent)
         throw new ValidationError([{ field: "reply_to", message: "no such comment on this page" }]);
@@ -47,8 +52,8 @@ export const addComment = defineAction({
         authorId: ctx.actor.id,
         subjectType: subject.type,
         subjectId: subject.id,
-        parentId: p.reply_to ?? null,
-        text: p.text,
+        parentId: params.reply_to ?? null,
+        text: params.text,
         runId: ctx.run?.id ?? null,
       },
     });
@@ -62,7 +67,7 @@ export const addComment = defineAction({
     return {
       status: 201,
       location: `/studios/${studio.handle}/${subject.path}/${subject.id}`,
-      notice: p.reply_to ? "Reply posted" : "Comment posted",
+      notice: params.reply_to ? "Reply posted" : "Comment posted",
     };
   },
 });

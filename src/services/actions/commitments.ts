@@ -22,7 +22,7 @@ export const createCommitment = defineAction({
   }),
   writes: true,
   audience: inStudio("commitment"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const studio = requireScope(scope.studio, "studio");
     const c = await ctx.tx.commitment.create({
       data: {
@@ -30,9 +30,9 @@ export const createCommitment = defineAction({
         tenantId: ctx.tenant.id,
         studioId: studio.id,
         authorId: ctx.actor.id,
-        title: p.title,
-        description: p.description ?? "",
-        criticalMass: p.critical_mass,
+        title: params.title,
+        description: params.description ?? "",
+        criticalMass: params.critical_mass,
       },
     });
     await emit(ctx, {

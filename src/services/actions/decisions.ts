@@ -19,11 +19,11 @@ export const createDecision = defineAction({
   }),
   writes: true,
   audience: inStudio("decision"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const studio = requireScope(scope.studio, "studio");
     const titles = [
       ...new Set(
-        (p.options ?? "")
+        (params.options ?? "")
           .split(/\r?\n/)
           .map((t) => t.trim())
           .filter(Boolean),
@@ -40,8 +40,8 @@ export const createDecision = defineAction({
         tenantId: ctx.tenant.id,
         studioId: studio.id,
         authorId: ctx.actor.id,
-        question: p.question,
-        description: p.description ?? "",
+        question: params.question,
+        description: params.description ?? "",
         options: {
           create: titles.map((title) => ({
             id: newId(),
@@ -72,7 +72,7 @@ export const addOption = defineAction({
   params: z.object({ title: text(200) }),
   writes: true,
   audience: inStudio("option"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const studio = requireScope(scope.studio, "studio");
     const decision = requireScope(scope.decision, "decision");
     const count = await ctx.tx.decisionOption.count({ where: { decisionId: decision.id } });
@@ -84,18 +84,18 @@ export const addOption = defineAction({
           tenantId: ctx.tenant.id,
           decisionId: decision.id,
           authorId: ctx.actor.id,
-          title: p.title,
+          title: params.title,
         },
       ],
       skipDuplicates: true,
     });
-    if (!created.count) throw new ConflictError(`An option “${p.title}” already exists`);
+    if (!created.count) throw new ConflictError(`An option “${params.title}” already exists`);
     await emit(ctx, {
       type: "option.added",
       studioId: studio.id,
       subjectType: "decision",
       subjectId: decision.id,
-      payload: { title: p.title },
+      payload: { title: params.title },
     });
     return {
       status: 201,
@@ -115,11 +115,11 @@ export const vote = defineAction({
   }),
   writes: true,
   audience: inStudio("vote"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const studio = requireScope(scope.studio, "studio");
     const decision = requireScope(scope.decision, "decision");
     const option = await ctx.tx.decisionOption.findFirst({
-      where: { id: p.option_id, decisionId: decision.id },
+      where: { id: params.option_id, decisionId: decision.id },
     });
     if (!option)
       throw new ValidationError([{ field: "option_id", message: "no such option on this decision" }]);
@@ -130,17 +130,17 @@ export const vote = defineAction({
         userId: ctx.actor.id,
         decisionId: decision.id,
         tenantId: ctx.tenant.id,
-        accepted: p.accept,
-        preferred: p.prefer,
+        accepted: params.accept,
+        preferred: params.prefer,
       },
-      update: { accepted: p.accept, preferred: p.prefer },
+      update: { accepted: params.accept, preferred: params.prefer },
     });
     await emit(ctx, {
       type: "vote.cast",
       studioId: studio.id,
       subjectType: "decision",
       subjectId: decision.id,
-      payload: { optionId: option.id, accept: p.accept, prefer: p.prefer },
+      payload: { optionId: option.id, accept: params.accept, prefer: params.prefer },
     });
     return {
       status: 200,

@@ -63,39 +63,39 @@ export const addApiKey = defineAction({
   writes: true,
   audience: toSelf("API key"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const holder = keyHolder(scope);
     let baseUrl: string;
-    if (p.provider === "openai_compatible") {
-      if (!p.base_url)
+    if (params.provider === "openai_compatible") {
+      if (!params.base_url)
         throw new ValidationError([
           { field: "base_url", message: "needed for an OpenAI-compatible provider" },
         ]);
-      const bad = checkBaseUrl(p.base_url);
+      const bad = checkBaseUrl(params.base_url);
       if (bad) throw new ValidationError([{ field: "base_url", message: bad }]);
-      baseUrl = p.base_url;
+      baseUrl = params.base_url;
     } else {
-      if (p.base_url)
+      if (params.base_url)
         throw new ValidationError([
           {
             field: "base_url",
-            message: `leave empty for ${p.provider}: its URL is ${PROVIDER_URLS[p.provider]}`,
+            message: `leave empty for ${params.provider}: its URL is ${PROVIDER_URLS[params.provider]}`,
           },
         ]);
-      baseUrl = PROVIDER_URLS[p.provider];
+      baseUrl = PROVIDER_URLS[params.provider];
     }
     const k = await createKey(ctx.tx, {
       tenantId: ctx.tenant.id,
       holder: holder.kind === "studio" ? { studioId: holder.id } : { ownerId: holder.id },
-      label: p.label,
-      provider: p.provider,
+      label: params.label,
+      provider: params.provider,
       baseUrl,
-      key: p.key,
+      key: params.key,
     });
     return {
       status: 201,
       location: holder.path,
-      notice: `Added “${k.label}” (…${keyHint(p.key)}). Test it, then pick it on an agent's page.`,
+      notice: `Added “${k.label}” (…${keyHint(params.key)}). Test it, then pick it on an agent's page.`,
     };
   },
 });
@@ -119,8 +119,8 @@ export const testApiKey = defineAction({
   audience: toSelf("key test"),
   callsOut: true,
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const { holder, k } = await ownKey(ctx, scope, p.key_id);
+  async execute(ctx, params, scope) {
+    const { holder, k } = await ownKey(ctx, scope, params.key_id);
     if (k.revokedAt) throw new ConflictError(`“${k.label}” is revoked`);
     const r = await testKey(ctx.tx, k);
     return {
@@ -142,8 +142,8 @@ export const revokeApiKey = defineAction({
   writes: true,
   audience: toSelf("API key"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const { holder, k } = await ownKey(ctx, scope, p.key_id);
+  async execute(ctx, params, scope) {
+    const { holder, k } = await ownKey(ctx, scope, params.key_id);
     if (k.revokedAt) throw new ConflictError(`“${k.label}” is already revoked`);
     // The ciphertext goes too: a revoked key is never needed again.
     await ctx.tx.agentApiKey.update({
@@ -181,12 +181,12 @@ export const setAgentApiKey = defineAction({
   writes: true,
   audience: toAgentManagers("key choice"),
   available: ownerOnly,
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
     let label = "the shared endpoint";
-    if (p.api_key !== "shared") {
+    if (params.api_key !== "shared") {
       const k = await ctx.tx.agentApiKey.findFirst({
-        where: { id: p.api_key, tenantId: ctx.tenant.id, ...keysOf(agent) },
+        where: { id: params.api_key, tenantId: ctx.tenant.id, ...keysOf(agent) },
       });
       if (!k)
         throw new ValidationError([
@@ -198,9 +198,9 @@ export const setAgentApiKey = defineAction({
       if (k.revokedAt) throw new ValidationError([{ field: "api_key", message: `“${k.label}” is revoked` }]);
       label = `“${k.label}” (…${k.keyHint})`;
     }
-    await saveConfig(ctx, scope, (cfg) => {
-      if (p.api_key === "shared") delete cfg.api_key_id;
-      else cfg.api_key_id = p.api_key;
+    await saveConfig(ctx, scope, (config) => {
+      if (params.api_key === "shared") delete config.api_key_id;
+      else config.api_key_id = params.api_key;
     });
     return {
       status: 200,
@@ -253,13 +253,13 @@ export const setCostLimit = defineAction({
   writes: true,
   audience: toAgentManagers("cost limit"),
   available: ownerOnly,
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
     const thresholds =
-      p.alert_thresholds_usd === undefined ? undefined : parseThresholds(p.alert_thresholds_usd);
-    await saveConfig(ctx, scope, (cfg) => {
-      cfg.cost_limit_usd = p.monthly_limit_usd;
-      if (thresholds) cfg.alert_thresholds_usd = thresholds;
+      params.alert_thresholds_usd === undefined ? undefined : parseThresholds(params.alert_thresholds_usd);
+    await saveConfig(ctx, scope, (config) => {
+      config.cost_limit_usd = params.monthly_limit_usd;
+      if (thresholds) config.alert_thresholds_usd = thresholds;
     });
     // Read again now that the update holds its row: the page was read before this
     // transaction, and the ledger may have paused the agent since.
@@ -268,17 +268,17 @@ export const setCostLimit = defineAction({
       select: { pausedAt: true, pausedKind: true },
     });
     const spent = await spentThisMonth(ctx.tx, agent.id);
-    let notice = `Limit set to ${usd(toMicros(p.monthly_limit_usd))} a month (${usd(spent)} spent so far).`;
+    let notice = `Limit set to ${usd(toMicros(params.monthly_limit_usd))} a month (${usd(spent)} spent so far).`;
     // Raising the limit past the spend undoes the pause the limit caused; an owner's own pause stays.
     if (now.pausedAt && now.pausedKind === "cost_limit") {
-      if (spent < toMicros(p.monthly_limit_usd)) {
+      if (spent < toMicros(params.monthly_limit_usd)) {
         await ctx.tx.user.update({
           where: { id: agent.id },
           data: { pausedAt: null, pausedReason: null, pausedKind: null },
         });
         notice += ` @${agent.handle} is running again.`;
       } else notice += ` Still at the limit: @${agent.handle} stays paused.`;
-    } else if (spent >= toMicros(p.monthly_limit_usd))
+    } else if (spent >= toMicros(params.monthly_limit_usd))
       notice += ` That is already spent: its next run stops before calling the model, and it pauses.`;
     return { status: 200, location: `/subagents/${agent.handle}/usage`, notice };
   },
@@ -341,17 +341,17 @@ export const setModelPrice = defineAction({
   writes: true,
   audience: toSelf("price"),
   available: adminOnly,
-  async execute(ctx, p) {
+  async execute(ctx, params) {
     await changePricing(ctx, (pricing) => {
-      for (const k of sameModel(pricing, p.model)) delete pricing[k];
-      pricing[p.model] = {
-        input: p.input,
-        cached_input: p.cached_input,
-        ...(p.cache_write_input !== undefined && { cache_write_input: p.cache_write_input }),
-        output: p.output,
+      for (const k of sameModel(pricing, params.model)) delete pricing[k];
+      pricing[params.model] = {
+        input: params.input,
+        cached_input: params.cached_input,
+        ...(params.cache_write_input !== undefined && { cache_write_input: params.cache_write_input }),
+        output: params.output,
       };
     });
-    return { status: 200, location: "/usage/pricing", notice: `Priced ${p.model} for this workspace` };
+    return { status: 200, location: "/usage/pricing", notice: `Priced ${params.model} for this workspace` };
   },
 });
 
@@ -362,13 +362,17 @@ export const removeModelPrice = defineAction({
   writes: true,
   audience: toSelf("price"),
   available: adminOnly,
-  async execute(ctx, p) {
+  async execute(ctx, params) {
     await changePricing(ctx, (pricing) => {
       // Own keys only: `in` would also find `constructor` and `toString` on an empty object.
-      const names = sameModel(pricing, p.model);
-      if (!names.length) throw new NotFoundError(`No workspace price for ${p.model}`);
+      const names = sameModel(pricing, params.model);
+      if (!names.length) throw new NotFoundError(`No workspace price for ${params.model}`);
       for (const k of names) delete pricing[k];
     });
-    return { status: 200, location: "/usage/pricing", notice: `Removed the workspace price for ${p.model}` };
+    return {
+      status: 200,
+      location: "/usage/pricing",
+      notice: `Removed the workspace price for ${params.model}`,
+    };
   },
 });

@@ -7,7 +7,8 @@ import { inStudio } from "../registry/audiences.ts";
 import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { longText, optionalText } from "../validation.ts";
 
-const notePath = (scope: Scope) => `/studios/${scope.studio!.handle}/notes/${scope.note!.id}`;
+const notePath = (scope: Scope) =>
+  `/studios/${requireScope(scope.studio, "studio").handle}/notes/${requireScope(scope.note, "note").id}`;
 const authorOrAdmin = (ctx: Ctx, scope: Scope) =>
   scope.note?.authorId === ctx.actor.id || scope.studio?.role === "admin"
     ? null
@@ -22,7 +23,7 @@ export const createNote = defineAction({
   }),
   writes: true,
   audience: inStudio("note"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const studio = requireScope(scope.studio, "studio");
     const note = await ctx.tx.note.create({
       data: {
@@ -30,8 +31,8 @@ export const createNote = defineAction({
         tenantId: ctx.tenant.id,
         studioId: studio.id,
         authorId: ctx.actor.id,
-        title: p.title ?? "",
-        text: p.text,
+        title: params.title ?? "",
+        text: params.text,
       },
     });
     await emit(ctx, {
@@ -56,15 +57,15 @@ export const updateNote = defineAction({
   current: (scope) => ({ text: scope.note?.text, title: scope.note?.title }),
   available: (ctx, scope) =>
     scope.note?.authorId === ctx.actor.id ? null : "only the author can edit a note",
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const note = requireScope(scope.note, "note");
-    if (p.text === undefined && p.title === undefined)
+    if (params.text === undefined && params.title === undefined)
       throw new ValidationError([{ field: "", message: "give a text or a title to change" }]);
     await ctx.tx.note.update({
       where: { id: note.id },
       data: {
-        ...(p.text !== undefined && { text: p.text }),
-        ...(p.title !== undefined && { title: p.title }),
+        ...(params.text !== undefined && { text: params.text }),
+        ...(params.title !== undefined && { title: params.title }),
       },
     });
     await emit(ctx, {

@@ -24,8 +24,8 @@ export const setNotifications = defineAction({
   writes: true,
   audience: toSelf("notification settings"),
   available: peopleOnly,
-  async execute(ctx, p) {
-    await ctx.tx.user.update({ where: { id: ctx.actor.id }, data: { reachPrefs: p } });
+  async execute(ctx, params) {
+    await ctx.tx.user.update({ where: { id: ctx.actor.id }, data: { reachPrefs: params } });
     return {
       status: 200,
       location: notificationsPath(ctx.actor.handle),

@@ -79,8 +79,8 @@ export const createOutgoingWebhook = defineAction({
   writes: true,
   audience: toSelf("outgoing webhook"),
   available: peopleOnly,
-  async execute(ctx, p) {
-    const bad = checkBaseUrl(p.url);
+  async execute(ctx, params) {
+    const bad = checkBaseUrl(params.url);
     if (bad)
       throw new ValidationError([
         {
@@ -89,21 +89,21 @@ export const createOutgoingWebhook = defineAction({
           message: bad.replace("https://llm.example.com/v1", "https://hooks.example.com/cadre"),
         },
       ]);
-    const events = HOOK_EVENTS.filter((e) => (p as Record<string, unknown>)[eventFlag(e)]);
+    const events = HOOK_EVENTS.filter((e) => (params as Record<string, unknown>)[eventFlag(e)]);
     if (!events.length)
       throw new ValidationError([{ field: "events", label: "Events", message: "tick at least one event" }]);
-    const studio = p.studio
+    const studio = params.studio
       ? await ctx.tx.studio.findFirst({
           where: {
             tenantId: ctx.tenant.id,
-            handle: p.studio,
+            handle: params.studio,
             members: { some: { userId: ctx.actor.id, role: "admin" } },
           },
         })
       : null;
-    if (p.studio && !studio)
+    if (params.studio && !studio)
       throw new ValidationError([
-        { field: "studio", label: "For", message: `you are not an admin of a studio “${p.studio}”` },
+        { field: "studio", label: "For", message: `you are not an admin of a studio “${params.studio}”` },
       ]);
     const id = newId();
     const secret = newEndpointSecret();
@@ -114,10 +114,10 @@ export const createOutgoingWebhook = defineAction({
         tenantId: ctx.tenant.id,
         ownerId: ctx.actor.id,
         studioId: studio?.id ?? null,
-        name: p.name,
-        url: p.url,
+        name: params.name,
+        url: params.url,
         events,
-        format: p.format,
+        format: params.format,
         encryptedSecret: new Uint8Array(sealed.ciphertext),
         keyVersion: sealed.keyVersion,
       },
@@ -125,7 +125,7 @@ export const createOutgoingWebhook = defineAction({
     return {
       status: 201,
       location: endpointPath(ctx.actor.handle, id),
-      notice: `Created the outgoing webhook “${p.name}”${studio ? ` for ${studio.name}` : ""}`,
+      notice: `Created the outgoing webhook “${params.name}”${studio ? ` for ${studio.name}` : ""}`,
       secret,
       secretLabel: "Its signing secret",
       secretHelp:
@@ -144,8 +144,8 @@ function switchAction(name: string, enabled: boolean) {
     writes: true,
     audience: toSelf("outgoing webhook"),
     available: peopleOnly,
-    async execute(ctx, p) {
-      const ep = await keptEndpoint(ctx, p.id);
+    async execute(ctx, params) {
+      const ep = await keptEndpoint(ctx, params.id);
       await ctx.tx.outboundEndpoint.update({
         where: { id: ep.id },
         data: enabled
@@ -171,8 +171,8 @@ export const deleteOutgoingWebhook = defineAction({
   writes: true,
   audience: toSelf("outgoing webhook"),
   available: peopleOnly,
-  async execute(ctx, p) {
-    const ep = await keptEndpoint(ctx, p.id);
+  async execute(ctx, params) {
+    const ep = await keptEndpoint(ctx, params.id);
     await ctx.tx.outboundEndpoint.delete({ where: { id: ep.id } });
     return { status: 200, location: webhooksPath(ctx.actor.handle), notice: `Deleted “${ep.name}”` };
   },
@@ -185,8 +185,8 @@ export const testOutgoingWebhook = defineAction({
   writes: true,
   audience: toSelf("outgoing webhook"),
   available: peopleOnly,
-  async execute(ctx, p) {
-    const ep = await keptEndpoint(ctx, p.id);
+  async execute(ctx, params) {
+    const ep = await keptEndpoint(ctx, params.id);
     // Through the outbox, as every delivery: the worker writes and sends it.
     await emit(ctx, { type: ENDPOINT_TEST, subjectType: "endpoint", subjectId: ep.id });
     return {

@@ -39,17 +39,17 @@ export const replayRun = defineAction({
         : scope.agent && !mayManage(ctx.actor, scope.agent)
           ? "only the agent's managers re-run its runs"
           : null,
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const run = requireScope(scope.taskRun, "run");
     const agent = requireScope(scope.agent, "agent");
     const step = requireScope(scope.step, "step");
-    const model = p.model?.trim() || undefined;
+    const model = params.model?.trim() || undefined;
     // Only the workspace's models, as for the agent's own (money/catalogue.ts).
     if (model) await assertInCatalogue(ctx.tx, ctx.tenant, { name: "model", label: "Model" }, [model]);
     const queued = await queueReplay(ctx.tx, ctx.tenant, agent, run, step, {
       actorId: ctx.actor.id,
       model,
-      rules: p.rules,
+      rules: params.rules,
     });
     return {
       status: 201,

@@ -39,9 +39,9 @@ export const runTask = defineAction({
           : scope.agent?.pausedAt
             ? "the subagent is paused; resume it first"
             : null),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
-    const cfg = agentConfig(agent);
+    const config = agentConfig(agent);
     const settings = tenantSettings(ctx.tenant);
     // Through the dispatcher's guards like every trigger (`available` refused a paused agent
     // already); a manual run is not held to the trigger rate.
@@ -51,12 +51,12 @@ export const runTask = defineAction({
       initiatedById: ctx.actor.id,
       triggerKind: "manual",
       chainDepth: 0,
-      task: p.task,
+      task: params.task,
       // A studio member who may give it tasks but does not manage it: the run reads within their view.
       viewerIds: mayManage(ctx.actor, agent) ? [] : [ctx.actor.id],
-      model: resolveModel(cfg, settings, undefined),
-      maxSteps: p.max_steps ?? cfg.max_steps,
-      timeoutSeconds: cfg.timeout_seconds,
+      model: resolveModel(config, settings, undefined),
+      maxSteps: params.max_steps ?? config.max_steps,
+      timeoutSeconds: config.timeout_seconds,
     });
     if (!run) throw new ConflictError(`@${agent.handle} cannot start a run now: see its runs for why.`);
     return { status: 201, location: `/subagents/${agent.handle}/runs/${run.id}`, notice: "Run queued" };
@@ -136,7 +136,7 @@ export const answerQuestion = defineAction({
     (scope.taskRun?.status === "waiting" && scope.taskRun.stopReason === "asked_owner"
       ? null
       : "the run is not waiting for an answer"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const run = requireScope(scope.taskRun, "run");
     const agent = requireScope(scope.agent, "agent");
     // Lock the run: two answers at once must not both resume it.
@@ -153,9 +153,9 @@ export const answerQuestion = defineAction({
       number: current.steps_count + 1,
       type: "answer",
       path: typeof resultPath === "string" ? resultPath : undefined,
-      detail: { answer: p.answer, by: ctx.actor.handle, resultPath },
+      detail: { answer: params.answer, by: ctx.actor.handle, resultPath },
     });
-    await ctx.tx.subagentTaskRun.update({ where: { id: run.id }, data: { answer: p.answer } });
+    await ctx.tx.subagentTaskRun.update({ where: { id: run.id }, data: { answer: params.answer } });
     await requeue(ctx.tx, run, ctx.actor.id);
     return {
       status: 200,

@@ -46,9 +46,9 @@ export const addSchedule = defineAction({
   writes: true,
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
-    const checked = checkSchedule(p.cron, p.time_zone);
+    const checked = checkSchedule(params.cron, params.time_zone);
     const id = newId();
     await ctx.tx.agentSchedule.create({
       data: {
@@ -58,7 +58,7 @@ export const addSchedule = defineAction({
         createdById: ctx.actor.id,
         cron: checked.cron,
         timeZone: checked.timeZone,
-        task: p.task,
+        task: params.task,
         nextFireAt: checked.nextFireAt,
       },
     });
@@ -78,15 +78,15 @@ export const updateSchedule = defineAction({
   writes: true,
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const s = await loadSchedule(ctx, scope, p.schedule);
-    const checked = checkSchedule(p.cron ?? s.cron, p.time_zone ?? s.timeZone);
+  async execute(ctx, params, scope) {
+    const s = await loadSchedule(ctx, scope, params.schedule);
+    const checked = checkSchedule(params.cron ?? s.cron, params.time_zone ?? s.timeZone);
     await ctx.tx.agentSchedule.update({
       where: { id: s.id },
       data: {
         cron: checked.cron,
         timeZone: checked.timeZone,
-        task: p.task ?? s.task,
+        task: params.task ?? s.task,
         // A new rhythm starts from now; a paused schedule gets its slot when resumed.
         nextFireAt: s.enabled ? checked.nextFireAt : null,
       },
@@ -102,8 +102,8 @@ export const pauseSchedule = defineAction({
   writes: true,
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const s = await loadSchedule(ctx, scope, p.schedule);
+  async execute(ctx, params, scope) {
+    const s = await loadSchedule(ctx, scope, params.schedule);
     await ctx.tx.agentSchedule.update({ where: { id: s.id }, data: { enabled: false, nextFireAt: null } });
     return { status: 200, location: `${pagePath(scope)}#${s.id}`, notice: "Schedule paused" };
   },
@@ -116,8 +116,8 @@ export const resumeSchedule = defineAction({
   writes: true,
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const s = await loadSchedule(ctx, scope, p.schedule);
+  async execute(ctx, params, scope) {
+    const s = await loadSchedule(ctx, scope, params.schedule);
     // From now on: the slots it missed while paused are not made up.
     const { nextFireAt } = checkSchedule(s.cron, s.timeZone);
     await ctx.tx.agentSchedule.update({ where: { id: s.id }, data: { enabled: true, nextFireAt } });
@@ -133,8 +133,8 @@ export const removeSchedule = defineAction({
   writes: true,
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const s = await loadSchedule(ctx, scope, p.schedule);
+  async execute(ctx, params, scope) {
+    const s = await loadSchedule(ctx, scope, params.schedule);
     await ctx.tx.agentSchedule.delete({ where: { id: s.id } });
     return { status: 200, location: pagePath(scope), notice: "Schedule removed" };
   },

@@ -1,10 +1,10 @@
 // A manager's corrections to an agent's scratchpad (its memory across runs): replace the
-// text, or clear it. The agent keeps it itself with update_scratchpad (people.ts).
+// text, or clear it; and the agent's own update_scratchpad, which keeps it itself.
 import { z } from "zod";
 import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import { emit } from "../events.ts";
-import { toAgentManagers } from "../registry/audiences.ts";
+import { toAgentManagers, toSelf } from "../registry/audiences.ts";
 import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { writeScratchpad } from "../scratchpad.ts";
 
@@ -32,11 +32,11 @@ export const editScratchpad = defineAction({
   audience: toAgentManagers("scratchpad"),
   available: managersOnly,
   current: (scope) => ({ text: scope.agent?.scratchpad ?? "" }),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
     const base = { tenantId: ctx.tenant.id, agentId: agent.id, authorId: ctx.actor.id };
-    const kind = p.text.trim() ? "edit" : "clear";
-    await writeScratchpad(ctx.tx, { ...base, kind, text: p.text });
+    const kind = params.text.trim() ? "edit" : "clear";
+    await writeScratchpad(ctx.tx, { ...base, kind, text: params.text });
     // The audit trail: who changed it and when (the history keeps what it said before).
     await emit(ctx, {
       type: kind === "edit" ? "scratchpad.edited" : "scratchpad.cleared",
@@ -60,5 +60,25 @@ export const clearScratchpad = defineAction({
     await writeScratchpad(ctx.tx, { ...base, kind: "clear", text: "" });
     await emit(ctx, { type: "scratchpad.cleared", subjectType: "user", subjectId: agent.id });
     return { status: 200, location: memoryOf(agent.handle), notice: "Scratchpad cleared" };
+  },
+});
+
+export const updateScratchpad = defineAction({
+  name: "update_scratchpad",
+  description: "Replace your scratchpad: notes to yourself that you will see at the start of every run",
+  params: z.object({ text: z.string().max(4000, "at most 4000 characters").meta({ multiline: true }) }),
+  writes: true,
+  audience: toSelf("scratchpad"),
+  available: (ctx) => (ctx.actor.kind === "subagent" ? null : "only subagents have a scratchpad"),
+  async execute(ctx, params) {
+    // The scratchpad carries the label of what its writer had read (added to what it carried),
+    // so a later run reading it takes that in too: memory cannot launder content.
+    const write = { tenantId: ctx.tenant.id, agentId: ctx.actor.id, authorId: ctx.actor.id };
+    await writeScratchpad(
+      ctx.tx,
+      { ...write, kind: "write", text: params.text, runId: ctx.run?.id },
+      ctx.flow?.label() ?? [],
+    );
+    return { status: 200, location: "/whoami", notice: "Scratchpad saved" };
   },
 });

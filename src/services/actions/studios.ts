@@ -25,25 +25,25 @@ export const createStudio = defineAction({
   }),
   writes: true,
   audience: toSelf("studio"),
-  async execute(ctx, p) {
+  async execute(ctx, params) {
     const taken = await ctx.tx.studio.findUnique({
-      where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: p.handle } },
+      where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: params.handle } },
     });
-    if (taken) throw new ConflictError(`A studio with handle \`${p.handle}\` already exists`);
+    if (taken) throw new ConflictError(`A studio with handle \`${params.handle}\` already exists`);
     const studio = await ctx.tx.studio
       .create({
         data: {
           id: newId(),
           tenantId: ctx.tenant.id,
-          handle: p.handle,
-          name: p.name,
-          description: p.description ?? "",
+          handle: params.handle,
+          name: params.name,
+          description: params.description ?? "",
           inviteCode: inviteCode(),
           createdById: ctx.actor.id,
           members: { create: { userId: ctx.actor.id, tenantId: ctx.tenant.id, role: "admin" } },
         },
       })
-      .catch(conflictOnDuplicate(`A studio with handle \`${p.handle}\` already exists`));
+      .catch(conflictOnDuplicate(`A studio with handle \`${params.handle}\` already exists`));
     await emit(ctx, {
       type: "studio.created",
       studioId: studio.id,
@@ -60,9 +60,9 @@ export const joinStudio = defineAction({
   params: z.object({ invite_code: z.string().trim().min(1, "must not be empty").max(64) }),
   writes: true,
   audience: toSelf("membership"),
-  async execute(ctx, p) {
+  async execute(ctx, params) {
     const studio = await ctx.tx.studio.findUnique({
-      where: { tenantId_inviteCode: { tenantId: ctx.tenant.id, inviteCode: p.invite_code } },
+      where: { tenantId_inviteCode: { tenantId: ctx.tenant.id, inviteCode: params.invite_code } },
     });
     if (!studio)
       throw new ValidationError([{ field: "invite_code", message: "no studio has this invite code" }]);
@@ -94,17 +94,17 @@ export const updateStudio = defineAction({
   audience: inStudio("studio description"),
   available: adminOnly,
   current: (scope) => ({ name: scope.studio?.name, description: scope.studio?.description }),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const studio = requireScope(scope.studio, "studio");
-    if (p.name === undefined && p.description === undefined)
+    if (params.name === undefined && params.description === undefined)
       throw new ValidationError([{ field: "", message: "give a name or a description to change" }]);
-    if (p.name !== undefined && p.name.length === 0)
+    if (params.name !== undefined && params.name.length === 0)
       throw new ValidationError([{ field: "name", message: "must not be empty" }]);
     await ctx.tx.studio.update({
       where: { id: studio.id },
       data: {
-        ...(p.name !== undefined && { name: p.name }),
-        ...(p.description !== undefined && { description: p.description }),
+        ...(params.name !== undefined && { name: params.name }),
+        ...(params.description !== undefined && { description: params.description }),
       },
     });
     await emit(ctx, {
@@ -143,33 +143,33 @@ export const updateMemberRole = defineAction({
   writes: true,
   audience: inStudio("role change"),
   available: adminOnly,
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const studio = requireScope(scope.studio, "studio");
     // Lock the studio's member rows so two demotions cannot both pass the last-admin check.
     await ctx.tx.$queryRaw`SELECT 1 FROM studio_members WHERE studio_id = ${studio.id} FOR UPDATE`;
-    const m = await memberOf(ctx, studio.id, p.handle);
-    if (m.role === p.role)
+    const m = await memberOf(ctx, studio.id, params.handle);
+    if (m.role === params.role)
       return {
         status: 200,
         location: `/studios/${studio.handle}/members`,
-        notice: `@${p.handle} is already ${p.role}`,
+        notice: `@${params.handle} is already ${params.role}`,
       };
     if (m.role === "admin") await assertAnotherAdmin(ctx, studio.id);
     await ctx.tx.studioMember.update({
       where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
-      data: { role: p.role },
+      data: { role: params.role },
     });
     await emit(ctx, {
       type: "member.role_changed",
       studioId: studio.id,
       subjectType: "user",
       subjectId: m.userId,
-      payload: { role: p.role },
+      payload: { role: params.role },
     });
     return {
       status: 200,
       location: `/studios/${studio.handle}/members`,
-      notice: `@${p.handle} is now ${p.role}`,
+      notice: `@${params.handle} is now ${params.role}`,
     };
   },
 });
@@ -183,10 +183,10 @@ export const removeMember = defineAction({
   writes: true,
   audience: inStudio("membership change"),
   available: adminOnly,
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const studio = requireScope(scope.studio, "studio");
     await ctx.tx.$queryRaw`SELECT 1 FROM studio_members WHERE studio_id = ${studio.id} FOR UPDATE`;
-    const m = await memberOf(ctx, studio.id, p.handle);
+    const m = await memberOf(ctx, studio.id, params.handle);
     if (m.role === "admin") await assertAnotherAdmin(ctx, studio.id);
     await ctx.tx.studioMember.delete({
       where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
@@ -201,7 +201,7 @@ export const removeMember = defineAction({
     return {
       status: 200,
       location: self ? "/studios" : `/studios/${studio.handle}/members`,
-      notice: self ? `You left ${studio.name}` : `Removed @${p.handle}`,
+      notice: self ? `You left ${studio.name}` : `Removed @${params.handle}`,
     };
   },
 });

@@ -83,29 +83,29 @@ export const createSubagent = defineAction({
   available: (ctx, scope) =>
     peopleOnly(ctx) ??
     (scope.studio && scope.studio.role !== "admin" ? "only the studio's admins create its agents" : null),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const taken = await ctx.tx.user.findUnique({
-      where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: p.handle } },
+      where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: params.handle } },
     });
-    if (taken) throw new ConflictError(`The handle @${p.handle} is taken`);
+    if (taken) throw new ConflictError(`The handle @${params.handle} is taken`);
     // On a studio's page the studio owns what its admin creates there.
-    const owner = p.studio ?? scope.studio?.handle;
+    const owner = params.studio ?? scope.studio?.handle;
     const studio = owner ? await adminStudio(ctx, owner) : null;
-    if (p.model) await assertInCatalogue(ctx.tx, ctx.tenant, MODEL_FIELD, [p.model]);
+    if (params.model) await assertInCatalogue(ctx.tx, ctx.tenant, MODEL_FIELD, [params.model]);
     const agent = await ctx.tx.user
       .create({
         data: {
           id: newId(),
           tenantId: ctx.tenant.id,
-          handle: p.handle,
-          name: p.name,
+          handle: params.handle,
+          name: params.name,
           kind: "subagent",
           parentId: studio ? null : ctx.actor.id,
           ownerStudioId: studio?.id ?? null,
           agentConfig: {
-            identity_prompt: p.identity_prompt ?? "",
-            ...(p.model && { model: p.model }),
-            max_steps: p.max_steps ?? 30,
+            identity_prompt: params.identity_prompt ?? "",
+            ...(params.model && { model: params.model }),
+            max_steps: params.max_steps ?? 30,
             // What the workspace's admins chose for new agents (/settings/agents), when they chose.
             ...(tenantSettings(ctx.tenant).default_capabilities && {
               capabilities: newAgentCapabilities(tenantSettings(ctx.tenant)),
@@ -113,7 +113,7 @@ export const createSubagent = defineAction({
           },
         },
       })
-      .catch(conflictOnDuplicate(`The handle @${p.handle} is taken`));
+      .catch(conflictOnDuplicate(`The handle @${params.handle} is taken`));
     await emit(ctx, { type: "subagent.created", subjectType: "user", subjectId: agent.id });
     if (studio) await settleInStudio(ctx, agent.id, studio);
     return {
@@ -164,38 +164,38 @@ export const updateSubagent = defineAction({
   available: peopleOnly,
   current(scope) {
     if (!scope.agent) return {};
-    const cfg = agentConfig(scope.agent);
+    const config = agentConfig(scope.agent);
     return {
       name: scope.agent.name,
-      identity_prompt: cfg.identity_prompt,
-      model: cfg.model ?? "",
-      fallback_models: cfg.fallback_models.join(", "),
-      max_steps: cfg.max_steps,
-      timeout_seconds: cfg.timeout_seconds,
-      subscription_window_seconds: cfg.subscription_window_seconds,
+      identity_prompt: config.identity_prompt,
+      model: config.model ?? "",
+      fallback_models: config.fallback_models.join(", "),
+      max_steps: config.max_steps,
+      timeout_seconds: config.timeout_seconds,
+      subscription_window_seconds: config.subscription_window_seconds,
     };
   },
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
-    if (Object.values(p).every((v) => v === undefined))
+    if (Object.values(params).every((v) => v === undefined))
       throw new ValidationError([{ field: "", message: "nothing to change" }]);
-    if (p.name !== undefined && !p.name)
+    if (params.name !== undefined && !params.name)
       throw new ValidationError([{ field: "name", message: "must not be empty" }]);
-    const fallbacks = p.fallback_models === undefined ? undefined : fallbackList(p.fallback_models);
-    if (p.model) await assertInCatalogue(ctx.tx, ctx.tenant, MODEL_FIELD, [p.model]);
+    const fallbacks = params.fallback_models === undefined ? undefined : fallbackList(params.fallback_models);
+    if (params.model) await assertInCatalogue(ctx.tx, ctx.tenant, MODEL_FIELD, [params.model]);
     if (fallbacks?.length) await assertInCatalogue(ctx.tx, ctx.tenant, FALLBACK_FIELD, fallbacks);
     // Under the row's lock (saveConfig): two managers saving at once never tear the config.
-    await saveConfig(ctx, scope, (cfg) => {
-      if (p.identity_prompt !== undefined) cfg.identity_prompt = p.identity_prompt;
-      if (p.model !== undefined) {
-        if (p.model) cfg.model = p.model;
-        else delete cfg.model;
+    await saveConfig(ctx, scope, (config) => {
+      if (params.identity_prompt !== undefined) config.identity_prompt = params.identity_prompt;
+      if (params.model !== undefined) {
+        if (params.model) config.model = params.model;
+        else delete config.model;
       }
-      if (fallbacks) cfg.fallback_models = fallbacks;
+      if (fallbacks) config.fallback_models = fallbacks;
       for (const k of ["max_steps", "timeout_seconds", "subscription_window_seconds"] as const)
-        if (p[k] !== undefined) cfg[k] = p[k];
+        if (params[k] !== undefined) config[k] = params[k];
     });
-    if (p.name) await ctx.tx.user.update({ where: { id: agent.id }, data: { name: p.name } });
+    if (params.name) await ctx.tx.user.update({ where: { id: agent.id }, data: { name: params.name } });
     return { status: 200, location: `/subagents/${agent.handle}`, notice: "Saved" };
   },
 });
@@ -210,10 +210,10 @@ export const addToStudio = defineAction({
   writes: true,
   audience: toAgentManagers("studio membership"),
   available: (ctx, scope) => peopleOnly(ctx) ?? ownStudioOnly(scope),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
     const studio = await ctx.tx.studio.findFirst({
-      where: { tenantId: ctx.tenant.id, handle: p.studio, members: { some: { userId: ctx.actor.id } } },
+      where: { tenantId: ctx.tenant.id, handle: params.studio, members: { some: { userId: ctx.actor.id } } },
     });
     if (!studio)
       throw new ValidationError([
@@ -238,13 +238,13 @@ export const removeFromStudio = defineAction({
   writes: true,
   audience: toAgentManagers("studio membership"),
   available: (ctx, scope) => peopleOnly(ctx) ?? ownStudioOnly(scope),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
     const removed = await ctx.tx.studioMember.deleteMany({
-      where: { userId: agent.id, tenantId: ctx.tenant.id, studio: { handle: p.studio } },
+      where: { userId: agent.id, tenantId: ctx.tenant.id, studio: { handle: params.studio } },
     });
-    if (!removed.count) throw new NotFoundError(`@${agent.handle} is not in a studio \`${p.studio}\``);
-    return { status: 200, location: `/subagents/${agent.handle}`, notice: `Removed from ${p.studio}` };
+    if (!removed.count) throw new NotFoundError(`@${agent.handle} is not in a studio \`${params.studio}\``);
+    return { status: 200, location: `/subagents/${agent.handle}`, notice: `Removed from ${params.studio}` };
   },
 });
 
@@ -301,9 +301,9 @@ function pauseAction(pause: boolean) {
       // A workspace admin reads any agent's usage page; only its managers pause or resume it.
       (scope.agent && !mayManage(ctx.actor, scope.agent) ? "only its owner can" : null) ??
       (Boolean(scope.agent?.pausedAt) === pause ? (pause ? "already paused" : "not paused") : null),
-    async execute(ctx, p, scope) {
+    async execute(ctx, params, scope) {
       const agent = requireScope(scope.agent, "agent");
-      const reason = (p as { reason?: string }).reason;
+      const reason = (params as { reason?: string }).reason;
       if (!pause) {
         // Under the row's lock: the ledger may have paused it at its limit since the page was read.
         const [now] = await ctx.tx.$queryRaw<{ paused_kind: string | null }[]>`

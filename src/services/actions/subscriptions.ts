@@ -64,9 +64,9 @@ export const subscribe = defineAction({
   params: z.object({ agent: agentParam }).extend(eventFlags.shape),
   writes: true,
   audience: toAgentManagers("subscription"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const target = watchedBy(scope);
-    const agent = await agentFor(ctx, p.agent);
+    const agent = await agentFor(ctx, params.agent);
     const member = await ctx.tx.studioMember.findUnique({
       where: { studioId_userId: { studioId: target.studioId, userId: agent.id } },
     });
@@ -74,7 +74,7 @@ export const subscribe = defineAction({
       throw new ValidationError([
         { field: "agent", message: `@${agent.handle} is not a member of this studio: add it first` },
       ]);
-    const ticked = SUBSCRIPTION_EVENTS.filter((k) => p[k]);
+    const ticked = SUBSCRIPTION_EVENTS.filter((k) => params[k]);
     const events = ticked.length ? ticked : [...SUBSCRIPTION_EVENTS];
     const key = { agentId: agent.id, subjectType: target.type, subjectId: target.id };
     const existing = await ctx.tx.agentSubscription.findUnique({
@@ -106,9 +106,9 @@ export const unsubscribe = defineAction({
   params: z.object({ agent: agentParam }),
   writes: true,
   audience: toAgentManagers("subscription"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const target = watchedBy(scope);
-    const agent = await agentFor(ctx, p.agent);
+    const agent = await agentFor(ctx, params.agent);
     const { count } = await ctx.tx.agentSubscription.deleteMany({
       where: { agentId: agent.id, subjectType: target.type, subjectId: target.id },
     });
@@ -150,8 +150,8 @@ function toggle(enabled: boolean) {
     writes: true,
     audience: toAgentManagers("subscription"),
     available: peopleOnly,
-    async execute(ctx, p, scope) {
-      const { sub, location } = await ownSubscription(ctx, scope, p.subscription);
+    async execute(ctx, params, scope) {
+      const { sub, location } = await ownSubscription(ctx, scope, params.subscription);
       await ctx.tx.agentSubscription.update({
         where: { id: sub.id },
         data: { enabled, disabledReason: null },
@@ -173,8 +173,8 @@ export const removeSubscription = defineAction({
   writes: true,
   audience: toAgentManagers("subscription"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const { sub, location } = await ownSubscription(ctx, scope, p.subscription);
+  async execute(ctx, params, scope) {
+    const { sub, location } = await ownSubscription(ctx, scope, params.subscription);
     await ctx.tx.agentSubscription.delete({ where: { id: sub.id } });
     return { status: 200, location, notice: "Subscription removed" };
   },

@@ -22,9 +22,9 @@ export const sendTestDelivery = defineAction({
   // Queued through the triggers' own transactions, as a delivery over HTTP is.
   callsOut: true,
   available: (ctx) => (ctx.actor.kind === "person" ? null : "only people manage webhooks"),
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
-    const hook = await findWebhook(ctx.db, ctx.tenant.id, p.webhook_id);
+    const hook = await findWebhook(ctx.db, ctx.tenant.id, params.webhook_id);
     if (!hook || hook.agentId !== agent.id)
       throw new ConflictError(
         "This webhook takes no deliveries now (disabled, deleted, or its agent archived).",

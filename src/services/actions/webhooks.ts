@@ -101,7 +101,7 @@ export const createWebhook = defineAction({
   writes: true,
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
     const id = newId();
     const secret = newSecret();
@@ -111,22 +111,22 @@ export const createWebhook = defineAction({
         id,
         tenantId: ctx.tenant.id,
         agentId: agent.id,
-        name: p.name,
-        instruction: p.instruction ?? "",
+        name: params.name,
+        instruction: params.instruction ?? "",
         encryptedSecret: new Uint8Array(sealed.ciphertext),
         keyVersion: sealed.keyVersion,
         ratePerMinute: DEFAULT_RATE_PER_MINUTE,
-        signature: p.signature,
+        signature: params.signature,
         createdById: ctx.actor.id,
       },
     });
     return {
       status: 201,
       location: page(agent.handle),
-      notice: `Created the webhook “${p.name}”: deliveries go to POST /hooks/${id}.`,
+      notice: `Created the webhook “${params.name}”: deliveries go to POST /hooks/${id}.`,
       secret,
       secretLabel: "Its signing secret",
-      secretHelp: setupHelp(origin(ctx), id, secret, p.signature),
+      secretHelp: setupHelp(origin(ctx), id, secret, params.signature),
     };
   },
 });
@@ -162,12 +162,13 @@ export const rotateWebhookSecret = defineAction({
   writes: true,
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const { agent, hook } = await ownWebhook(ctx, scope, p.webhook_id);
+  async execute(ctx, params, scope) {
+    const { agent, hook } = await ownWebhook(ctx, scope, params.webhook_id);
     const secret = newSecret();
     const sealed = sealSecret(ctx.tenant.id, hook.id, secret);
     const now = new Date();
-    const until = p.old_secret === "grace" ? new Date(now.getTime() + ROTATION_GRACE_HOURS * 3600_000) : null;
+    const until =
+      params.old_secret === "grace" ? new Date(now.getTime() + ROTATION_GRACE_HOURS * 3600_000) : null;
     await ctx.tx.agentWebhook.update({
       where: { id: hook.id },
       data: {
@@ -200,13 +201,13 @@ export const setWebhookSignature = defineAction({
   writes: true,
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const { agent, hook } = await ownWebhook(ctx, scope, p.webhook_id);
-    await ctx.tx.agentWebhook.update({ where: { id: hook.id }, data: { signature: p.signature } });
+  async execute(ctx, params, scope) {
+    const { agent, hook } = await ownWebhook(ctx, scope, params.webhook_id);
+    await ctx.tx.agentWebhook.update({ where: { id: hook.id }, data: { signature: params.signature } });
     return {
       status: 200,
       location: page(agent.handle),
-      notice: `“${hook.name}” now expects ${SCHEMES[p.signature].title} signature (${SCHEMES[p.signature].header})`,
+      notice: `“${hook.name}” now expects ${SCHEMES[params.signature].title} signature (${SCHEMES[params.signature].header})`,
     };
   },
 });
@@ -219,8 +220,8 @@ function toggle(enable: boolean) {
     writes: true,
     audience: toAgentManagers("webhook"),
     available: peopleOnly,
-    async execute(ctx, p, scope) {
-      const { agent, hook } = await ownWebhook(ctx, scope, p.webhook_id);
+    async execute(ctx, params, scope) {
+      const { agent, hook } = await ownWebhook(ctx, scope, params.webhook_id);
       await ctx.tx.agentWebhook.update({ where: { id: hook.id }, data: { enabled: enable } });
       return {
         status: 200,
@@ -242,8 +243,8 @@ export const deleteWebhook = defineAction({
   writes: true,
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
-    const { agent, hook } = await ownWebhook(ctx, scope, p.webhook_id);
+  async execute(ctx, params, scope) {
+    const { agent, hook } = await ownWebhook(ctx, scope, params.webhook_id);
     await ctx.tx.agentWebhook.delete({ where: { id: hook.id } });
     return { status: 200, location: page(agent.handle), notice: `Deleted “${hook.name}”` };
   },

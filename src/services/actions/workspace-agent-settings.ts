@@ -28,18 +28,18 @@ export const setAgentsEnabled = defineAction({
   writes: true,
   audience: toWorkspace("workspace setting"),
   available: workspaceAdminsOnly,
-  async execute(ctx, p) {
+  async execute(ctx, params) {
     const now = tenantSettings(ctx.tenant).agents_enabled;
-    const changes = await saveAudited(ctx, (s) => [put(s, "agents_enabled", p.agents === "on", now)]);
+    const changes = await saveAudited(ctx, (s) => [put(s, "agents_enabled", params.agents === "on", now)]);
     return {
       status: 200,
       location: "/settings/agents",
       notice: changes.length
-        ? p.agents === "on"
+        ? params.agents === "on"
           ? "Agents are on again: new triggers start runs"
           : "Agents are off: no run starts, and running runs stop at their next step"
-        : `Agents were already ${p.agents}`,
-      warning: p.agents === "off",
+        : `Agents were already ${params.agents}`,
+      warning: params.agents === "off",
     };
   },
 });
@@ -85,29 +85,31 @@ export const setAgentLimits = defineAction({
   writes: true,
   audience: toWorkspace("workspace setting"),
   available: workspaceAdminsOnly,
-  async execute(ctx, p) {
-    if (p.default_model)
+  async execute(ctx, params) {
+    if (params.default_model)
       await assertInCatalogue(ctx.tx, ctx.tenant, { name: "default_model", label: "Default model" }, [
-        p.default_model,
+        params.default_model,
       ]);
     const was = tenantSettings(ctx.tenant);
     const changes = await saveAudited(ctx, (s) => {
       const out: Change[] = [];
-      if (p.default_model !== undefined)
-        out.push(put(s, "default_model", p.default_model || undefined, was.default_model));
-      if (p.trigger_rate_per_minute !== undefined)
-        out.push(put(s, "trigger_rate_per_minute", p.trigger_rate_per_minute, was.trigger_rate_per_minute));
-      if (p.workspace_trigger_rate_per_minute !== undefined)
+      if (params.default_model !== undefined)
+        out.push(put(s, "default_model", params.default_model || undefined, was.default_model));
+      if (params.trigger_rate_per_minute !== undefined)
+        out.push(
+          put(s, "trigger_rate_per_minute", params.trigger_rate_per_minute, was.trigger_rate_per_minute),
+        );
+      if (params.workspace_trigger_rate_per_minute !== undefined)
         out.push(
           put(
             s,
             "workspace_trigger_rate_per_minute",
-            p.workspace_trigger_rate_per_minute || undefined,
+            params.workspace_trigger_rate_per_minute || undefined,
             was.workspace_trigger_rate_per_minute,
           ),
         );
-      if (p.chain_depth_limit !== undefined)
-        out.push(put(s, "chain_depth_limit", p.chain_depth_limit, was.chain_depth_limit));
+      if (params.chain_depth_limit !== undefined)
+        out.push(put(s, "chain_depth_limit", params.chain_depth_limit, was.chain_depth_limit));
       return out;
     });
     return {
@@ -125,8 +127,8 @@ export const setDefaultCapabilities = defineAction({
   writes: true,
   audience: toWorkspace("workspace setting"),
   available: workspaceAdminsOnly,
-  async execute(ctx, p) {
-    const chosen = GRANTABLE.filter((a) => (p as Record<string, boolean>)[a]);
+  async execute(ctx, params) {
+    const chosen = GRANTABLE.filter((a) => (params as Record<string, boolean>)[a]);
     const settings = tenantSettings(ctx.tenant);
     const was = settings.default_capabilities ?? null;
     const changes = await saveAudited(ctx, (s) => [put(s, "default_capabilities", chosen, was)]);

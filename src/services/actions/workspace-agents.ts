@@ -71,8 +71,8 @@ export const setHumanOnly = defineAction({
   writes: true,
   audience: toWorkspace("workspace setting"),
   available: workspaceAdminsOnly,
-  async execute(ctx, p) {
-    const humanOnly = GRANTABLE.filter((a) => (p as Record<string, boolean>)[a]);
+  async execute(ctx, params) {
+    const humanOnly = GRANTABLE.filter((a) => (params as Record<string, boolean>)[a]);
     const was = tenantSettings(ctx.tenant).human_only;
     await saveAudited(ctx, (s) => [put(s, "human_only", humanOnly, was)]);
     return {

@@ -2,6 +2,7 @@
 
 import { setMemberRuns, transferSubagent } from "../actions/agent-ownership.ts";
 import { addRule, removeRule, setCapabilities, tryRule } from "../actions/agent-settings.ts";
+import { createApiTokenAction, revokeApiToken } from "../actions/api-tokens.ts";
 import { approveAction, approveFromLink, rejectAction, rejectFromLink } from "../actions/approvals.ts";
 import { addComment } from "../actions/comments.ts";
 import { createCommitment, joinCommitment } from "../actions/commitments.ts";
@@ -18,6 +19,7 @@ import {
 } from "../actions/money.ts";
 import { confirmRead, createNote, pinNote, unpinNote, updateNote } from "../actions/notes.ts";
 import { setNotifications } from "../actions/notification-settings.ts";
+import { dismiss, dismissAll } from "../actions/notifications.ts";
 import {
   createOutgoingWebhook,
   deleteOutgoingWebhook,
@@ -26,15 +28,7 @@ import {
   testOutgoingWebhook,
 } from "../actions/outgoing-webhooks.ts";
 import { changePassword } from "../actions/passwords.ts";
-import {
-  createApiTokenAction,
-  dismiss,
-  dismissAll,
-  revokeApiToken,
-  searchAction,
-  updateProfile,
-  updateScratchpad,
-} from "../actions/people.ts";
+import { updateProfile } from "../actions/profile.ts";
 import { replayRun } from "../actions/replay.ts";
 import { pauseRun, resumeRun } from "../actions/run-pause.ts";
 import { answerQuestion, retryRun, runTask, stopRun } from "../actions/runs.ts";
@@ -45,7 +39,8 @@ import {
   resumeSchedule,
   updateSchedule,
 } from "../actions/schedules.ts";
-import { clearScratchpad, editScratchpad } from "../actions/scratchpad.ts";
+import { clearScratchpad, editScratchpad, updateScratchpad } from "../actions/scratchpad.ts";
+import { searchAction } from "../actions/search.ts";
 import { endOtherSessions, endSession } from "../actions/sessions.ts";
 import {
   createStudio,
@@ -90,7 +85,6 @@ import { setHumanOnly } from "../actions/workspace-agents.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
 import { agentMemoryPage } from "../pages/agent-memory.ts";
 import { agentSettingsPage } from "../pages/agent-settings.ts";
-import { apiKeysPage, studioApiKeysPage } from "../pages/api-keys.ts";
 import { apiTokenPage } from "../pages/api-token.ts";
 import { agentPendingPage, approvalsPage, pendingPage } from "../pages/approvals.ts";
 import { commitmentPage, commitmentsPage } from "../pages/commitments.ts";
@@ -104,6 +98,7 @@ import {
 import { notificationsPage } from "../pages/notifications.ts";
 import { profilePage, searchPage, whoamiPage } from "../pages/people.ts";
 import { personAccessPage } from "../pages/person-access.ts";
+import { providerKeysPage, studioProviderKeysPage } from "../pages/provider-keys.ts";
 import { reviewLinkPage } from "../pages/review-link.ts";
 import { runStepPage } from "../pages/run-step.ts";
 import { runFormPage, runPage, runsPage } from "../pages/runs.ts";
@@ -138,8 +133,8 @@ export const pages = [
   settingsPage,
   tokensPage,
   apiTokenPage,
-  apiKeysPage,
-  studioApiKeysPage,
+  providerKeysPage,
+  studioProviderKeysPage,
   subagentsPage,
   subagentPage,
   runFormPage,

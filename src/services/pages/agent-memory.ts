@@ -6,7 +6,7 @@ import { loadAgent } from "../agents/core/ownership.ts";
 import { parseLabel } from "../registry/audiences.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef } from "../registry/types.ts";
+import { type Block, type Ctx, definePage } from "../registry/types.ts";
 import { type EntryRow, scratchpadHistory } from "../scratchpad.ts";
 import { agentCrumbs, pager, paging, when } from "./format.ts";
 import { stepPath } from "./run-steps.ts";
@@ -42,14 +42,14 @@ function entryBlock(handle: string, e: EntryRow): Block {
   return { md, html: `<section id="${entryAnchor(e.id)}">${markdownToHtml(md)}</section>` };
 }
 
-export const agentMemoryPage: PageDef = {
+export const agentMemoryPage = definePage({
   pattern: "/subagents/:handle/memory",
   actions: ["edit_scratchpad", "clear_scratchpad"],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope, query) {
-    const a = scope.agent!;
-    const pg = paging(query);
-    const { entries, total } = await scratchpadHistory(ctx.db, a.id, pg.skip, pg.take);
+    const a = scope.agent;
+    const paged = paging(query);
+    const { entries, total } = await scratchpadHistory(ctx.db, a.id, paged.skip, paged.take);
     const path = `/subagents/${a.handle}/memory`;
     return {
       title: `Memory of ${a.name}`,
@@ -60,8 +60,8 @@ export const agentMemoryPage: PageDef = {
         },
         { md: `## History (${total})` },
         ...(entries.length ? entries.map((e) => entryBlock(a.handle, e)) : [{ md: "_No writes yet._" }]),
-        { md: pager(path, pg, total) },
+        { md: pager(path, paged, total) },
       ],
     };
   },
-};
+});

@@ -12,7 +12,7 @@ import {
 } from "../agents/policy/capabilities.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape } from "../registry/markdown.ts";
-import type { Block, PageCtx, PageDef, Query } from "../registry/types.ts";
+import { type Block, definePage, type PageCtx, type Query } from "../registry/types.ts";
 import { agentCrumbs, excerpt, when } from "./format.ts";
 
 const code = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
@@ -64,20 +64,20 @@ function originOf(handle: string, r: Rule): string {
   return ` (from approval [#${r.origin.pending}](/subagents/${handle}/pending/${r.origin.pending}), by @${r.origin.by}, on ${Number.isNaN(at.getTime()) ? r.origin.at : when(at)})`;
 }
 
-export const agentSettingsPage: PageDef = {
+export const agentSettingsPage = definePage({
   pattern: "/subagents/:handle/settings",
   actions: ["set_capabilities", "try_rule", "add_rule", "remove_rule"],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope, query) {
-    const a = scope.agent!;
-    const cfg = agentConfig(a);
+    const a = scope.agent;
+    const config = agentConfig(a);
     const humanOnly = tenantSettings(ctx.tenant).human_only;
-    const granted = cfg.capabilities.filter((c) => !humanOnly.includes(c));
-    const rules = cfg.rules.length
+    const granted = config.capabilities.filter((c) => !humanOnly.includes(c));
+    const rules = config.rules.length
       ? [
           "| # | rule | action | where | params must match | decision |",
           "|---|---|---|---|---|---|",
-          ...cfg.rules.map(
+          ...config.rules.map(
             (r, i) =>
               `| ${i + 1} | ${mdEscape(r.name)}${originOf(a.handle, r)} | \`${r.action}\` | ${r.studio ? `studio \`${r.studio}\`` : "anywhere"} | ${
                 Object.entries(r.params)
@@ -91,9 +91,9 @@ export const agentSettingsPage: PageDef = {
       title: `What ${a.name} may do`,
       breadcrumb: [...agentCrumbs(a), { label: "Settings" }],
       blocks: [
-        capabilitiesBlock(granted, cfg.requires_approval, humanOnly),
+        capabilitiesBlock(granted, config.requires_approval, humanOnly),
         {
-          md: `## Approvals\n\nActions allowed after your approval wait for your review at ${`[/subagents/${a.handle}/pending](/subagents/${a.handle}/pending)`}. Runs **${cfg.approval_mode === "wait" ? "wait for" : "carry on without"}** the outcome; unreviewed actions expire after ${cfg.approval_expiry_hours} h.`,
+          md: `## Approvals\n\nActions allowed after your approval wait for your review at ${`[/subagents/${a.handle}/pending](/subagents/${a.handle}/pending)`}. Runs **${config.approval_mode === "wait" ? "wait for" : "carry on without"}** the outcome; unreviewed actions expire after ${config.approval_expiry_hours} h.`,
         },
         // One form, one Save: what it may use, what waits for you and how reviews work are one decision.
         {
@@ -103,7 +103,7 @@ export const agentSettingsPage: PageDef = {
             label: "Save what it may do",
             style: "block",
             // Human-only actions show as not allowed, greyed out, saying why.
-            values: { ...permissionsOf(cfg), ...Object.fromEntries(humanOnly.map((h) => [h, "off"])) },
+            values: { ...permissionsOf(config), ...Object.fromEntries(humanOnly.map((h) => [h, "off"])) },
             disabled: Object.fromEntries(humanOnly.map((h) => [h, `Greyed out: ${HUMAN_ONLY_WHY}.`])),
           },
         },
@@ -111,22 +111,22 @@ export const agentSettingsPage: PageDef = {
           md: `## Rules\n\nChecked in order; the first that matches an action (and all its param patterns) decides: **allow**, **require_approval** or **deny** (the agent is told the rule's name). No match: the approval list above.\n\n${rules}`,
         },
         // A rule is removed with the button naming it, never by typing its name.
-        ...cfg.rules.map(
+        ...config.rules.map(
           (r): Block => ({
             form: { action: "remove_rule", fixed: { name: r.name }, label: `Remove “${r.name}”` },
           }),
         ),
-        ...(await triedRule(ctx, a, cfg, query)),
+        ...(await triedRule(ctx, a, config, query)),
       ],
     };
   },
-};
+});
 
 /** The rule in the page's address (try_rule), tried on the agent's last 30 days; nothing when none is. */
 async function triedRule(
   ctx: PageCtx,
   agent: { id: string; handle: string },
-  cfg: AgentConfig,
+  config: AgentConfig,
   query: Query,
 ): Promise<Block[]> {
   const action = query.try_action;
@@ -144,7 +144,7 @@ async function triedRule(
   }
   const position = Number(query.try_position) || undefined;
   const rule = { name: "(tried)", action, decision, params } as const;
-  const b = await backtest(ctx.db, agent.id, cfg, rule, position);
+  const b = await backtest(ctx.db, agent.id, config, rule, position);
   const patterns = Object.entries(params)
     .map(([k, v]) => `\`${k}\` ~ \`${cell(v)}\``)
     .join(", ");
@@ -161,7 +161,7 @@ async function triedRule(
       md: [
         "## What this rule would have done",
         "",
-        `Tried: \`${action}\` → **${decision}**${patterns ? ` when ${patterns}` : ""}, at position ${position ?? cfg.rules.length + 1}. Nothing was saved: add it with **Add rule**.`,
+        `Tried: \`${action}\` → **${decision}**${patterns ? ` when ${patterns}` : ""}, at position ${position ?? config.rules.length + 1}. Nothing was saved: add it with **Add rule**.`,
         "",
         backtestSummary(b),
         "",

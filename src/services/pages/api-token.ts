@@ -3,34 +3,34 @@
 // another workspace's, is the same 404 as none.
 import { NotFoundError } from "../../lib/errors.ts";
 import { code, mdEscape } from "../registry/markdown.ts";
-import type { PageDef } from "../registry/types.ts";
+import { definePage } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 import { ownSettings } from "./settings.ts";
 
 const PER_PAGE = 50;
 
-export const apiTokenPage: PageDef = {
+export const apiTokenPage = definePage({
   pattern: "/u/:handle/settings/tokens/:token",
   actions: [],
-  async resolve(ctx, p) {
-    const { user } = await ownSettings(ctx, p.handle!);
+  async resolve(ctx, params) {
+    const { user } = await ownSettings(ctx, params.handle);
     const token = await ctx.db.apiToken.findFirst({
-      where: { id: p.token!, userId: user!.id, tenantId: ctx.tenant.id },
+      where: { id: params.token, userId: user!.id, tenantId: ctx.tenant.id },
     });
-    if (!token) throw new NotFoundError(`No token ${p.token} among your API tokens`);
+    if (!token) throw new NotFoundError(`No token ${params.token} among your API tokens`);
     return { user, apiToken: token };
   },
   async render(ctx, scope, query) {
-    const u = scope.user!;
-    const t = scope.apiToken!;
-    const pg = paging(query, PER_PAGE);
+    const u = scope.user;
+    const t = scope.apiToken;
+    const paged = paging(query, PER_PAGE);
     const where = { tokenId: t.id, tenantId: ctx.tenant.id };
     const [calls, total] = await Promise.all([
       ctx.db.apiCall.findMany({
         where,
         orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
+        skip: paged.skip,
+        take: paged.take,
       }),
       ctx.db.apiCall.count({ where }),
     ]);
@@ -63,8 +63,8 @@ export const apiTokenPage: PageDef = {
               : "_No calls yet._"
           }`,
         },
-        { md: pager(`${base}/${t.id}`, pg, total) },
+        { md: pager(`${base}/${t.id}`, paged, total) },
       ],
     };
   },
-};
+});

@@ -7,7 +7,7 @@ import { awaitingReview } from "../agents/policy/approvals.ts";
 import { changesFeed } from "../live/feed.ts";
 import { studioHandleOf } from "../page-titles.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, PageCtx, PageDef } from "../registry/types.ts";
+import { type Block, definePage, type PageCtx } from "../registry/types.ts";
 import { agentCrumbs, home, pager, paging, when } from "./format.ts";
 import { doing, editedMarkdown, pageLink, pageTitles, paramsMarkdown } from "./pending-format.ts";
 
@@ -131,7 +131,7 @@ async function listing(
   path: string,
   query: Record<string, string | undefined>,
 ) {
-  const pg = paging(query);
+  const paged = paging(query);
   const now = new Date();
   const open = { ...where, ...awaitingReview(now) };
   const [pending, recent, total] = await Promise.all([
@@ -139,8 +139,8 @@ async function listing(
       where: open,
       include,
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-      skip: pg.skip,
-      take: pg.take,
+      skip: paged.skip,
+      take: paged.take,
     }),
     ctx.db.agentPendingAction.findMany({
       where: { ...where, NOT: awaitingReview(now) },
@@ -158,7 +158,7 @@ async function listing(
     { md: `## Waiting for your review (${total})${total ? "" : "\n\n_Nothing to review._"}` },
   ];
   for (const p of pending) blocks.push(...pendingBlocks(ctx, p, false, titles));
-  const more = pager(path, pg, total);
+  const more = pager(path, paged, total);
   if (more) blocks.push({ md: more });
   blocks.push({
     md: `## Recently reviewed\n\n${recent.length ? recent.map((p) => `- ${link(`#${p.id}`, `/subagents/${p.agent.handle}/pending/${p.id}`)} \`${p.actionName}\` by @${p.agent.handle} on ${pageLink(titles, p.pagePath)} — **${statusOf(p)}**${p.reviewedBy ? ` by @${p.reviewedBy.handle}` : ""}${p.reviewNote ? `: ${mdEscape(p.reviewNote)}` : p.error ? `: ${mdEscape(p.error)}` : ""}`).join("\n") : "_None yet._"}`,
@@ -166,7 +166,7 @@ async function listing(
   return blocks;
 }
 
-export const approvalsPage: PageDef = {
+export const approvalsPage = definePage({
   pattern: "/approvals",
   actions: ["approve_action", "reject_action"],
   resolve: async () => ({}),
@@ -182,14 +182,14 @@ export const approvalsPage: PageDef = {
       ),
     };
   },
-};
+});
 
-export const agentPendingPage: PageDef = {
+export const agentPendingPage = definePage({
   pattern: "/subagents/:handle/pending",
   actions: ["approve_action", "reject_action"],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope, query) {
-    const a = scope.agent!;
+    const a = scope.agent;
     return {
       title: `${a.name}: actions to review`,
       breadcrumb: [...agentCrumbs(a), { label: "Pending" }],
@@ -201,22 +201,22 @@ export const agentPendingPage: PageDef = {
       ),
     };
   },
-};
+});
 
-export const pendingPage: PageDef = {
+export const pendingPage = definePage({
   pattern: "/subagents/:handle/pending/:pending",
   actions: ["approve_action", "reject_action"],
-  async resolve(ctx, p) {
-    const agent = await loadAgent(ctx, p.handle!);
+  async resolve(ctx, params) {
+    const agent = await loadAgent(ctx, params.handle);
     const found = await ctx.db.agentPendingAction.findFirst({
-      where: { id: p.pending!, agentId: agent.id, tenantId: ctx.tenant.id },
+      where: { id: params.pending, agentId: agent.id, tenantId: ctx.tenant.id },
       select: { id: true },
     });
-    if (!found) throw new NotFoundError(`No pending action #${p.pending}`);
+    if (!found) throw new NotFoundError(`No pending action #${params.pending}`);
     return { agent, pendingId: found.id };
   },
   async render(ctx, scope) {
-    const a = scope.agent!;
+    const a = scope.agent;
     const p = await ctx.db.agentPendingAction.findFirst({
       where: { id: scope.pendingId, agentId: a.id, tenantId: ctx.tenant.id },
       include,
@@ -242,4 +242,4 @@ export const pendingPage: PageDef = {
       });
       return { digest: p.status, data: { status: p.status } };
     }),
-};
+});

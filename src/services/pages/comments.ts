@@ -19,13 +19,13 @@ export async function commentsBlock(
   query: Query,
 ): Promise<Block[]> {
   const where = { tenantId: ctx.tenant.id, subjectType, subjectId };
-  const pg = paging(query, COMMENTS_PER_PAGE);
+  const paged = paging(query, COMMENTS_PER_PAGE);
   const [roots, total] = await Promise.all([
     ctx.db.comment.findMany({
       where: { ...where, parentId: null },
       orderBy: [{ createdAt: "asc" }, { id: "asc" }],
-      skip: pg.skip,
-      take: pg.take,
+      skip: paged.skip,
+      take: paged.take,
       include: { author: true },
     }),
     ctx.db.comment.count({ where: { ...where, parentId: null } }),
@@ -80,7 +80,7 @@ export async function commentsBlock(
     for (const child of children.get(c.id) ?? []) render(child, depth + 1);
   };
   for (const root of roots) render(root, 0);
-  const more = pager(path, pg, total);
+  const more = pager(path, paged, total);
   if (more) blocks.push({ md: more });
   return blocks;
 }

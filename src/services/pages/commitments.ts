@@ -1,6 +1,6 @@
 import { loadCommitment, loadStudio } from "../access.ts";
 import { link, quote } from "../registry/markdown.ts";
-import type { PageDef } from "../registry/types.ts";
+import { definePage } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { watchBlocks } from "./subscriptions.ts";
 import { reviewableIn } from "./thread-reviews.ts";
@@ -9,20 +9,20 @@ import { threadBlocks, threadFeed } from "./threads.ts";
 // A commitment can gather thousands; the first ones and the count say enough.
 const SHOWN_PARTICIPANTS = 50;
 
-export const commitmentsPage: PageDef = {
+export const commitmentsPage = definePage({
   pattern: "/studios/:studio/commitments",
   actions: ["create_commitment"],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
+  resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
   async render(ctx, scope, query) {
-    const s = scope.studio!;
-    const pg = paging(query);
+    const s = scope.studio;
+    const paged = paging(query);
     const where = { tenantId: ctx.tenant.id, studioId: s.id };
     const [items, total] = await Promise.all([
       ctx.db.commitment.findMany({
         where,
         orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
+        skip: paged.skip,
+        take: paged.take,
         include: { _count: { select: { participants: true } } },
       }),
       ctx.db.commitment.count({ where }),
@@ -36,24 +36,24 @@ export const commitmentsPage: PageDef = {
       breadcrumb: [...studioCrumbs(s), { label: "Commitments" }],
       blocks: [
         { md: lines.length ? lines.join("\n") : "_No commitments yet._" },
-        { md: pager(`/studios/${s.handle}/commitments`, pg, total) },
+        { md: pager(`/studios/${s.handle}/commitments`, paged, total) },
       ],
     };
   },
-};
+});
 
-export const commitmentPage: PageDef = {
+export const commitmentPage = definePage({
   pattern: "/studios/:studio/commitments/:commitment",
   actions: ["join_commitment", "add_comment", "subscribe", "unsubscribe", "approve_action", "reject_action"],
-  async resolve(ctx, p) {
-    const studio = await loadStudio(ctx, p.studio!);
-    const commitment = await loadCommitment(ctx, studio, p.commitment!);
+  async resolve(ctx, params) {
+    const studio = await loadStudio(ctx, params.studio);
+    const commitment = await loadCommitment(ctx, studio, params.commitment);
     // Approve and Reject beside a reply waiting here, for whoever may review it (thread-reviews.ts).
     return { studio, commitment, reviewable: await reviewableIn(ctx, commitment.id) };
   },
   async render(ctx, scope, query) {
-    const s = scope.studio!;
-    const c = scope.commitment!;
+    const s = scope.studio;
+    const c = scope.commitment;
     const path = `/studios/${s.handle}/commitments/${c.id}`;
     const [author, participants, n, thread, watch] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: c.authorId } }),
@@ -90,5 +90,5 @@ export const commitmentPage: PageDef = {
       live: { since: thread.since },
     };
   },
-  live: (ctx, scope) => threadFeed(ctx, "commitment", scope.commitment!.id),
-};
+  live: (ctx, scope) => threadFeed(ctx, "commitment", scope.commitment.id),
+});

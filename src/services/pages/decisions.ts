@@ -1,25 +1,25 @@
 import { loadDecision, loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, PageDef } from "../registry/types.ts";
+import { type Block, definePage } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { watchBlocks } from "./subscriptions.ts";
 import { reviewableIn } from "./thread-reviews.ts";
 import { threadBlocks, threadFeed } from "./threads.ts";
 
-export const decisionsPage: PageDef = {
+export const decisionsPage = definePage({
   pattern: "/studios/:studio/decisions",
   actions: ["create_decision"],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
+  resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
   async render(ctx, scope, query) {
-    const s = scope.studio!;
-    const pg = paging(query);
+    const s = scope.studio;
+    const paged = paging(query);
     const where = { tenantId: ctx.tenant.id, studioId: s.id };
     const [items, total] = await Promise.all([
       ctx.db.decision.findMany({
         where,
         orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
+        skip: paged.skip,
+        take: paged.take,
         include: { author: true },
       }),
       ctx.db.decision.count({ where }),
@@ -33,13 +33,13 @@ export const decisionsPage: PageDef = {
       breadcrumb: [...studioCrumbs(s), { label: "Decisions" }],
       blocks: [
         { md: lines.length ? lines.join("\n") : "_No decisions yet._" },
-        { md: pager(`/studios/${s.handle}/decisions`, pg, total) },
+        { md: pager(`/studios/${s.handle}/decisions`, paged, total) },
       ],
     };
   },
-};
+});
 
-export const decisionPage: PageDef = {
+export const decisionPage = definePage({
   pattern: "/studios/:studio/decisions/:decision",
   actions: [
     "vote",
@@ -50,15 +50,15 @@ export const decisionPage: PageDef = {
     "approve_action",
     "reject_action",
   ],
-  async resolve(ctx, p) {
-    const studio = await loadStudio(ctx, p.studio!);
-    const decision = await loadDecision(ctx, studio, p.decision!);
+  async resolve(ctx, params) {
+    const studio = await loadStudio(ctx, params.studio);
+    const decision = await loadDecision(ctx, studio, params.decision);
     // Approve and Reject beside a reply waiting here, for whoever may review it (thread-reviews.ts).
     return { studio, decision, reviewable: await reviewableIn(ctx, decision.id) };
   },
   async render(ctx, scope, query) {
-    const s = scope.studio!;
-    const d = scope.decision!;
+    const s = scope.studio;
+    const d = scope.decision;
     const path = `/studios/${s.handle}/decisions/${d.id}`;
     const [author, options, thread, watch] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: d.authorId } }),
@@ -120,5 +120,5 @@ export const decisionPage: PageDef = {
       live: { since: thread.since },
     };
   },
-  live: (ctx, scope) => threadFeed(ctx, "decision", scope.decision!.id),
-};
+  live: (ctx, scope) => threadFeed(ctx, "decision", scope.decision.id),
+});

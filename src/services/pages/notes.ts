@@ -1,6 +1,6 @@
 import { loadNote, loadStudio } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { PageDef } from "../registry/types.ts";
+import { definePage, defineReadPage } from "../registry/types.ts";
 import { pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { editedBeforeApproval, editedMark } from "./pending-format.ts";
 import { studioNotes } from "./studio-reads.ts";
@@ -8,13 +8,13 @@ import { watchBlocks } from "./subscriptions.ts";
 import { reviewableIn } from "./thread-reviews.ts";
 import { threadBlocks, threadFeed } from "./threads.ts";
 
-export const notesPage: PageDef = {
+export const notesPage = defineReadPage({
   pattern: "/studios/:studio/notes",
   actions: ["create_note"],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
-  async view(ctx, p, query) {
-    const pg = paging(query);
-    const { studio: s, notes, total } = await studioNotes(ctx, p.studio!, pg);
+  resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
+  async view(ctx, params, query) {
+    const paged = paging(query);
+    const { studio: s, notes, total } = await studioNotes(ctx, params.studio, paged);
     const lines = notes.map(
       (n) =>
         `- ${link(n.title || "Untitled note", `/studios/${s.handle}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinned ? " · pinned" : ""}`,
@@ -24,12 +24,12 @@ export const notesPage: PageDef = {
       breadcrumb: [...studioCrumbs(s), { label: "Notes" }],
       blocks: [
         { md: lines.length ? lines.join("\n") : "_No notes yet._" },
-        { md: pager(`/studios/${s.handle}/notes`, pg, total) },
+        { md: pager(`/studios/${s.handle}/notes`, paged, total) },
       ],
     };
     return { scope: { studio: s }, view };
   },
-};
+});
 
 /** "Confirmed read by Alice Adams and Agent scout (AI)", or that nobody has yet. */
 function readLine(reads: { user: { name: string; kind: string } }[]): string {
@@ -39,7 +39,7 @@ function readLine(reads: { user: { name: string; kind: string } }[]): string {
   return `Confirmed read by ${list}${reads.length === 10 ? " and others" : ""}`;
 }
 
-export const notePage: PageDef = {
+export const notePage = definePage({
   pattern: "/studios/:studio/notes/:note",
   actions: [
     "add_comment",
@@ -52,15 +52,15 @@ export const notePage: PageDef = {
     "approve_action",
     "reject_action",
   ],
-  async resolve(ctx, p) {
-    const studio = await loadStudio(ctx, p.studio!);
-    const note = await loadNote(ctx, studio, p.note!);
+  async resolve(ctx, params) {
+    const studio = await loadStudio(ctx, params.studio);
+    const note = await loadNote(ctx, studio, params.note);
     // Approve and Reject beside a reply waiting here, for whoever may review it (thread-reviews.ts).
     return { studio, note, reviewable: await reviewableIn(ctx, note.id) };
   },
   async render(ctx, scope, query) {
-    const s = scope.studio!;
-    const note = scope.note!;
+    const s = scope.studio;
+    const note = scope.note;
     const path = `/studios/${s.handle}/notes/${note.id}`;
     const [author, reads, mine, thread, watch, edited] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: note.authorId } }),
@@ -101,5 +101,5 @@ export const notePage: PageDef = {
       live: { since: thread.since },
     };
   },
-  live: (ctx, scope) => threadFeed(ctx, "note", scope.note!.id),
-};
+  live: (ctx, scope) => threadFeed(ctx, "note", scope.note.id),
+});

@@ -10,7 +10,7 @@ import {
   reachPrefs,
 } from "../reach/preferences.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef } from "../registry/types.ts";
+import { type Block, type Ctx, definePage } from "../registry/types.ts";
 import { home, when } from "./format.ts";
 import { ownSettings } from "./settings.ts";
 
@@ -28,12 +28,12 @@ function mailLine(email: string | null): string {
   return `Mail goes to **${mdEscape(email)}**. An approval mail carries Approve and Reject links: each opens the action here, and nothing happens until you confirm.`;
 }
 
-export const notificationSettingsPage: PageDef = {
+export const notificationSettingsPage = definePage({
   pattern: "/u/:handle/settings/notifications",
   actions: ["set_notifications"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle!),
+  resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope) {
-    const u = await ctx.db.user.findUniqueOrThrow({ where: { id: scope.user!.id } });
+    const u = await ctx.db.user.findUniqueOrThrow({ where: { id: scope.user.id } });
     const prefs = reachPrefs(u.reachPrefs);
     return {
       title: "Notifications",
@@ -55,7 +55,7 @@ export const notificationSettingsPage: PageDef = {
       ],
     };
   },
-};
+});
 
 async function endpointsOf(ctx: Ctx) {
   return ctx.db.outboundEndpoint.findMany({
@@ -68,12 +68,12 @@ async function endpointsOf(ctx: Ctx) {
 const stateOf = (e: { enabled: boolean; disabledReason: string | null }) =>
   e.enabled ? "on" : `**off**${e.disabledReason ? ` (${mdEscape(e.disabledReason)})` : ""}`;
 
-export const outgoingWebhooksPage: PageDef = {
+export const outgoingWebhooksPage = definePage({
   pattern: "/u/:handle/settings/webhooks",
   actions: ["create_outgoing_webhook"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle!),
+  resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope) {
-    const u = scope.user!;
+    const u = scope.user;
     const [endpoints, adminOf] = await Promise.all([
       endpointsOf(ctx),
       ctx.db.studio.findMany({
@@ -125,9 +125,9 @@ export const outgoingWebhooksPage: PageDef = {
       ],
     };
   },
-};
+});
 
-export const outgoingWebhookPage: PageDef = {
+export const outgoingWebhookPage = definePage({
   pattern: "/u/:handle/settings/webhooks/:id",
   actions: [
     "test_outgoing_webhook",
@@ -135,18 +135,18 @@ export const outgoingWebhookPage: PageDef = {
     "disable_outgoing_webhook",
     "delete_outgoing_webhook",
   ],
-  async resolve(ctx, p) {
-    const scope = await ownSettings(ctx, p.handle!);
+  async resolve(ctx, params) {
+    const scope = await ownSettings(ctx, params.handle);
     const endpoint = await ctx.db.outboundEndpoint.findFirst({
-      where: { id: p.id!, tenantId: ctx.tenant.id, ...keptBy(ctx.actor.id) },
+      where: { id: params.id, tenantId: ctx.tenant.id, ...keptBy(ctx.actor.id) },
     });
-    if (!endpoint) throw new NotFoundError(`No outgoing webhook #${p.id}`);
+    if (!endpoint) throw new NotFoundError(`No outgoing webhook #${params.id}`);
     return { ...scope, endpoint };
   },
   async render(ctx, scope) {
-    const u = scope.user!;
+    const u = scope.user;
     const e = await ctx.db.outboundEndpoint.findUniqueOrThrow({
-      where: { id: scope.endpoint!.id },
+      where: { id: scope.endpoint.id },
       include: { studio: { select: { name: true } }, owner: { select: { handle: true } } },
     });
     const deliveries = await ctx.db.outboundDelivery.findMany({
@@ -194,4 +194,4 @@ export const outgoingWebhookPage: PageDef = {
       blocks,
     };
   },
-};
+});

@@ -6,7 +6,7 @@ import { REFUSAL } from "../agents/triggers/refusals.ts";
 import { unreadOf } from "../notifications.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Ctx, PageDef } from "../registry/types.ts";
+import { type Ctx, definePage } from "../registry/types.ts";
 import { excerpt, home, pager, paging, when, who } from "./format.ts";
 import { verb } from "./people.ts";
 
@@ -86,12 +86,12 @@ function notificationBlock(
   return { md, html: markdownToHtml([`- ${first}${stamp}`, ...rest].join("\n\n")) };
 }
 
-export const notificationsPage: PageDef = {
+export const notificationsPage = definePage({
   pattern: "/notifications",
   actions: ["dismiss", "dismiss_all"],
   resolve: async () => ({}),
   async render(ctx, _scope, query) {
-    const pg = paging(query);
+    const paged = paging(query);
     // A run acting within someone's view lists only what happened where they can read.
     const seen = await studiosSeenByViewers(ctx);
     const where = {
@@ -102,8 +102,8 @@ export const notificationsPage: PageDef = {
       ctx.db.notification.findMany({
         where,
         orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
+        skip: paged.skip,
+        take: paged.take,
         include: { actor: true, event: { select: { studioId: true } } },
       }),
       ctx.db.notification.count({ where }),
@@ -122,11 +122,11 @@ export const notificationsPage: PageDef = {
               notificationBlock(titles, n),
               { form: { action: "dismiss", fixed: { id: n.id }, label: "Dismiss" } },
             ]),
-            { md: pager("/notifications", pg, total) },
+            { md: pager("/notifications", paged, total) },
           ]
         : [{ md: "_You are all caught up._" }],
       // Each notification quotes where it happened.
       sources: items.flatMap((n) => (n.event.studioId ? [{ studio: n.event.studioId }] : [])),
     };
   },
-};
+});

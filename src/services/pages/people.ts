@@ -7,7 +7,7 @@ import { ALWAYS_ALLOWED, ALWAYS_BLOCKED } from "../agents/policy/capabilities.ts
 import { toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
+import { type Block, type Ctx, definePage } from "../registry/types.ts";
 import { search } from "../search.ts";
 import { excerpt, home, pager, paging, when, who } from "./format.ts";
 
@@ -17,26 +17,26 @@ function agentBlocks(
   spentMicros: bigint,
   watching: Whoami["watching"],
 ): Block[] {
-  const cfg = agentConfig({ agentConfig: user.agentConfig as never });
+  const config = agentConfig({ agentConfig: user.agentConfig as never });
   return [
     {
-      md: `## Your identity\n\n${cfg.identity_prompt ? quote(cfg.identity_prompt) : "_Your owner gave you no identity prompt: be a helpful, careful assistant._"}`,
+      md: `## Your identity\n\n${config.identity_prompt ? quote(config.identity_prompt) : "_Your owner gave you no identity prompt: be a helpful, careful assistant._"}`,
     },
     {
       md: [
         "## Your capabilities",
         "",
         `Always allowed: ${ALWAYS_ALLOWED.map((a) => `\`${a}\``).join(", ")}, and reading any page you can see.`,
-        `Granted by your owner: ${cfg.capabilities.map((a) => `\`${a}\``).join(", ") || "none"}.`,
+        `Granted by your owner: ${config.capabilities.map((a) => `\`${a}\``).join(", ") || "none"}.`,
         `Never available to agents: ${ALWAYS_BLOCKED.map((a) => `\`${a}\``).join(", ")}.`,
-        cfg.requires_approval.length || cfg.rules.length
-          ? `Some actions wait for your owner's approval (${cfg.requires_approval.map((a) => `\`${a}\``).join(", ") || "by rule"}): you will be told "queued for approval as #id"${cfg.approval_mode === "wait" ? ", and the run pauses until it is reviewed" : "; carry on meanwhile"}. Rules may also deny an action by name: then try something else.`
+        config.requires_approval.length || config.rules.length
+          ? `Some actions wait for your owner's approval (${config.requires_approval.map((a) => `\`${a}\``).join(", ") || "by rule"}): you will be told "queued for approval as #id"${config.approval_mode === "wait" ? ", and the run pauses until it is reviewed" : "; carry on meanwhile"}. Rules may also deny an action by name: then try something else.`
           : "Nothing you may do needs approval.",
         "Pages list only the actions you may use.",
       ].join("\n"),
     },
     {
-      md: `## Your budget\n\nThis month your model calls cost ${usd(spentMicros)} of your ${usd(toMicros(cfg.cost_limit_usd))} limit. At the limit your run stops and you are paused until your owner raises it: use steps well, and finish once the task is done.`,
+      md: `## Your budget\n\nThis month your model calls cost ${usd(spentMicros)} of your ${usd(toMicros(config.cost_limit_usd))} limit. At the limit your run stops and you are paused until your owner raises it: use steps well, and finish once the task is done.`,
     },
     {
       md: `## What you watch\n\n${watching.length ? `Events on these pages start your runs (\`subscribe\` / \`unsubscribe\` on a page change them):\n\n${watching.map((w) => `- ${w.path} — ${w.events.join(", ")}${w.enabled ? "" : " (paused)"}`).join("\n")}` : "_Nothing: `subscribe` on a studio or a page to be woken by what happens there._"}`,
@@ -47,7 +47,7 @@ function agentBlocks(
   ];
 }
 
-export const whoamiPage: PageDef = {
+export const whoamiPage = definePage({
   pattern: "/whoami",
   actions: ["update_scratchpad"],
   resolve: async () => ({}),
@@ -94,14 +94,14 @@ export const whoamiPage: PageDef = {
       sources: whoamiSources(whoami),
     };
   },
-};
+});
 
 export function verb(kind: string): string {
   if (kind === "agent") return "needs you:";
   return kind === "mention" ? "mentioned you in" : kind === "reply" ? "replied to you on" : "commented on";
 }
 
-export const searchPage: PageDef = {
+export const searchPage = definePage({
   pattern: "/search",
   actions: ["search"],
   resolve: async () => ({}),
@@ -113,8 +113,8 @@ export const searchPage: PageDef = {
         breadcrumb: [home, { label: "Search" }],
         blocks: [{ md: "Search notes, decisions, commitments and comments in your studios." }],
       };
-    const pg = paging(query);
-    const { hits, total } = await search(ctx, q, pg.skip, pg.take);
+    const paged = paging(query);
+    const { hits, total } = await search(ctx, q, paged.skip, paged.take);
     const lines = hits.map(
       (h) =>
         `- **${h.kind}** ${link(h.title, h.path)} in \`${h.studio}\` · ${when(h.createdAt)}\n  ${mdEscape(h.snippet)}`,
@@ -129,24 +129,24 @@ export const searchPage: PageDef = {
             : `Nothing matches “${mdEscape(q)}”.`,
         },
         { md: lines.join("\n") },
-        { md: pager("/search", pg, total, { q }) },
+        { md: pager("/search", paged, total, { q }) },
       ],
       // Each result quotes its studio.
       sources: hits.map((h) => ({ studio: h.studioId })),
     };
   },
-};
+});
 
-async function profileScope(ctx: Ctx, handle: string): Promise<Scope> {
+async function profileScope(ctx: Ctx, handle: string) {
   return { user: await loadUser(ctx, handle) };
 }
 
-export const profilePage: PageDef = {
+export const profilePage = definePage({
   pattern: "/u/:handle",
   actions: [],
-  resolve: (ctx, p) => profileScope(ctx, p.handle!),
+  resolve: (ctx, params) => profileScope(ctx, params.handle),
   async render(ctx, scope) {
-    const u = scope.user!;
+    const u = scope.user;
     const [parent, studio] = await Promise.all([
       u.parentId ? ctx.db.user.findUnique({ where: { id: u.parentId } }) : null,
       u.ownerStudioId ? ctx.db.studio.findUnique({ where: { id: u.ownerStudioId } }) : null,
@@ -177,4 +177,4 @@ export const profilePage: PageDef = {
       ],
     };
   },
-};
+});

@@ -5,20 +5,20 @@ import { NotFoundError } from "../../lib/errors.ts";
 import { pendingPath } from "../agents/core/notify.ts";
 import { findLink, linkRefusal } from "../reach/review-links.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, PageDef } from "../registry/types.ts";
+import { type Block, definePage } from "../registry/types.ts";
 import { home, when } from "./format.ts";
 import { doing, pageLink, pageTitles, paramsMarkdown } from "./pending-format.ts";
 
-export const reviewLinkPage: PageDef = {
+export const reviewLinkPage = definePage({
   pattern: "/review/:token",
   actions: ["approve_from_link", "reject_from_link"],
-  async resolve(ctx, p) {
-    const found = await findLink(ctx.db, ctx.tenant.id, p.token!);
+  async resolve(ctx, params) {
+    const found = await findLink(ctx.db, ctx.tenant.id, params.token);
     if (!found) throw new NotFoundError("No such review link: check that the whole address was copied.");
-    return { reviewToken: p.token!, pendingId: found.pendingId };
+    return { reviewToken: params.token, pendingId: found.pendingId };
   },
   async render(ctx, scope) {
-    const l = (await findLink(ctx.db, ctx.tenant.id, scope.reviewToken!))!;
+    const l = (await findLink(ctx.db, ctx.tenant.id, scope.reviewToken))!;
     const p = l.pending;
     const refusal = linkRefusal(l, ctx.actor.id);
     const mine = l.userId === ctx.actor.id;
@@ -46,7 +46,7 @@ export const reviewLinkPage: PageDef = {
           ? {
               form: {
                 action: "approve_from_link",
-                fixed: { token: scope.reviewToken! },
+                fixed: { token: scope.reviewToken },
                 label: `Approve #${p.id}`,
                 // The one thing this page is for: a full button, as the mail's, not an inline link-sized one.
                 style: "block",
@@ -55,7 +55,7 @@ export const reviewLinkPage: PageDef = {
           : {
               form: {
                 action: "reject_from_link",
-                fixed: { token: scope.reviewToken! },
+                fixed: { token: scope.reviewToken },
                 label: `Reject #${p.id}`,
                 fields: ["reason"],
                 style: "block",
@@ -72,4 +72,4 @@ export const reviewLinkPage: PageDef = {
       blocks,
     };
   },
-};
+});

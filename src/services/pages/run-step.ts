@@ -10,7 +10,7 @@ import { rebuildPrompt } from "../agents/prompt/step-prompt.ts";
 import { REPLAYABLE } from "../agents/triggers/replay.ts";
 import { modelCatalogue } from "../money/catalogue.ts";
 import { fenced, link } from "../registry/markdown.ts";
-import type { Block, PageDef } from "../registry/types.ts";
+import { type Block, definePage } from "../registry/types.ts";
 import { agentCrumbs } from "./format.ts";
 import { modelChoices } from "./model-choices.ts";
 import { runPath, stepHead, stepPath, stepText } from "./run-steps.ts";
@@ -28,26 +28,26 @@ function withoutPrompt(s: { type: string; detail: unknown }): string {
   return "This step was recorded before runs kept what rebuilding its prompt needs.";
 }
 
-export const runStepPage: PageDef = {
+export const runStepPage = definePage({
   pattern: "/subagents/:handle/runs/:run/steps/:step",
   actions: ["replay_run"],
-  async resolve(ctx, p) {
+  async resolve(ctx, params) {
     // The run page's own loaders: whoever may not see the run sees none of its steps.
-    const agent = await loadAgent(ctx, p.handle!);
-    const taskRun = await loadRun(ctx, agent.id, p.run!);
-    const number = /^\d{1,6}$/.test(p.step!) ? Number(p.step) : Number.NaN;
+    const agent = await loadAgent(ctx, params.handle);
+    const taskRun = await loadRun(ctx, agent.id, params.run);
+    const number = /^\d{1,6}$/.test(params.step) ? Number(params.step) : Number.NaN;
     const step = Number.isNaN(number)
       ? null
       : await ctx.db.subagentTaskRunStep.findUnique({
           where: { runId_number: { runId: taskRun.id, number } },
         });
-    if (!step) throw new NotFoundError(`No step ${p.step} in run ${taskRun.id}`);
+    if (!step) throw new NotFoundError(`No step ${params.step} in run ${taskRun.id}`);
     return { agent, taskRun, step };
   },
   async render(ctx, scope) {
-    const a = scope.agent!;
-    const r = scope.taskRun!;
-    const s = scope.step!;
+    const a = scope.agent;
+    const r = scope.taskRun;
+    const s = scope.step;
     const page = (s.detail as { page?: unknown } | null)?.page;
     const prompt = await rebuildPrompt(ctx.db, r, a, ctx.tenant.name, s.number, {
       usable: runActions(r, a, ctx.tenant, ctx.actionDefs.values()),
@@ -111,6 +111,6 @@ export const runStepPage: PageDef = {
       blocks,
     };
   },
-};
+});
 
 const names = (tools: string[]) => tools.map((t) => `\`${t}\``).join(", ");

@@ -9,7 +9,7 @@ import { changesFeed } from "../live/feed.ts";
 import { usd } from "../money/pricing.ts";
 import { escapeHtml } from "../registry/html.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
-import type { Ctx, PageDef, Query } from "../registry/types.ts";
+import { type Ctx, definePage, type Query } from "../registry/types.ts";
 import { excerpt, home, type Paging, pager, paging, when } from "./format.ts";
 import { runPath, runState } from "./run-steps.ts";
 import { listDigest, triggerText } from "./runs.ts";
@@ -90,7 +90,7 @@ function params(f: Filters): Record<string, string> {
   return Object.fromEntries(Object.entries(out).filter((e): e is [string, string] => Boolean(e[1])));
 }
 
-async function inbox(ctx: Ctx, query: Query, pg: Paging) {
+async function inbox(ctx: Ctx, query: Query, paged: Paging) {
   const agents = await ctx.db.user.findMany({
     where: managedAgentsWhere(ctx),
     select: { id: true, handle: true, name: true },
@@ -102,8 +102,8 @@ async function inbox(ctx: Ctx, query: Query, pg: Paging) {
     ctx.db.subagentTaskRun.findMany({
       where,
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-      skip: pg.skip,
-      take: pg.take,
+      skip: paged.skip,
+      take: paged.take,
     }),
     ctx.db.subagentTaskRun.count({ where }),
   ]);
@@ -159,13 +159,13 @@ function filterBlock({ agents, f }: Inbox) {
   return { md, html };
 }
 
-export const runsInboxPage: PageDef = {
+export const runsInboxPage = definePage({
   pattern: "/runs",
   actions: [],
   resolve: async () => ({}),
   async render(ctx, _scope, query) {
-    const pg = paging(query);
-    const box = await inbox(ctx, query, pg);
+    const paged = paging(query);
+    const box = await inbox(ctx, query, paged);
     return {
       title: "Runs",
       breadcrumb: [home, { label: "Runs" }],
@@ -177,21 +177,21 @@ export const runsInboxPage: PageDef = {
         },
         filterBlock(box),
         { md: table(box) },
-        { md: pager("/runs", pg, box.total, params(box.f)) },
+        { md: pager("/runs", paged, box.total, params(box.f)) },
       ],
       live: { since: listDigest(box.runs, box.total) },
     };
   },
   async live(ctx, _scope, query) {
     // Filters are read now, so a stream asked for with bad ones is refused like the page.
-    const pg = paging(query);
-    const box = await inbox(ctx, query, pg);
+    const paged = paging(query);
+    const box = await inbox(ctx, query, paged);
     return changesFeed(
       box.agents.map((a) => `agent:${a.id}`),
       async () => {
-        const { runs, total } = await inbox(ctx, query, pg);
+        const { runs, total } = await inbox(ctx, query, paged);
         return { digest: listDigest(runs, total), data: { total } };
       },
     );
   },
-};
+});

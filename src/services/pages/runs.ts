@@ -7,7 +7,7 @@ import { awaitingReview } from "../agents/policy/approvals.ts";
 import { retryKey } from "../agents/triggers/retry.ts";
 import { changesFeed, digestOf } from "../live/feed.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { AgentScope, Block, Ctx, PageDef, Query, Scope } from "../registry/types.ts";
+import { type AgentScope, type Block, type Ctx, definePage, type Query } from "../registry/types.ts";
 import { reviewForms } from "./approvals.ts";
 import { agentCrumbs, excerpt, type Paging, pager, paging, when } from "./format.ts";
 import { doing, pageLink, pageTitles, writeOf } from "./pending-format.ts";
@@ -100,13 +100,13 @@ function statusFilter(query: Query): RunStatus | undefined {
   return STATUSES.find((s) => s === query.status);
 }
 
-export const runFormPage: PageDef = {
+export const runFormPage = definePage({
   pattern: "/subagents/:handle/run",
   actions: ["run_task"],
   // A studio's agent whose admins let members run it: any member of the studio gives it tasks here.
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!, { members: "run" }) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle, { members: "run" }) }),
   async render(_ctx, scope) {
-    const a = scope.agent!;
+    const a = scope.agent;
     return {
       title: `Run a task with ${a.name}`,
       breadcrumb: [...agentCrumbs(a), { label: "Run" }],
@@ -117,16 +117,16 @@ export const runFormPage: PageDef = {
       ],
     };
   },
-};
+});
 
-async function agentRuns(ctx: Ctx, agentId: string, pg: Paging, status?: RunStatus) {
+async function agentRuns(ctx: Ctx, agentId: string, paged: Paging, status?: RunStatus) {
   const where = { agentId, ...(status && { status }) };
   const [runs, total] = await Promise.all([
     ctx.db.subagentTaskRun.findMany({
       where,
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-      skip: pg.skip,
-      take: pg.take,
+      skip: paged.skip,
+      take: paged.take,
     }),
     ctx.db.subagentTaskRun.count({ where }),
   ]);
@@ -141,15 +141,15 @@ export function listDigest(
   return digestOf([total, runs.map((r) => [r.id, runState(r), r.stepsCount])]);
 }
 
-export const runsPage: PageDef = {
+export const runsPage = definePage({
   pattern: "/subagents/:handle/runs",
   actions: [],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope, query) {
-    const a = scope.agent!;
-    const pg = paging(query);
+    const a = scope.agent;
+    const paged = paging(query);
     const status = statusFilter(query);
-    const { runs, total } = await agentRuns(ctx, a.id, pg, status);
+    const { runs, total } = await agentRuns(ctx, a.id, paged, status);
     const path = `/subagents/${a.handle}/runs`;
     const filters = [
       link(status ? "All" : "**All**", path),
@@ -167,24 +167,27 @@ export const runsPage: PageDef = {
               ? `_No ${status} runs._`
               : "_No runs yet._",
         },
-        { md: pager(path, pg, total, status ? { status } : {}) },
+        { md: pager(path, paged, total, status ? { status } : {}) },
       ],
       live: { since: listDigest(runs, total) },
     };
   },
   live: (ctx, scope, query) =>
-    changesFeed([`agent:${scope.agent!.id}`], async () => {
-      const { runs, total } = await agentRuns(ctx, scope.agent!.id, paging(query), statusFilter(query));
+    changesFeed([`agent:${scope.agent.id}`], async () => {
+      const { runs, total } = await agentRuns(ctx, scope.agent.id, paging(query), statusFilter(query));
       return { digest: listDigest(runs, total), data: { total } };
     }),
-};
+});
+
+/** What a run's page resolves: the run, its agent, and what the reader may review there. */
+type RunScope = { agent: AgentScope; taskRun: SubagentTaskRun; reviewable: string[] };
 
 /**
  * The run a person's own mention, reply or comment started and that was refused (skipped): its
  * page says why, and holds only their words and the reason (no steps), so they may read it
  * even when they cannot see the agent's other runs. Null when this is not such a run.
  */
-async function refusedRunOf(ctx: Ctx, handle: string, id: string): Promise<Scope | null> {
+async function refusedRunOf(ctx: Ctx, handle: string, id: string): Promise<RunScope | null> {
   const taskRun = await ctx.db.subagentTaskRun.findFirst({
     where: {
       id,
@@ -202,7 +205,7 @@ async function refusedRunOf(ctx: Ctx, handle: string, id: string): Promise<Scope
   return { agent, taskRun: run, reviewable: [] };
 }
 
-export const runPage: PageDef = {
+export const runPage = definePage({
   pattern: "/subagents/:handle/runs/:run",
   actions: [
     "answer_question",
@@ -213,20 +216,20 @@ export const runPage: PageDef = {
     "approve_action",
     "reject_action",
   ],
-  async resolve(ctx, p) {
+  async resolve(ctx, params) {
     // Its managers see every run; a member who gave a studio's agent a task sees that run;
     // whoever's trigger was refused sees that refusal.
     let agent: AgentScope;
     try {
-      agent = await loadAgent(ctx, p.handle!, { members: "run" });
+      agent = await loadAgent(ctx, params.handle, { members: "run" });
     } catch (err) {
-      const refused = await refusedRunOf(ctx, p.handle!, p.run!);
+      const refused = await refusedRunOf(ctx, params.handle, params.run);
       if (refused) return refused;
       throw err;
     }
-    const taskRun = await loadRun(ctx, agent.id, p.run!);
+    const taskRun = await loadRun(ctx, agent.id, params.run);
     const manages = mayManage(ctx.actor, agent);
-    if (!manages && taskRun.initiatedById !== ctx.actor.id) throw new NotFoundError(`No run ${p.run}`);
+    if (!manages && taskRun.initiatedById !== ctx.actor.id) throw new NotFoundError(`No run ${params.run}`);
     // What its managers may approve or reject right here.
     const reviewable = manages
       ? (
@@ -239,8 +242,8 @@ export const runPage: PageDef = {
     return { agent, taskRun, reviewable };
   },
   async render(ctx, scope) {
-    const a = scope.agent!;
-    const r = scope.taskRun!;
+    const a = scope.agent;
+    const r = scope.taskRun;
     const [steps, resources, initiator, pending, viewers, retried, replays] = await Promise.all([
       ctx.db.subagentTaskRunStep.findMany({ where: { runId: r.id }, orderBy: { number: "asc" } }),
       ctx.db.subagentTaskRunResource.findMany({ where: { runId: r.id }, orderBy: { createdAt: "asc" } }),
@@ -309,5 +312,5 @@ export const runPage: PageDef = {
       live: ENDED.has(state) ? undefined : { since: positionOf(steps.at(-1)?.number ?? 0, state) },
     };
   },
-  live: (ctx, scope) => runFeed(ctx.db, scope.agent!, scope.taskRun!),
-};
+  live: (ctx, scope) => runFeed(ctx.db, scope.agent, scope.taskRun),
+});

@@ -2,7 +2,7 @@ import type { AgentSchedule, SubagentTaskRun } from "../../generated/prisma/clie
 import { nextSlots, slotLabel } from "../agents/automations/schedules.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, PageDef } from "../registry/types.ts";
+import { type Block, definePage, type PageDef } from "../registry/types.ts";
 import { agentCrumbs, when } from "./format.ts";
 
 type Listed = AgentSchedule & { lastRun: Pick<SubagentTaskRun, "id" | "status"> | null };
@@ -74,13 +74,13 @@ function scheduleBlocks(handle: string, s: Listed): Block[] {
   ];
 }
 
-export const schedulesPage: PageDef = {
+export const schedulesPage = definePage({
   pattern: "/subagents/:handle/schedules",
   actions: ["add_schedule", "update_schedule", "pause_schedule", "resume_schedule", "remove_schedule"],
   // Its actions act on one schedule, picked by the buttons beside each (pickedBeside).
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope) {
-    const a = scope.agent!;
+    const a = scope.agent;
     const schedules = await listSchedules(ctx.db, ctx.tenant.id, a.id);
     return {
       title: `${a.name}'s schedules`,
@@ -95,4 +95,4 @@ export const schedulesPage: PageDef = {
       ],
     };
   },
-};
+});

@@ -1,22 +1,22 @@
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadUser } from "../access.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Ctx, PageDef, Scope } from "../registry/types.ts";
+import { type Ctx, definePage } from "../registry/types.ts";
 import { home, pager, paging, when } from "./format.ts";
 
 /** Settings pages exist only for their owner: anyone else gets the same 404 as a missing user. */
-export async function ownSettings(ctx: Ctx, handle: string): Promise<Scope> {
+export async function ownSettings(ctx: Ctx, handle: string) {
   const user = await loadUser(ctx, handle);
   if (user.id !== ctx.actor.id) throw new NotFoundError(`No user @${handle}`);
   return { user };
 }
 
-export const settingsPage: PageDef = {
+export const settingsPage = definePage({
   pattern: "/u/:handle/settings",
   actions: ["update_profile"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle!),
+  resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(_ctx, scope) {
-    const u = scope.user!;
+    const u = scope.user;
     return {
       title: "Your settings",
       breadcrumb: [home, { label: `@${u.handle}`, path: `/u/${u.handle}` }, { label: "Settings" }],
@@ -38,22 +38,22 @@ export const settingsPage: PageDef = {
       ],
     };
   },
-};
+});
 
-export const tokensPage: PageDef = {
+export const tokensPage = definePage({
   pattern: "/u/:handle/settings/tokens",
   actions: ["create_api_token", "revoke_api_token"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle!),
+  resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope, query) {
-    const u = scope.user!;
-    const pg = paging(query);
+    const u = scope.user;
+    const paged = paging(query);
     const where = { userId: u.id, tenantId: ctx.tenant.id };
     const [tokens, total] = await Promise.all([
       ctx.db.apiToken.findMany({
         where,
         orderBy: [{ revokedAt: { sort: "desc", nulls: "first" } }, { createdAt: "desc" }],
-        skip: pg.skip,
-        take: pg.take,
+        skip: paged.skip,
+        take: paged.take,
       }),
       ctx.db.apiToken.count({ where }),
     ]);
@@ -96,8 +96,8 @@ export const tokensPage: PageDef = {
           .map((t) => ({
             form: { action: "revoke_api_token", fixed: { id: t.id }, label: `Revoke “${t.name}”` },
           })),
-        { md: pager(`/u/${u.handle}/settings/tokens`, pg, total) },
+        { md: pager(`/u/${u.handle}/settings/tokens`, paged, total) },
       ],
     };
   },
-};
+});

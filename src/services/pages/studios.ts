@@ -2,12 +2,12 @@ import { plural } from "../../lib/plural.ts";
 import { loadStudio, studiosSeenByViewers } from "../access.ts";
 import { unreadOf } from "../notifications.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef, StudioScope } from "../registry/types.ts";
+import { type Block, type Ctx, definePage, defineReadPage, type StudioScope } from "../registry/types.ts";
 import { home, type Paging, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
 import { type NoteLine, type StudioOverview, studioOverview } from "./studio-reads.ts";
 import { watchBlocks } from "./subscriptions.ts";
 
-async function myStudios(ctx: Ctx, pg: Paging) {
+async function myStudios(ctx: Ctx, paged: Paging) {
   const seen = await studiosSeenByViewers(ctx);
   const where = { userId: ctx.actor.id, tenantId: ctx.tenant.id, ...(seen && { studioId: { in: seen } }) };
   const [memberships, total] = await Promise.all([
@@ -15,15 +15,15 @@ async function myStudios(ctx: Ctx, pg: Paging) {
       where,
       include: { studio: true },
       orderBy: { studio: { name: "asc" } },
-      skip: pg.skip,
-      take: pg.take,
+      skip: paged.skip,
+      take: paged.take,
     }),
     ctx.db.studioMember.count({ where }),
   ]);
   return { memberships, total };
 }
 
-export const homePage: PageDef = {
+export const homePage = definePage({
   pattern: "/",
   actions: [],
   resolve: async () => ({}),
@@ -53,15 +53,15 @@ export const homePage: PageDef = {
       ],
     };
   },
-};
+});
 
-export const studiosPage: PageDef = {
+export const studiosPage = definePage({
   pattern: "/studios",
   actions: ["create_studio", "join_studio"],
   resolve: async () => ({}),
   async render(ctx, _scope, query) {
-    const pg = paging(query);
-    const { memberships, total } = await myStudios(ctx, pg);
+    const paged = paging(query);
+    const { memberships, total } = await myStudios(ctx, paged);
     const list = memberships.length
       ? memberships
           .map(
@@ -73,12 +73,12 @@ export const studiosPage: PageDef = {
     return {
       title: "Studios",
       breadcrumb: [home, { label: "Studios" }],
-      blocks: [{ md: list }, { md: pager("/studios", pg, total) }],
+      blocks: [{ md: list }, { md: pager("/studios", paged, total) }],
     };
   },
-};
+});
 
-export const studioPage: PageDef = {
+export const studioPage = defineReadPage({
   pattern: "/studios/:studio",
   actions: [
     "create_note",
@@ -89,9 +89,9 @@ export const studioPage: PageDef = {
     "unsubscribe",
     "create_subagent",
   ],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
-  async view(ctx, p) {
-    const { studio: s, overview } = await studioOverview(ctx, p.studio!);
+  resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
+  async view(ctx, params) {
+    const { studio: s, overview } = await studioOverview(ctx, params.studio);
     const watch = await watchBlocks(ctx, { studio: s });
     const agents = studioAgentBlocks(ctx, s, overview.agents);
     const { pinned, notes, decisions, commitments, counts } = overview;
@@ -147,7 +147,7 @@ export const studioPage: PageDef = {
     };
     return { scope: { studio: s }, view };
   },
-};
+});
 
 /** The agents the studio owns; for its admins, a form to create one and links to its keys and usage. */
 function studioAgentBlocks(ctx: Ctx, s: StudioScope, agents: StudioOverview["agents"]): Block[] {
@@ -178,20 +178,20 @@ function studioAgentBlocks(ctx: Ctx, s: StudioScope, agents: StudioOverview["age
   return blocks;
 }
 
-export const membersPage: PageDef = {
+export const membersPage = definePage({
   pattern: "/studios/:studio/members",
   actions: ["update_member_role", "remove_member"],
-  resolve: async (ctx, p) => ({ studio: await loadStudio(ctx, p.studio!) }),
+  resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
   async render(ctx, scope, query) {
-    const s = scope.studio!;
-    const pg = paging(query, PER_PAGE);
+    const s = scope.studio;
+    const paged = paging(query, PER_PAGE);
     const [members, total] = await Promise.all([
       ctx.db.studioMember.findMany({
         where: { studioId: s.id, tenantId: ctx.tenant.id },
         include: { user: true },
         orderBy: [{ role: "asc" }, { createdAt: "asc" }],
-        skip: pg.skip,
-        take: pg.take,
+        skip: paged.skip,
+        take: paged.take,
       }),
       ctx.db.studioMember.count({ where: { studioId: s.id, tenantId: ctx.tenant.id } }),
     ]);
@@ -234,8 +234,8 @@ export const membersPage: PageDef = {
         { md: invite },
         { md: `## ${plural(total, "member")}` },
         ...rows,
-        { md: pager(`/studios/${s.handle}/members`, pg, total) },
+        { md: pager(`/studios/${s.handle}/members`, paged, total) },
       ],
     };
   },
-};
+});

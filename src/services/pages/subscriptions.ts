@@ -7,7 +7,7 @@ import { SUBSCRIPTION_EVENTS } from "../agents/automations/subscriptions.ts";
 import { loadAgent, managedBy } from "../agents/core/ownership.ts";
 import { agentConfig } from "../agents/core/settings.ts";
 import { link, mdEscape } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef, Scope } from "../registry/types.ts";
+import { type Block, type Ctx, definePage, type Scope } from "../registry/types.ts";
 import { agentCrumbs, when } from "./format.ts";
 import { runLine } from "./runs.ts";
 
@@ -42,12 +42,12 @@ export async function describeSubjects(ctx: Ctx, subs: AgentSubscription[]) {
   };
 }
 
-export const subscriptionsPage: PageDef = {
+export const subscriptionsPage = definePage({
   pattern: "/subagents/:handle/subscriptions",
   actions: ["pause_subscription", "resume_subscription", "remove_subscription"],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope) {
-    const a = scope.agent!;
+    const a = scope.agent;
     const [subs, runs] = await Promise.all([
       ctx.db.agentSubscription.findMany({ where: { agentId: a.id }, orderBy: { createdAt: "asc" } }),
       ctx.db.subagentTaskRun.findMany({
@@ -93,7 +93,7 @@ export const subscriptionsPage: PageDef = {
       blocks,
     };
   },
-};
+});
 
 /**
  * On a studio or content page: the agents watching it, and for a person, a form to have one

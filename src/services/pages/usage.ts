@@ -17,7 +17,7 @@ import { toMicros } from "../money/ledger.ts";
 import { PRICE_LIST, PRICE_LIST_VERSION, type Price, usd, writeRate } from "../money/pricing.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef, Query, Scope } from "../registry/types.ts";
+import { type Block, type Ctx, definePage, type Query, type Scope } from "../registry/types.ts";
 import { agentCrumbs, excerpt, home, when } from "./format.ts";
 
 const n = (v: number) => v.toLocaleString("en-US");
@@ -149,15 +149,15 @@ function monthLine(spent: number, now: Date, limitMicros?: number): string {
   return parts.join(" · ");
 }
 
-export const agentUsagePage: PageDef = {
+export const agentUsagePage = definePage({
   pattern: "/subagents/:handle/usage",
   actions: ["set_cost_limit", "resume_subagent"],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!, { adminReads: true }) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle, { adminReads: true }) }),
   async render(ctx, scope) {
-    const a = scope.agent!;
-    const cfg = agentConfig(a);
+    const a = scope.agent;
+    const config = agentConfig(a);
     const u = await loadUsage(ctx.db, { kind: "agent", tenantId: ctx.tenant.id, agentId: a.id });
-    const limit = Number(toMicros(cfg.cost_limit_usd));
+    const limit = Number(toMicros(config.cost_limit_usd));
     const daysInMonth = new Date(Date.UTC(u.now.getUTCFullYear(), u.now.getUTCMonth() + 1, 0)).getUTCDate();
     const base = `/subagents/${a.handle}`;
     const blocks: Block[] = [];
@@ -168,14 +168,14 @@ export const agentUsagePage: PageDef = {
     blocks.push(
       { md: monthLine(u.month.costMicros, u.now, limit) },
       {
-        md: `Alerts at ${cfg.alert_thresholds_usd.length ? cfg.alert_thresholds_usd.map((t) => usd(toMicros(t))).join(", ") : "no amounts"} (one notification each per month) · ${monthTokens(u.month)} · ${link("Download CSV", `${base}/usage.csv`)} (every call, last ${DAYS} days)`,
+        md: `Alerts at ${config.alert_thresholds_usd.length ? config.alert_thresholds_usd.map((t) => usd(toMicros(t))).join(", ") : "no amounts"} (one notification each per month) · ${monthTokens(u.month)} · ${link("Download CSV", `${base}/usage.csv`)} (every call, last ${DAYS} days)`,
       },
       ...charts(u, limit / daysInMonth),
       { md: sliceTable("By model", "model", u.byModel) },
       { md: sliceTable("By key", "key", u.byKey) },
       { md: topRunsTable(u, true) },
       {
-        md: `## Limit and alerts\n\nAt the limit its run stops and it pauses until you raise the limit; each alert notifies you once a month.${cfg.alert_thresholds_usd.some((t) => t >= cfg.cost_limit_usd) ? " Alerts at or above the limit never fire before it pauses." : ""}`,
+        md: `## Limit and alerts\n\nAt the limit its run stops and it pauses until you raise the limit; each alert notifies you once a month.${config.alert_thresholds_usd.some((t) => t >= config.cost_limit_usd) ? " Alerts at or above the limit never fire before it pauses." : ""}`,
       },
       {
         form: {
@@ -184,8 +184,8 @@ export const agentUsagePage: PageDef = {
           label: "Save limit",
           style: "block",
           values: {
-            monthly_limit_usd: cfg.cost_limit_usd,
-            alert_thresholds_usd: cfg.alert_thresholds_usd.join(", "),
+            monthly_limit_usd: config.cost_limit_usd,
+            alert_thresholds_usd: config.alert_thresholds_usd.join(", "),
           },
         },
       },
@@ -196,7 +196,7 @@ export const agentUsagePage: PageDef = {
       blocks,
     };
   },
-};
+});
 
 /** A dashboard over many agents: the month, each agent's spend and limit, charts and slices. */
 async function overview(ctx: Ctx, f: UsageFilter, intro: string, csv: string | null): Promise<Block[]> {
@@ -230,7 +230,7 @@ async function overview(ctx: Ctx, f: UsageFilter, intro: string, csv: string | n
   ];
 }
 
-export const usagePage: PageDef = {
+export const usagePage = definePage({
   pattern: "/usage",
   actions: [],
   resolve: async (): Promise<Scope> => ({}),
@@ -253,19 +253,19 @@ export const usagePage: PageDef = {
       ),
     };
   },
-};
+});
 
-export const studioUsagePage: PageDef = {
+export const studioUsagePage = definePage({
   pattern: "/studios/:studio/usage",
   actions: [],
-  async resolve(ctx, p) {
-    const studio = await loadStudio(ctx, p.studio!);
+  async resolve(ctx, params) {
+    const studio = await loadStudio(ctx, params.studio);
     if (studio.role !== "admin")
       throw new ForbiddenError(`Only the admins of ${studio.name} see its agents' usage`);
     return { studio };
   },
   async render(ctx, scope) {
-    const s = scope.studio!;
+    const s = scope.studio;
     return {
       title: `Usage of ${s.name}'s agents`,
       breadcrumb: [home, { label: s.name, path: `/studios/${s.handle}` }, { label: "Usage" }],
@@ -277,9 +277,9 @@ export const studioUsagePage: PageDef = {
       ),
     };
   },
-};
+});
 
-export const pricingPage: PageDef = {
+export const pricingPage = definePage({
   pattern: "/usage/pricing",
   actions: ["set_model_price", "remove_model_price"],
   resolve: async (): Promise<Scope> => ({}),
@@ -317,4 +317,4 @@ export const pricingPage: PageDef = {
       ],
     };
   },
-};
+});

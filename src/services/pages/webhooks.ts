@@ -4,7 +4,7 @@ import { SCHEMES, SIGNATURE_TOLERANCE_SECONDS } from "../agents/automations/webh
 import { TASK_PAYLOAD_CHARS } from "../agents/automations/webhooks.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
 import { code, mdEscape, quote } from "../registry/markdown.ts";
-import type { Block, PageDef } from "../registry/types.ts";
+import { type Block, definePage } from "../registry/types.ts";
 import { agentCrumbs, when } from "./format.ts";
 import { runLine } from "./runs.ts";
 
@@ -33,7 +33,7 @@ function card(handle: string, origin: string, h: AgentWebhook, runs: SubagentTas
   return { md };
 }
 
-export const webhooksPage: PageDef = {
+export const webhooksPage = definePage({
   pattern: "/subagents/:handle/webhooks",
   actions: [
     "create_webhook",
@@ -44,9 +44,9 @@ export const webhooksPage: PageDef = {
     "enable_webhook",
     "delete_webhook",
   ],
-  resolve: async (ctx, p) => ({ agent: await loadAgent(ctx, p.handle!) }),
+  resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope) {
-    const a = scope.agent!;
+    const a = scope.agent;
     const hooks = await ctx.db.agentWebhook.findMany({
       where: { tenantId: ctx.tenant.id, agentId: a.id },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
@@ -118,4 +118,4 @@ export const webhooksPage: PageDef = {
       ],
     };
   },
-};
+});

@@ -6,7 +6,7 @@ import { DEFAULT_CAPABILITIES, SETTING_CHANGED, tenantSettings } from "../agents
 import { capabilityLabel, GRANTABLE } from "../agents/policy/capabilities.ts";
 import { modelCatalogue } from "../money/catalogue.ts";
 import { code, mdEscape } from "../registry/markdown.ts";
-import type { Block, PageDef, Scope } from "../registry/types.ts";
+import { type Block, definePage, type Scope } from "../registry/types.ts";
 import { home, when } from "./format.ts";
 import { catalogueMarkdown, modelChoices } from "./model-choices.ts";
 
@@ -30,7 +30,7 @@ const shown = (v: unknown) =>
         : "_none_"
       : code(String(v));
 
-export const workspaceAgentsPage: PageDef = {
+export const workspaceAgentsPage = definePage({
   pattern: "/settings/agents",
   actions: [
     "set_agents_enabled",
@@ -163,4 +163,4 @@ export const workspaceAgentsPage: PageDef = {
       blocks,
     };
   },
-};
+});

@@ -219,20 +219,35 @@ export interface PageView {
   sources?: Audience[];
 }
 
-interface PageBase {
+/**
+ * The `:name` segments of a path pattern, as a type: `"/studios/:studio/notes/:note"` gives
+ * `"studio" | "note"`. A page's `resolve` and `view` read exactly the params its path has.
+ */
+export type PathParamNames<Pattern extends string> = Pattern extends `${string}:${infer Name}/${infer Rest}`
+  ? Name | PathParamNames<`/${Rest}`>
+  : Pattern extends `${string}:${infer Name}`
+    ? Name
+    : never;
+
+/** A page's params by its pattern; any string pattern (the registry's view of every page) gives any params. */
+export type PathParams<Pattern extends string> = string extends Pattern
+  ? Record<string, string>
+  : { [Name in PathParamNames<Pattern>]: string };
+
+interface PageBase<Pattern extends string, Resolved extends Scope> {
   /** Path pattern: literal segments and `:param` segments. */
-  pattern: string;
+  pattern: Pattern;
   /** Actions that may appear on this page, in display order. */
   actions: string[];
   /** Authorizes and loads what the page is about; throws NotFoundError when the actor may not see it. */
-  resolve(ctx: Ctx, params: Record<string, string>): Promise<Scope>;
+  resolve(ctx: Ctx, params: PathParams<Pattern>): Promise<Resolved>;
   /** What changes on this page while it is open, as server-sent events (`Accept: text/event-stream`); after `resolve`. */
-  live?(ctx: Ctx, scope: Scope, query: Query): LiveFeed | Promise<LiveFeed>;
+  live?(ctx: Ctx, scope: Resolved, query: Query): LiveFeed | Promise<LiveFeed>;
 }
 
 /** Renders what `resolve` authorized: most pages. */
-interface RenderedPage extends PageBase {
-  render(ctx: PageCtx, scope: Scope, query: Query): Promise<PageView>;
+interface RenderedPage<Pattern extends string, Resolved extends Scope> extends PageBase<Pattern, Resolved> {
+  render(ctx: PageCtx, scope: Resolved, query: Query): Promise<PageView>;
   view?: undefined;
 }
 
@@ -241,12 +256,30 @@ interface RenderedPage extends PageBase {
  * path, where a statement costs what its round trip costs. It must refuse exactly what
  * `resolve` refuses (both go through the same loader); actions still authorize with `resolve`.
  */
-interface ReadPage extends PageBase {
-  view(ctx: PageCtx, params: Record<string, string>, query: Query): Promise<{ scope: Scope; view: PageView }>;
+interface ReadPage<Pattern extends string, Resolved extends Scope> extends PageBase<Pattern, Resolved> {
+  view(ctx: PageCtx, params: PathParams<Pattern>, query: Query): Promise<{ scope: Resolved; view: PageView }>;
   render?: undefined;
 }
 
-export type PageDef = RenderedPage | ReadPage;
+/** A page as the registry holds it: any pattern, any scope. Pages are written with `definePage` or `defineReadPage`. */
+export type PageDef = RenderedPage<string, Scope> | ReadPage<string, Scope>;
+
+/**
+ * A page whose params are typed by its pattern and whose `render` gets the scope its
+ * `resolve` returned, so neither asserts what the path already guarantees.
+ */
+export function definePage<const Pattern extends string, Resolved extends Scope>(
+  def: RenderedPage<Pattern, Resolved>,
+): PageDef {
+  return def as unknown as PageDef;
+}
+
+/** `definePage` for a page that authorizes and reads in one statement (`ReadPage`). */
+export function defineReadPage<const Pattern extends string, Resolved extends Scope>(
+  def: ReadPage<Pattern, Resolved>,
+): PageDef {
+  return def as unknown as PageDef;
+}
 
 export interface ActionOutcome {
   /** 202: not done yet — queued for the owner's approval. */

@@ -18,8 +18,8 @@ export function memoryBlocks(text: string): string[] {
   const shift = text.endsWith("\n") ? 1 : 0;
   const cuts = [0, ...[...text.matchAll(MEMORY_LINE)].map((m) => m.index + shift), text.length];
   const blocks: string[] = [];
-  for (let i = 0; i + 1 < cuts.length; i++) {
-    const block = text.slice(cuts[i], cuts[i + 1]);
+  for (let index = 0; index + 1 < cuts.length; index++) {
+    const block = text.slice(cuts[index], cuts[index + 1]);
     if (block) blocks.push(block);
   }
   return blocks;

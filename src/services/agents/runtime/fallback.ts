@@ -3,9 +3,8 @@
 // the provider still answers 5xx after the client's retries, or it refuses the key for that
 // model (401/403) — the step is asked again of the next model in the list. Passing failures
 // (timeouts, 429s, the network) are the client's retries' business, not a reason to switch.
-// The ledger row and the step name the model that answered (navigator.ts), so the run page
+// The ledger row and the step name the model that answered (turn.ts measured), so the run page
 // and the usage dashboards show which one it was.
-import type { Logger } from "../../../lib/logger.ts";
 import type { LlmError } from "./llm.ts";
 
 const FALLS_BACK: LlmError["kind"][] = ["not_found", "server", "auth"];
@@ -18,20 +17,18 @@ export class ModelChain {
     readonly primary: string,
     fallbacks: readonly string[],
   ) {
-    this.models = [primary, ...fallbacks.filter((m) => m !== primary)];
+    this.models = [primary, ...fallbacks.filter((model) => model !== primary)];
   }
 
   /**
    * The model to ask next after `current` failed with `err`, or null when the failure is
    * not one to fall back on or the list is used up (the run then fails as it always did).
+   * The loop logs the switch (loop.ts), through its one sink.
    */
-  next(current: string, err: LlmError, log?: Logger): string | null {
+  next(current: string, err: LlmError): string | null {
     if (!FALLS_BACK.includes(err.kind)) return null;
     const at = this.models.indexOf(current);
-    const next = at >= 0 ? this.models[at + 1] : undefined;
-    if (!next) return null;
-    log?.warn({ from: current, to: next, kind: err.kind }, "model failed; falling back to the next model");
-    return next;
+    return (at >= 0 ? this.models[at + 1] : undefined) ?? null;
   }
 
   /** The model that answered, when it was not the run's own: what its step records. */

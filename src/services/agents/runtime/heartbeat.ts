@@ -68,11 +68,11 @@ export function startHeartbeat(
       if (due) renewedAt = performance.now();
       const alive = new Map(rows.map((r) => [r.id, r]));
       for (const id of ids) {
-        const c = active.get(id);
-        if (!c || c.signal.aborted) continue;
+        const controller = active.get(id);
+        if (!controller || controller.signal.aborted) continue;
         const row = alive.get(id);
-        if (!row) c.abort("lease_lost" satisfies StopReason);
-        else if (row.stop) c.abort("stopped" satisfies StopReason);
+        if (!row) controller.abort("lease_lost" satisfies StopReason);
+        else if (row.stop) controller.abort("stopped" satisfies StopReason);
         else if (row.pause) pauses.get(id)?.abort("paused");
       }
     } catch {
@@ -86,10 +86,10 @@ export function startHeartbeat(
   timer.unref();
   return {
     track(runId) {
-      const c = new AbortController();
-      active.set(runId, c);
+      const controller = new AbortController();
+      active.set(runId, controller);
       pauses.set(runId, new AbortController());
-      return c;
+      return controller;
     },
     pauseSignal: (runId) => pauses.get(runId)?.signal,
     untrack(runId) {
@@ -99,7 +99,7 @@ export function startHeartbeat(
     beat,
     stop() {
       clearInterval(timer);
-      for (const c of active.values()) c.abort("shutdown" satisfies StopReason);
+      for (const controller of active.values()) controller.abort("shutdown" satisfies StopReason);
     },
   };
 }

@@ -68,7 +68,7 @@ class StreamedResponse extends Response {
 export const headerPairs = (res: http.IncomingMessage) => {
   const raw = res.rawHeaders;
   const headers: [string, string][] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) headers.push([raw[i]!, raw[i + 1]!]);
+  for (let index = 0; index + 1 < raw.length; index += 2) headers.push([raw[index]!, raw[index + 1]!]);
   return headers;
 };
 
@@ -94,8 +94,8 @@ function send(agents: Agents, input: string | URL | Request, init: RequestInit =
     if (signal?.aborted) return reject(abortError(signal));
     const body = bodyOf(init.body);
     const headers: Record<string, string> = {};
-    (init.headers instanceof Headers ? init.headers : new Headers(init.headers)).forEach((v, k) => {
-      headers[k] = v;
+    (init.headers instanceof Headers ? init.headers : new Headers(init.headers)).forEach((value, name) => {
+      headers[name] = value;
     });
     if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
 

@@ -63,16 +63,16 @@ function split(messages: ChatCompletionMessageParam[], stableChars?: number) {
   const users = messages.filter((m) => m.role === "user").length;
   let seen = 0;
   let stableEnd: TextBlock | undefined;
-  for (const m of messages) {
-    const text = textOf(m.content);
-    if (m.role === "system" || m.role === "developer") {
+  for (const message of messages) {
+    const text = textOf(message.content);
+    if (message.role === "system" || message.role === "developer") {
       if (text) system.push({ type: "text", text });
       continue;
     }
-    const role = m.role === "assistant" ? "assistant" : "user";
-    const stable = m.role === "user" && ++seen < users;
-    const within = m.role === "user" && users === 1 && stableChars ? stableChars : undefined;
-    const texts = m.role === "user" ? userBlocks(text, stable, within) : [text];
+    const role = message.role === "assistant" ? "assistant" : "user";
+    const stable = message.role === "user" && ++seen < users;
+    const within = message.role === "user" && users === 1 && stableChars ? stableChars : undefined;
+    const texts = message.role === "user" ? userBlocks(text, stable, within) : [text];
     const blocks = texts.filter(Boolean).map((t): TextBlock => ({ type: "text", text: t }));
     if (!blocks.length) continue;
     if (stable) stableEnd = blocks.at(-1);
@@ -87,13 +87,13 @@ function split(messages: ChatCompletionMessageParam[], stableChars?: number) {
 
 /** OpenAI function tools as Anthropic tools (the schema is the same JSON Schema). */
 function toolsOf(tools: readonly ChatCompletionTool[]) {
-  return tools.flatMap((t) =>
-    t.type === "function"
+  return tools.flatMap((tool) =>
+    tool.type === "function"
       ? [
           {
-            name: t.function.name,
-            ...(t.function.description && { description: t.function.description }),
-            input_schema: t.function.parameters ?? { type: "object", properties: {} },
+            name: tool.function.name,
+            ...(tool.function.description && { description: tool.function.description }),
+            input_schema: tool.function.parameters ?? { type: "object", properties: {} },
           },
         ]
       : [],

@@ -31,12 +31,12 @@ type Counts = Pick<
  * neither read nor written), cache writes and cache reads. The ledger's input counts all
  * input, the cached part included (pricing.ts): the three summed.
  */
-export function usageOf(u: Counts | undefined): Usage {
-  const cached = u?.cache_read_input_tokens ?? 0;
-  const cacheWrite = u?.cache_creation_input_tokens ?? 0;
+export function usageOf(counts: Counts | undefined): Usage {
+  const cached = counts?.cache_read_input_tokens ?? 0;
+  const cacheWrite = counts?.cache_creation_input_tokens ?? 0;
   return {
-    input: (u?.input_tokens ?? 0) + cached + cacheWrite,
-    output: u?.output_tokens ?? 0,
+    input: (counts?.input_tokens ?? 0) + cached + cacheWrite,
+    output: counts?.output_tokens ?? 0,
     cached,
     cacheWrite,
   };
@@ -72,7 +72,7 @@ function reply(blocks: Block[], counts: Counts | undefined, model?: string, stop
   const text = blocks.map((b) => b.text ?? "").join("");
   const calls = blocks.flatMap((b) => (b.tool ? [b.tool] : []));
   // A tool called without arguments streams none: its input is the empty object.
-  for (const c of calls) c.function.arguments ||= "{}";
+  for (const call of calls) call.function.arguments ||= "{}";
   const message: ChatCompletionMessage = {
     role: "assistant",
     content: text || null,
@@ -82,26 +82,31 @@ function reply(blocks: Block[], counts: Counts | undefined, model?: string, stop
   return { message, usage: usageOf(counts), model, ...(stop && { finishReason: stop }) };
 }
 
-function fromMessage(m: Message): Streamed {
-  if (!Array.isArray(m?.content)) throw new NoChoicesError();
-  const blocks = m.content.map((c): Block => {
-    if (c.type === "text") return { text: c.text };
-    if (c.type === "tool_use")
+function fromMessage(message: Message): Streamed {
+  if (!Array.isArray(message?.content)) throw new NoChoicesError();
+  const blocks = message.content.map((block): Block => {
+    if (block.type === "text") return { text: block.text };
+    if (block.type === "tool_use")
       return {
-        tool: { id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.input) } },
+        tool: {
+          id: block.id,
+          type: "function",
+          function: { name: block.name, arguments: JSON.stringify(block.input) },
+        },
       };
     return {};
   });
-  return reply(blocks, m.usage, m.model, m.stop_reason);
+  return reply(blocks, message.usage, message.model, message.stop_reason);
 }
 
 /** message_delta's usage is cumulative: a count it carries replaces the one message_start gave. */
-function merged(counts: Counts | undefined, d: MessageDeltaUsage): Counts {
+function merged(counts: Counts | undefined, delta: MessageDeltaUsage): Counts {
   const next: Counts = { ...(counts ?? { input_tokens: 0, output_tokens: 0 }) } as Counts;
-  next.output_tokens = d.output_tokens;
-  if (d.input_tokens != null) next.input_tokens = d.input_tokens;
-  if (d.cache_creation_input_tokens != null) next.cache_creation_input_tokens = d.cache_creation_input_tokens;
-  if (d.cache_read_input_tokens != null) next.cache_read_input_tokens = d.cache_read_input_tokens;
+  next.output_tokens = delta.output_tokens;
+  if (delta.input_tokens != null) next.input_tokens = delta.input_tokens;
+  if (delta.cache_creation_input_tokens != null)
+    next.cache_creation_input_tokens = delta.cache_creation_input_tokens;
+  if (delta.cache_read_input_tokens != null) next.cache_read_input_tokens = delta.cache_read_input_tokens;
   return next;
 }
 
@@ -123,32 +128,32 @@ async function readEvents(
   };
   arm();
   try {
-    for await (const ev of stream) {
+    for await (const event of stream) {
       arm();
-      if (ev.type === "message_start") {
+      if (event.type === "message_start") {
         started = true;
-        model = ev.message.model;
-        counts = ev.message.usage;
-      } else if (ev.type === "content_block_start") {
-        const b = ev.content_block;
-        blocks[ev.index] =
-          b.type === "text"
-            ? { text: b.text }
-            : b.type === "tool_use"
-              ? { tool: { id: b.id, type: "function", function: { name: b.name, arguments: "" } } }
+        model = event.message.model;
+        counts = event.message.usage;
+      } else if (event.type === "content_block_start") {
+        const block = event.content_block;
+        blocks[event.index] =
+          block.type === "text"
+            ? { text: block.text }
+            : block.type === "tool_use"
+              ? { tool: { id: block.id, type: "function", function: { name: block.name, arguments: "" } } }
               : {};
-      } else if (ev.type === "content_block_delta") {
-        const b = blocks[ev.index];
-        if (ev.delta.type === "text_delta" && b) {
-          b.text = (b.text ?? "") + ev.delta.text;
-          text += ev.delta.text;
+      } else if (event.type === "content_block_delta") {
+        const block = blocks[event.index];
+        if (event.delta.type === "text_delta" && block) {
+          block.text = (block.text ?? "") + event.delta.text;
+          text += event.delta.text;
           opts.onText?.(text);
-        } else if (ev.delta.type === "input_json_delta" && b?.tool) {
-          b.tool.function.arguments += ev.delta.partial_json;
+        } else if (event.delta.type === "input_json_delta" && block?.tool) {
+          block.tool.function.arguments += event.delta.partial_json;
         }
-      } else if (ev.type === "message_delta") {
-        stop = ev.delta.stop_reason;
-        counts = merged(counts, ev.usage);
+      } else if (event.type === "message_delta") {
+        stop = event.delta.stop_reason;
+        counts = merged(counts, event.usage);
       }
     }
   } catch (err) {

@@ -31,10 +31,10 @@ export class LlmError extends Error {
 
 /** `err` classified; `apiKey` cut out of its message (providers echo a refused key). */
 export function llmError(err: unknown, signal: AbortSignal, apiKey: string): LlmError {
-  const e = classify(err, signal);
-  if (apiKey.length >= 8 && e.message.includes(apiKey))
-    return new LlmError(e.kind, e.message.split(apiKey).join("[key]"));
-  return e;
+  const classified = classify(err, signal);
+  if (apiKey.length >= 8 && classified.message.includes(apiKey))
+    return new LlmError(classified.kind, classified.message.split(apiKey).join("[key]"));
+  return classified;
 }
 
 function classify(err: unknown, signal: AbortSignal): LlmError {

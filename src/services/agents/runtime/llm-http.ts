@@ -59,27 +59,32 @@ function target(baseURL: string, apiKey: string, agents: Agents) {
 }
 
 export function chatClient(
-  e: { baseURL: string; apiKey: string },
+  endpoint: { baseURL: string; apiKey: string },
   agents: Agents,
   opts: ChatOptions,
 ): ChatClient {
-  const t = target(e.baseURL, e.apiKey, agents);
+  const requestTarget = target(endpoint.baseURL, endpoint.apiKey, agents);
   return {
-    baseURL: e.baseURL,
-    post: (body, signal) => send(t, body, signal, opts),
+    baseURL: endpoint.baseURL,
+    post: (body, signal) => send(requestTarget, body, signal, opts),
   };
 }
 
 type Target = ReturnType<typeof target>;
 
-async function send(t: Target, body: Buffer, signal: AbortSignal, opts: ChatOptions): Promise<ChatReply> {
+async function send(
+  requestTarget: Target,
+  body: Buffer,
+  signal: AbortSignal,
+  opts: ChatOptions,
+): Promise<ChatReply> {
   // The call's span, found by its body as traced-fetch.ts finds it (tracing.ts sets it).
   const span = callSpans.get(body);
   for (let left = opts.maxRetries; ; left--) {
     if (signal.aborted) throw new APIUserAbortError();
     let reply: ChatReply;
     try {
-      reply = await attempt(t, body, signal, opts.timeoutMs, opts.maxRetries - left);
+      reply = await attempt(requestTarget, body, signal, opts.timeoutMs, opts.maxRetries - left);
     } catch (err) {
       if (signal.aborted) throw new APIUserAbortError();
       const timedOut = err instanceof TimedOut || /timed? ?out/i.test(`${err} ${(err as Error).cause}`);
@@ -181,15 +186,17 @@ function shouldRetry(status: number, headers: Headers): boolean {
 
 /** How long the server asked us to wait, if under a minute, else the default backoff (the SDK's retryRequest). */
 function retryDelay(headers: Headers, left: number, maxRetries: number): number {
-  let ms: number | undefined;
-  const afterMs = headers.get("retry-after-ms");
-  if (afterMs && !Number.isNaN(Number.parseFloat(afterMs))) ms = Number.parseFloat(afterMs);
+  let milliseconds: number | undefined;
+  const afterMs = headers.get("retry-after-milliseconds");
+  if (afterMs && !Number.isNaN(Number.parseFloat(afterMs))) milliseconds = Number.parseFloat(afterMs);
   const after = headers.get("retry-after");
-  if (after && !ms) {
-    const s = Number.parseFloat(after);
-    ms = Number.isNaN(s) ? Date.parse(after) - Date.now() : s * 1000;
+  if (after && !milliseconds) {
+    const seconds = Number.parseFloat(after);
+    milliseconds = Number.isNaN(seconds) ? Date.parse(after) - Date.now() : seconds * 1000;
   }
-  return ms !== undefined && ms >= 0 && ms < 60_000 ? ms : defaultDelay(left, maxRetries);
+  return milliseconds !== undefined && milliseconds >= 0 && milliseconds < 60_000
+    ? milliseconds
+    : defaultDelay(left, maxRetries);
 }
 
 /** 0.5 s doubling per retry, at most 8 s, less up to 25 % jitter. */

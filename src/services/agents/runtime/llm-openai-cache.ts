@@ -50,28 +50,32 @@ export function messagesWithBreakpoints(
 ): string {
   let system = false;
   let user = false;
-  const marked = messages.map((m) => {
-    if (typeof m.content !== "string" || !m.content) return m;
-    if (m.role === "system" && !system) {
+  const marked = messages.map((message) => {
+    if (typeof message.content !== "string" || !message.content) return message;
+    if (message.role === "system" && !system) {
       system = true;
-      return { ...m, content: [{ type: "text", text: m.content, prompt_cache_breakpoint: BREAKPOINT }] };
+      return {
+        ...message,
+        content: [{ type: "text", text: message.content, prompt_cache_breakpoint: BREAKPOINT }],
+      };
     }
-    if (m.role !== "user" || user || stableChars === undefined) return m;
+    if (message.role !== "user" || user || stableChars === undefined) return message;
     user = true;
-    const texts = stableBlocks(m.content, stableChars);
+    const texts = stableBlocks(message.content, stableChars);
     const rest = texts.length - 1;
-    const parts = texts.flatMap((text, i) =>
+    const parts = texts.flatMap((text, index) =>
       text
         ? [
             {
               type: "text",
               text,
-              ...(i < rest && i >= rest - STABLE_BREAKPOINTS && { prompt_cache_breakpoint: BREAKPOINT }),
+              ...(index < rest &&
+                index >= rest - STABLE_BREAKPOINTS && { prompt_cache_breakpoint: BREAKPOINT }),
             },
           ]
         : [],
     );
-    return { ...m, content: parts };
+    return { ...message, content: parts };
   });
   return JSON.stringify(marked);
 }
@@ -94,10 +98,10 @@ export function withoutCacheHints(body: Buffer): Buffer {
     messages: { content: unknown }[];
   };
   const parts = json.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []));
-  const marked = parts.filter((p: { prompt_cache_breakpoint?: unknown }) => p.prompt_cache_breakpoint);
+  const marked = parts.filter((part: { prompt_cache_breakpoint?: unknown }) => part.prompt_cache_breakpoint);
   if (!("prompt_cache_key" in json) && !("prompt_cache_options" in json) && !marked.length) return body;
   delete json.prompt_cache_key;
   delete json.prompt_cache_options;
-  for (const p of marked) delete p.prompt_cache_breakpoint;
+  for (const part of marked) delete part.prompt_cache_breakpoint;
   return Buffer.from(JSON.stringify(json));
 }

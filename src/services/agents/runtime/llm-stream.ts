@@ -34,12 +34,12 @@ export interface Streamed {
 
 type Raw = ChatCompletion["usage"];
 /** Reads and writes inside `prompt_tokens`, as the ledger counts them (pricing.ts Usage); GPT-5.6 and later report writes. */
-function usageOf(u: Raw | null | undefined): Usage {
-  const written = u?.prompt_tokens_details?.cache_write_tokens ?? 0;
+function usageOf(counts: Raw | null | undefined): Usage {
+  const written = counts?.prompt_tokens_details?.cache_write_tokens ?? 0;
   return {
-    input: u?.prompt_tokens ?? 0,
-    output: u?.completion_tokens ?? 0,
-    cached: u?.prompt_tokens_details?.cached_tokens ?? 0,
+    input: counts?.prompt_tokens ?? 0,
+    output: counts?.completion_tokens ?? 0,
+    cached: counts?.prompt_tokens_details?.cached_tokens ?? 0,
     ...(written > 0 && { cacheWrite: written }),
   };
 }
@@ -75,16 +75,16 @@ export async function streamCompletion(
 ): Promise<Streamed> {
   const refused = refusing.get(client.baseURL) ?? new Set<Optional>();
   let sent = body;
-  for (const o of refused) sent = o.strip(sent);
+  for (const optional of refused) sent = optional.strip(sent);
   for (;;) {
     try {
       return await send(client, sent, call, opts);
     } catch (err) {
       const bad = err instanceof APIError && err.status === 400 ? err.message : "";
-      const o = OPTIONAL.find((x) => !refused.has(x) && x.named.test(bad));
-      const without = o?.strip(sent);
-      if (!o || without === sent) throw err;
-      refused.add(o);
+      const optional = OPTIONAL.find((x) => !refused.has(x) && x.named.test(bad));
+      const without = optional?.strip(sent);
+      if (!optional || without === sent) throw err;
+      refused.add(optional);
       refusing.set(client.baseURL, refused);
       sent = without!;
     }
@@ -149,12 +149,16 @@ class Reply {
       this.text += delta.content;
       this.onText?.(this.text);
     }
-    for (const t of delta.tool_calls ?? []) {
-      const c = this.calls[t.index] ?? { id: "", type: "function", function: { name: "", arguments: "" } };
-      this.calls[t.index] = c;
-      if (t.id) c.id = t.id;
-      if (t.function?.name) c.function.name += t.function.name;
-      if (t.function?.arguments) c.function.arguments += t.function.arguments;
+    for (const toolCall of delta.tool_calls ?? []) {
+      const partial = this.calls[toolCall.index] ?? {
+        id: "",
+        type: "function",
+        function: { name: "", arguments: "" },
+      };
+      this.calls[toolCall.index] = partial;
+      if (toolCall.id) partial.id = toolCall.id;
+      if (toolCall.function?.name) partial.function.name += toolCall.function.name;
+      if (toolCall.function?.arguments) partial.function.arguments += toolCall.function.arguments;
     }
   }
 }
@@ -169,18 +173,18 @@ class EventData {
 
   /** Hands `each` the data of every event `chunk` completes. */
   push(chunk: string, each: (data: string) => void) {
-    const buf = this.rest + chunk;
+    const buffer = this.rest + chunk;
     let at = 0;
-    for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n", at)) {
-      const end = nl > at && buf.charCodeAt(nl - 1) === 13 ? nl - 1 : nl;
-      const line = buf.slice(at, end);
-      at = nl + 1;
+    for (let newline = buffer.indexOf("\n"); newline >= 0; newline = buffer.indexOf("\n", at)) {
+      const end = newline > at && buffer.charCodeAt(newline - 1) === 13 ? newline - 1 : newline;
+      const line = buffer.slice(at, end);
+      at = newline + 1;
       if (line === "") {
         if (this.data.length) each(this.data.length === 1 ? this.data[0]! : this.data.join("\n"));
         this.data = [];
       } else if (line.startsWith("data:")) this.data.push(line.slice(line.charCodeAt(5) === 32 ? 6 : 5));
     }
-    this.rest = buf.slice(at);
+    this.rest = buffer.slice(at);
   }
 
   /** What a stream that ended without a blank line left. */
@@ -220,8 +224,8 @@ function readChunks(
       if (err !== undefined) return reject(err);
       try {
         resolve(streamed(reply));
-      } catch (e) {
-        reject(e);
+      } catch (thrown) {
+        reject(thrown);
       }
     };
     res.setEncoding("utf8");
@@ -261,8 +265,8 @@ function streamed(reply: Reply): Streamed {
 
 /** A stream that stopped sending: a timeout, as the SDK's own would be. */
 export class IdleError extends Error {
-  constructor(ms: number) {
-    super(`the model sent nothing for ${Math.round(ms / 1000)} s`);
+  constructor(milliseconds: number) {
+    super(`the model sent nothing for ${Math.round(milliseconds / 1000)} s`);
   }
 }
 

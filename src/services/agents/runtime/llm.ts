@@ -86,33 +86,33 @@ export type LlmClient = (endpoint: Endpoint, req: LlmRequest) => Promise<LlmResp
 
 /** The wire protocol an endpoint speaks: the one place that decides it, for the encoding and the call alike. */
 export type Api = "openai" | "anthropic";
-export const apiOf = (e: Pick<Endpoint, "provider">): Api =>
-  e.provider === "anthropic" ? "anthropic" : "openai";
+export const apiOf = (endpoint: Pick<Endpoint, "provider">): Api =>
+  endpoint.provider === "anthropic" ? "anthropic" : "openai";
 
 /**
  * Clients by endpoint and key. They keep their HTTP connections alive, so they are
  * reused, but only a bounded number: each one holds a plaintext key, and a revoked key's
  * client should not linger.
  */
-function pool<C>(make: (e: Endpoint) => C): (e: Endpoint) => C {
-  const clients = new Map<string, C>();
+function pool<Client>(make: (endpoint: Endpoint) => Client): (endpoint: Endpoint) => Client {
+  const clients = new Map<string, Client>();
   // A run keeps its endpoint object: its key is hashed once per run, not once per call.
   const keys = new WeakMap<Endpoint, string>();
-  return (e) => {
-    let key = keys.get(e);
+  return (endpoint) => {
+    let key = keys.get(endpoint);
     if (key === undefined) {
-      key = `${e.baseURL}\n${sha256(e.apiKey)}`;
-      keys.set(e, key);
+      key = `${endpoint.baseURL}\n${sha256(endpoint.apiKey)}`;
+      keys.set(endpoint, key);
     }
-    let c = clients.get(key);
-    if (c !== undefined) {
+    let client = clients.get(key);
+    if (client !== undefined) {
       clients.delete(key); // re-insert: Map order is the LRU order
     } else {
-      c = make(e);
+      client = make(endpoint);
       if (clients.size >= MAX_CLIENTS) clients.delete(clients.keys().next().value!);
     }
-    clients.set(key, c);
-    return c;
+    clients.set(key, client);
+    return client;
   };
 }
 
@@ -165,10 +165,12 @@ export function createLlmClient(opts: LlmOptions): LlmClient {
 }
 
 /** The messages as sent, masked; their JSON is what the fingerprint is of, whichever API they go to. */
-function maskMessages(p: Prompt) {
+function maskMessages(prompt: Prompt) {
   const counts: MaskCounts = {};
   const messages = maskDeep(
-    p.jsonMode ? [...p.messages, { role: "system", content: JSON_MODE_INSTRUCTIONS }] : p.messages,
+    prompt.jsonMode
+      ? [...prompt.messages, { role: "system", content: JSON_MODE_INSTRUCTIONS }]
+      : prompt.messages,
     counts,
   ) as ChatCompletionMessageParam[];
   const json = JSON.stringify(messages);
@@ -184,10 +186,10 @@ function maskMessages(p: Prompt) {
  * How long the user message's stable part is once masked: masking changes lengths, and a
  * secret cannot straddle the part's end (a blank line and a heading follow it).
  */
-function stableOf(p: Prompt): number | undefined {
-  const user = p.messages.find((m) => m.role === "user");
-  if (p.stableChars === undefined || typeof user?.content !== "string") return undefined;
-  return maskText(user.content.slice(0, p.stableChars)).length;
+function stableOf(prompt: Prompt): number | undefined {
+  const user = prompt.messages.find((m) => m.role === "user");
+  if (prompt.stableChars === undefined || typeof user?.content !== "string") return undefined;
+  return maskText(user.content.slice(0, prompt.stableChars)).length;
 }
 
 /**
@@ -197,28 +199,28 @@ function stableOf(p: Prompt): number | undefined {
  * not the messages, and the JSON of the messages is made once for the fingerprint and the
  * OpenAI body alike. Anthropic's body is the same messages reshaped (llm-anthropic-body.ts).
  */
-export function encodePrompt(p: Prompt, api: Api = "openai"): EncodedPrompt {
-  const { messages, json, fingerprint, masked } = maskMessages(p);
-  const tools = p.jsonMode ? undefined : (p.tools ?? TOOLS);
+export function encodePrompt(prompt: Prompt, api: Api = "openai"): EncodedPrompt {
+  const { messages, json, fingerprint, masked } = maskMessages(prompt);
+  const tools = prompt.jsonMode ? undefined : (prompt.tools ?? TOOLS);
   if (api === "anthropic")
     return {
       api,
-      model: p.model,
-      body: Buffer.from(JSON.stringify(anthropicBody(p.model, messages, tools, stableOf(p)))),
+      model: prompt.model,
+      body: Buffer.from(JSON.stringify(anthropicBody(prompt.model, messages, tools, stableOf(prompt)))),
       fingerprint,
       ...(masked && { masked }),
     };
-  const rest = p.jsonMode
+  const rest = prompt.jsonMode
     ? `"response_format":{"type":"json_object"}`
     : `"tools":${toolsJson(tools ?? TOOLS)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
-  const hints = cacheHintsFor(p.model);
-  const sent = hints === "breakpoints" ? messagesWithBreakpoints(messages, stableOf(p)) : json;
-  const cache = cacheFields(hints, p.cacheKey);
+  const hints = cacheHintsFor(prompt.model);
+  const sent = hints === "breakpoints" ? messagesWithBreakpoints(messages, stableOf(prompt)) : json;
+  const cache = cacheFields(hints, prompt.cacheKey);
   return {
     api,
-    model: p.model,
+    model: prompt.model,
     body: Buffer.from(
-      `{"model":${JSON.stringify(p.model)},"messages":${sent},${rest},${STREAM_FIELDS}${cache}}`,
+      `{"model":${JSON.stringify(prompt.model)},"messages":${sent},${rest},${STREAM_FIELDS}${cache}}`,
     ),
     fingerprint,
     ...(masked && { masked }),

@@ -5,7 +5,7 @@ import type { SubagentTaskRunStep } from "../../../generated/prisma/client.ts";
 import { DecryptError } from "../../../lib/secrets.ts";
 import type { Endpoint } from "../../money/keys.ts";
 import { endpointFor, KeyUnavailableError } from "../../money/keys.ts";
-import { type Budget, pauseAtLimit } from "../../money/ledger.ts";
+import type { Budget } from "../../money/ledger.ts";
 import { usd } from "../../money/pricing.ts";
 import { stoppedByKillSwitch } from "../core/kill-switch.ts";
 import type { RunStart } from "../core/run-start.ts";
@@ -78,32 +78,38 @@ export const timedOut = (seconds: number): Finish => ({
 
 /** The limits a run may have reached before its next LLM call; null while it may go on. */
 export async function limitReached(
-  prisma: PrismaClient,
   start: RunStart,
-  s: { counted: number; deadline: number; budget: Budget; endpoint: Endpoint },
+  state: {
+    counted: number;
+    deadline: number;
+    budget: Budget;
+    endpoint: Endpoint;
+    /** Pauses the agent at its monthly cost limit (ledger.ts pauseAtLimit). */
+    pauseAtCostLimit: (budget: Budget) => Promise<void>;
+  },
 ): Promise<Finish | null> {
-  const { run, agent } = start;
-  if (s.counted >= run.maxSteps)
+  const { run } = start;
+  if (state.counted >= run.maxSteps)
     return {
       status: "failed",
       stopReason: "max_steps",
       error: `Reached the limit of ${run.maxSteps} steps before finishing.`,
     };
-  if (Date.now() >= s.deadline) return timedOut(run.timeoutSeconds);
-  if (s.budget.agentsOff) return stoppedByKillSwitch();
+  if (Date.now() >= state.deadline) return timedOut(run.timeoutSeconds);
+  if (state.budget.agentsOff) return stoppedByKillSwitch();
   // Revoking a key is often urgent (it leaked): a run using it stops at its next call.
-  if (s.budget.keyGone)
+  if (state.budget.keyGone)
     return {
       status: "failed",
       stopReason: "api_key_unavailable",
-      error: `The API key ${s.endpoint.label ?? ""} was revoked during the run: pick another key, or the shared endpoint, on the agent's page.`,
+      error: `The API key ${state.endpoint.label ?? ""} was revoked during the run: pick another key, or the shared endpoint, on the agent's page.`,
     };
-  if (s.budget.spentMicros >= s.budget.limitMicros) {
-    await pauseAtLimit(prisma, agent, s.budget, run.id);
+  if (state.budget.spentMicros >= state.budget.limitMicros) {
+    await state.pauseAtCostLimit(state.budget);
     return {
       status: "cancelled",
       stopReason: "cost_limit",
-      error: `Stopped at the monthly cost limit: ${usd(s.budget.spentMicros)} spent of ${usd(s.budget.limitMicros)}. The agent is paused until you raise its limit or resume it.`,
+      error: `Stopped at the monthly cost limit: ${usd(state.budget.spentMicros)} spent of ${usd(state.budget.limitMicros)}. The agent is paused until you raise its limit or resume it.`,
     };
   }
   return null;

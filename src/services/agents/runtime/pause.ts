@@ -5,7 +5,7 @@
 // (heartbeat.ts) and fires the run's pause signal. Pausing ends the claim like waiting for
 // an answer does: the lease is released, the worker takes the agent's next run, and
 // resume_run queues this one again; its deadline is rebuilt from its steps' durations
-// (navigator.ts), so time spent paused does not count against its timeout.
+// (step-state.ts setUpRun), so time spent paused does not count against its timeout.
 import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
 

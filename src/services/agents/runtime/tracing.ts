@@ -56,10 +56,10 @@ export interface RunTrace {
     prompt: EncodedPrompt,
     call: () => Promise<LlmResponse>,
   ): Promise<LlmResponse>;
-  /** The model decided `d`: a navigation or an action opens its `execute_tool` span. `cfg`: the configuration the action is judged by (policy.ts judgedConfig). */
-  tool(d: Decision, cfg: Pick<AgentConfig, "rules" | "requires_approval">): void;
+  /** The model decided `decision`: a navigation or an action opens its `execute_tool` span. `cfg`: the configuration the action is judged by (policy.ts judgedConfig). */
+  tool(decision: Decision, cfg: Pick<AgentConfig, "rules" | "requires_approval">): void;
   /** A step was recorded: it ends the open `execute_tool` span with what came of it. */
-  recorded(s: Recorded): void;
+  recorded(step: Recorded): void;
   end(fin: Finish): void;
 }
 
@@ -76,9 +76,9 @@ const PROVIDERS: [RegExp, string][] = [
 ];
 
 /** gen_ai.provider.name: a provider we know by its host; any other endpoint speaks OpenAI's protocol. */
-function providerOf(e: Endpoint): string {
-  if (e.provider === "anthropic") return "anthropic";
-  const host = URL.canParse(e.baseURL) ? new URL(e.baseURL).hostname : "";
+function providerOf(endpoint: Endpoint): string {
+  if (endpoint.provider === "anthropic") return "anthropic";
+  const host = URL.canParse(endpoint.baseURL) ? new URL(endpoint.baseURL).hostname : "";
   return PROVIDERS.find(([re]) => re.test(host))?.[1] ?? "openai_compatible";
 }
 
@@ -93,9 +93,10 @@ export function startRunTrace(
   const { run, agent, tenant } = start;
   const links: Link[] = [];
   const first = !run.traceparent;
-  for (const tp of [first ? run.triggerTraceparent : undefined, jobTraceparent]) {
-    const sc = spanContextOf(tp);
-    if (sc && !links.some((l) => l.context.spanId === sc.spanId)) links.push({ context: sc });
+  for (const traceparent of [first ? run.triggerTraceparent : undefined, jobTraceparent]) {
+    const spanContext = spanContextOf(traceparent);
+    if (spanContext && !links.some((l) => l.context.spanId === spanContext.spanId))
+      links.push({ context: spanContext });
   }
   const span = tracer().startSpan(
     `invoke_agent ${agent.handle}`,
@@ -118,8 +119,8 @@ export function startRunTrace(
   );
   if (first) {
     // Not awaited, and never failing the run: a lost write only leaves later jobs their own traces.
-    const tp = traceparentOf(span.spanContext());
-    prisma.$executeRaw`UPDATE subagent_task_runs SET traceparent = ${tp} WHERE id = ${run.id} AND traceparent IS NULL`.catch(
+    const traceparent = traceparentOf(span.spanContext());
+    prisma.$executeRaw`UPDATE subagent_task_runs SET traceparent = ${traceparent} WHERE id = ${run.id} AND traceparent IS NULL`.catch(
       () => undefined,
     );
   } else span.addEvent("cadre.run.resumed", { "cadre.run.steps": run.stepsCount });
@@ -130,7 +131,7 @@ class SpanRunTrace implements RunTrace {
   private readonly ctx: Context;
   private open: {
     span: Span;
-    d: Extract<Decision, { type: "navigate" | "execute" }>;
+    decided: Extract<Decision, { type: "navigate" | "execute" }>;
     cfg: Pick<AgentConfig, "rules" | "requires_approval">;
   } | null = null;
 
@@ -181,10 +182,10 @@ class SpanRunTrace implements RunTrace {
     }
   }
 
-  tool(d: Decision, cfg: Pick<AgentConfig, "rules" | "requires_approval">) {
+  tool(decided: Decision, cfg: Pick<AgentConfig, "rules" | "requires_approval">) {
     this.closeOpen();
-    if (d.type !== "navigate" && d.type !== "execute") return;
-    const name = d.type === "navigate" ? "navigate" : d.action;
+    if (decided.type !== "navigate" && decided.type !== "execute") return;
+    const name = decided.type === "navigate" ? "navigate" : decided.action;
     const attributes: Attributes = {
       "gen_ai.operation.name": "execute_tool",
       "gen_ai.tool.name": name,
@@ -192,7 +193,7 @@ class SpanRunTrace implements RunTrace {
     };
     if (captureContent())
       attributes["gen_ai.tool.call.arguments"] = JSON.stringify(
-        maskDeep(d.type === "navigate" ? { path: d.path } : d.params),
+        maskDeep(decided.type === "navigate" ? { path: decided.path } : decided.params),
       );
     const span = tracer().startSpan(
       `execute_tool ${name}`,
@@ -200,22 +201,22 @@ class SpanRunTrace implements RunTrace {
       this.ctx,
     );
     // Only an action is judged by the policy: its config parsed once per version of it.
-    this.open = { span, d, cfg: d.type === "execute" ? cfg : EMPTY_RULES };
+    this.open = { span, decided, cfg: decided.type === "execute" ? cfg : EMPTY_RULES };
   }
 
-  recorded(s: Recorded) {
+  recorded(step: Recorded) {
     const open = this.open;
-    if (!open || (s.type !== "navigate" && s.type !== "execute")) return;
+    if (!open || (step.type !== "navigate" && step.type !== "execute")) return;
     this.open = null;
-    const detail = (s.detail ?? {}) as { ok?: boolean; status?: number; pending?: string };
-    const { span, d } = open;
+    const detail = (step.detail ?? {}) as { ok?: boolean; status?: number; pending?: string };
+    const { span, decided } = open;
     span.setAttributes({
       "cadre.tool.ok": detail.ok !== false,
-      ...(s.path && { "cadre.page.path": s.path }),
+      ...(step.path && { "cadre.page.path": step.path }),
       ...(detail.status !== undefined && { "cadre.tool.status": detail.status }),
     });
-    if (d.type === "execute") {
-      const { decision, rule } = policyOf(open.cfg, d, detail);
+    if (decided.type === "execute") {
+      const { decision, rule } = policyOf(open.cfg, decided, detail);
       span.setAttributes({
         "cadre.policy.decision": decision,
         ...(rule && { "cadre.policy.rule": maskText(rule) }),
@@ -258,10 +259,10 @@ const EMPTY_RULES: Pick<AgentConfig, "rules" | "requires_approval"> = { rules: [
 /** Which way the policy went for an action, and by which rule (policy.ts decide, as the registry applied it). */
 function policyOf(
   cfg: Pick<AgentConfig, "rules" | "requires_approval">,
-  d: Extract<Decision, { type: "execute" }>,
+  executed: Extract<Decision, { type: "execute" }>,
   detail: { ok?: boolean; status?: number; pending?: string },
 ): { decision: string; rule?: string } {
-  const verdict = decide(cfg, d.action, d.params ?? {});
+  const verdict = decide(cfg, executed.action, executed.params ?? {});
   // A disclosure outside the run's label waits whatever the rules say (policy/labels.ts).
   if (detail.pending)
     return { decision: "approve", rule: verdict.kind === "approve" ? verdict.rule : "disclosure" };

@@ -4,7 +4,7 @@ import { agentConfig } from "../agents/core/settings.ts";
 import { PROVIDER_LABELS, type Provider } from "../money/keys.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
-import type { Block, Ctx, PageDef } from "../registry/types.ts";
+import { type Block, type Ctx, definePage } from "../registry/types.ts";
 import { home, when } from "./format.ts";
 import { ownSettings } from "./settings.ts";
 
@@ -56,12 +56,12 @@ async function keyBlocks(ctx: Ctx, holder: KeyHolder): Promise<Block[]> {
   return perKey.length ? perKey : [{ md: "_No keys yet: add one with the form._" }];
 }
 
-export const apiKeysPage: PageDef = {
+export const providerKeysPage = definePage({
   pattern: "/u/:handle/settings/api-keys",
   actions: ["add_api_key", "test_api_key", "revoke_api_key"],
-  resolve: (ctx, p) => ownSettings(ctx, p.handle!),
+  resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope) {
-    const u = scope.user!;
+    const u = scope.user;
     return {
       title: "Model API keys",
       breadcrumb: [
@@ -81,18 +81,18 @@ export const apiKeysPage: PageDef = {
       ],
     };
   },
-};
+});
 
-export const studioApiKeysPage: PageDef = {
+export const studioProviderKeysPage = definePage({
   pattern: "/studios/:studio/settings/api-keys",
   actions: ["add_api_key", "test_api_key", "revoke_api_key"],
-  async resolve(ctx, p) {
-    const scope = { studio: await loadStudio(ctx, p.studio!) };
+  async resolve(ctx, params) {
+    const scope = { studio: await loadStudio(ctx, params.studio) };
     keyHolder(scope); // its admins only: a member gets a 403 saying so
     return scope;
   },
   async render(ctx, scope) {
-    const s = scope.studio!;
+    const s = scope.studio;
     return {
       title: `Model API keys of ${s.name}`,
       breadcrumb: [home, { label: s.name, path: `/studios/${s.handle}` }, { label: "Model API keys" }],
@@ -107,4 +107,4 @@ export const studioApiKeysPage: PageDef = {
       ],
     };
   },
-};
+});
