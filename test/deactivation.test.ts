@@ -119,9 +119,12 @@ describe("deactivating a person", () => {
   it("is for workspace admins only, and never of oneself", async () => {
     const { w } = await setup();
     const bob = await login(app, w, w.bob);
-    expect((await bob.get("/settings/people/carol")).statusCode).toBe(404);
+    // Anyone may see the page; only admins get its form, and the action refuses anyone else.
+    const seen = await bob.get("/settings/people/carol");
+    expect(seen.statusCode).toBe(200);
+    expect(seen.body).not.toContain("Deactivate @carol");
     const posted = await md(app, w, w.bob, "POST", "/settings/people/carol/actions/deactivate_person", {});
-    expect(posted.statusCode).toBe(404);
+    expect(posted.statusCode).toBe(403);
     const self = await md(app, w, w.alice, "POST", "/settings/people/alice/actions/deactivate_person", {});
     expect(self.statusCode).toBe(403);
     expect(self.body).toContain("you cannot deactivate yourself");

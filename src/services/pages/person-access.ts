@@ -1,5 +1,5 @@
-// A person's page for workspace admins, /settings/people/<handle>: whether they can sign in,
-// and the forms that deactivate or reactivate them. (The people pages of issue 43 part A
+// A person's page, /settings/people/<handle>: whether they can sign in, their agents, and for
+// workspace admins the forms that deactivate or reactivate them. (The people pages of issue 43 part A
 // take these actions over; until then this page holds them.)
 import { NotFoundError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
@@ -48,7 +48,7 @@ export const personAccessPage: PageDef = {
         {
           md: `## Their agents\n\n${agents.length ? `${plural(agents.length, "agent")} of their own:\n\n${agentLines.join("\n")}` : "_They own no agents._"}`,
         },
-        ...(person.deactivatedAt || person.id === ctx.actor.id
+        ...(!ctx.actor.tenantAdmin || person.deactivatedAt || person.id === ctx.actor.id
           ? []
           : [
               {
