@@ -19,6 +19,7 @@ import prismaPlugin from "./plugins/prisma.ts";
 import rateLimit from "./plugins/rate-limit.ts";
 import tenancy from "./plugins/tenancy.ts";
 import tracing from "./plugins/tracing.ts";
+import accountRoutes from "./routes/accounts.ts";
 import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
 import mcpRoutes from "./routes/mcp.ts";
@@ -113,7 +114,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     flushMs: config.AUDIT_FLUSH_MS,
     batchSize: config.AUDIT_BATCH_SIZE,
   });
-  await app.register(tenancy, { baseDomain: config.BASE_DOMAIN });
+  await app.register(tenancy, { baseDomain: config.BASE_DOMAIN, defaultWorkspace: config.DEFAULT_WORKSPACE });
   const sessionLimits = {
     idleHours: config.SESSION_IDLE_HOURS,
     absoluteHours: config.SESSION_ABSOLUTE_HOURS,
@@ -130,6 +131,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(healthRoutes);
   await app.register(authRoutes, { sessionLimits, throttle: config, origin: config });
   await app.register(passwordResetRoutes, { sessionLimits, throttle: config, origin: config });
+  await app.register(accountRoutes, { sessionLimits });
   await app.register(usageCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });

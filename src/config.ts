@@ -33,6 +33,30 @@ const schema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   BASE_DOMAIN: z.string().min(1).default("localhost"),
   PUBLIC_SCHEME: z.enum(["http", "https"]).default("http"),
+  // The workspace served on a host that is no subdomain of BASE_DOMAIN (the bare domain, an IP,
+  // 127.0.0.1:3000): one team needs no wildcard DNS or certificate (plugins/tenancy.ts).
+  DEFAULT_WORKSPACE: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "a workspace's handle: lowercase letters, digits and -")
+    .optional(),
+  // Self-serve sign-up at the base host: closed (the default: the operator's CLI makes
+  // workspaces), open to anyone, or open to addresses at these domains ("acme.com,acme.org").
+  SIGNUP: z
+    .string()
+    .trim()
+    .toLowerCase()
+    .default("closed")
+    .refine(
+      (value) =>
+        value === "closed" ||
+        value === "open" ||
+        value
+          .split(",")
+          .every((domain) =>
+            /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/.test(domain.trim()),
+          ),
+      "closed, open, or a comma-separated list of email domains",
+    ),
   DATABASE_URL: z.string().url().default("postgresql://postgres@127.0.0.1:5432/cadre"),
   // Prisma's own default, which a pool we build ourselves (adapter-pg) does not get; pg's
   // is 10. Postgres does the most work with about two busy connections per core: past that

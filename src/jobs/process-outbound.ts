@@ -20,6 +20,7 @@ export type OutboundConfig = Pick<
   | "PUBLIC_SCHEME"
   | "PUBLIC_PORT"
   | "PORT"
+  | "DEFAULT_WORKSPACE"
   | "DIGEST_HOUR_UTC"
   | "OUTBOUND_ATTEMPTS"
   | "OUTBOUND_BACKOFF_MS"

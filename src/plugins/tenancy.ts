@@ -1,5 +1,7 @@
-// Resolves the tenant from the Host header: `<tenant>.<BASE_DOMAIN>`. Every later
-// lookup is scoped by it, so the host is the first line of tenant isolation.
+// Resolves the tenant from the Host header: `<tenant>.<BASE_DOMAIN>`, else a hostname a
+// workspace claimed (workspace_hostnames), else DEFAULT_WORKSPACE for any other host (the bare
+// domain, an IP, 127.0.0.1:3000), so one team needs no wildcard DNS. Every later lookup is
+// scoped by it, so the host is the first line of tenant isolation.
 import fp from "fastify-plugin";
 import type { Tenant } from "../generated/prisma/client.ts";
 import { NotFoundError } from "../lib/errors.ts";
@@ -8,6 +10,11 @@ declare module "fastify" {
   interface FastifyRequest {
     tenant?: Tenant;
   }
+}
+
+/** The host without port or trailing dot, lowercased: how claimed hostnames are stored. */
+export function bareHost(host: string | undefined): string {
+  return (host ?? "").toLowerCase().replace(/:\d+$/, "").replace(/\.$/, "");
 }
 
 export function subdomainOf(host: string | undefined, baseDomain: string): string | null {
@@ -23,18 +30,41 @@ export function subdomainOf(host: string | undefined, baseDomain: string): strin
 // check, and /metrics (its own bearer token).
 export const PUBLIC_PREFIXES = ["/assets/", "/favicon.ico", "/healthz", "/metrics"];
 
-export default fp<{ baseDomain: string }>(
+export interface TenancyOptions {
+  baseDomain: string;
+  /** DEFAULT_WORKSPACE: served on every host that names no workspace. */
+  defaultWorkspace?: string;
+  /** Paths served with no workspace on such a host when there is no default (sign-up). */
+  workspaceless?: (url: string) => boolean;
+}
+
+export default fp<TenancyOptions>(
   async (app, opts) => {
     app.decorateRequest("tenant", undefined);
     app.addHook("onRequest", async (req) => {
       if (PUBLIC_PREFIXES.some((p) => req.url.startsWith(p))) return;
       const sub = subdomainOf(req.headers.host, opts.baseDomain);
-      const tenant = sub ? await app.prisma.tenant.findUnique({ where: { subdomain: sub } }) : null;
+      let tenant = sub ? await app.prisma.tenant.findUnique({ where: { subdomain: sub } }) : null;
+      // A host that is no subdomain: a workspace's own hostname first, then the default.
+      if (!sub) {
+        const claimed = await app.prisma.workspaceHostname.findUnique({
+          where: { hostname: bareHost(req.headers.host) },
+          include: { tenant: true },
+        });
+        tenant =
+          claimed?.tenant ??
+          (opts.defaultWorkspace
+            ? await app.prisma.tenant.findUnique({ where: { subdomain: opts.defaultWorkspace } })
+            : null);
+        if (!tenant && opts.workspaceless?.(req.url)) return;
+      }
       if (!tenant)
         throw new NotFoundError(
           sub
             ? `No workspace called “${sub}” here.`
-            : `Open a workspace at <name>.${opts.baseDomain}, for example demo.${opts.baseDomain}.`,
+            : opts.defaultWorkspace
+              ? `The default workspace “${opts.defaultWorkspace}” (DEFAULT_WORKSPACE) does not exist yet: create it with bin/cadre workspace create.`
+              : `Open a workspace at <name>.${opts.baseDomain}, for example demo.${opts.baseDomain}.`,
         );
       req.tenant = tenant;
     });
