@@ -14,9 +14,9 @@ export const personAccessPage: PageDef = {
     const user = await ctx.db.user.findUnique({
       where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: params.handle! } },
     });
-    // Admins only, and people only: anyone else finds no such page, as for a missing person.
-    if (!ctx.actor.tenantAdmin || user?.kind !== "person")
-      throw new NotFoundError(`No person @${params.handle}`);
+    // Every member may see who is in the workspace and whether they can sign in; only admins
+    // get its form, and its actions refuse anyone else whatever the surface.
+    if (user?.kind !== "person") throw new NotFoundError(`No person @${params.handle}`);
     return { user };
   },
   async render(ctx, scope) {
