@@ -25,6 +25,7 @@ import authRoutes from "./routes/auth.ts";
 import healthRoutes from "./routes/health.ts";
 import mcpRoutes from "./routes/mcp.ts";
 import pageRoutes from "./routes/pages.ts";
+import passwordResetRoutes from "./routes/password-reset.ts";
 import secretRoutes from "./routes/secrets.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
@@ -117,7 +118,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     batchSize: config.AUDIT_BATCH_SIZE,
   });
   await app.register(tenancy, { baseDomain: config.BASE_DOMAIN, defaultWorkspace: config.DEFAULT_WORKSPACE });
-  await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET });
+  const sessionLimits = {
+    idleHours: config.SESSION_IDLE_HOURS,
+    absoluteHours: config.SESSION_ABSOLUTE_HOURS,
+  };
+  await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET, sessionLimits });
   await app.register(rateLimit, {
     redisUrl: config.REDIS_URL,
     prefix: config.QUEUE_PREFIX,
@@ -127,8 +132,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(healthRoutes);
-  await app.register(authRoutes, { ttlHours: config.SESSION_TTL_HOURS, throttle: config });
-  await app.register(accountRoutes, { ttlHours: config.SESSION_TTL_HOURS });
+  await app.register(authRoutes, { sessionLimits, throttle: config, origin: config });
+  await app.register(passwordResetRoutes, { sessionLimits, throttle: config, origin: config });
+  await app.register(accountRoutes, { sessionLimits });
   await app.register(usageCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });

@@ -89,11 +89,22 @@ const schema = z.object({
     .string()
     .min(32, "at least 32 characters")
     .default("dev-only-session-secret-change-me-0123456789"),
-  SESSION_TTL_HOURS: z.coerce
+  // A session ends after this long unused (idle) or this long after sign-in (absolute),
+  // whichever comes first (services/sessions.ts). Two weeks idle keeps someone who opens
+  // Cadre weekly signed in, and kills a cookie left on a forgotten laptop; a month at most
+  // bounds what a stolen cookie is worth however busy it is kept, at one sign-in a month.
+  SESSION_IDLE_HOURS: z.coerce
     .number()
     .int()
     .positive()
+    .max(24 * 366)
     .default(24 * 14),
+  SESSION_ABSOLUTE_HOURS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(24 * 366)
+    .default(24 * 30),
   // Live pages (server-sent events): a comment line this often keeps an idle stream open
   // through proxies; a stream ends after its maximum age and the browser reconnects, so a
   // viewer who lost the right to see a page stops seeing it within that time.

@@ -227,7 +227,8 @@ describe("CSRF", () => {
       expect(page.cookies[0]).toMatchObject({ secure: true, path: "/", httpOnly: true });
       expect(page.cookies[0]!.domain).toBeUndefined();
       const b = await login(https, w, w.bob);
-      expect(Object.keys(b.cookies)).toEqual(["__Host-cadre_session"]);
+      // The browser's long-lived id (new sign-ins are told by it) is __Host- too.
+      expect(Object.keys(b.cookies).sort()).toEqual(["__Host-cadre_browser", "__Host-cadre_session"]);
       const posted = await b.post("/studios/general/actions/create_note", { text: "over https" });
       expect(posted.statusCode).toBe(303);
       expect(posted.cookies.find((c) => c.name === "__Host-cadre_flash")).toMatchObject({ secure: true });

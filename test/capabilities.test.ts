@@ -194,6 +194,8 @@ async function capabilityWorld() {
     ...{ joinCode: elsewhere.inviteCode, memberTarget: w.bob.handle, note, decision, commitment, comments },
     option: (await db().decisionOption.findFirstOrThrow({ where: { decisionId: decision } })).id,
     notification: notification.id,
+    // An agent has no session: the id names none, and people-only actions refuse it anyway.
+    session: "nosession0000",
     token: { id: spare.row.id, secret: spare.token },
     ...{ agent: "minion", run: run.id, finished: run.id, agentStudio: { handle: "general", aRef: false } },
     // The agent subscribes itself; its subagent's subscriptions page names minion's.

@@ -4,7 +4,13 @@
 // page, say) can neither set nor overwrite it.
 import type { FastifyReply, FastifyRequest } from "fastify";
 
-const NAMES = { session: "cadre_session", csrf: "cadre_csrf", flash: "cadre_flash" } as const;
+// `browser`: a random id that outlives sessions, so a sign-in from a browser never seen is told apart.
+const NAMES = {
+  session: "cadre_session",
+  csrf: "cadre_csrf",
+  flash: "cadre_flash",
+  browser: "cadre_browser",
+} as const;
 export type CookieKind = keyof typeof NAMES;
 
 export interface CookieJar {

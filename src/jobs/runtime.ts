@@ -30,6 +30,7 @@ import type { MailTransport } from "../services/reach/mail.ts";
 import { setMailConfigured } from "../services/reach/preferences.ts";
 import { pruneOutbound } from "../services/reach/sweep.ts";
 import { pruneReveals } from "../services/reveals.ts";
+import { tidySessions } from "../services/sessions.ts";
 import { agentRunProcessor, workerId } from "./process-agent-run.ts";
 import { eventProcessor } from "./process-event.ts";
 import {
@@ -66,6 +67,8 @@ export type RuntimeConfig = Pick<
   | "AUDIT_RETENTION_DAYS"
   | keyof OutboundConfig
   | keyof ThrottleSettings
+  | "SESSION_IDLE_HOURS"
+  | "SESSION_ABSOLUTE_HOURS"
 >;
 
 export interface RuntimeOptions {
@@ -139,6 +142,10 @@ function startWorkers(
         resumed: await resumeSettled(prisma),
         newMonth: await liftLastMonthsPauses(prisma),
         loginThrottlesTidied: await tidyLoginThrottles(prisma, runtimeConfig),
+        sessionsTidied: await tidySessions(prisma, {
+          idleHours: runtimeConfig.SESSION_IDLE_HOURS,
+          absoluteHours: runtimeConfig.SESSION_ABSOLUTE_HOURS,
+        }),
         apiCallsPruned: await pruneApiCalls(prisma, runtimeConfig.AUDIT_RETENTION_DAYS),
         revealsPruned: await pruneReveals(prisma),
         outboundPruned: await pruneOutbound(prisma),

@@ -9,7 +9,7 @@ import { csrfKey, csrfToken, sameToken } from "../http/csrf.ts";
 import { ForbiddenError, UnauthorizedError } from "../lib/errors.ts";
 import { randomToken } from "../lib/ids.ts";
 import { type Actor, toActor } from "../services/registry/types.ts";
-import { findSession } from "../services/sessions.ts";
+import { findSession, type SessionLimits } from "../services/sessions.ts";
 import { verifyApiToken } from "../services/tokens.ts";
 import { PUBLIC_PREFIXES } from "./tenancy.ts";
 
@@ -39,7 +39,7 @@ declare module "fastify" {
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-export default fp<{ secure: boolean; sessionSecret: string }>(
+export default fp<{ secure: boolean; sessionSecret: string; sessionLimits: SessionLimits }>(
   async (app, opts) => {
     const jar = cookieJar(opts.secure);
     const key = csrfKey(opts.sessionSecret);
@@ -73,7 +73,7 @@ export default fp<{ secure: boolean; sessionSecret: string }>(
       const raw = jar.read(req, "session");
       const unsigned = raw ? req.unsignCookie(raw) : null;
       if (unsigned?.valid && unsigned.value) {
-        const session = await findSession(app.prisma, req.tenant.id, unsigned.value);
+        const session = await findSession(app.prisma, req.tenant.id, unsigned.value, opts.sessionLimits);
         if (session) {
           req.actor = toActor(session.user);
           req.authVia = "session";

@@ -9,7 +9,7 @@ import { AppError, ValidationError } from "../lib/errors.ts";
 import { checkLink } from "../services/accounts/one-time-links.ts";
 import { completeSetup } from "../services/accounts/setup.ts";
 import { escapeHtml } from "../services/registry/html.ts";
-import { createSession } from "../services/sessions.ts";
+import { createSession, type SessionLimits } from "../services/sessions.ts";
 
 const setupBody = z.object({
   name: z.string().max(200).default(""),
@@ -53,7 +53,7 @@ function refused(req: FastifyRequest, reply: FastifyReply, path: string, reason:
   });
 }
 
-export default async function accountRoutes(app: FastifyInstance, opts: { ttlHours: number }) {
+export default async function accountRoutes(app: FastifyInstance, opts: { sessionLimits: SessionLimits }) {
   app.get<{ Params: { token: string } }>("/setup/:token", async (req, reply) => {
     const path = `/setup/${req.params.token}`;
     const checked = await checkLink(app.prisma, req.tenant!.id, "setup", req.params.token);
@@ -87,7 +87,16 @@ export default async function accountRoutes(app: FastifyInstance, opts: { ttlHou
         password: input.password,
         address: req.ip,
       });
-      const { token, expiresAt } = await createSession(app.prisma, req.tenant!.id, user.id, opts.ttlHours);
+      const { token, expiresAt } = await createSession(
+        app.prisma,
+        req.tenant!.id,
+        user.id,
+        opts.sessionLimits,
+        {
+          userAgent: req.headers["user-agent"] ?? "",
+          ipAddress: req.ip,
+        },
+      );
       app.cookieJar.set(reply, "session", token, { signed: true, expires: expiresAt });
       app.cookieJar.clear(reply, "csrf");
       return reply.redirect("/", 303);

@@ -3,11 +3,15 @@ import { z } from "zod";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import { TooManyRequestsError, UnauthorizedError } from "../lib/errors.ts";
+import { randomToken } from "../lib/ids.ts";
+import { type OriginConfig, workspaceOrigin } from "../lib/origin.ts";
 import { textProblem } from "../lib/text.ts";
+import { noteBrowser } from "../services/accounts/known-browsers.ts";
+import { recordSecurityEvent } from "../services/accounts/security-events.ts";
 import { countAttempt, loginSucceeded, type ThrottleSettings } from "../services/login-throttle.ts";
 import { verifyPassword } from "../services/passwords.ts";
 import { escapeHtml } from "../services/registry/html.ts";
-import { createSession, deleteSession } from "../services/sessions.ts";
+import { createSession, deleteSession, type SessionLimits } from "../services/sessions.ts";
 
 const loginBody = z.object({
   // A NUL would reach Postgres' lookup and fail as a 500; such an email is just a wrong one.
@@ -43,6 +47,7 @@ ${error ? `<div class="form-errors" role="alert">${escapeHtml(error)}</div>` : "
 <div class="field"><label for="password">Password</label><input type="password" id="password" name="password" autocomplete="current-password" required></div>
 <button type="submit">Log in</button>
 </form>
+<p class="hint"><a href="/forgot-password">Forgot your password?</a></p>
 <p class="hint">Agents and scripts use a personal API token instead: <code>Authorization: Bearer &lt;token&gt;</code>.</p>
 </div>`;
 }
@@ -60,7 +65,7 @@ function tooMany(seconds: number): string {
 
 export default async function authRoutes(
   app: FastifyInstance,
-  opts: { ttlHours: number; throttle: ThrottleSettings },
+  opts: { sessionLimits: SessionLimits; throttle: ThrottleSettings; origin: OriginConfig },
 ) {
   app.get("/login", async (req, reply) => {
     const next = safeNext((req.query as { next?: string }).next);
@@ -112,7 +117,30 @@ export default async function authRoutes(
         ? refuse(tooMany(count.lockSeconds), count.lockSeconds)
         : refuse("Wrong email or password.");
     await loginSucceeded(app.prisma, attempt);
-    const { token, expiresAt } = await createSession(app.prisma, req.tenant!.id, user.id, opts.ttlHours);
+    // Told only to whoever knows the password: the account exists, and is closed.
+    if (user.deactivatedAt)
+      return refuse("This account has been deactivated: a workspace admin can reactivate it.");
+    // A random id the browser keeps across sessions (a year): a sign-in from one never seen is news to its person.
+    let browserId = app.cookieJar.read(req, "browser");
+    if (!browserId || !/^[A-Za-z0-9_-]{32,64}$/.test(browserId)) browserId = randomToken(24);
+    app.cookieJar.set(reply, "browser", browserId, { expires: new Date(Date.now() + 365 * 86_400_000) });
+    const from = { userAgent: req.headers["user-agent"] ?? "", ipAddress: req.ip };
+    // The session, the browser remembered and the notice of a new one: together or not at all.
+    const { token, expiresAt } = await app.prisma.$transaction(async (tx) => {
+      const session = await createSession(tx, req.tenant!.id, user.id, opts.sessionLimits, from);
+      const news = await noteBrowser(tx, user, browserId, from);
+      if (news)
+        await recordSecurityEvent(tx, {
+          tenantId: req.tenant!.id,
+          userId: user.id,
+          actorId: user.id,
+          kind: "new_sign_in",
+          detail: `${news} If it was not you, end that session on your security page and change your password.`,
+          address: req.ip,
+          origin: workspaceOrigin(opts.origin, req.tenant!.subdomain),
+        });
+      return session;
+    });
     app.cookieJar.set(reply, "session", token, { signed: true, expires: expiresAt });
     // From here on the forms carry the session's token; the pre-session one is spent.
     app.cookieJar.clear(reply, "csrf");

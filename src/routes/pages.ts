@@ -45,7 +45,10 @@ export function ctxOf(req: FastifyRequest): Ctx {
           { id: tokenId, label: req.tokenLabel },
         ),
       }),
-    auth: req.authVia === "token" ? { via: "token", scope: req.tokenScope ?? "read" } : { via: "session" },
+    auth:
+      req.authVia === "token"
+        ? { via: "token", scope: req.tokenScope ?? "read" }
+        : { via: "session", ...(req.sessionId && { sessionId: req.sessionId }) },
   };
 }
 

@@ -40,18 +40,18 @@ export async function createApiToken(
 /** The token's user, id and scope, when the token is live and belongs to this tenant; null otherwise. */
 export async function verifyApiToken(db: Db, tenantId: string, token: string) {
   if (!/^cadre_[a-z0-9]{8}_[A-Za-z0-9_-]{20,}$/.test(token)) return null;
-  const row = await db.apiToken.findUnique({ where: { tokenHash: sha256(token) }, include: { user: true } });
+  const row = await db.apiToken.findUnique({
+    where: { tokenHash: sha256(token) },
+    include: { user: { include: { parent: { select: { deactivatedAt: true } } } } },
+  });
   if (!row || row.revokedAt || row.tenantId !== tenantId || row.user.archivedAt) return null;
+  // A person let go stops at once, and so does every agent of theirs acting with a token.
+  if (row.user.deactivatedAt || row.user.parent?.deactivatedAt) return null;
   if (row.expiresAt && row.expiresAt <= new Date()) return null;
   // Touch last-used at most once a minute: a busy agent should not write on every request.
   if (!row.lastUsedAt || Date.now() - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     await db.apiToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date() } });
   }
-  return {
-    user: row.user,
-    tokenId: row.id,
-    scope: row.scope,
-    label: row.label,
-    agentLabel: row.user.agentLabel,
-  };
+  const { parent: _parent, ...user } = row.user;
+  return { user, tokenId: row.id, scope: row.scope, label: row.label, agentLabel: user.agentLabel };
 }

@@ -17,6 +17,7 @@ import { mintReviewLinks } from "../../src/services/reach/review-links.ts";
 import { fields } from "../../src/services/registry/params.ts";
 import type { ActionDef, PageDef } from "../../src/services/registry/types.ts";
 import { writeScratchpad } from "../../src/services/scratchpad.ts";
+import { createSession } from "../../src/services/sessions.ts";
 import { act, type Browser, login, PASSWORD, type Person, testPrisma, type World } from "./app.ts";
 import { permissions } from "./approvals.ts";
 
@@ -42,6 +43,8 @@ export interface Seed {
   commitment: string;
   comments: { note: string; decision: string; commitment: string };
   notification: string;
+  /** A session of the actor, the one end_session targets (never used to authenticate). */
+  session: string;
   /** A second API token of the actor, the one revoke_api_token targets (never used to authenticate). */
   token: { id: string; secret: string };
   /** The token a token's page URL names, when not `token`: in B's seed, a token of B's own, so the page is B's. */
@@ -707,6 +710,19 @@ export async function seedVictim(w: World): Promise<Victim> {
   const onlyEndpoint = await seedEndpoint(w, zed, mark);
   await rebuildTotals(db, w.tenant.id);
   await deliverEvents(w.tenant.id);
+  const sessionOf = async (p: Person) =>
+    (
+      await createSession(
+        db,
+        w.tenant.id,
+        p.id,
+        { idleHours: 24, absoluteHours: 24 },
+        {
+          userAgent: "isolation probe",
+          ipAddress: "127.0.0.1",
+        },
+      )
+    ).id;
   const notification = async (p: Person) =>
     (
       await must(
@@ -746,6 +762,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       joinCode: vaultCode,
       memberTarget: yan.handle,
       notification: await notification(w.alice),
+      session: await sessionOf(w.alice),
     },
     only: {
       ...only,
@@ -762,6 +779,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       joinCode: w.studio.inviteCode,
       memberTarget: yan.handle,
       notification: await notification(zed),
+      session: await sessionOf(zed),
     },
   };
 }
@@ -876,6 +894,8 @@ const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = 
   "studios.decision": { kind: "object", value: (s) => s.decision },
   "studios.commitment": { kind: "object", value: (s) => s.commitment },
   "u.handle": { kind: "user", value: (s) => s.actor.handle },
+  // A person's page for admins: the member the member actions target (deactivated, then back).
+  "settings.handle": { kind: "user", value: (s) => s.memberTarget },
   "u.token": { kind: "object", value: (s) => s.pageToken ?? s.token.id },
   "subagents.handle": { kind: "agent", value: (s) => s.agent },
   "subagents.run": { kind: "object", value: (s) => s.run },
@@ -1063,6 +1083,11 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "update_member_role.handle": (s) => ({ value: s.memberTarget, aRef: true }),
   "remove_member.handle": (s) => ({ value: s.memberTarget, aRef: true }),
   "dismiss.id": (s) => ({ value: s.notification, aRef: true }),
+  "end_session.id": (s) => ({ value: s.session, aRef: true }),
+  // The new password is the old one: every probe after it still signs in with it.
+  current_password: () => ({ value: PASSWORD }),
+  new_password: () => ({ value: PASSWORD }),
+  agents_to: (s) => ({ value: s.studio.handle }),
   "approve_action.id": (s, page) => ({ value: pendingFor(s, page, "approve_action"), aRef: true }),
   "reject_action.id": (s, page) => ({ value: pendingFor(s, page, "reject_action"), aRef: true }),
   // The queued action's params, a field each (a form sends them as params.title, params.text).

@@ -81,46 +81,60 @@ export const transferSubagent = defineAction({
   async execute(ctx, params, scope) {
     const agent = requireScope(scope.agent, "agent");
     const studio = await adminStudio(ctx, params.studio);
-    // A disclosure decision: said before (its page), and what it decided said after.
-    if (params.clear_memory)
-      await writeScratchpad(ctx.tx, {
-        tenantId: ctx.tenant.id,
-        agentId: agent.id,
-        authorId: ctx.actor.id,
-        kind: "clear",
-        text: "",
-      });
-    const disclosed = await transferDisclosure(ctx.tx, ctx.tenant.id, agent, studio.id);
-    // Under the row's lock, like every config change: a personal key cannot follow it to the studio.
-    let hadKey = false;
-    await saveConfig(ctx, scope, (config) => {
-      hadKey = Boolean(config.api_key_id);
-      delete config.api_key_id;
+    const notice = await moveToStudio(ctx, agent, ctx.actor.id, studio, {
+      clearMemory: params.clear_memory === true,
     });
-    const moved = await ctx.tx.user.updateMany({
-      where: { id: agent.id, parentId: ctx.actor.id, ownerStudioId: null },
-      data: { parentId: null, ownerStudioId: studio.id } satisfies Prisma.UserUncheckedUpdateManyInput,
-    });
-    if (!moved.count) throw new ConflictError(`@${agent.handle} is not yours to transfer`);
-    const left = await settleInStudio(ctx, agent.id, studio);
-    const notes = [
-      left.studios ? `it left ${plural(left.studios, "other studio")}` : "",
-      left.subscriptions ? `dropped ${plural(left.subscriptions, "subscription")} outside it` : "",
-      hadKey ? "uses the shared endpoint until an admin picks one of the studio's keys" : "",
-    ].filter(Boolean);
-    await emit(ctx, {
-      type: "subagent.transferred",
-      studioId: studio.id,
-      subjectType: "user",
-      subjectId: agent.id,
-    });
-    return {
-      status: 200,
-      location: `/subagents/${agent.handle}`,
-      notice: `@${agent.handle} now belongs to ${studio.name}${notes.length ? `: ${notes.join("; ")}` : ""}.${params.clear_memory ? " Its memory was cleared first." : ""}${disclosed ? ` ${disclosed}` : ""}`,
-    };
+    return { status: 200, location: `/subagents/${agent.handle}`, notice };
   },
 });
+
+/**
+ * Gives `fromPersonId`'s agent to `studio`: transfer_subagent, and an admin handing a departing
+ * person's agents over (actions/deactivation.ts). Returns the notice saying what changed.
+ */
+export async function moveToStudio(
+  ctx: ActionCtx,
+  agent: { id: string; handle: string },
+  fromPersonId: string,
+  studio: Studio,
+  options: { clearMemory?: boolean } = {},
+): Promise<string> {
+  // A disclosure decision: said before (its page), and what it decided said after.
+  if (options.clearMemory)
+    await writeScratchpad(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      agentId: agent.id,
+      authorId: ctx.actor.id,
+      kind: "clear",
+      text: "",
+    });
+  const disclosed = await transferDisclosure(ctx.tx, ctx.tenant.id, agent, studio.id);
+  // Under the row's lock, like every config change: a personal key cannot follow it to the studio.
+  let hadKey = false;
+  await saveConfig(ctx, { agent }, (config) => {
+    hadKey = Boolean(config.api_key_id);
+    delete config.api_key_id;
+  });
+  const moved = await ctx.tx.user.updateMany({
+    where: { id: agent.id, parentId: fromPersonId, ownerStudioId: null },
+    data: { parentId: null, ownerStudioId: studio.id } satisfies Prisma.UserUncheckedUpdateManyInput,
+  });
+  if (!moved.count) throw new ConflictError(`@${agent.handle} is not yours to transfer`);
+  const left = await settleInStudio(ctx, agent.id, studio);
+  const notes = [
+    left.studios ? `it left ${plural(left.studios, "other studio")}` : "",
+    left.subscriptions ? `dropped ${plural(left.subscriptions, "subscription")} outside it` : "",
+    hadKey ? "uses the shared endpoint until an admin picks one of the studio's keys" : "",
+  ].filter(Boolean);
+  await emit(ctx, {
+    type: "subagent.transferred",
+    studioId: studio.id,
+    subjectType: "user",
+    subjectId: agent.id,
+  });
+  const cleared = options.clearMemory ? " Its memory was cleared first." : "";
+  return `@${agent.handle} now belongs to ${studio.name}${notes.length ? `: ${notes.join("; ")}` : ""}.${cleared}${disclosed ? ` ${disclosed}` : ""}`;
+}
 
 export const setMemberRuns = defineAction({
   name: "set_member_runs",

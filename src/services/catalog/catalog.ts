@@ -7,6 +7,7 @@ import { createApiTokenAction, revokeApiToken } from "../actions/api-tokens.ts";
 import { approveAction, approveFromLink, rejectAction, rejectFromLink } from "../actions/approvals.ts";
 import { addComment } from "../actions/comments.ts";
 import { createCommitment, joinCommitment } from "../actions/commitments.ts";
+import { deactivatePerson, reactivatePerson } from "../actions/deactivation.ts";
 import { addOption, createDecision, vote } from "../actions/decisions.ts";
 import {
   addApiKey,
@@ -28,6 +29,7 @@ import {
   enableOutgoingWebhook,
   testOutgoingWebhook,
 } from "../actions/outgoing-webhooks.ts";
+import { changePassword } from "../actions/passwords.ts";
 import { updateProfile } from "../actions/profile.ts";
 import { replayRun } from "../actions/replay.ts";
 import { pauseRun, resumeRun } from "../actions/run-pause.ts";
@@ -41,6 +43,7 @@ import {
 } from "../actions/schedules.ts";
 import { clearScratchpad, editScratchpad, updateScratchpad } from "../actions/scratchpad.ts";
 import { searchAction } from "../actions/search.ts";
+import { endOtherSessions, endSession } from "../actions/sessions.ts";
 import {
   createStudio,
   joinStudio,
@@ -96,12 +99,14 @@ import {
 } from "../pages/notification-settings.ts";
 import { notificationsPage } from "../pages/notifications.ts";
 import { profilePage, searchPage, whoamiPage } from "../pages/people.ts";
+import { personAccessPage } from "../pages/person-access.ts";
 import { providerKeysPage, studioProviderKeysPage } from "../pages/provider-keys.ts";
 import { reviewLinkPage } from "../pages/review-link.ts";
 import { runStepPage } from "../pages/run-step.ts";
 import { runFormPage, runPage, runsPage } from "../pages/runs.ts";
 import { runsInboxPage } from "../pages/runs-inbox.ts";
 import { schedulesPage } from "../pages/schedules.ts";
+import { securityPage } from "../pages/security.ts";
 import { settingsPage, tokensPage } from "../pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "../pages/studios.ts";
 import { subagentPage, subagentsPage } from "../pages/subagents.ts";
@@ -156,6 +161,8 @@ export const pages = [
   outgoingWebhooksPage,
   outgoingWebhookPage,
   reviewLinkPage,
+  securityPage,
+  personAccessPage,
 ];
 
 export const actions = [
@@ -246,6 +253,11 @@ export const actions = [
   setAgentLimits,
   setDefaultCapabilities,
   refreshModels,
+  changePassword,
+  endSession,
+  endOtherSessions,
+  deactivatePerson,
+  reactivatePerson,
 ];
 
 /**

@@ -25,6 +25,9 @@ export const settingsPage = definePage({
           md: `Name: **${mdEscape(u.name)}** · handle \`${u.handle}\`${u.email ? ` · email ${mdEscape(u.email)}` : ""}`,
         },
         { md: u.bio ? quote(u.bio) : "_No bio yet._" },
+        {
+          md: `[Security](/u/${u.handle}/settings/security): where you are signed in, ending sessions, your password.`,
+        },
         { md: `[API tokens](/u/${u.handle}/settings/tokens) let scripts and external agents act as you.` },
         {
           md: `[Model API keys](/u/${u.handle}/settings/api-keys): your own OpenAI, Anthropic or OpenAI-compatible keys for your agents to call their model with.`,

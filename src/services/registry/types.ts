@@ -115,7 +115,7 @@ export interface Primed {
  * managing credentials needs the operator's leave besides (`manageOverMcp`, MCP_MANAGE_ACTIONS).
  */
 export type RequestAuth =
-  | { via: "session" }
+  | { via: "session" /** Which one: "end my other sessions" keeps it. */; sessionId?: string }
   | { via: "token"; scope: TokenScope; mcp?: { manageOverMcp: boolean } };
 
 /** What an action's transaction wrote, for the run's resource record. */

@@ -9,6 +9,7 @@ export const UNFINISHED: RunStatus[] = ["failed", "timed_out", "cancelled"];
 const STOPPED: Record<string, string> = {
   stopped_by_owner: "its owner stopped the run",
   archived: "it was archived",
+  owner_deactivated: "its owner was deactivated",
   shutdown: "its worker shut down",
   [AGENTS_OFF]: "agents were switched off in this workspace",
 };

@@ -162,11 +162,16 @@ export async function executeApproved(
  * Archiving an agent ends what it asked for: its queued actions, and approved ones the worker
  * has not run yet, expire in the archive's transaction, so no review (or a late worker) can
  * make an archived agent act. Its managers' notices of them are settled. Returns how many.
+ * Its owner's deactivation does the same with its own `reason` (actions/deactivation.ts).
  */
-export async function expireAgentPending(tx: Db, agent: { id: string; handle: string }): Promise<number> {
+export async function expireAgentPending(
+  tx: Db,
+  agent: { id: string; handle: string },
+  reason = AGENT_ARCHIVED,
+): Promise<number> {
   const { count } = await tx.agentPendingAction.updateMany({
     where: { agentId: agent.id, status: { in: ["pending", "approved"] } },
-    data: { status: "expired", error: AGENT_ARCHIVED },
+    data: { status: "expired", error: reason },
   });
   if (count)
     await tx.notification.updateMany({

@@ -18,6 +18,12 @@ export const ALWAYS_BLOCKED = [
   "update_profile",
   "create_api_token",
   "revoke_api_token",
+  // A person's own sign-in, and letting people go: never an agent's to do.
+  "change_password",
+  "end_session",
+  "end_other_sessions",
+  "deactivate_person",
+  "reactivate_person",
   "create_subagent",
   "update_subagent",
   "add_to_studio",

@@ -1,0 +1,76 @@
+// A person's page, /settings/people/<handle>: whether they can sign in, their agents, and for
+// workspace admins the forms that deactivate or reactivate them. (The people pages of issue 43 part A
+// take these actions over; until then this page holds them.)
+import { NotFoundError } from "../../lib/errors.ts";
+import { plural } from "../../lib/plural.ts";
+import { mdEscape } from "../registry/markdown.ts";
+import type { PageDef } from "../registry/types.ts";
+import { home, when } from "./format.ts";
+
+export const personAccessPage: PageDef = {
+  pattern: "/settings/people/:handle",
+  actions: ["deactivate_person", "reactivate_person"],
+  async resolve(ctx, params) {
+    const user = await ctx.db.user.findUnique({
+      where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: params.handle! } },
+    });
+    // Every member may see who is in the workspace and whether they can sign in; only admins
+    // get its form, and its actions refuse anyone else whatever the surface.
+    if (user?.kind !== "person") throw new NotFoundError(`No person @${params.handle}`);
+    return { user };
+  },
+  async render(ctx, scope) {
+    const person = scope.user!;
+    const agents = await ctx.db.user.findMany({
+      where: { tenantId: ctx.tenant.id, parentId: person.id, kind: "subagent", archivedAt: null },
+      select: { handle: true, pausedAt: true, pausedReason: true },
+      orderBy: { handle: "asc" },
+    });
+    const studios = await ctx.db.studio.findMany({
+      where: { tenantId: ctx.tenant.id },
+      select: { handle: true, name: true },
+      orderBy: { name: "asc" },
+      take: 200,
+    });
+    const agentLines = agents.map(
+      (agent) =>
+        `- [@${agent.handle}](/subagents/${agent.handle})${agent.pausedAt ? ` — paused: ${mdEscape(agent.pausedReason ?? "")}` : ""}`,
+    );
+    return {
+      title: `${person.name} (@${person.handle})`,
+      breadcrumb: [home, { label: "People" }, { label: `@${person.handle}` }],
+      blocks: [
+        {
+          md: `**${mdEscape(person.name)}** · ${person.email ? mdEscape(person.email) : "no email"} · ${person.tenantAdmin ? "workspace admin" : "member"} · ${
+            person.deactivatedAt ? `**deactivated** ${when(person.deactivatedAt)}: cannot sign in` : "active"
+          }`,
+        },
+        {
+          md: `## Their agents\n\n${agents.length ? `${plural(agents.length, "agent")} of their own:\n\n${agentLines.join("\n")}` : "_They own no agents._"}`,
+        },
+        ...(!ctx.actor.tenantAdmin || person.deactivatedAt || person.id === ctx.actor.id
+          ? []
+          : [
+              {
+                form: {
+                  action: "deactivate_person",
+                  fixed: {},
+                  label: `Deactivate @${person.handle}…`,
+                  style: "block" as const,
+                  // Their agents are paused unless a studio takes them: its admins manage them then.
+                  choices: {
+                    agents_to: [
+                      { value: "", label: "Nobody: pause them until they come back" },
+                      ...studios.map((studio) => ({
+                        value: studio.handle,
+                        label: `The studio ${studio.name}`,
+                      })),
+                    ],
+                  },
+                },
+              },
+            ]),
+      ],
+    };
+  },
+};
