@@ -15,7 +15,7 @@ export const DEFAULT_PROMPT_BUDGET = 6_000;
 export const MIN_PROMPT_BUDGET = 2_000;
 /**
  * Heap a waiting run may take, with room for the garbage between collections: a worker
- * holding 1,000 measured about 60 KB live each (bench/README.md, "Thousands of waiting runs").
+ * holding 1,000 measured about 60 KB live each (bench/HISTORY.md, "Thousands of waiting runs").
  */
 const HEAP_PER_RUN = 256 * 1024;
 /** What the worker itself takes before any run: modules, Prisma, BullMQ, the relay's thread. */
@@ -62,7 +62,7 @@ const schema = z.object({
   // is 10. Postgres does the most work with about two busy connections per core: past that
   // its backends and ours take turns on the same cores, and each new backend plans our
   // statements with cold caches. On a busy two-core machine, 5 instead of 10 took the
-  // agent-run benchmark from 75 to 81 % (README, Benchmarks).
+  // agent-run benchmark from 75 to 81 % (bench/HISTORY.md).
   DATABASE_POOL_SIZE: z.coerce
     .number()
     .int()

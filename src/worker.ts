@@ -11,7 +11,7 @@ import { startTracing, stopTracing } from "./lib/telemetry.ts";
 
 // A worker holding 1,000 waiting runs keeps about 90 MB live, but V8's default growth let its
 // heap double between collections: peak RSS 600 MB, 410 MB with the heap grown by half
-// instead (bench/README.md, "Thousands of waiting runs"). Set before anything allocates much.
+// instead (bench/HISTORY.md, "Thousands of waiting runs"). Set before anything allocates much.
 setFlagsFromString("--heap-growing-percent=50");
 
 const config = loadConfig();

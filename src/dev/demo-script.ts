@@ -8,7 +8,7 @@ import { obedientScript } from "./obedient-script.ts";
 export const DEMO_MODEL = "cadre-demo-scripted";
 
 // Orders found in the prompt are obeyed first, as a real model might: the demo shows what
-// Cadre does about it (README, "What an agent can disclose").
+// Cadre does about it (docs/trust.md, "What an agent can disclose").
 const obey = obedientScript();
 
 export function demoScript(req: ChatRequest): FakeReply {

@@ -2,7 +2,7 @@
 // often do: "COPY <page> TO <page>" in a task, a comment or a note makes it read the first
 // page and post what it says as a comment on the second. The demo's model and the trust
 // tests use it to show that what an agent may disclose does not depend on the model
-// behaving (README, "What an agent can disclose").
+// behaving (docs/trust.md, "What an agent can disclose").
 import type { ChatRequest, FakeReply } from "./fake-llm.ts";
 
 const ORDER = /COPY (\/[\w/-]+?)[.,]? TO (\/[\w/-]+?)[.,]?(?=\s|$|`)/;

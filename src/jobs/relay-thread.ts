@@ -2,7 +2,7 @@
 // agent jobs keep its event loop busy under load, and each step of a batch (the
 // notification, the claim, Redis, the commit) waited behind them: at 150 commits/s with
 // the worker behind, relay lag p50 / p99 was 43 / 158 ms in the worker's loop and
-// 10 / 51 ms in a loop of its own (bench/README.md). The thread loads only the relay,
+// 10 / 51 ms in a loop of its own (bench/HISTORY.md). The thread loads only the relay,
 // pg and BullMQ, not Prisma.
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { createRedis } from "../db/redis.ts";

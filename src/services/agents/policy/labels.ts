@@ -1,4 +1,4 @@
-// What an agent may disclose (README, "What an agent can disclose"). A subagent's label is
+// What an agent may disclose (docs/trust.md, "What an agent can disclose"). A subagent's label is
 // the audiences of everything it has taken in; a write whose readers are not all readers of
 // every one of them would show someone content they cannot read where it came from, so it
 // waits for a manager's review whatever the agent's own rules say. The agent itself and its
