@@ -895,7 +895,7 @@ const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = 
   "studios.commitment": { kind: "object", value: (s) => s.commitment },
   "u.handle": { kind: "user", value: (s) => s.actor.handle },
   // A person's page for admins: the member the member actions target (deactivated, then back).
-  "settings.handle": { kind: "user", value: (s) => s.memberTarget },
+  "settings.handle": { kind: "user", value: (s) => (s.owner === "B" ? s.other.handle : s.memberTarget) },
   "u.token": { kind: "object", value: (s) => s.pageToken ?? s.token.id },
   "subagents.handle": { kind: "agent", value: (s) => s.agent },
   "subagents.run": { kind: "object", value: (s) => s.run },

@@ -27,7 +27,7 @@ export function sessionsTable(sessions: Listed[], current: string | undefined): 
 
 export const securityPage: PageDef = {
   pattern: "/u/:handle/settings/security",
-  actions: ["change_password", "end_session", "end_other_sessions"],
+  actions: ["end_session", "end_other_sessions", "change_password"],
   resolve: (ctx, params) => ownSettings(ctx, params.handle!),
   async render(ctx, scope) {
     const user = scope.user!;

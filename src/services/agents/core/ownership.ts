@@ -162,8 +162,9 @@ export function ownerCeilingSql(agentId: Prisma.Sql, studioId: Prisma.Sql): Pris
  * ceiling, so an owner's removal or a transfer bounds the agent's very next read.
  */
 export function ownerBoundSql(userId: Prisma.Sql, studioId: Prisma.Sql): Prisma.Sql {
-  return Prisma.sql`coalesce((SELECT ob.kind <> 'subagent' FROM users ob WHERE ob.id = ${userId}), false)
-    OR ${ownerCeilingSql(userId, studioId)} IS NOT NULL`;
+  // Parenthesised: callers AND it into their conditions.
+  return Prisma.sql`(coalesce((SELECT ob.kind <> 'subagent' FROM users ob WHERE ob.id = ${userId}), false)
+    OR ${ownerCeilingSql(userId, studioId)} IS NOT NULL)`;
 }
 
 /**

@@ -87,6 +87,7 @@ export const ALWAYS_BLOCKED = [
   "enable_outgoing_webhook",
   "disable_outgoing_webhook",
   "delete_outgoing_webhook",
+  "confirm_outgoing_webhook",
   "test_outgoing_webhook",
   "set_agents_enabled",
   "set_agent_limits",
