@@ -33,7 +33,10 @@ describe("the job queues while Redis is away", () => {
       await waitFor(async () => connectionErrors >= 3, 30_000);
       const downLines = captured.lines.filter((line) => line.msg.startsWith("queues: Redis is unavailable"));
       expect(downLines).toHaveLength(1);
-      expect(downLines[0]).toMatchObject({ level: 40, error: expect.stringMatching(/ECONNREFUSED|ECONNRESET|closed/) });
+      expect(downLines[0]).toMatchObject({
+        level: 40,
+        error: expect.stringMatching(/ECONNREFUSED|ECONNRESET|closed/),
+      });
       expect(captured.raw.join("\n")).not.toMatch(/\n\s+at /); // no stack in any line
       expect(printed).toEqual([]);
 
