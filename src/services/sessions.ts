@@ -29,6 +29,7 @@ export async function createSession(
 ) {
   const token = randomToken(32);
   const expiresAt = new Date(Date.now() + limits.absoluteHours * 3600_000);
+  await db.user.updateMany({ where: { id: userId, tenantId }, data: { lastSeenAt: new Date() } });
   const row = await db.session.create({
     data: {
       id: newId(),
@@ -61,8 +62,12 @@ export async function findSession(db: Db, tenantId: string, token: string, limit
     session.user.kind !== "person"
   )
     return null;
-  if (now - session.lastSeenAt.getTime() > LAST_SEEN_RESOLUTION_MS)
-    await db.session.updateMany({ where: { id: session.id }, data: { lastSeenAt: new Date(now) } });
+  if (now - session.lastSeenAt.getTime() > LAST_SEEN_RESOLUTION_MS) {
+    // The person's too, at the same pace: it outlives the session (the people page shows it).
+    const seen = new Date(now);
+    await db.session.updateMany({ where: { id: session.id }, data: { lastSeenAt: seen } });
+    await db.user.updateMany({ where: { id: session.userId }, data: { lastSeenAt: seen } });
+  }
   return session;
 }
 
