@@ -29,6 +29,7 @@ import passwordResetRoutes from "./routes/password-reset.ts";
 import secretRoutes from "./routes/secrets.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
+import { configureHostnames } from "./services/accounts/hostnames.ts";
 import { configureKeyring } from "./services/money/keyring.ts";
 import { setMailConfigured } from "./services/reach/preferences.ts";
 
@@ -43,6 +44,7 @@ export interface AppOptions {
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { config } = opts;
   configureKeyring(config);
+  configureHostnames(config);
   setMailConfigured(Boolean(config.SMTP_URL));
   const app = Fastify({
     logger:

@@ -10,6 +10,7 @@ import type { Studio, User } from "../../generated/prisma/client.ts";
 import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { requireScope } from "../access.ts";
+import { ensureAnotherAdmin } from "../accounts/admins.ts";
 import { recordSecurityEvent } from "../accounts/security-events.ts";
 import { expireAgentPending } from "../agents/policy/approvals.ts";
 import { toWorkspace } from "../registry/audiences.ts";
@@ -110,7 +111,10 @@ export const deactivatePerson = defineAction({
     const person = requireScope(scope.user, "user");
     const studio = params.agents_to ? await handoverStudio(ctx, params.agents_to) : null;
     const now = new Date();
-    // The person's row first, locked by the conditional update: two admins at once deactivate once.
+    // Before any write, with the admins' rows locked: two admins deactivating each other at once
+    // leave one of them, as a role change would.
+    await ensureAnotherAdmin(ctx.tx, person, "deactivated");
+    // The person's row, locked by the conditional update: two admins at once deactivate once.
     const closed = await ctx.tx.user.updateMany({
       where: { id: person.id, tenantId: ctx.tenant.id, kind: "person", deactivatedAt: null },
       data: { deactivatedAt: now },

@@ -9,6 +9,7 @@ import { addComment } from "../actions/comments.ts";
 import { createCommitment, joinCommitment } from "../actions/commitments.ts";
 import { deactivatePerson, reactivatePerson } from "../actions/deactivation.ts";
 import { addOption, createDecision, vote } from "../actions/decisions.ts";
+import { addHostname, removeHostname } from "../actions/hostnames.ts";
 import {
   addApiKey,
   removeModelPrice,
@@ -84,6 +85,7 @@ import {
   setDefaultCapabilities,
 } from "../actions/workspace-agent-settings.ts";
 import { setHumanOnly } from "../actions/workspace-agents.ts";
+import { changeRole } from "../actions/workspace-roles.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
 import { agentMemoryPage } from "../pages/agent-memory.ts";
 import { agentSettingsPage } from "../pages/agent-settings.ts";
@@ -91,6 +93,7 @@ import { apiTokenPage } from "../pages/api-token.ts";
 import { agentPendingPage, approvalsPage, pendingPage } from "../pages/approvals.ts";
 import { commitmentPage, commitmentsPage } from "../pages/commitments.ts";
 import { decisionPage, decisionsPage } from "../pages/decisions.ts";
+import { hostnamesPage } from "../pages/hostnames.ts";
 import { notePage, notesPage } from "../pages/notes.ts";
 import {
   notificationSettingsPage,
@@ -114,6 +117,7 @@ import { subscriptionsPage } from "../pages/subscriptions.ts";
 import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "../pages/usage.ts";
 import { webhooksPage } from "../pages/webhooks.ts";
 import { workspaceAgentsPage } from "../pages/workspace-agents.ts";
+import { peoplePage } from "../pages/workspace-people.ts";
 import { createRegistry } from "../registry/registry.ts";
 import type { ActionDef } from "../registry/types.ts";
 
@@ -162,7 +166,9 @@ export const pages = [
   outgoingWebhookPage,
   reviewLinkPage,
   securityPage,
+  peoplePage,
   personAccessPage,
+  hostnamesPage,
 ];
 
 export const actions = [
@@ -258,6 +264,9 @@ export const actions = [
   endOtherSessions,
   deactivatePerson,
   reactivatePerson,
+  changeRole,
+  addHostname,
+  removeHostname,
 ];
 
 /**

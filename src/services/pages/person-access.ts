@@ -1,15 +1,28 @@
-// A person's page, /settings/people/<handle>: whether they can sign in, their agents, and for
-// workspace admins the forms that deactivate or reactivate them. (The people pages of issue 43 part A
-// take these actions over; until then this page holds them.)
+// A person's page, /settings/people/<handle> (listed on /settings/people): their role, whether
+// they can sign in, when they were last seen, their agents, and for workspace admins the forms
+// that change their role and deactivate or reactivate them.
 import { NotFoundError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { mdEscape } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
 import { home, when } from "./format.ts";
 
+/** One button to the other role: the role is the only choice, so the panel needs no form. */
+function roleForm(person: { handle: string; tenantAdmin: boolean }) {
+  return {
+    form: {
+      action: "change_role",
+      fixed: { role: person.tenantAdmin ? "member" : "admin" },
+      label: person.tenantAdmin
+        ? `Make @${person.handle} a member (no longer a workspace admin)`
+        : `Make @${person.handle} a workspace admin`,
+    },
+  };
+}
+
 export const personAccessPage: PageDef = {
   pattern: "/settings/people/:handle",
-  actions: ["deactivate_person", "reactivate_person"],
+  actions: ["change_role", "deactivate_person", "reactivate_person"],
   async resolve(ctx, params) {
     const user = await ctx.db.user.findUnique({
       where: { tenantId_handle: { tenantId: ctx.tenant.id, handle: params.handle! } },
@@ -38,13 +51,14 @@ export const personAccessPage: PageDef = {
     );
     return {
       title: `${person.name} (@${person.handle})`,
-      breadcrumb: [home, { label: "People" }, { label: `@${person.handle}` }],
+      breadcrumb: [home, { label: "People", path: "/settings/people" }, { label: `@${person.handle}` }],
       blocks: [
         {
           md: `**${mdEscape(person.name)}** · ${person.email ? mdEscape(person.email) : "no email"} · ${person.tenantAdmin ? "workspace admin" : "member"} · ${
             person.deactivatedAt ? `**deactivated** ${when(person.deactivatedAt)}: cannot sign in` : "active"
-          }`,
+          } · last seen ${person.lastSeenAt ? when(person.lastSeenAt) : "never"}`,
         },
+        ...(ctx.actor.tenantAdmin ? [roleForm(person)] : []),
         {
           md: `## Their agents\n\n${agents.length ? `${plural(agents.length, "agent")} of their own:\n\n${agentLines.join("\n")}` : "_They own no agents._"}`,
         },

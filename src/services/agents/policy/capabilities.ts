@@ -24,6 +24,10 @@ export const ALWAYS_BLOCKED = [
   "end_other_sessions",
   "deactivate_person",
   "reactivate_person",
+  // Who administers the workspace and where it answers: its people's to decide.
+  "change_role",
+  "add_hostname",
+  "remove_hostname",
   "create_subagent",
   "update_subagent",
   "add_to_studio",
