@@ -59,6 +59,8 @@ const NOT_FOR_PEOPLE = new Set(["update_scratchpad"]);
 const NO_CONTENT = new Set([
   "/search",
   "/settings/agents",
+  // Hostnames are lower-case: A's mark, upper-case, cannot be in one.
+  "/settings/hostnames",
   "/u/:handle/settings/notifications",
   "/u/:handle/settings/security",
 ]);

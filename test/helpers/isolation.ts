@@ -95,6 +95,8 @@ export interface Seed {
    * only A's catalogue has (A prices it), `aRef` in B's seed. Absent: a price-list model.
    */
   catalogueModel?: { name: string; aRef: boolean };
+  /** A hostname A's workspace claimed: what the hostname actions name (B may neither take nor drop it). */
+  hostname?: string;
 }
 
 export interface Victim {
@@ -696,6 +698,8 @@ export async function seedVictim(w: World): Promise<Victim> {
   );
   // Zed is a workspace admin (whole-workspace /usage, the price list's actions); alice is not.
   await db.user.update({ where: { id: zed.id }, data: { tenantAdmin: true } });
+  const hostname = `a-${rand.toLowerCase().replace(/[^a-z0-9]/g, "x")}.example.test`;
+  await act(w, zed, "/settings/hostnames", "add_hostname", { hostname });
   const model = `m-${mark}`;
   await act(w, zed, "/usage/pricing", "set_model_price", { model, input: 1, cached_input: 0.5, output: 2 });
   const sharedMoney = await seedKeys(w, w.alice, `/u/${w.alice.handle}/settings/api-keys`, mark);
@@ -761,6 +765,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       agentStudio: { handle: "general", aRef: false },
       joinCode: vaultCode,
       memberTarget: yan.handle,
+      hostname,
       notification: await notification(w.alice),
       session: await sessionOf(w.alice),
     },
@@ -778,6 +783,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       agentStudio: { handle: vault, aRef: true },
       joinCode: w.studio.inviteCode,
       memberTarget: yan.handle,
+      hostname,
       notification: await notification(zed),
       session: await sessionOf(zed),
     },
@@ -1088,6 +1094,9 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   current_password: () => ({ value: PASSWORD }),
   new_password: () => ({ value: PASSWORD }),
   agents_to: (s) => ({ value: s.studio.handle }),
+  // A's own hostname: B can neither claim it (taken) nor remove it (not B's). A seed without one
+  // names a hostname nobody holds.
+  hostname: (s) => ({ value: s.hostname ?? "nobody-holds-this.example.test", aRef: Boolean(s.hostname) }),
   "approve_action.id": (s, page) => ({ value: pendingFor(s, page, "approve_action"), aRef: true }),
   "reject_action.id": (s, page) => ({ value: pendingFor(s, page, "reject_action"), aRef: true }),
   // The queued action's params, a field each (a form sends them as params.title, params.text).

@@ -70,7 +70,7 @@ async function loadPeople(ctx: Ctx, query: Query): Promise<PeopleData> {
 
 function personRow(person: Person, agents: string[], admin: boolean): string {
   const cells = [
-    link(`${person.name} (@${person.handle})`, personPath(person.handle)),
+    `${link(person.name, personPath(person.handle))} (@${person.handle})`,
     ...(admin ? [person.email ? mdEscape(person.email) : "—"] : []),
     person.tenantAdmin ? "admin" : "member",
     person.deactivatedAt ? `deactivated ${when(person.deactivatedAt)}` : "active",
