@@ -52,10 +52,14 @@ export async function workspaceHostnames(db: Db, tenantId: string) {
   return db.workspaceHostname.findMany({ where: { tenantId }, orderBy: { createdAt: "asc" }, take: 100 });
 }
 
-/** Claims `hostname` for the workspace, or a 400 saying why not ("taken" when another holds it). */
-export async function claimHostname(tx: Db, tenantId: string, hostname: string): Promise<void> {
+/**
+ * Claims `hostname` for the workspace: false when it held it already (nothing to do), a 400
+ * saying why not otherwise ("taken" when another workspace holds it).
+ */
+export async function claimHostname(tx: Db, tenantId: string, hostname: string): Promise<boolean> {
   // The tenant's row locked: two claims at once count the limit once.
   await tx.$queryRaw`SELECT id FROM tenants WHERE id = ${tenantId} FOR UPDATE`;
+  if (await tx.workspaceHostname.findFirst({ where: { hostname, tenantId } })) return false;
   if ((await tx.workspaceHostname.count({ where: { tenantId } })) >= HOSTNAME_LIMIT)
     throw refuse(`a workspace has at most ${HOSTNAME_LIMIT} hostnames: remove one first`);
   // Nothing is written when the name is held: the primary key settles a race between workspaces.
@@ -63,9 +67,8 @@ export async function claimHostname(tx: Db, tenantId: string, hostname: string):
     data: [{ hostname, tenantId }],
     skipDuplicates: true,
   });
-  if (claimed.count) return;
-  const ours = await tx.workspaceHostname.findFirst({ where: { hostname, tenantId } });
-  throw refuse(ours ? `${hostname} is already one of this workspace's hostnames` : `${hostname} is taken`);
+  if (!claimed.count) throw refuse(`${hostname} is taken`);
+  return true;
 }
 
 /** Gives up one of the workspace's hostnames; a 400 when it holds no such name (another's or none). */

@@ -35,7 +35,13 @@ export const addHostname = defineAction({
   available: adminsOnly,
   async execute(ctx, params) {
     const hostname = normalHostname(params.hostname);
-    await claimHostname(ctx.tx, ctx.tenant.id, hostname);
+    // Adding a name the workspace holds already is no error: it is as asked.
+    if (!(await claimHostname(ctx.tx, ctx.tenant.id, hostname)))
+      return {
+        status: 200,
+        location: HOSTNAMES_PATH,
+        notice: `${hostname} is already one of this workspace's hostnames.`,
+      };
     await recordChange(ctx, HOSTNAME_ADDED, hostname);
     return {
       status: 201,
