@@ -96,8 +96,8 @@ function intro(data: PeopleData): string {
 }
 
 function auditLine(event: AuditEvent): string {
-  const by = event.actor ? ` (by @${event.actor.handle})` : "";
-  return `- ${when(event.createdAt)} · @${event.user.handle} · **${event.kind.replace(/_/g, " ")}**${by}: ${mdEscape(event.detail)}`;
+  const actorPart = event.actor ? ` (by @${event.actor.handle})` : "";
+  return `- ${when(event.createdAt)} · @${event.user.handle} · **${event.kind.replace(/_/g, " ")}**${actorPart}: ${mdEscape(event.detail)}`;
 }
 
 /** Pure: the list as markdown blocks. */
