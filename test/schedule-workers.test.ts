@@ -87,5 +87,5 @@ describe("two worker processes, one database", () => {
     );
     // Nothing left for a sweep to find.
     expect((await fireDueSchedules(testPrisma())).fired).toBe(0);
-  }, 60_000);
+  }, 180_000);
 });
