@@ -1,6 +1,7 @@
 // Checks the project's markdown: every code fence closed, every relative link pointing at a file
-// that exists and, when it names a #heading, at a heading that exists. A small script rather
-// than a markdown linter: none is in node_modules, and these two checks are all we need.
+// that exists and, when it names a #heading, at a heading that exists; and, for the whole tree,
+// that docs/markdown-api.md lists every page the registry serves (page-list.ts). A small script
+// rather than a markdown linter: none is in node_modules, and these checks are all we need.
 //
 //   npx tsx scripts/check-docs.ts            the tree: README.md, docs/, bench/*.md, src/**/README.md
 //   npx tsx scripts/check-docs.ts FILE...    only these files (the test runs it on fixtures)
@@ -9,6 +10,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { pageListProblems } from "./page-list.ts";
 
 export interface Problem {
   file: string;
@@ -162,11 +164,21 @@ export function checkDocs(files: string[]): Problem[] {
   return files.flatMap((file) => checkFile(file));
 }
 
-function main(): void {
+/** docs/markdown-api.md's page list against the pages the registry serves (page-list.ts). */
+export async function checkPageList(root: string): Promise<Problem[]> {
+  // Imported here, not above: checking fixtures needs no app.
+  const { registry } = await import("../src/services/catalog/catalog.ts");
+  const file = path.join(root, "docs", "markdown-api.md");
+  const patterns = registry.pages.map((page) => page.pattern);
+  return pageListProblems(file, readFileSync(file, "utf8"), patterns);
+}
+
+async function main(): Promise<void> {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
   const requested = process.argv.slice(2);
   const files = requested.length > 0 ? requested.map((file) => path.resolve(file)) : projectMarkdown(root);
-  const problems = checkDocs(files);
+  // The whole tree also means the page list; named files are checked for fences and links only.
+  const problems = [...checkDocs(files), ...(requested.length > 0 ? [] : await checkPageList(root))];
   for (const problem of problems) {
     console.error(`${path.relative(process.cwd(), problem.file)}:${problem.line}: ${problem.message}`);
   }
@@ -174,7 +186,8 @@ function main(): void {
     console.error(`${problems.length} problem(s) in ${files.length} markdown file(s)`);
     process.exit(1);
   }
-  console.log(`${files.length} markdown file(s): every fence closed, every relative link found`);
+  const pages = requested.length > 0 ? "" : ", every registry page listed in docs/markdown-api.md";
+  console.log(`${files.length} markdown file(s): every fence closed, every relative link found${pages}`);
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -5,7 +5,7 @@ import cookie from "@fastify/cookie";
 import fastifyStatic from "@fastify/static";
 import view from "@fastify/view";
 import { Eta } from "eta";
-import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from "fastify";
 import type { Config } from "./config.ts";
 import { type PrismaClient, prismaFromConfig } from "./db/prisma.ts";
 import bodyParsers, { BODY_LIMIT } from "./http/body-parsers.ts";
@@ -47,38 +47,58 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   configureHostnames(config);
   setMailConfigured(Boolean(config.SMTP_URL));
   const app = Fastify({
-    logger:
-      opts.logger === false
-        ? false
-        : {
-            level: config.LOG_LEVEL,
-            redact: ["req.headers.authorization", "req.headers.cookie"],
-            serializers: {
-              req: (request: FastifyRequest) => ({
-                method: request.method,
-                url: redactUrl(request.url),
-                host: request.host,
-                remoteAddress: request.ip,
-              }),
-            },
-            ...(typeof opts.logger === "object" && { stream: opts.logger.stream }),
-          },
+    logger: loggerOptions(opts),
     bodyLimit: BODY_LIMIT,
-    // Refused before routing (a path whose %-escapes are not UTF-8, `/studios/%FF`):
-    // answered in the request's format like any other bad input, not as Fastify's JSON.
-    frameworkErrors: (err, req, reply) =>
-      sendError(
-        req,
-        reply,
-        err.statusCode ?? 400,
-        err.code === "FST_ERR_BAD_URL"
-          ? "This address is not valid: its %-escapes are not UTF-8 text."
-          : err.message,
-      ),
+    frameworkErrors: answerFrameworkError,
     trustProxy: config.TRUST_PROXY,
   });
-  const secure = config.PUBLIC_SCHEME === "https";
+  await registerExternalPlugins(app, opts);
+  await registerAppPlugins(app, config);
+  await registerRoutes(app, config);
+  return app;
+}
 
+type Logger = FastifyServerOptions["logger"];
+
+function loggerOptions(opts: AppOptions): Logger {
+  if (opts.logger === false) return false;
+  return {
+    level: opts.config.LOG_LEVEL,
+    redact: ["req.headers.authorization", "req.headers.cookie"],
+    serializers: {
+      req: (request: FastifyRequest) => ({
+        method: request.method,
+        url: redactUrl(request.url),
+        host: request.host,
+        remoteAddress: request.ip,
+      }),
+    },
+    ...(typeof opts.logger === "object" && { stream: opts.logger.stream }),
+  };
+}
+
+/**
+ * Refused before routing (a path whose %-escapes are not UTF-8, `/studios/%FF`): answered
+ * in the request's format like any other bad input, not as Fastify's JSON.
+ */
+const answerFrameworkError: NonNullable<FastifyServerOptions["frameworkErrors"]> = (error, request, reply) =>
+  sendError(
+    request,
+    reply,
+    error.statusCode ?? 400,
+    error.code === "FST_ERR_BAD_URL"
+      ? "This address is not valid: its %-escapes are not UTF-8 text."
+      : error.message,
+  );
+
+const sessionLimitsOf = (config: Config) => ({
+  idleHours: config.SESSION_IDLE_HOURS,
+  absoluteHours: config.SESSION_ABSOLUTE_HOURS,
+});
+
+/** Tracing, headers, the database, cookies, bodies, views and assets: what every request may use. */
+async function registerExternalPlugins(app: FastifyInstance, opts: AppOptions) {
+  const { config } = opts;
   // First, so its span covers the request from the start (a no-op unless tracing is on).
   await app.register(tracing);
   // Before anything that answers, so every answer (errors and redirects too) carries its headers.
@@ -89,14 +109,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   await app.register(cookie, { secret: config.SESSION_SECRET });
   await app.register(bodyParsers);
+  const views = fileURLToPath(new URL("./views", import.meta.url));
   await app.register(view, {
-    engine: {
-      eta: new Eta({
-        views: fileURLToPath(new URL("./views", import.meta.url)),
-        cache: config.NODE_ENV === "production",
-      }),
-    },
-    root: fileURLToPath(new URL("./views", import.meta.url)),
+    engine: { eta: new Eta({ views, cache: config.NODE_ENV === "production" }) },
+    root: views,
     defaultContext: { demoModel: !config.LLM_BASE_URL && config.DEMO_FAKE_LLM },
   });
   await app.register(fastifyStatic, {
@@ -104,8 +120,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     prefix: "/assets/",
   });
   // Browsers (and crawlers) ask for /favicon.ico whatever a page links: send them to the real icon.
-  app.get("/favicon.ico", (_req, reply) => reply.redirect("/assets/favicon.svg", 301));
+  app.get("/favicon.ico", (_request, reply) => reply.redirect("/assets/favicon.svg", 301));
+}
 
+/** Live updates, errors, metrics, audit, then who is asking: tenancy before auth, auth before rate limits. */
+async function registerAppPlugins(app: FastifyInstance, config: Config) {
   await app.register(live, {
     databaseUrl: config.DATABASE_URL,
     redisUrl: config.REDIS_URL,
@@ -120,11 +139,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     batchSize: config.AUDIT_BATCH_SIZE,
   });
   await app.register(tenancy, { baseDomain: config.BASE_DOMAIN, defaultWorkspace: config.DEFAULT_WORKSPACE });
-  const sessionLimits = {
-    idleHours: config.SESSION_IDLE_HOURS,
-    absoluteHours: config.SESSION_ABSOLUTE_HOURS,
-  };
-  await app.register(auth, { secure, sessionSecret: config.SESSION_SECRET, sessionLimits });
+  const secure = config.PUBLIC_SCHEME === "https";
+  await app.register(auth, {
+    secure,
+    sessionSecret: config.SESSION_SECRET,
+    sessionLimits: sessionLimitsOf(config),
+  });
   await app.register(rateLimit, {
     redisUrl: config.REDIS_URL,
     prefix: config.QUEUE_PREFIX,
@@ -132,7 +152,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     perTenant: config.API_RATE_LIMIT_PER_TENANT,
     windowSeconds: config.API_RATE_LIMIT_WINDOW_SECONDS,
   });
+}
 
+/** The page routes last: every other route is more specific than their patterns. */
+async function registerRoutes(app: FastifyInstance, config: Config) {
+  const sessionLimits = sessionLimitsOf(config);
   await app.register(healthRoutes);
   await app.register(authRoutes, { sessionLimits, throttle: config, origin: config });
   await app.register(passwordResetRoutes, { sessionLimits, throttle: config, origin: config });
@@ -142,5 +166,4 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });
   await app.register(secretRoutes);
   await app.register(pageRoutes);
-  return app;
 }

@@ -43,6 +43,15 @@ async function runTask(w: World, handle: string, task = "Look around") {
   return runIdOf(String(res.headers.location));
 }
 
+/** A promise the test opens: the fake model holds a call on it until the switch is off. */
+function gate() {
+  let open: () => void = () => {};
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
 const ended = (id: string) =>
   waitFor(() => db().subagentTaskRun.findFirst({ where: { id, status: { in: ENDED as never } } }), 15_000);
 
@@ -51,15 +60,18 @@ describe("the kill switch", () => {
     const w = await adminWorld();
     const scout = await makeAgent(w, w.alice, "scout");
     let calls = 0;
-    // The first call is slow: agents are switched off while the model thinks.
+    // The first call is answered only once agents are switched off, however slow the machine.
+    const off = gate();
     env.llm.setScript(async (_req, n) => {
       calls++;
-      if (n === 0) return { ...tool("navigate", { path: "/studios/general" }), delayMs: 1500 };
-      return tool("finish", { message: "done" });
+      if (n > 0) return tool("finish", { message: "done" });
+      await off.opened;
+      return tool("navigate", { path: "/studios/general" });
     });
     const id = await runTask(w, "scout");
     await waitFor(async () => calls >= 1 || null, 10_000);
     expect((await switchAgents(w, "off")).statusCode).toBe(200);
+    off.open();
     const run = await ended(id);
     expect(run).toMatchObject({ status: "cancelled", stopReason: AGENTS_OFF });
     expect(run.error).toContain("Agents are switched off in this workspace");
@@ -99,15 +111,18 @@ describe("the kill switch", () => {
     const w = await adminWorld();
     await makeAgent(w, w.alice, "scout");
     let calls = 0;
+    const off = gate();
     env.llm.setScript(async () => {
       calls++;
-      return { ...tool("navigate", { path: "/studios/general" }), delayMs: 1000 };
+      await off.opened;
+      return tool("navigate", { path: "/studios/general" });
     });
     // One running run per agent: the second waits, queued, behind the first.
     const first = await runTask(w, "scout", "first");
     await waitFor(async () => calls >= 1 || null, 10_000);
     const second = await runTask(w, "scout", "second");
     await switchAgents(w, "off");
+    off.open();
     expect(await ended(first)).toMatchObject({ status: "cancelled", stopReason: AGENTS_OFF });
     expect(await ended(second)).toMatchObject({ status: "cancelled", stopReason: AGENTS_OFF });
     expect(await stepsOf(second)).toEqual([]);
@@ -170,7 +185,8 @@ describe("the workspace's trigger rate", () => {
     expect(set.statusCode, set.body).toBe(200);
     const note = await act(w, w.bob, "/studios/general", "create_note", { title: "Q", text: "Hi" });
     await act(w, w.bob, note.location, "add_comment", { text: "@scout first" });
-    expect((await processed(env, (await commentBy(w.bob.id, "@scout first")).id)).runs).toHaveLength(1);
+    const firstRuns = (await processed(env, (await commentBy(w.bob.id, "@scout first")).id)).runs;
+    expect(firstRuns).toHaveLength(1);
     // Another agent, its own rate untouched (3 a minute): the workspace's 1 a minute is used up.
     await act(w, w.bob, note.location, "add_comment", { text: "@other second" });
     expect((await processed(env, (await commentBy(w.bob.id, "@other second")).id)).runs).toEqual([]);
@@ -182,8 +198,13 @@ describe("the workspace's trigger rate", () => {
       workspace_trigger_rate_per_minute: 0,
     });
     await act(w, w.bob, note.location, "add_comment", { text: "@other third" });
-    expect((await processed(env, (await commentBy(w.bob.id, "@other third")).id)).runs).toHaveLength(1);
+    const thirdRuns = (await processed(env, (await commentBy(w.bob.id, "@other third")).id)).runs;
+    expect(thirdRuns).toHaveLength(1);
     expect((await runsOf(scout.id)).map((r) => r.status)).not.toContain("skipped");
+    // Both runs end here: on a slow machine a call of theirs would otherwise reach the next
+    // test's script, which counts the calls it sees.
+    for (const id of [...firstRuns, ...thirdRuns])
+      expect(await ended(id)).toMatchObject({ status: "completed" });
   });
 });
 

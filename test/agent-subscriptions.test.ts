@@ -223,7 +223,8 @@ describe("a subscription wakes its agent", () => {
   });
 
   it("a burst of 20 events within the window is one run listing all 20", async () => {
-    const { w, scout } = await world(2);
+    // The longest window: however slowly the 20 are written and recorded, none waits it out.
+    const { w, scout } = await world(3600);
     const note = await act(w, w.bob, "/studios/general", "create_note", { title: "Busy", text: "x" });
     // Delivered only now, the note's own event predates the subscription: it wakes nobody.
     await act(w, w.alice, note.location, "subscribe", { agent: "scout" });
@@ -233,6 +234,13 @@ describe("a subscription wakes its agent", () => {
       ),
     );
     await settled(w);
+    expect(await subscriptionRuns(scout.id)).toEqual([]);
+    expect(await db().agentSubscriptionEvent.count({ where: { tenantId: w.tenant.id } })).toBe(20);
+    // Then the window is over: as if the first of them had been recorded an hour ago.
+    await db().agentSubscriptionEvent.updateMany({
+      where: { tenantId: w.tenant.id },
+      data: { createdAt: new Date(Date.now() - 3_600_000) },
+    });
     const [run, ...more] = await waitFor(async () => {
       const r = await subscriptionRuns(scout.id);
       return r.length ? r : null;

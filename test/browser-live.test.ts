@@ -69,7 +69,8 @@ describe("live pages in a browser", () => {
     expect(await overflow(page)).toBeLessThanOrEqual(0);
     expect(errors).toEqual([]);
     await context.close();
-  });
+    // A browser, a worker and the model on a loaded machine: each wait has its own bound.
+  }, 90_000);
 
   it("a running run's page shows its steps as they are recorded, and Stop shows the outcome", async () => {
     const w = await makeWorld();
@@ -110,9 +111,14 @@ describe("live pages in a browser", () => {
     expect(await page.locator("#step-3").textContent()).toContain("Looking at page 2.");
     // A long run folds its steps as they come: past eight, all but the last three.
     await waitFor(async () => (await steps.count()) >= 10, 15_000);
-    const open = await steps.evaluateAll((els) => els.map((e) => e.hasAttribute("open")));
-    expect(open.slice(0, -3).some(Boolean)).toBe(false);
-    expect(open.slice(-3)).toEqual([true, true, true]);
+    // The run goes on meanwhile: read the fold once the page has handled the step it last got.
+    const folded = async () => {
+      const open = await steps.evaluateAll((els) => els.map((e) => e.hasAttribute("open")));
+      return { folded: open.slice(0, -3).some(Boolean) === false, lastThreeOpen: open.slice(-3) };
+    };
+    await expect
+      .poll(folded, { timeout: 15_000 })
+      .toEqual({ folded: true, lastThreeOpen: [true, true, true] });
     expect(await overflow(page)).toBeLessThanOrEqual(0);
     await page.screenshot({ path: `${TMP}browser-live-run-390.png`, fullPage: true });
 

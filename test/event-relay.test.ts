@@ -21,6 +21,8 @@ import { privateRedis } from "./helpers/faults.ts";
 const db = testPrisma();
 // Far longer than any wait below: whatever is published, the poll did not publish it.
 const POLL_MS = 60_000;
+// Published "at once": well before the poll, however busy the machine.
+const AT_ONCE_MS = 20_000;
 let redis: Redis;
 let queues: Queues;
 let w: World;
@@ -88,7 +90,7 @@ describe("waking the relay", () => {
     const id = newId();
     await db.$executeRaw`INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id)
       VALUES (${id}, ${w.tenant.id}, 'test.ping', ${w.alice.id}, 'note', ${newId()})`;
-    expect(await publishedWithin(id, 5000)).toBeLessThan(2000);
+    expect(await publishedWithin(id, AT_ONCE_MS)).toBeLessThan(AT_ONCE_MS);
   });
 });
 
@@ -105,7 +107,7 @@ describe("the event relay's connection", () => {
     }, 5000);
 
     const id = await emit();
-    expect(await publishedWithin(id, 5000)).toBeLessThan(2000);
+    expect(await publishedWithin(id, AT_ONCE_MS)).toBeLessThan(AT_ONCE_MS);
     expect(logs.filter((m) => /lost/.test(m))).toHaveLength(1);
   });
 
@@ -127,7 +129,7 @@ describe("the event relay's connection", () => {
 
       await adminClient.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`);
       const back = Date.now();
-      expect(await publishedWithin(id, 5000, back)).toBeLessThan(2000);
+      expect(await publishedWithin(id, AT_ONCE_MS, back)).toBeLessThan(AT_ONCE_MS);
       expect(logs).toEqual([
         expect.stringMatching(/lost its database connection/),
         expect.stringMatching(/reconnected/),

@@ -22,28 +22,40 @@ afterAll(() => llm.close());
 
 const client = (o: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) =>
   new OpenAI({ baseURL: llm.url, apiKey: "sk-test", maxRetries: 0, fetch: nodeFetch, ...o });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const ask = (c: OpenAI, signal?: AbortSignal) =>
   c.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }, { signal });
 
 describe("connections per endpoint (LLM_MAX_CONNECTIONS)", () => {
-  /** How many of `n` slow calls the fake model was answering at once, at most. */
-  async function mostAtOnce(fetch: typeof nodeFetch, n: number) {
+  /**
+   * How many of `n` calls the fake model was answering at once, at most. Each call is held
+   * until `expected` calls are open at once (however slow the machine is to open them), then
+   * a little longer, so that a fetch letting more through than it should is seen doing so.
+   */
+  async function mostAtOnce(fetch: typeof nodeFetch, n: number, expected: number) {
     let open = 0;
     let most = 0;
+    let reached: () => void = () => {};
+    const full = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
     llm.setScript(async () => {
       most = Math.max(most, ++open);
-      await new Promise((r) => setTimeout(r, 100));
+      if (open >= expected) reached();
+      // The bound only keeps a broken limit from hanging the test: it then fails on `most`.
+      await Promise.race([full, sleep(30_000)]);
+      await sleep(100);
       open--;
       return { tool: { name: "finish", args: { message: "ok" } } };
     });
-    await Promise.all(Array.from({ length: n }, () => ask(client({ fetch }))));
+    await Promise.all(Array.from({ length: n }, () => ask(client({ fetch, timeout: 60_000 }))));
     return most;
   }
 
   it("unset, every call has a connection of its own; set, calls past it wait for one", async () => {
-    expect(await mostAtOnce(createNodeFetch(), 40)).toBe(40);
-    expect(await mostAtOnce(createNodeFetch(3), 12)).toBe(3);
-  });
+    expect(await mostAtOnce(createNodeFetch(), 40, 40)).toBe(40);
+    expect(await mostAtOnce(createNodeFetch(3), 12, 3)).toBe(3);
+  }, 120_000);
 });
 
 describe("nodeFetch under the openai SDK", () => {
@@ -108,10 +120,13 @@ describe("nodeFetch under the openai SDK", () => {
   it("an abort from the caller cancels the request in flight", async () => {
     llm.setScript([{ hang: true }]);
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 50);
-    const t0 = Date.now();
-    await expect(ask(client(), controller.signal)).rejects.toBeInstanceOf(APIUserAbortError);
-    expect(Date.now() - t0).toBeLessThan(2000);
+    const before = llm.requests.length;
+    const asked = ask(client(), controller.signal);
+    // Aborted once the fake holds it, so the abort meets a request in flight, not one unsent.
+    // The fake never answers: only the abort can end the call (or the test times out).
+    while (llm.requests.length === before) await sleep(10);
+    controller.abort();
+    await expect(asked).rejects.toBeInstanceOf(APIUserAbortError);
   });
 
   it("the SDK's own timeout is reported as a timeout, not an abort", async () => {

@@ -124,8 +124,10 @@ describe("pause and resume", () => {
     });
     const first = await workers(2);
     const sampled = watchRunning(scout.id);
-    // A 5-second timeout: the run will be paused for longer than that.
-    const runId = await queue(w, scout.id, `Task ${title}`, 5);
+    // The run will be paused for longer than its whole timeout. The timeout is ample for its
+    // working time even on a loaded machine (the held first call counts as working time).
+    const timeoutSeconds = 15;
+    const runId = await queue(w, scout.id, `Task ${title}`, timeoutSeconds);
     await waitFor(async () => requestsOf(title).length === 1 || null, 30_000);
     const pause = await md(app, w, w.alice, "POST", `/subagents/scout/runs/${runId}/actions/pause_run`, {});
     expect(pause.statusCode).toBe(200);
@@ -133,14 +135,16 @@ describe("pause and resume", () => {
     expect(await md(app, w, w.alice, "GET", `/subagents/scout/runs/${runId}`).then((r) => r.body)).toMatch(
       /pausing after this step/,
     );
-    // Its worker hears of the request at its next heartbeat (every 200 ms here), as of a stop.
-    await sleep(600);
+    // Its worker hears of the request at its next heartbeat (every 200 ms here), as of a stop:
+    // nothing outside the worker shows it heard, so ten beats' grace, however busy the machine.
+    await sleep(2000);
     release();
     // The call in flight finishes and is recorded; no other call is made.
     const paused = await waitFor(async () => {
       const r = await runById(runId);
       return r.status === "paused" ? r : null;
     }, 15_000);
+    const pausedSince = Date.now();
     expect(paused).toMatchObject({
       stepsCount: 2,
       leaseOwner: null,
@@ -166,7 +170,7 @@ describe("pause and resume", () => {
 
     // Both workers die while it is paused; it waits longer than its whole timeout.
     await kill(first);
-    await sleep(5500);
+    await sleep(Math.max(0, pausedSince + timeoutSeconds * 1000 + 500 - Date.now()));
     const second = await workers(2);
     const browser = await login(app, w, w.alice);
     const resume = await browser.post(`/subagents/scout/runs/${runId}/actions/resume_run`, {});

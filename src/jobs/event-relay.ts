@@ -61,33 +61,33 @@ async function publish(queues: Queues, rows: Row[]) {
   ]);
 }
 
-function within<T>(p: Promise<T>, milliseconds: number, what: string): Promise<T> {
+function within<T>(promise: Promise<T>, milliseconds: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`${what} did not finish in ${milliseconds} ms`)), milliseconds);
   });
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
-/** One batch on `c`: lock the oldest unpublished rows, publish them, mark them. Returns how many. */
-async function drainOnce(c: pg.Client, queues: Queues, timeoutMs: number): Promise<number> {
+/** One batch on `client`: lock the oldest unpublished rows, publish them, mark them. Returns how many. */
+async function drainOnce(client: pg.Client, queues: Queues, timeoutMs: number): Promise<number> {
   try {
-    const [, claimed] = (await c.query(CLAIM)) as unknown as pg.QueryResult<Row>[];
+    const [, claimed] = (await client.query(CLAIM)) as unknown as pg.QueryResult<Row>[];
     const rows = claimed!.rows;
     if (!rows.length) {
-      await c.query("COMMIT");
+      await client.query("COMMIT");
       return 0;
     }
     // Published twice if this times out and Redis answers later: the job ids make that a no-op.
     await within(publish(queues, rows), timeoutMs, "publishing to Redis");
     // An ISO string with its Z is read as UTC by a timestamp column, as Prisma writes dates.
-    const ids = rows.map((r) => c.escapeLiteral(r.id)).join(",");
-    await c.query(
+    const ids = rows.map((row) => client.escapeLiteral(row.id)).join(",");
+    await client.query(
       `UPDATE events SET published_at = '${new Date().toISOString()}' WHERE id IN (${ids}); COMMIT`,
     );
     return rows.length;
   } catch (err) {
-    await c.query("ROLLBACK").catch(() => undefined);
+    await client.query("ROLLBACK").catch(() => undefined);
     throw err;
   }
 }
@@ -99,110 +99,138 @@ async function drainOnce(c: pg.Client, queues: Queues, timeoutMs: number): Promi
 async function listen(
   databaseUrl: string,
   notified: () => void,
-  ended: (c: pg.Client, err: unknown) => void,
+  ended: (client: pg.Client, err: unknown) => void,
 ): Promise<pg.Client> {
-  const c = new pg.Client({
+  const client = new pg.Client({
     connectionString: databaseUrl,
     application_name: RELAY_APPLICATION_NAME,
     // A peer that vanished without closing the socket is noticed too, if late.
     keepAlive: true,
   });
   let lastError: unknown;
-  c.on("error", (err) => {
+  client.on("error", (err) => {
     lastError = err;
   });
-  c.on("end", () => ended(c, lastError));
-  c.on("notification", notified);
+  client.on("end", () => ended(client, lastError));
+  client.on("notification", notified);
   try {
-    await c.connect();
-    await c.query(`LISTEN ${EVENTS_CHANNEL}`);
+    await client.connect();
+    await client.query(`LISTEN ${EVENTS_CHANNEL}`);
   } catch (err) {
-    await c.end().catch(() => undefined);
+    await client.end().catch(() => undefined);
     throw err;
   }
-  return c;
+  return client;
+}
+
+/** The relay's state, shared by its steps: one connection, one drain at a time. */
+interface Relay {
+  options: RelayOptions;
+  backoff: { min: number; max: number };
+  timeoutMs: number;
+  client: pg.Client | null;
+  /** A drain is under way; `again`: something was committed meanwhile, drain once more. */
+  running: boolean;
+  again: boolean;
+  stopped: boolean;
+  /** Publishing failed and has not succeeded since: the outage is logged once. */
+  failing: boolean;
+  /** The wait before the next reconnection attempt. */
+  wait: number;
+  retry: ReturnType<typeof setTimeout> | undefined;
 }
 
 export function startEventRelay(relayOptions: RelayOptions) {
-  const backoff = relayOptions.reconnectMs ?? { min: 100, max: 2000 };
-  const timeoutMs = relayOptions.publishTimeoutMs ?? PUBLISH_TIMEOUT_MS;
-  let client: pg.Client | null = null;
-  let running = false;
-  let again = false;
-  let stopped = false;
-  let failing = false;
-  let wait = backoff.min;
-  let retry: ReturnType<typeof setTimeout> | undefined;
-
-  async function drain() {
-    if (stopped || !client) return;
-    if (running) {
-      again = true;
-      return;
-    }
-    running = true;
-    try {
-      do {
-        again = false;
-        while (client && (await drainOnce(client, relayOptions.queues, timeoutMs)) === BATCH && !stopped);
-      } while (again && client && !stopped);
-      if (failing) relayOptions.log?.("event relay: publishing again");
-      failing = false;
-    } catch (err) {
-      // Once per outage, not once per poll; a lost connection is reported where it is noticed.
-      if (!failing && client) relayOptions.log?.("event relay: publish failed, will retry", err);
-      failing = true;
-    } finally {
-      running = false;
-    }
-  }
-
-  async function connect() {
-    const c = await listen(relayOptions.databaseUrl, () => void drain(), lost);
-    if (stopped) await c.end();
-    else client = c;
-  }
-
-  function lost(c: pg.Client, err: unknown) {
-    if (client !== c || stopped) return;
-    client = null;
-    relayOptions.log?.("event relay: lost its database connection, reconnecting", err);
-    reconnect();
-  }
-
-  function reconnect() {
-    retry = setTimeout(async () => {
-      try {
-        await connect();
-      } catch {
-        wait = Math.min(wait * 2, backoff.max);
-        if (!stopped) reconnect();
-        return;
-      }
-      wait = backoff.min;
-      relayOptions.log?.("event relay: reconnected");
-      // Nothing notified this connection of what was committed while it was away.
-      await drain();
-    }, wait);
-  }
-
-  const timer = setInterval(drain, relayOptions.pollMs ?? 1000);
+  const relay: Relay = {
+    options: relayOptions,
+    backoff: relayOptions.reconnectMs ?? { min: 100, max: 2000 },
+    timeoutMs: relayOptions.publishTimeoutMs ?? PUBLISH_TIMEOUT_MS,
+    client: null,
+    running: false,
+    again: false,
+    stopped: false,
+    failing: false,
+    wait: 0,
+    retry: undefined,
+  };
+  relay.wait = relay.backoff.min;
+  const timer = setInterval(() => drain(relay), relayOptions.pollMs ?? 1000);
   const ready = (async () => {
-    await connect();
-    await drain();
+    await connect(relay);
+    await drain(relay);
   })();
-
   return {
     ready,
-    drain,
+    drain: () => drain(relay),
     async stop() {
-      stopped = true;
+      relay.stopped = true;
       clearInterval(timer);
-      clearTimeout(retry);
+      clearTimeout(relay.retry);
       await ready.catch(() => undefined);
-      while (running) await new Promise((r) => setTimeout(r, 10));
-      await client?.end().catch(() => undefined);
-      client = null;
+      while (relay.running) await new Promise((resolve) => setTimeout(resolve, 10));
+      await relay.client?.end().catch(() => undefined);
+      relay.client = null;
     },
   };
+}
+
+/** Publishes batches until none is full; a drain asked for while one runs makes it go round again. */
+async function drain(relay: Relay) {
+  if (relay.stopped || !relay.client) return;
+  if (relay.running) {
+    relay.again = true;
+    return;
+  }
+  relay.running = true;
+  try {
+    do {
+      relay.again = false;
+      while (
+        relay.client &&
+        (await drainOnce(relay.client, relay.options.queues, relay.timeoutMs)) === BATCH &&
+        !relay.stopped
+      );
+    } while (relay.again && relay.client && !relay.stopped);
+    if (relay.failing) relay.options.log?.("event relay: publishing again");
+    relay.failing = false;
+  } catch (err) {
+    // Once per outage, not once per poll; a lost connection is reported where it is noticed.
+    if (!relay.failing && relay.client) relay.options.log?.("event relay: publish failed, will retry", err);
+    relay.failing = true;
+  } finally {
+    relay.running = false;
+  }
+}
+
+async function connect(relay: Relay) {
+  const client = await listen(
+    relay.options.databaseUrl,
+    () => void drain(relay),
+    (ended, err) => lost(relay, ended, err),
+  );
+  if (relay.stopped) await client.end();
+  else relay.client = client;
+}
+
+function lost(relay: Relay, client: pg.Client, err: unknown) {
+  if (relay.client !== client || relay.stopped) return;
+  relay.client = null;
+  relay.options.log?.("event relay: lost its database connection, reconnecting", err);
+  reconnect(relay);
+}
+
+function reconnect(relay: Relay) {
+  relay.retry = setTimeout(async () => {
+    try {
+      await connect(relay);
+    } catch {
+      relay.wait = Math.min(relay.wait * 2, relay.backoff.max);
+      if (!relay.stopped) reconnect(relay);
+      return;
+    }
+    relay.wait = relay.backoff.min;
+    relay.options.log?.("event relay: reconnected");
+    // Nothing notified this connection of what was committed while it was away.
+    await drain(relay);
+  }, relay.wait);
 }

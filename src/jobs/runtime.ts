@@ -98,20 +98,19 @@ function retryingTransient<J extends Job, R>(callback: (job: J) => Promise<R>) {
   };
 }
 
-/** The queues' consumers: events, agent runs (`runs`), approved actions and maintenance. */
-function startWorkers(
-  d: {
-    c: RuntimeConfig;
-    prisma: PrismaClient;
-    connection: Redis;
-    queues: Queues;
-    log: Logger;
-    outbound: Outbound;
-  },
-  runs: ReturnType<typeof agentRunProcessor>,
-): Worker[] {
-  const { c: runtimeConfig, prisma, connection, queues, log, outbound } = d;
-  const base = { connection, prefix: runtimeConfig.QUEUE_PREFIX };
+interface WorkerDeps {
+  config: RuntimeConfig;
+  prisma: PrismaClient;
+  connection: Redis;
+  queues: Queues;
+  log: Logger;
+  outbound: Outbound;
+}
+
+/** The queues' consumers: events, agent runs (`runs`), approved actions, outbound and maintenance. */
+function startWorkers(deps: WorkerDeps, runs: ReturnType<typeof agentRunProcessor>): Worker[] {
+  const { config, prisma, connection, queues, outbound } = deps;
+  const base = { connection, prefix: config.QUEUE_PREFIX };
   const workers = [
     new Worker("events", retryingTransient(eventProcessor(prisma, queues, outbound)), {
       ...base,
@@ -119,7 +118,7 @@ function startWorkers(
     }),
     new Worker("agent-runs", runs, {
       ...base,
-      concurrency: runtimeConfig.WORKER_CONCURRENCY,
+      concurrency: config.WORKER_CONCURRENCY,
       // A run can take minutes: the BullMQ lock is renewed meanwhile; our own lease is what recovery relies on.
       lockDuration: 60_000,
     }),
@@ -132,32 +131,40 @@ function startWorkers(
     ),
     // Every failure here is worth another try (a receiver's 500, SMTP away): not wrapped.
     new Worker("outbound", outboundProcessor(prisma, outbound), { ...base, concurrency: 8 }),
-    new Worker(
-      "maintenance",
-      async () => ({
-        swept: await sweep(prisma, queues, runtimeConfig.SWEEP_INTERVAL_MS),
-        approved: await sweepApproved(prisma, queues),
-        subscriptions: await flushDueSubscriptions(prisma),
-        expired: await expireOverdue(prisma),
-        resumed: await resumeSettled(prisma),
-        newMonth: await liftLastMonthsPauses(prisma),
-        loginThrottlesTidied: await tidyLoginThrottles(prisma, runtimeConfig),
-        sessionsTidied: await tidySessions(prisma, {
-          idleHours: runtimeConfig.SESSION_IDLE_HOURS,
-          absoluteHours: runtimeConfig.SESSION_ABSOLUTE_HOURS,
-        }),
-        apiCallsPruned: await pruneApiCalls(prisma, runtimeConfig.AUDIT_RETENTION_DAYS),
-        revealsPruned: await pruneReveals(prisma),
-        outboundPruned: await pruneOutbound(prisma),
-        outbound: await sweepOutbound(prisma, queues, outbound),
-        // Last: a passing fault here fails the job, and the housekeeping above is done by then.
-        schedules: await fireDueSchedules(prisma),
-      }),
-      { ...base, concurrency: 1 },
-    ),
+    new Worker("maintenance", maintenanceProcessor(deps), { ...base, concurrency: 1 }),
   ];
-  // Redis away: one line for all the workers, and one when it is back. Redis flushed under a
-  // job (its lock or key gone): a line each, never thrown.
+  watchWorkers(workers, deps.log);
+  return workers;
+}
+
+/** One sweep: what fell through the cracks is sent again, and what is spent is tidied away. */
+function maintenanceProcessor({ config, prisma, queues, outbound }: WorkerDeps) {
+  return async () => ({
+    swept: await sweep(prisma, queues, config.SWEEP_INTERVAL_MS),
+    approved: await sweepApproved(prisma, queues),
+    subscriptions: await flushDueSubscriptions(prisma),
+    expired: await expireOverdue(prisma),
+    resumed: await resumeSettled(prisma),
+    newMonth: await liftLastMonthsPauses(prisma),
+    loginThrottlesTidied: await tidyLoginThrottles(prisma, config),
+    sessionsTidied: await tidySessions(prisma, {
+      idleHours: config.SESSION_IDLE_HOURS,
+      absoluteHours: config.SESSION_ABSOLUTE_HOURS,
+    }),
+    apiCallsPruned: await pruneApiCalls(prisma, config.AUDIT_RETENTION_DAYS),
+    revealsPruned: await pruneReveals(prisma),
+    outboundPruned: await pruneOutbound(prisma),
+    outbound: await sweepOutbound(prisma, queues, outbound),
+    // Last: a passing fault here fails the job, and the housekeeping above is done by then.
+    schedules: await fireDueSchedules(prisma),
+  });
+}
+
+/**
+ * Redis away: one line for all the workers, and one when it is back. Redis flushed under a
+ * job (its lock or key gone): a line each, never thrown.
+ */
+function watchWorkers(workers: Worker[], log: Logger) {
   const outages = redisOutages(log, {
     down: "workers: Redis is unavailable; jobs wait until it answers",
     back: "workers: Redis answers again",
@@ -166,91 +173,33 @@ function startWorkers(
     worker.on("failed", (job, err) => log.warn({ err }, `job ${worker.name}/${job?.id} failed`));
     watchRedis(worker, outages, (error) => log.warn(`worker ${worker.name}: ${error.message}`));
   }
-  return workers;
 }
 
 export async function startRuntime(runtimeOptions: RuntimeOptions) {
-  const { config: c, prisma, connection } = runtimeOptions;
+  const { config, prisma, connection } = runtimeOptions;
   const log = runtimeOptions.log ?? silentLogger;
-  configureKeyring(c);
-  const prefix = c.QUEUE_PREFIX;
-  const queues = createQueues(connection, prefix, log);
+  configureKeyring(config);
+  const queues = createQueues(connection, config.QUEUE_PREFIX, log);
   const owner = workerId();
-  const heartbeat = startHeartbeat(prisma, owner, c.RUN_LEASE_SECONDS, c.RUN_HEARTBEAT_MS);
-  const endpoint: Endpoint | null = c.LLM_BASE_URL
-    ? { baseURL: c.LLM_BASE_URL, apiKey: c.LLM_API_KEY }
-    : null;
-  const llm = measured(
-    runtimeOptions.llm ??
-      createLlmClient({
-        timeoutMs: c.LLM_TIMEOUT_MS,
-        maxRetries: c.LLM_MAX_RETRIES,
-        maxConnections: c.LLM_MAX_CONNECTIONS,
-      }),
-  );
-
-  const outbound = outboundFrom(c, runtimeOptions.mail);
+  const heartbeat = startHeartbeat(prisma, owner, config.RUN_LEASE_SECONDS, config.RUN_HEARTBEAT_MS);
+  const outbound = outboundFrom(config, runtimeOptions.mail);
   setMailConfigured(outbound.reach.mail);
-  // Replies as they stream, for run pages: a connection of its own that fails fast (the text
-  // is best-effort, and must never hold a run up), connected in the background.
-  const textRedis = createRedis(c.REDIS_URL, "producer");
-  textRedis.on("error", () => undefined);
-  textRedis.connect().catch(() => undefined);
-  const text = textPublisher(textRedis, maskText);
-
-  const workers = startWorkers(
-    { c, prisma, connection, queues, log, outbound },
-    agentRunProcessor({
-      prisma,
-      navigator: {
-        llm,
-        endpoint,
-        defaultModel: c.LLM_DEFAULT_MODEL,
-        promptBudget: c.PROMPT_TOKEN_BUDGET,
-        text,
-      },
-      heartbeat,
-      owner,
-      leaseSeconds: c.RUN_LEASE_SECONDS,
-      maxWorkerLosses: c.RUN_MAX_WORKER_LOSSES,
-      log,
-    }),
-  );
-  // Re-asserted every ten sweeps (a cheap upsert): if Redis lost its data, the sweeper's
-  // schedule comes back by itself, and with it the runs whose jobs were lost.
-  const schedule = () =>
-    queues.maintenance
-      .upsertJobScheduler("sweeper", { every: c.SWEEP_INTERVAL_MS }, { name: "sweep", data: {} })
-      .catch((err) => log.warn({ err }, "could not schedule the sweeper"));
-  await schedule();
-  const rescheduler = setInterval(schedule, Math.min(60_000, 10 * c.SWEEP_INTERVAL_MS));
-  rescheduler.unref();
-
-  const removeGauges = addWorkerGauges({
-    async jobCounts() {
-      const each = await Promise.all(
-        Object.values(queues).map(async (q) =>
-          Object.entries(await q.getJobCounts("waiting", "active", "delayed")).map(([state, count]) => ({
-            queue: q.name,
-            state,
-            count,
-          })),
-        ),
-      );
-      return each.flat();
-    },
-    pendingApprovals: () => prisma.agentPendingAction.count({ where: { status: "pending" } }),
+  const liveText = connectLiveText(config);
+  const runs = agentRunProcessor({
+    prisma,
+    navigator: navigatorOptions(runtimeOptions, liveText.text),
+    heartbeat,
+    owner,
+    leaseSeconds: config.RUN_LEASE_SECONDS,
+    maxWorkerLosses: config.RUN_MAX_WORKER_LOSSES,
+    log,
   });
-
-  const relay = startRelayThread({
-    databaseUrl: c.DATABASE_URL,
-    redisUrl: c.REDIS_URL,
-    queuePrefix: prefix,
-    // The relay's lines come from its thread as text, with the error when there was one.
-    log: (msg, err) => (err ? log.warn({ err }, msg) : log.info(msg)),
-  });
+  const workers = startWorkers({ config, prisma, connection, queues, log, outbound }, runs);
+  const rescheduler = await scheduleSweeper(queues, config, log);
+  const removeGauges = addQueueGauges(prisma, queues);
+  const relay = startRelay(config, log);
   await relay.ready;
-  await Promise.all(workers.map((w) => w.waitUntilReady()));
+  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
   return {
     queues,
     relay,
@@ -261,10 +210,86 @@ export async function startRuntime(runtimeOptions: RuntimeOptions) {
       clearInterval(rescheduler);
       heartbeat.stop();
       await relay.stop();
-      await Promise.all(workers.map((w) => w.close()));
+      await Promise.all(workers.map((worker) => worker.close()));
       await closeQueues(queues);
       outbound.transport?.close?.();
-      textRedis.disconnect();
+      liveText.redis.disconnect();
     },
   };
+}
+
+/** The model: an injected client, or the openai SDK's; measured either way. */
+function navigatorOptions({ config, llm }: RuntimeOptions, text: ReturnType<typeof textPublisher>) {
+  const endpoint: Endpoint | null = config.LLM_BASE_URL
+    ? { baseURL: config.LLM_BASE_URL, apiKey: config.LLM_API_KEY }
+    : null;
+  const client =
+    llm ??
+    createLlmClient({
+      timeoutMs: config.LLM_TIMEOUT_MS,
+      maxRetries: config.LLM_MAX_RETRIES,
+      maxConnections: config.LLM_MAX_CONNECTIONS,
+    });
+  return {
+    llm: measured(client),
+    endpoint,
+    defaultModel: config.LLM_DEFAULT_MODEL,
+    promptBudget: config.PROMPT_TOKEN_BUDGET,
+    text,
+  };
+}
+
+/**
+ * Replies as they stream, for run pages: a connection of its own that fails fast (the text
+ * is best-effort, and must never hold a run up), connected in the background.
+ */
+function connectLiveText(config: RuntimeConfig) {
+  const redis = createRedis(config.REDIS_URL, "producer");
+  redis.on("error", () => undefined);
+  redis.connect().catch(() => undefined);
+  return { redis, text: textPublisher(redis, maskText) };
+}
+
+/**
+ * Re-asserted every ten sweeps (a cheap upsert): if Redis lost its data, the sweeper's
+ * schedule comes back by itself, and with it the runs whose jobs were lost.
+ */
+async function scheduleSweeper(queues: Queues, config: RuntimeConfig, log: Logger) {
+  const schedule = () =>
+    queues.maintenance
+      .upsertJobScheduler("sweeper", { every: config.SWEEP_INTERVAL_MS }, { name: "sweep", data: {} })
+      .catch((err) => log.warn({ err }, "could not schedule the sweeper"));
+  await schedule();
+  const rescheduler = setInterval(schedule, Math.min(60_000, 10 * config.SWEEP_INTERVAL_MS));
+  rescheduler.unref();
+  return rescheduler;
+}
+
+/** Waiting, active and delayed jobs per queue, and pending approvals, for /metrics. */
+function addQueueGauges(prisma: PrismaClient, queues: Queues) {
+  return addWorkerGauges({
+    async jobCounts() {
+      const each = await Promise.all(
+        Object.values(queues).map(async (queue) =>
+          Object.entries(await queue.getJobCounts("waiting", "active", "delayed")).map(([state, count]) => ({
+            queue: queue.name,
+            state,
+            count,
+          })),
+        ),
+      );
+      return each.flat();
+    },
+    pendingApprovals: () => prisma.agentPendingAction.count({ where: { status: "pending" } }),
+  });
+}
+
+function startRelay(config: RuntimeConfig, log: Logger) {
+  return startRelayThread({
+    databaseUrl: config.DATABASE_URL,
+    redisUrl: config.REDIS_URL,
+    queuePrefix: config.QUEUE_PREFIX,
+    // The relay's lines come from its thread as text, with the error when there was one.
+    log: (message, err) => (err ? log.warn({ err }, message) : log.info(message)),
+  });
 }

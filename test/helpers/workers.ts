@@ -44,9 +44,10 @@ function spawnEntry(entry: string, env: Record<string, string>, compiled = false
   const exited = new Promise<string>((resolve) =>
     child.once("exit", (code, signal) => resolve(signal ?? `exit ${code}`)),
   );
+  // A tsx process compiles its sources as it starts: on a loaded machine that alone took over 30 s.
   const until = (ready: () => Promise<boolean>) =>
     Promise.race([
-      waitFor(ready, 30_000),
+      waitFor(ready, 90_000),
       exited.then((how) => {
         throw new Error(`${entry} exited (${how}) before it was ready:\n${output}`);
       }),

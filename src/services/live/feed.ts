@@ -48,8 +48,11 @@ export function changesFeed(
     topics,
     minIntervalMs,
     async read(since) {
-      const s = await state();
-      return { events: s.digest === since ? [] : [{ event: "changed", id: s.digest, data: s.data }] };
+      const current = await state();
+      return {
+        events:
+          current.digest === since ? [] : [{ event: "changed", id: current.digest, data: current.data }],
+      };
     },
   };
 }
@@ -61,11 +64,11 @@ export function changesFeed(
 export function sharedReads<T>() {
   const inFlight = new Map<string, Promise<T>>();
   return (key: string, read: () => Promise<T>): Promise<T> => {
-    let p = inFlight.get(key);
-    if (!p) {
-      p = read().finally(() => inFlight.delete(key));
-      inFlight.set(key, p);
+    let pending = inFlight.get(key);
+    if (!pending) {
+      pending = read().finally(() => inFlight.delete(key));
+      inFlight.set(key, pending);
     }
-    return p;
+    return pending;
   };
 }

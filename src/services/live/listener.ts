@@ -19,14 +19,21 @@ export type Notice =
 
 /** Reads a payload of the live channel (the `live_runs` migration and publish.ts); null for one it does not know. */
 export function parseNotice(payload: string): Notice | null {
-  const [kind, a, b, c, d, e] = payload.split(" ");
-  if (!a) return null;
-  if (kind === "step" && b) return { kind, runId: a, agentId: b, number: Number(c) };
-  if (kind === "run" && b && c && d)
-    return { kind, runId: a, agentId: b, threadId: c === "-" ? null : c, state: e ?? d };
-  if (kind === "comment" && b) return { kind, threadId: a, commentId: b };
-  if (kind === "call") return { kind, runId: a, step: Number(b), at: Number(c) };
-  if (kind === "pending" && b) return { kind, pendingId: a, agentId: b };
+  // Positional: what each word is depends on the kind (publish.ts writes them).
+  const [kind, first, second, third, fourth, fifth] = payload.split(" ");
+  if (!first) return null;
+  if (kind === "step" && second) return { kind, runId: first, agentId: second, number: Number(third) };
+  if (kind === "run" && second && third && fourth)
+    return {
+      kind,
+      runId: first,
+      agentId: second,
+      threadId: third === "-" ? null : third,
+      state: fifth ?? fourth,
+    };
+  if (kind === "comment" && second) return { kind, threadId: first, commentId: second };
+  if (kind === "call") return { kind, runId: first, step: Number(second), at: Number(third) };
+  if (kind === "pending" && second) return { kind, pendingId: first, agentId: second };
   return null;
 }
 
@@ -53,10 +60,10 @@ export function topicsOf(notice: Notice): string[] {
   }
 }
 
-type Handler = (n: Notice) => void;
+type Handler = (notice: Notice) => void;
 
 export interface LiveListener {
-  /** Calls `fn` for each notice on any of `topics`; resolves once the connection listens, so a read after it misses nothing. */
+  /** Calls `callback` for each notice on any of `topics`; resolves once the connection listens, so a read after it misses nothing. */
   subscribe(topics: string[], callback: Handler): Promise<() => void>;
   close(): Promise<void>;
 }
@@ -70,103 +77,39 @@ export interface ListenerOptions {
 /** How the connection shows in pg_stat_activity. */
 export const LIVE_APPLICATION_NAME = "cadre-live";
 
+/** The listener's state, shared by its steps: one connection for every stream of the process. */
+interface Listener {
+  options: ListenerOptions;
+  backoff: { min: number; max: number };
+  byTopic: Map<string, Set<Handler>>;
+  /** Every subscribed stream, told to read afresh after a reconnection. */
+  all: Set<Handler>;
+  client: pg.Client | null;
+  connecting: Promise<void> | null;
+  retry: ReturnType<typeof setTimeout> | undefined;
+  /** The wait before the next reconnection attempt. */
+  wait: number;
+  closed: boolean;
+}
+
 export function createLiveListener(listenerOptions: ListenerOptions): LiveListener {
   const backoff = listenerOptions.reconnectMs ?? { min: 100, max: 5000 };
-  const byTopic = new Map<string, Set<Handler>>();
-  const all = new Set<Handler>();
-  let client: pg.Client | null = null;
-  let connecting: Promise<void> | null = null;
-  let retry: ReturnType<typeof setTimeout> | undefined;
-  let wait = backoff.min;
-  let closed = false;
-
-  function dispatch(n: Notice) {
-    const seen = new Set<Handler>();
-    for (const t of topicsOf(n))
-      for (const fn of byTopic.get(t) ?? [])
-        if (!seen.has(fn)) {
-          seen.add(fn);
-          fn(n);
-        }
-  }
-
-  async function open(): Promise<void> {
-    const c = new pg.Client({
-      connectionString: listenerOptions.databaseUrl,
-      application_name: LIVE_APPLICATION_NAME,
-      keepAlive: true,
-    });
-    let lastError: unknown;
-    c.on("error", (err) => {
-      lastError = err;
-    });
-    c.on("notification", (notification) => {
-      const n = notification.payload ? parseNotice(notification.payload) : null;
-      if (n) dispatch(n);
-    });
-    c.on("end", () => lost(c, lastError));
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${LIVE_CHANNEL}`);
-    } catch (err) {
-      await c.end().catch(() => undefined);
-      throw err;
-    }
-    if (closed) await c.end();
-    else client = c;
-  }
-
-  function connect(): Promise<void> {
-    if (client) return Promise.resolve();
-    connecting ??= open().finally(() => {
-      connecting = null;
-    });
-    return connecting;
-  }
-
-  function lost(c: pg.Client, err: unknown) {
-    if (client !== c || closed) return;
-    client = null;
-    // With no stream open, the next one opens the connection again.
-    if (!all.size) return;
-    listenerOptions.log?.("live listener: lost its database connection, reconnecting", err);
-    reconnect();
-  }
-
-  function reconnect() {
-    clearTimeout(retry);
-    retry = setTimeout(async () => {
-      try {
-        await connect();
-      } catch {
-        wait = Math.min(wait * 2, backoff.max);
-        if (!closed) reconnect();
-        return;
-      }
-      wait = backoff.min;
-      listenerOptions.log?.("live listener: reconnected");
-      for (const fn of all) fn({ kind: "resync" });
-    }, wait);
-  }
-
+  const listener: Listener = {
+    options: listenerOptions,
+    backoff,
+    byTopic: new Map(),
+    all: new Set(),
+    client: null,
+    connecting: null,
+    retry: undefined,
+    wait: backoff.min,
+    closed: false,
+  };
   return {
-    async subscribe(topics, fn) {
-      for (const t of topics) {
-        const set = byTopic.get(t) ?? new Set<Handler>();
-        byTopic.set(t, set);
-        set.add(fn);
-      }
-      all.add(fn);
-      const unsubscribe = () => {
-        all.delete(fn);
-        for (const t of topics) {
-          const set = byTopic.get(t);
-          set?.delete(fn);
-          if (set && !set.size) byTopic.delete(t);
-        }
-      };
+    async subscribe(topics, callback) {
+      const unsubscribe = addHandler(listener, topics, callback);
       try {
-        await connect();
+        await connect(listener);
       } catch (err) {
         unsubscribe();
         throw err;
@@ -174,11 +117,100 @@ export function createLiveListener(listenerOptions: ListenerOptions): LiveListen
       return unsubscribe;
     },
     async close() {
-      closed = true;
-      clearTimeout(retry);
-      await connecting?.catch(() => undefined);
-      await client?.end().catch(() => undefined);
-      client = null;
+      listener.closed = true;
+      clearTimeout(listener.retry);
+      await listener.connecting?.catch(() => undefined);
+      await listener.client?.end().catch(() => undefined);
+      listener.client = null;
     },
   };
+}
+
+/** Adds `callback` under each of `topics`; returns what takes it away again. */
+function addHandler(listener: Listener, topics: string[], callback: Handler): () => void {
+  for (const topic of topics) {
+    const handlers = listener.byTopic.get(topic) ?? new Set<Handler>();
+    listener.byTopic.set(topic, handlers);
+    handlers.add(callback);
+  }
+  listener.all.add(callback);
+  return () => {
+    listener.all.delete(callback);
+    for (const topic of topics) {
+      const handlers = listener.byTopic.get(topic);
+      handlers?.delete(callback);
+      if (handlers && !handlers.size) listener.byTopic.delete(topic);
+    }
+  };
+}
+
+/** Each handler once per notice, however many of its topics the notice concerns. */
+function dispatch(listener: Listener, notice: Notice) {
+  const seen = new Set<Handler>();
+  for (const topic of topicsOf(notice))
+    for (const handler of listener.byTopic.get(topic) ?? [])
+      if (!seen.has(handler)) {
+        seen.add(handler);
+        handler(notice);
+      }
+}
+
+async function open(listener: Listener): Promise<void> {
+  const client = new pg.Client({
+    connectionString: listener.options.databaseUrl,
+    application_name: LIVE_APPLICATION_NAME,
+    keepAlive: true,
+  });
+  let lastError: unknown;
+  client.on("error", (err) => {
+    lastError = err;
+  });
+  client.on("notification", (notification) => {
+    const notice = notification.payload ? parseNotice(notification.payload) : null;
+    if (notice) dispatch(listener, notice);
+  });
+  client.on("end", () => lost(listener, client, lastError));
+  try {
+    await client.connect();
+    await client.query(`LISTEN ${LIVE_CHANNEL}`);
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  if (listener.closed) await client.end();
+  else listener.client = client;
+}
+
+/** Opens the connection unless it is open; streams subscribing meanwhile share one attempt. */
+function connect(listener: Listener): Promise<void> {
+  if (listener.client) return Promise.resolve();
+  listener.connecting ??= open(listener).finally(() => {
+    listener.connecting = null;
+  });
+  return listener.connecting;
+}
+
+function lost(listener: Listener, client: pg.Client, err: unknown) {
+  if (listener.client !== client || listener.closed) return;
+  listener.client = null;
+  // With no stream open, the next one opens the connection again.
+  if (!listener.all.size) return;
+  listener.options.log?.("live listener: lost its database connection, reconnecting", err);
+  reconnect(listener);
+}
+
+function reconnect(listener: Listener) {
+  clearTimeout(listener.retry);
+  listener.retry = setTimeout(async () => {
+    try {
+      await connect(listener);
+    } catch {
+      listener.wait = Math.min(listener.wait * 2, listener.backoff.max);
+      if (!listener.closed) reconnect(listener);
+      return;
+    }
+    listener.wait = listener.backoff.min;
+    listener.options.log?.("live listener: reconnected");
+    for (const handler of listener.all) handler({ kind: "resync" });
+  }, listener.wait);
 }

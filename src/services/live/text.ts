@@ -38,7 +38,7 @@ export interface TextPublisher {
  * The worker's side: per run, the newest text, sent at once and then at most every
  * TEXT_EVERY_MS, through `mask` (the secret masking every stored model text goes through).
  */
-export function textPublisher(redis: Redis, mask: (s: string) => string): TextPublisher {
+export function textPublisher(redis: Redis, mask: (text: string) => string): TextPublisher {
   const runs = new Map<string, { latest: StreamedText; sent: StreamedText | null; timer?: NodeJS.Timeout }>();
   const send = (runId: string, streamedText: StreamedText) => {
     const value = JSON.stringify({
@@ -53,35 +53,35 @@ export function textPublisher(redis: Redis, mask: (s: string) => string): TextPu
       .catch(() => undefined);
   };
   const flush = (runId: string) => {
-    const r = runs.get(runId);
-    if (!r) return;
-    if (r.sent === r.latest) {
-      r.timer = undefined;
+    const run = runs.get(runId);
+    if (!run) return;
+    if (run.sent === run.latest) {
+      run.timer = undefined;
       return;
     }
-    send(runId, r.latest);
-    r.sent = r.latest;
-    r.timer = setTimeout(() => flush(runId), TEXT_EVERY_MS);
-    r.timer.unref();
+    send(runId, run.latest);
+    run.sent = run.latest;
+    run.timer = setTimeout(() => flush(runId), TEXT_EVERY_MS);
+    run.timer.unref();
   };
   return {
     publish(runId, step, text) {
-      const r = runs.get(runId) ?? { latest: { step, text }, sent: null };
-      r.latest = { step, text };
-      runs.set(runId, r);
-      if (!r.timer) flush(runId);
+      const run = runs.get(runId) ?? { latest: { step, text }, sent: null };
+      run.latest = { step, text };
+      runs.set(runId, run);
+      if (!run.timer) flush(runId);
     },
     end(runId) {
-      const r = runs.get(runId);
-      if (!r) return;
-      clearTimeout(r.timer);
+      const run = runs.get(runId);
+      if (!run) return;
+      clearTimeout(run.timer);
       runs.delete(runId);
       redis.del(keyOf(runId)).catch(() => undefined);
     },
   };
 }
 
-type Watch = (t: StreamedText) => void;
+type Watch = (streamed: StreamedText) => void;
 
 /**
  * The web process's side: one subscriber connection (and one for reads), subscribed to the
@@ -91,35 +91,37 @@ export function textWatcher(sub: Redis, reads: Redis) {
   const watching = new Map<string, Set<Watch>>();
   const parse = (raw: string | null): StreamedText | null => {
     try {
-      const t = raw ? (JSON.parse(raw) as StreamedText) : null;
-      return t && typeof t.step === "number" && typeof t.text === "string" ? t : null;
+      const streamed = raw ? (JSON.parse(raw) as StreamedText) : null;
+      return streamed && typeof streamed.step === "number" && typeof streamed.text === "string"
+        ? streamed
+        : null;
     } catch {
       return null;
     }
   };
   // Connected with the first stream that watches a run (the web process's connections are lazy).
-  const connected = (r: Redis) => (r.status === "wait" ? r.connect() : Promise.resolve());
+  const connected = (redis: Redis) => (redis.status === "wait" ? redis.connect() : Promise.resolve());
   sub.on("message", (channel: string, raw: string) => {
-    const t = parse(raw);
-    const fns = watching.get(channel);
-    if (t && fns) for (const callback of fns) callback(t);
+    const streamed = parse(raw);
+    const callbacks = watching.get(channel);
+    if (streamed && callbacks) for (const callback of callbacks) callback(streamed);
   });
   return {
-    async watch(runId: string, fn: Watch): Promise<() => void> {
+    async watch(runId: string, callback: Watch): Promise<() => void> {
       await Promise.all([connected(sub), connected(reads)]);
       const channel = channelOf(runId);
-      let fns = watching.get(channel);
-      if (!fns) {
-        fns = new Set();
-        watching.set(channel, fns);
+      let callbacks = watching.get(channel);
+      if (!callbacks) {
+        callbacks = new Set();
+        watching.set(channel, callbacks);
         await sub.subscribe(channel);
       }
-      fns.add(fn);
+      callbacks.add(callback);
       const now = parse(await reads.get(keyOf(runId)));
-      if (now) fn(now);
+      if (now) callback(now);
       return () => {
         const set = watching.get(channel);
-        set?.delete(fn);
+        set?.delete(callback);
         if (set && !set.size) {
           watching.delete(channel);
           sub.unsubscribe(channel).catch(() => undefined);
@@ -135,18 +137,20 @@ export function textWatcher(sub: Redis, reads: Redis) {
  */
 export function withText(base: LiveListener, watcher: ReturnType<typeof textWatcher>): LiveListener {
   return {
-    async subscribe(topics, fn) {
-      const off = await base.subscribe(topics, fn);
-      const runs = topics.filter((t) => t.startsWith("run:")).map((t) => t.slice(4));
+    async subscribe(topics, callback) {
+      const off = await base.subscribe(topics, callback);
+      const runs = topics.filter((topic) => topic.startsWith("run:")).map((topic) => topic.slice(4));
       // Not awaited: a stream opens at once, Redis or not; the text so far follows when it comes.
-      const offs = runs.map((runId) =>
+      const stops = runs.map((runId) =>
         watcher
-          .watch(runId, (t) => fn({ kind: "text", runId, step: t.step, text: t.text } satisfies Notice))
+          .watch(runId, (streamed) =>
+            callback({ kind: "text", runId, step: streamed.step, text: streamed.text } satisfies Notice),
+          )
           .catch(() => () => undefined),
       );
       return () => {
         off();
-        for (const o of offs) void o.then((stop) => stop());
+        for (const stopping of stops) void stopping.then((stop) => stop());
       };
     },
     close: () => base.close(),

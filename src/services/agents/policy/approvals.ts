@@ -26,25 +26,30 @@ export type Outcome =
   | { status: "failed" | "rejected" | "expired"; message: string };
 
 /** Hands the outcome to a run that waits for it: recorded as a step the model will read, then the run is queued again. */
-export async function resumeWaitingRun(tx: Db, p: AgentPendingAction, outcome: Outcome, actorId: string) {
-  if (!p.waits || !p.runId) return;
+export async function resumeWaitingRun(
+  tx: Db,
+  pending: AgentPendingAction,
+  outcome: Outcome,
+  actorId: string,
+) {
+  if (!pending.waits || !pending.runId) return;
   const [run] = await tx.$queryRaw<
     { status: string; steps_count: number; tenant_id: string; agent_id: string }[]
   >`
-    SELECT status, steps_count, tenant_id, agent_id FROM subagent_task_runs WHERE id = ${p.runId} FOR UPDATE`;
+    SELECT status, steps_count, tenant_id, agent_id FROM subagent_task_runs WHERE id = ${pending.runId} FOR UPDATE`;
   if (run?.status !== "waiting") return;
   const last = await tx.subagentTaskRunStep.findFirst({
-    where: { runId: p.runId },
+    where: { runId: pending.runId },
     orderBy: { number: "desc" },
   });
   const resultPath = (last?.detail as Record<string, unknown> | null)?.resultPath;
-  await recordStep(tx, { id: p.runId, tenantId: run.tenant_id }, null, {
+  await recordStep(tx, { id: pending.runId, tenantId: run.tenant_id }, null, {
     number: run.steps_count + 1,
     type: "approval",
-    path: p.pagePath,
-    detail: { pending: p.id, action: p.actionName, ...outcome, resultPath },
+    path: pending.pagePath,
+    detail: { pending: pending.id, action: pending.actionName, ...outcome, resultPath },
   });
-  await requeue(tx, { id: p.runId, tenantId: run.tenant_id, agentId: run.agent_id }, actorId);
+  await requeue(tx, { id: pending.runId, tenantId: run.tenant_id, agentId: run.agent_id }, actorId);
 }
 
 /**
@@ -80,14 +85,40 @@ export async function executeApproved(
   db: PrismaClient,
   pendingId: string,
 ): Promise<Outcome | null> {
-  const p = await db.agentPendingAction.findUnique({ where: { id: pendingId } });
-  if (p?.status !== "approved") return null;
+  const pending = await db.agentPendingAction.findUnique({ where: { id: pendingId } });
+  if (pending?.status !== "approved") return null;
+  // Before anything is read: the expiry is checked against when the worker took it up.
   const now = new Date();
+  const acting = await actingAgent(db, pending);
+  // Archived after it was approved (the archive expires it too; this covers a row it missed).
+  if (acting.agent.archivedAt) return settleUnrun(db, pending.id, "expired", AGENT_ARCHIVED);
+  const outcome = await runApproved(registry, db, pending, acting, now);
+  if (!outcome) return null;
+  await db.$transaction(async (tx) => {
+    await emitEvent(tx, {
+      tenantId: pending.tenantId,
+      actorId: pending.agentId,
+      type: `approval.${outcome.status}`,
+      subjectType: "pending_action",
+      subjectId: pending.id,
+    });
+    await resumeWaitingRun(tx, pending, outcome, pending.reviewedById ?? pending.agentId);
+  });
+  return outcome;
+}
+
+type Acting = Awaited<ReturnType<typeof actingAgent>>;
+
+/** The agent the action runs as, in its tenant, within the run that asked for it (if it still exists). */
+async function actingAgent(db: PrismaClient, pending: AgentPendingAction) {
   const [agent, tenant, run] = await Promise.all([
-    db.user.findUniqueOrThrow({ where: { id: p.agentId } }),
-    db.tenant.findUniqueOrThrow({ where: { id: p.tenantId } }),
-    p.runId
-      ? db.subagentTaskRun.findUnique({ where: { id: p.runId }, select: { id: true, chainDepth: true } })
+    db.user.findUniqueOrThrow({ where: { id: pending.agentId } }),
+    db.tenant.findUniqueOrThrow({ where: { id: pending.tenantId } }),
+    pending.runId
+      ? db.subagentTaskRun.findUnique({
+          where: { id: pending.runId },
+          select: { id: true, chainDepth: true },
+        })
       : null,
   ]);
   const ctx = {
@@ -96,22 +127,26 @@ export async function executeApproved(
     actor: toActor(agent),
     ...(run && { run: { id: run.id, chainDepth: run.chainDepth } }),
   };
-  const params = (p.editedParams ?? p.params) as Record<string, unknown>;
-  let outcome: Outcome;
-  // Archived after it was approved (the archive expires it too; this covers a row it missed).
-  if (agent.archivedAt) {
-    const refused = await settleUnrun(db, p.id, "expired", AGENT_ARCHIVED);
-    if (!refused) return null;
-    return refused;
-  }
+  return { agent, run, ctx };
+}
+
+/** Runs the action through the registry's guard, claimed in its transaction; null if another worker settled it. */
+async function runApproved(
+  registry: Pick<Registry, "run">,
+  db: PrismaClient,
+  pending: AgentPendingAction,
+  { run, ctx }: Acting,
+  now: Date,
+): Promise<Outcome | null> {
+  const params = (pending.editedParams ?? pending.params) as Record<string, unknown>;
   try {
-    const done = await registry.run(ctx, p.pagePath, p.actionName, params, {
+    const done = await registry.run(ctx, pending.pagePath, pending.actionName, params, {
       form: false,
       approved: true,
-      claim: (tx) => claimApproved(tx, p.id, now),
+      claim: (tx) => claimApproved(tx, pending.id, now),
       inTx: async (tx, actionOutcome, emitted) => {
         await tx.agentPendingAction.update({
-          where: { id: p.id },
+          where: { id: pending.id },
           // What it created, so that content can say a person edited it before it was posted.
           data: {
             result: actionOutcome.notice,
@@ -119,43 +154,35 @@ export async function executeApproved(
             resultSubjectId: emitted[0]?.subjectId ?? null,
           },
         });
-        if (run) {
-          // Attributed to the step that asked for it, so the run page reads in order.
-          const [asked] = await tx.$queryRaw<{ number: number }[]>`
-            SELECT number FROM subagent_task_run_steps WHERE run_id = ${run.id} AND detail->>'pending' = ${p.id}`;
-          await recordResources(
-            tx,
-            { id: run.id, tenantId: p.tenantId },
-            asked?.number ?? 0,
-            actionOutcome.location,
-            emitted,
-          );
-        }
+        if (run) await attributeToStep(tx, pending, run.id, actionOutcome.location, emitted);
       },
     });
-    outcome = { status: "executed", notice: done.notice, path: done.location };
+    return { status: "executed", notice: done.notice, path: done.location };
   } catch (err) {
-    if (err instanceof AlreadySettled) return null;
-    let refused: Outcome | null;
-    if (err instanceof ApprovedTooLate) refused = await settleUnrun(db, p.id, "expired", APPROVED_TOO_LATE);
-    // Refused at execution time (capability revoked, content gone, params no longer valid): failed, safely.
-    else if (err instanceof AppError && err.status < 500)
-      refused = await settleUnrun(db, p.id, "failed", err.message);
-    else throw err;
-    if (!refused) return null;
-    outcome = refused;
+    return refused(db, pending, err);
   }
-  await db.$transaction(async (tx) => {
-    await emitEvent(tx, {
-      tenantId: p.tenantId,
-      actorId: p.agentId,
-      type: `approval.${outcome.status}`,
-      subjectType: "pending_action",
-      subjectId: p.id,
-    });
-    await resumeWaitingRun(tx, p, outcome, p.reviewedById ?? p.agentId);
-  });
-  return outcome;
+}
+
+/** What it created, attributed to the step that asked for it, so the run page reads in order. */
+async function attributeToStep(
+  tx: Db,
+  pending: AgentPendingAction,
+  runId: string,
+  location: string,
+  emitted: Parameters<typeof recordResources>[4],
+) {
+  const [asked] = await tx.$queryRaw<{ number: number }[]>`
+    SELECT number FROM subagent_task_run_steps WHERE run_id = ${runId} AND detail->>'pending' = ${pending.id}`;
+  await recordResources(tx, { id: runId, tenantId: pending.tenantId }, asked?.number ?? 0, location, emitted);
+}
+
+/** Why it did not run, settled so; null if another worker settled it first. Anything else is thrown on. */
+async function refused(db: PrismaClient, pending: AgentPendingAction, err: unknown): Promise<Outcome | null> {
+  if (err instanceof AlreadySettled) return null;
+  if (err instanceof ApprovedTooLate) return settleUnrun(db, pending.id, "expired", APPROVED_TOO_LATE);
+  // Refused at execution time (capability revoked, content gone, params no longer valid): failed, safely.
+  if (err instanceof AppError && err.status < 500) return settleUnrun(db, pending.id, "failed", err.message);
+  throw err;
 }
 
 /**
@@ -189,13 +216,13 @@ export async function expireAgentPending(
  * Marks a pending action expired and hands that to a run waiting for it: the review that
  * finds it overdue and the sweep end it the same way. False if it was no longer pending.
  */
-export async function expirePending(tx: Db, p: AgentPendingAction): Promise<boolean> {
-  const res = await tx.agentPendingAction.updateMany({
-    where: { id: p.id, status: "pending" },
+export async function expirePending(tx: Db, pending: AgentPendingAction): Promise<boolean> {
+  const expired = await tx.agentPendingAction.updateMany({
+    where: { id: pending.id, status: "pending" },
     data: { status: "expired", error: EXPIRED_UNREVIEWED },
   });
-  if (!res.count) return false;
-  await resumeWaitingRun(tx, p, { status: "expired", message: EXPIRED_UNREVIEWED }, p.agentId);
+  if (!expired.count) return false;
+  await resumeWaitingRun(tx, pending, { status: "expired", message: EXPIRED_UNREVIEWED }, pending.agentId);
   return true;
 }
 
@@ -208,9 +235,9 @@ export async function expireOverdue(db: PrismaClient): Promise<number> {
     where: { status: "pending", expiresAt: { lte: new Date() } },
     take: 500,
   });
-  let n = 0;
-  for (const p of due) if (await db.$transaction((tx) => expirePending(tx, p))) n += 1;
-  return n;
+  let count = 0;
+  for (const pending of due) if (await db.$transaction((tx) => expirePending(tx, pending))) count += 1;
+  return count;
 }
 
 export type PendingWithAgent = Prisma.AgentPendingActionGetPayload<{ include: { agent: true; run: true } }>;
@@ -230,12 +257,15 @@ export async function resumeSettled(db: PrismaClient): Promise<number> {
     LIMIT 200`;
   for (const { id } of missed)
     await db.$transaction(async (tx) => {
-      const p = await tx.agentPendingAction.findUniqueOrThrow({ where: { id } });
+      const pending = await tx.agentPendingAction.findUniqueOrThrow({ where: { id } });
       const outcome: Outcome =
-        p.status === "executed"
-          ? { status: "executed", notice: p.result ?? "", path: p.resultPath ?? p.pagePath }
-          : { status: p.status as "failed" | "rejected" | "expired", message: p.reviewNote ?? p.error ?? "" };
-      await resumeWaitingRun(tx, p, outcome, p.reviewedById ?? p.agentId);
+        pending.status === "executed"
+          ? { status: "executed", notice: pending.result ?? "", path: pending.resultPath ?? pending.pagePath }
+          : {
+              status: pending.status as "failed" | "rejected" | "expired",
+              message: pending.reviewNote ?? pending.error ?? "",
+            };
+      await resumeWaitingRun(tx, pending, outcome, pending.reviewedById ?? pending.agentId);
     });
   return missed.length;
 }
