@@ -27,8 +27,10 @@ import mcpRoutes from "./routes/mcp.ts";
 import pageRoutes from "./routes/pages.ts";
 import passwordResetRoutes from "./routes/password-reset.ts";
 import secretRoutes from "./routes/secrets.ts";
+import signupRoutes, { isSignupPath } from "./routes/signup.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
+import { signupPolicy } from "./services/accounts/signup.ts";
 import { configureKeyring } from "./services/money/keyring.ts";
 import { setMailConfigured } from "./services/reach/preferences.ts";
 
@@ -117,7 +119,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     flushMs: config.AUDIT_FLUSH_MS,
     batchSize: config.AUDIT_BATCH_SIZE,
   });
-  await app.register(tenancy, { baseDomain: config.BASE_DOMAIN, defaultWorkspace: config.DEFAULT_WORKSPACE });
+  await app.register(tenancy, {
+    baseDomain: config.BASE_DOMAIN,
+    defaultWorkspace: config.DEFAULT_WORKSPACE,
+    workspaceless: isSignupPath,
+  });
   const sessionLimits = {
     idleHours: config.SESSION_IDLE_HOURS,
     absoluteHours: config.SESSION_ABSOLUTE_HOURS,
@@ -135,6 +141,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(authRoutes, { sessionLimits, throttle: config, origin: config });
   await app.register(passwordResetRoutes, { sessionLimits, throttle: config, origin: config });
   await app.register(accountRoutes, { sessionLimits });
+  await app.register(signupRoutes, {
+    policy: signupPolicy(config.SIGNUP),
+    sessionLimits,
+    throttle: config,
+    origin: config,
+  });
   await app.register(usageCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });

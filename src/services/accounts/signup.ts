@@ -7,15 +7,22 @@
 // https), so the base host cannot sign anyone in there: the sign-up ends with a redirect to a
 // short-lived single-use `signup` link of the new workspace, which its host takes for a session.
 import type { Db, PrismaClient } from "../../db/prisma.ts";
+import type { User } from "../../generated/prisma/client.ts";
 import { noSoonerThan } from "../../lib/answer-floor.ts";
 import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { hashPassword } from "../passwords.ts";
 import { workspaceHandleProblem } from "./handles.ts";
 import { queueAccountMail } from "./mail.ts";
-import { checkLink, consumeLink, issueLink, LINK_LIFETIME_HOURS, type LinkOutcome } from "./one-time-links.ts";
+import {
+  checkLink,
+  consumeLink,
+  issueLink,
+  LINK_LIFETIME_HOURS,
+  type LinkOutcome,
+} from "./one-time-links.ts";
 import { checkPasswordStrength } from "./password-strength.ts";
 import { recordSecurityEvent } from "./security-events.ts";
-import { createPerson, createWorkspaceIn, handleTaken } from "./workspaces.ts";
+import { addPersonIn, createWorkspaceIn, handleTaken } from "./workspaces.ts";
 
 /** SIGNUP as config.ts validated it: closed, open, or open to these domains only. */
 export type SignupPolicy = { open: false } | { open: true; domains: string[] | null };
@@ -98,12 +105,16 @@ function checkSignupForm(form: SignupForm, email: string, reserved?: string): vo
   if (!name || name.length > 100)
     issues.push({ field: "name", label: SIGNUP_LABELS.name, message: "1–100 characters" });
   const strength = checkPasswordStrength(form.password, [name, email, handle, workspaceName]);
-  if (!strength.ok) issues.push({ field: "password", label: SIGNUP_LABELS.password, message: strength.reason });
+  if (!strength.ok)
+    issues.push({ field: "password", label: SIGNUP_LABELS.password, message: strength.reason });
   if (issues.length) throw new ValidationError(issues, "Please fix");
 }
 
 const takenIssue = (handle: string) =>
-  new ValidationError([{ field: "handle", label: SIGNUP_LABELS.handle, message: handleTaken(handle) }], "Please fix");
+  new ValidationError(
+    [{ field: "handle", label: SIGNUP_LABELS.handle, message: handleTaken(handle) }],
+    "Please fix",
+  );
 
 /** The link's state before the form is sent: its address, or the words saying why not. */
 export function checkSignupLink(db: Db, token: string): Promise<LinkOutcome> {
@@ -135,7 +146,7 @@ export async function completeSignup(
         tx,
         { handle, name: input.form.workspaceName },
         async (made) => {
-          const user = await createPerson(tx, {
+          const user = await addPersonIn(tx, {
             tenantId: made.id,
             email,
             name: input.form.name,
@@ -171,7 +182,11 @@ export async function completeSignup(
 }
 
 /** Takes the new workspace's hand-over in `tx`: the admin to sign in, or the refusal's words. */
-export async function takeHandover(tx: Db, tenantId: string, token: string) {
+export async function takeHandover(
+  tx: Db,
+  tenantId: string,
+  token: string,
+): Promise<{ user: User } | { refusal: string }> {
   const taken = await consumeLink(tx, tenantId, "signup", token);
   if (!taken.ok) return { refusal: taken.reason };
   const user = taken.link.userId

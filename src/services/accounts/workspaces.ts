@@ -30,7 +30,7 @@ export interface SetupInvite {
  * A person of the workspace, in `tx`: with no password (`passwordHash` null: they choose it
  * through a set-up link) or with the one they chose signing up.
  */
-export async function createPerson(
+export async function addPersonIn(
   tx: Db,
   input: { tenantId: string; email: string; name?: string; admin: boolean; passwordHash: string | null },
 ) {
@@ -73,7 +73,7 @@ async function addPersonWithSetup(
     createdById?: string | null;
   },
 ): Promise<SetupInvite> {
-  const user = await createPerson(tx, { ...input, passwordHash: null });
+  const user = await addPersonIn(tx, { ...input, passwordHash: null });
   const { handle } = user;
   const email = input.email.trim().toLowerCase();
   const { token } = await issueLink(tx, {
