@@ -58,14 +58,16 @@ export default async function signupRoutes(app: FastifyInstance, opts: SignupRou
   const sendMarkdown = (reply: FastifyReply, text: string) =>
     reply.type("text/markdown; charset=utf-8").header("Vary", "Accept").send(text);
   const base = baseOrigin(opts.origin);
-  /** Sign-up answers only on a host that names no workspace, and only when open. */
-  const assertOpenHere = (req: FastifyRequest) => {
-    if (req.tenant) throw new NotFoundError(`Sign-up is at ${base}/signup, not on a workspace's address.`);
-    if (!opts.policy.open) throw new NotFoundError(CLOSED);
-  };
+  // Sign-up answers only on a host that names no workspace, and only when open; a workspace's
+  // host has only the hand-over. Before auth's CSRF check, so a closed POST is a 404 too.
+  app.addHook("onRequest", async (req) => {
+    const handover = req.method === "GET" && req.routeOptions.url === "/signup/:token";
+    if (req.tenant && !handover)
+      throw new NotFoundError(`Sign-up is at ${base}/signup, not on a workspace's address.`);
+    if (!req.tenant && !opts.policy.open) throw new NotFoundError(CLOSED);
+  });
 
   app.get("/signup", async (req, reply) => {
-    assertOpenHere(req);
     if (markdown(req))
       return sendMarkdown(
         reply,
@@ -75,7 +77,6 @@ export default async function signupRoutes(app: FastifyInstance, opts: SignupRou
   });
 
   app.post("/signup", async (req, reply) => {
-    assertOpenHere(req);
     const email = emailBody.safeParse(req.body ?? {}).data?.email ?? "";
     const problem = emailProblem(email);
     if (problem) {
@@ -104,7 +105,6 @@ export default async function signupRoutes(app: FastifyInstance, opts: SignupRou
   app.get("/signup/:token", async (req, reply) => {
     const { token } = tokenParams.parse(req.params);
     if (req.tenant) return handOver(req, reply, token);
-    assertOpenHere(req);
     const checked = await checkSignupLink(app.prisma, token);
     if (!checked.ok) return refused(req, reply, checked.reason);
     if (markdown(req))
@@ -122,7 +122,6 @@ export default async function signupRoutes(app: FastifyInstance, opts: SignupRou
 
   app.post("/signup/:token", async (req, reply) => {
     const { token } = tokenParams.parse(req.params);
-    assertOpenHere(req);
     const body = signupBody.safeParse(req.body ?? {});
     const sent = body.success ? body.data : signupBody.parse({});
     const form = {
