@@ -177,6 +177,13 @@ describe("sign-up, open", () => {
       "Password: Too easy to guess",
     ])
       expect(bad.body).toContain(words);
+    const unstorable = await client.post(
+      link,
+      link,
+      workspaceForm("fine-handle", { workspace_name: "Nul\u0000Co" }),
+    );
+    expect(unstorable.statusCode).toBe(400);
+    expect(unstorable.body).toContain("Workspace name: must not contain NUL characters");
     const reserved = await client.post(link, link, workspaceForm("signup"));
     expect(reserved.statusCode).toBe(400);
     expect(reserved.body).toContain("Workspace handle: “signup” is reserved");
@@ -196,6 +203,7 @@ describe("sign-up, open", () => {
     const badEmail = await askFor(client, "not-an-address");
     expect(badEmail.statusCode).toBe(400);
     expect(badEmail.body).toContain("Email: “not-an-address” is not an email address.");
+    expect((await askFor(client, "nul\u0000@harbour.test")).statusCode).toBe(400);
     const noCsrf = await open.inject({
       method: "POST",
       url: "/signup",

@@ -9,6 +9,7 @@ import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import { AppError, NotFoundError, TooManyRequestsError, ValidationError } from "../lib/errors.ts";
 import { baseOrigin, type OriginConfig, workspaceOrigin } from "../lib/origin.ts";
+import { storable, textProblem } from "../lib/text.ts";
 import {
   checkSignupLink,
   completeSignup,
@@ -78,7 +79,9 @@ export default async function signupRoutes(app: FastifyInstance, opts: SignupRou
 
   app.post("/signup", async (req, reply) => {
     const email = emailBody.safeParse(req.body ?? {}).data?.email ?? "";
-    const problem = emailProblem(email);
+    const problem = textProblem(email)
+      ? `“${storable(email)}” is not an email address.`
+      : emailProblem(email);
     if (problem) {
       if (markdown(req)) throw new ValidationError([{ field: "email", label: "Email", message: problem }]);
       reply.code(400);

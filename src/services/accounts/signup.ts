@@ -10,6 +10,7 @@ import type { Db, PrismaClient } from "../../db/prisma.ts";
 import type { User } from "../../generated/prisma/client.ts";
 import { noSoonerThan } from "../../lib/answer-floor.ts";
 import { ConflictError, ValidationError } from "../../lib/errors.ts";
+import { textProblem } from "../../lib/text.ts";
 import { hashPassword } from "../passwords.ts";
 import { workspaceHandleProblem } from "./handles.ts";
 import { queueAccountMail } from "./mail.ts";
@@ -96,14 +97,22 @@ function checkSignupForm(form: SignupForm, email: string, reserved?: string): vo
   const workspaceName = form.workspaceName.trim();
   const handle = form.handle.trim().toLowerCase();
   const name = form.name.trim();
-  if (!workspaceName || workspaceName.length > 100)
-    issues.push({ field: "workspace_name", label: SIGNUP_LABELS.workspaceName, message: "1–100 characters" });
+  const nameProblem = (value: string) =>
+    !value || value.length > 100 ? "1–100 characters" : textProblem(value);
+  const workspaceNameProblem = nameProblem(workspaceName);
+  if (workspaceNameProblem)
+    issues.push({
+      field: "workspace_name",
+      label: SIGNUP_LABELS.workspaceName,
+      message: workspaceNameProblem,
+    });
   const handleProblem =
     workspaceHandleProblem(handle) ??
     (handle === reserved ? `“${handle}” is reserved: choose another workspace handle.` : null);
   if (handleProblem) issues.push({ field: "handle", label: SIGNUP_LABELS.handle, message: handleProblem });
-  if (!name || name.length > 100)
-    issues.push({ field: "name", label: SIGNUP_LABELS.name, message: "1–100 characters" });
+  const personNameProblem = nameProblem(name);
+  if (personNameProblem)
+    issues.push({ field: "name", label: SIGNUP_LABELS.name, message: personNameProblem });
   const strength = checkPasswordStrength(form.password, [name, email, handle, workspaceName]);
   if (!strength.ok)
     issues.push({ field: "password", label: SIGNUP_LABELS.password, message: strength.reason });
