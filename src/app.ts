@@ -27,9 +27,11 @@ import mcpRoutes from "./routes/mcp.ts";
 import pageRoutes from "./routes/pages.ts";
 import passwordResetRoutes from "./routes/password-reset.ts";
 import secretRoutes from "./routes/secrets.ts";
+import signupRoutes, { isSignupPath } from "./routes/signup.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
 import { configureHostnames } from "./services/accounts/hostnames.ts";
+import { signupPolicy } from "./services/accounts/signup.ts";
 import { configureKeyring } from "./services/money/keyring.ts";
 import { setMailConfigured } from "./services/reach/preferences.ts";
 
@@ -138,7 +140,11 @@ async function registerAppPlugins(app: FastifyInstance, config: Config) {
     flushMs: config.AUDIT_FLUSH_MS,
     batchSize: config.AUDIT_BATCH_SIZE,
   });
-  await app.register(tenancy, { baseDomain: config.BASE_DOMAIN, defaultWorkspace: config.DEFAULT_WORKSPACE });
+  await app.register(tenancy, {
+    baseDomain: config.BASE_DOMAIN,
+    defaultWorkspace: config.DEFAULT_WORKSPACE,
+    workspaceless: isSignupPath,
+  });
   const secure = config.PUBLIC_SCHEME === "https";
   await app.register(auth, {
     secure,
@@ -161,6 +167,12 @@ async function registerRoutes(app: FastifyInstance, config: Config) {
   await app.register(authRoutes, { sessionLimits, throttle: config, origin: config });
   await app.register(passwordResetRoutes, { sessionLimits, throttle: config, origin: config });
   await app.register(accountRoutes, { sessionLimits });
+  await app.register(signupRoutes, {
+    policy: signupPolicy(config.SIGNUP),
+    sessionLimits,
+    throttle: config,
+    origin: config,
+  });
   await app.register(usageCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });

@@ -6,12 +6,21 @@ import type { Config } from "../config.ts";
 export type OriginConfig = Pick<Config, "PUBLIC_SCHEME" | "BASE_DOMAIN" | "PUBLIC_PORT" | "PORT"> &
   Partial<Pick<Config, "DEFAULT_WORKSPACE">>;
 
-export function workspaceOrigin(originConfig: OriginConfig, subdomain: string): string {
+function portPart(originConfig: OriginConfig): string {
   const port =
     originConfig.PUBLIC_PORT ?? (originConfig.BASE_DOMAIN === "localhost" ? originConfig.PORT : undefined);
+  return port ? `:${port}` : "";
+}
+
+export function workspaceOrigin(originConfig: OriginConfig, subdomain: string): string {
   const host =
     subdomain === originConfig.DEFAULT_WORKSPACE
       ? originConfig.BASE_DOMAIN
       : `${subdomain}.${originConfig.BASE_DOMAIN}`;
-  return `${originConfig.PUBLIC_SCHEME}://${host}${port ? `:${port}` : ""}`;
+  return `${originConfig.PUBLIC_SCHEME}://${host}${portPart(originConfig)}`;
+}
+
+/** The bare BASE_DOMAIN from outside: where sign-up lives (routes/signup.ts). */
+export function baseOrigin(originConfig: OriginConfig): string {
+  return `${originConfig.PUBLIC_SCHEME}://${originConfig.BASE_DOMAIN}${portPart(originConfig)}`;
 }

@@ -2,12 +2,14 @@
 // CSRF applies only to cookie-authenticated writes: a token in a header cannot be
 // sent by another site's form. The token a form must carry is bound to the session, or,
 // before there is one (the login form), to a random pre-session cookie (src/http/csrf.ts).
+import type { FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { TokenScope } from "../generated/prisma/client.ts";
 import { type CookieJar, cookieJar } from "../http/cookies.ts";
 import { csrfKey, csrfToken, sameToken } from "../http/csrf.ts";
 import { ForbiddenError, UnauthorizedError } from "../lib/errors.ts";
 import { randomToken } from "../lib/ids.ts";
+import { NO_WORKSPACE } from "../services/login-throttle.ts";
 import { type Actor, toActor } from "../services/registry/types.ts";
 import { findSession, type SessionLimits } from "../services/sessions.ts";
 import { verifyApiToken } from "../services/tokens.ts";
@@ -54,8 +56,15 @@ export default fp<{ secure: boolean; sessionSecret: string; sessionLimits: Sessi
     app.decorateRequest("csrfToken", "");
 
     app.addHook("onRequest", async (req, reply) => {
-      if (PUBLIC_PREFIXES.some((p) => req.url.startsWith(p)) || !req.tenant || req.routeOptions.config.signed)
+      if (PUBLIC_PREFIXES.some((p) => req.url.startsWith(p)) || req.routeOptions.config.signed) return;
+      // No workspace (sign-up at the base host): nobody to sign in, but its forms carry a token.
+      if (!req.tenant) {
+        req.csrfToken = csrfToken(key, NO_WORKSPACE, {
+          kind: "pre-session",
+          nonce: preSessionNonce(req, reply),
+        });
         return;
+      }
       const auth = req.headers.authorization;
       if (auth) {
         const m = /^Bearer\s+(\S+)$/i.exec(auth);
@@ -82,13 +91,21 @@ export default fp<{ secure: boolean; sessionSecret: string; sessionLimits: Sessi
           return;
         }
       }
+      req.csrfToken = csrfToken(key, req.tenant.id, {
+        kind: "pre-session",
+        nonce: preSessionNonce(req, reply),
+      });
+    });
+
+    /** The browser's random pre-session cookie, set when it has none. */
+    function preSessionNonce(req: FastifyRequest, reply: FastifyReply): string {
       let nonce = jar.read(req, "csrf");
       if (!nonce || !/^[A-Za-z0-9_-]{32,}$/.test(nonce)) {
         nonce = randomToken(24);
         jar.set(reply, "csrf", nonce);
       }
-      req.csrfToken = csrfToken(key, req.tenant.id, { kind: "pre-session", nonce });
-    });
+      return nonce;
+    }
 
     // What a signed-in person or a token is answered is theirs: no browser cache or proxy may
     // keep it, so Back after logging out (or the next person at a shared computer) finds nothing.
@@ -98,8 +115,8 @@ export default fp<{ secure: boolean; sessionSecret: string; sessionLimits: Sessi
     });
 
     app.addHook("preHandler", async (req) => {
-      if (SAFE_METHODS.has(req.method) || req.authVia === "token" || !req.tenant) return;
-      if (req.routeOptions.config.signed) return;
+      if (SAFE_METHODS.has(req.method) || req.authVia === "token") return;
+      if (req.routeOptions.config.signed || PUBLIC_PREFIXES.some((p) => req.url.startsWith(p))) return;
       const body = req.body as Record<string, unknown> | undefined;
       const sent = (typeof body?._csrf === "string" ? body._csrf : undefined) ?? req.headers["x-csrf-token"];
       if (typeof sent !== "string" || !sameToken(sent, req.csrfToken))

@@ -1,7 +1,8 @@
 // Resolves the tenant from the Host header: `<tenant>.<BASE_DOMAIN>`, else a hostname a
 // workspace claimed (workspace_hostnames), else DEFAULT_WORKSPACE for any other host (the bare
 // domain, an IP, 127.0.0.1:3000), so one team needs no wildcard DNS. Every later lookup is
-// scoped by it, so the host is the first line of tenant isolation.
+// scoped by it, so the host is the first line of tenant isolation. Sign-up's paths on a host
+// that names no workspace have no tenant (routes/signup.ts).
 import fp from "fastify-plugin";
 import type { Tenant } from "../generated/prisma/client.ts";
 import { NotFoundError } from "../lib/errors.ts";
@@ -34,7 +35,10 @@ export interface TenancyOptions {
   baseDomain: string;
   /** DEFAULT_WORKSPACE: served on every host that names no workspace. */
   defaultWorkspace?: string;
-  /** Paths served with no workspace on such a host when there is no default (sign-up). */
+  /**
+   * Paths served with no workspace on a host that names none (sign-up), checked before the
+   * DEFAULT_WORKSPACE fallback: a one-host install's bare domain still has its sign-up.
+   */
   workspaceless?: (url: string) => boolean;
 }
 
@@ -51,12 +55,12 @@ export default fp<TenancyOptions>(
           where: { hostname: bareHost(req.headers.host) },
           include: { tenant: true },
         });
+        if (!claimed && opts.workspaceless?.(req.url)) return;
         tenant =
           claimed?.tenant ??
           (opts.defaultWorkspace
             ? await app.prisma.tenant.findUnique({ where: { subdomain: opts.defaultWorkspace } })
             : null);
-        if (!tenant && opts.workspaceless?.(req.url)) return;
       }
       if (!tenant)
         throw new NotFoundError(

@@ -23,12 +23,13 @@ interface FormState {
   alert?: string;
 }
 
-function setupForm(csrf: string, path: string, state: FormState): string {
+// The form posts back to the page it is on: naming its address would repeat the link's token.
+function setupForm(csrf: string, state: FormState): string {
   const error = (field: string) =>
     state.errors[field] ? `<p class="field-error" role="alert">${escapeHtml(state.errors[field])}</p>` : "";
   return `<div class="login">
 ${state.alert ? `<div class="form-errors" role="alert">${escapeHtml(state.alert)}</div>` : ""}
-<form method="post" action="${escapeHtml(path)}" class="action-form">
+<form method="post" class="action-form">
 <input type="hidden" name="_csrf" value="${escapeHtml(csrf)}">
 <div class="field"><label for="name">Your name</label><input id="name" name="name" value="${escapeHtml(state.name)}" autocomplete="name" required>${error("name")}</div>
 <div class="field"><label for="password">Password</label><input type="password" id="password" name="password" autocomplete="new-password" required minlength="10">${error("password")}
@@ -71,7 +72,7 @@ export default async function accountRoutes(app: FastifyInstance, opts: { sessio
     return sendLayout(req, reply, {
       title: `Set up your account in ${req.tenant!.name}`,
       breadcrumb: [],
-      content: setupForm(req.csrfToken, path, { name: user?.name ?? "", errors: {} }),
+      content: setupForm(req.csrfToken, { name: user?.name ?? "", errors: {} }),
     });
   });
 
@@ -111,7 +112,7 @@ export default async function accountRoutes(app: FastifyInstance, opts: { sessio
       return sendLayout(req, reply, {
         title: `Set up your account in ${req.tenant!.name}`,
         breadcrumb: [],
-        content: setupForm(req.csrfToken, path, { name: input.name, errors, alert: err.message }),
+        content: setupForm(req.csrfToken, { name: input.name, errors, alert: err.message }),
       });
     }
   });

@@ -26,6 +26,12 @@ export type ThrottleSettings = Pick<
   | "LOGIN_ADDRESS_MAX_LOCK_SECONDS"
 >;
 
+/**
+ * The `tenantId` of what is counted before there is a workspace: sign-up at the base host
+ * (routes/signup.ts), per address asked about and per client, as a login is.
+ */
+export const NO_WORKSPACE = "";
+
 export interface LoginAttempt {
   tenantId: string;
   email: string;

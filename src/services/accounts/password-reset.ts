@@ -6,6 +6,7 @@
 // every answer waits out, so the answer's timing does not say whether an account exists.
 import type { Db, PrismaClient } from "../../db/prisma.ts";
 import type { Tenant, User } from "../../generated/prisma/client.ts";
+import { noSoonerThan } from "../../lib/answer-floor.ts";
 import { queueAccountMail } from "./mail.ts";
 import {
   checkLink,
@@ -41,9 +42,8 @@ export async function requestReset(
   email: string,
   origin: string,
 ) {
-  const started = performance.now();
-  try {
-    await db.$transaction(async (tx) => {
+  await noSoonerThan(RESET_ANSWER_FLOOR_MS, () =>
+    db.$transaction(async (tx) => {
       const user = await resettable(tx, tenant.id, email);
       if (!user) return;
       // A new request replaces the old link: only the latest mail works.
@@ -66,11 +66,8 @@ export async function requestReset(
           "Did not ask for it? Ignore this mail: your password stays as it is.",
         ],
       });
-    });
-  } finally {
-    const wait = RESET_ANSWER_FLOOR_MS - (performance.now() - started);
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-  }
+    }),
+  );
 }
 
 /** The link's state before the form is sent: the person it resets, or the words saying why not. */

@@ -27,6 +27,36 @@ export interface SetupInvite {
 }
 
 /**
+ * A person of the workspace, in `tx`: with no password (`passwordHash` null: they choose it
+ * through a set-up link) or with the one they chose signing up.
+ */
+export async function addPersonIn(
+  tx: Db,
+  input: { tenantId: string; email: string; name?: string; admin: boolean; passwordHash: string | null },
+) {
+  const email = input.email.trim().toLowerCase();
+  const problem = emailProblem(email);
+  if (problem) throw new ValidationError([{ field: "email", label: "Email", message: problem }]);
+  const existing = await tx.user.findUnique({
+    where: { tenantId_email: { tenantId: input.tenantId, email } },
+  });
+  if (existing) throw new ConflictError(`${email} is already in this workspace, as @${existing.handle}.`);
+  const handle = await freePersonHandle(tx, input.tenantId, email);
+  return tx.user.create({
+    data: {
+      id: newId(),
+      tenantId: input.tenantId,
+      handle,
+      name: input.name?.trim() || handle,
+      email,
+      kind: "person",
+      passwordHash: input.passwordHash,
+      tenantAdmin: input.admin,
+    },
+  });
+}
+
+/**
  * A person with no password yet, and their set-up link (and its mail when `mail`), in `tx`.
  * `origin` is the workspace's address from outside, for the link.
  */
@@ -43,26 +73,9 @@ async function addPersonWithSetup(
     createdById?: string | null;
   },
 ): Promise<SetupInvite> {
+  const user = await addPersonIn(tx, { ...input, passwordHash: null });
+  const { handle } = user;
   const email = input.email.trim().toLowerCase();
-  const problem = emailProblem(email);
-  if (problem) throw new ValidationError([{ field: "email", label: "Email", message: problem }]);
-  const existing = await tx.user.findUnique({
-    where: { tenantId_email: { tenantId: input.tenantId, email } },
-  });
-  if (existing) throw new ConflictError(`${email} is already in this workspace, as @${existing.handle}.`);
-  const handle = await freePersonHandle(tx, input.tenantId, email);
-  const user = await tx.user.create({
-    data: {
-      id: newId(),
-      tenantId: input.tenantId,
-      handle,
-      name: input.name?.trim() || handle,
-      email,
-      kind: "person",
-      passwordHash: null,
-      tenantAdmin: input.admin,
-    },
-  });
   const { token } = await issueLink(tx, {
     tenantId: input.tenantId,
     purpose: "setup",
@@ -86,14 +99,61 @@ async function addPersonWithSetup(
   return { userId: user.id, handle, email, token, mailId };
 }
 
-export interface CreatedWorkspace {
+export interface CreatedWorkspace<Admin = SetupInvite> {
   tenant: { id: string; subdomain: string; name: string };
-  admin: SetupInvite;
+  admin: Admin;
+}
+
+/** The workspace's handle and name, trimmed and checked; a 400 naming the field otherwise. */
+export function checkWorkspaceInput(
+  input: { handle: string; name: string },
+  labels = { handle: "Handle", name: "Name" },
+): { handle: string; name: string } {
+  const handle = input.handle.trim().toLowerCase();
+  const name = input.name.trim();
+  const issues = [];
+  const problem = workspaceHandleProblem(handle);
+  if (problem) issues.push({ field: "handle", label: labels.handle, message: problem });
+  if (!name || name.length > 100)
+    issues.push({ field: "name", label: labels.name, message: "1–100 characters" });
+  if (issues.length) throw new ValidationError(issues);
+  return { handle, name };
+}
+
+export const handleTaken = (handle: string) => `The workspace handle “${handle}” is taken: choose another.`;
+
+/**
+ * In `tx`: a workspace, its first admin (made by `makeAdmin` once the workspace exists) and
+ * its first studio, "General", with the admin in it. The caller's transaction holds whatever
+ * else belongs with it (sign-up takes its link in it).
+ */
+export async function createWorkspaceIn<Admin extends { userId: string }>(
+  tx: Db,
+  input: { handle: string; name: string },
+  makeAdmin: (tenant: { id: string; name: string; subdomain: string }) => Promise<Admin>,
+): Promise<CreatedWorkspace<Admin>> {
+  const { handle, name } = checkWorkspaceInput(input);
+  if (await tx.tenant.findUnique({ where: { subdomain: handle } }))
+    throw new ConflictError(handleTaken(handle));
+  const tenant = await tx.tenant.create({ data: { id: newId(), subdomain: handle, name } });
+  const admin = await makeAdmin(tenant);
+  await tx.studio.create({
+    data: {
+      id: newId(),
+      tenantId: tenant.id,
+      handle: "general",
+      name: "General",
+      inviteCode: newId(10),
+      createdById: admin.userId,
+      members: { create: [{ userId: admin.userId, tenantId: tenant.id, role: "admin" }] },
+    },
+  });
+  return { tenant, admin };
 }
 
 /**
- * A workspace, its first admin (no password yet, a set-up link) and its first studio,
- * "General", with the admin in it: all or nothing.
+ * The operator's `workspace create`: a workspace, its first admin (no password yet, a set-up
+ * link) and its first studio: all or nothing.
  */
 export async function createWorkspace(
   db: PrismaClient,
@@ -106,38 +166,20 @@ export async function createWorkspace(
     mail: boolean;
   },
 ): Promise<CreatedWorkspace> {
-  const handle = input.handle.trim().toLowerCase();
-  const problem = workspaceHandleProblem(handle);
-  if (problem) throw new ValidationError([{ field: "handle", label: "Handle", message: problem }]);
-  const name = input.name.trim();
-  if (!name || name.length > 100)
-    throw new ValidationError([{ field: "name", label: "Name", message: "1–100 characters" }]);
-  return db.$transaction(async (tx) => {
-    if (await tx.tenant.findUnique({ where: { subdomain: handle } }))
-      throw new ConflictError(`The workspace handle “${handle}” is taken: choose another.`);
-    const tenant = await tx.tenant.create({ data: { id: newId(), subdomain: handle, name } });
-    const admin = await addPersonWithSetup(tx, {
-      tenantId: tenant.id,
-      workspaceName: name,
-      email: input.adminEmail,
-      name: input.adminName,
-      admin: true,
-      origin: input.origin(handle),
-      mail: input.mail,
-    });
-    await tx.studio.create({
-      data: {
-        id: newId(),
+  const checked = checkWorkspaceInput(input);
+  return db.$transaction((tx) =>
+    createWorkspaceIn(tx, checked, (tenant) =>
+      addPersonWithSetup(tx, {
         tenantId: tenant.id,
-        handle: "general",
-        name: "General",
-        inviteCode: newId(10),
-        createdById: admin.userId,
-        members: { create: [{ userId: admin.userId, tenantId: tenant.id, role: "admin" }] },
-      },
-    });
-    return { tenant, admin };
-  });
+        workspaceName: tenant.name,
+        email: input.adminEmail,
+        name: input.adminName,
+        admin: true,
+        origin: input.origin(tenant.subdomain),
+        mail: input.mail,
+      }),
+    ),
+  );
 }
 
 export async function findWorkspace(db: Db, handle: string) {
