@@ -8,6 +8,7 @@ import { approveAction, approveFromLink, rejectAction, rejectFromLink } from "..
 import { addComment } from "../actions/comments.ts";
 import { createCommitment, joinCommitment } from "../actions/commitments.ts";
 import { deactivatePerson, reactivatePerson } from "../actions/deactivation.ts";
+import { invitePeopleAction, revokeInvitationAction, setInviteLinkAction } from "../actions/invitations.ts";
 import { addOption, createDecision, vote } from "../actions/decisions.ts";
 import {
   addApiKey,
@@ -108,6 +109,7 @@ import { runsInboxPage } from "../pages/runs-inbox.ts";
 import { schedulesPage } from "../pages/schedules.ts";
 import { securityPage } from "../pages/security.ts";
 import { settingsPage, tokensPage } from "../pages/settings.ts";
+import { invitationsPage } from "../pages/invitations.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "../pages/studios.ts";
 import { subagentPage, subagentsPage } from "../pages/subagents.ts";
 import { subscriptionsPage } from "../pages/subscriptions.ts";
@@ -163,6 +165,7 @@ export const pages = [
   reviewLinkPage,
   securityPage,
   personAccessPage,
+  invitationsPage,
 ];
 
 export const actions = [
@@ -258,6 +261,9 @@ export const actions = [
   endOtherSessions,
   deactivatePerson,
   reactivatePerson,
+  invitePeopleAction,
+  revokeInvitationAction,
+  setInviteLinkAction,
 ];
 
 /**

@@ -24,6 +24,10 @@ export const ALWAYS_BLOCKED = [
   "end_other_sessions",
   "deactivate_person",
   "reactivate_person",
+  // Bringing people in opens the workspace to them: a person's decision, never an agent's.
+  "invite_people",
+  "revoke_invitation",
+  "set_invite_link",
   "create_subagent",
   "update_subagent",
   "add_to_studio",
