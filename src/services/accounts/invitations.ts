@@ -157,7 +157,11 @@ export async function pendingInvitations(db: Db, tenantId: string) {
       email: link.email ?? "",
       role: terms.role,
       studios: terms.studios.map((id) => names.get(id)).filter((name): name is string => Boolean(name)),
-      sentBy: link.createdBy ? `@${link.createdBy.handle}` : terms.joinLinkId ? "the invite link" : "the operator",
+      sentBy: link.createdBy
+        ? `@${link.createdBy.handle}`
+        : terms.joinLinkId
+          ? "the invite link"
+          : "the operator",
       createdAt: link.createdAt,
       expiresAt: link.expiresAt,
     };
@@ -170,7 +174,9 @@ export type PendingInvitation = Awaited<ReturnType<typeof pendingInvitations>>[n
 export async function revokeInvitation(tx: Db, tenantId: string, id: string): Promise<string> {
   const link = await tx.oneTimeLink.findFirst({ where: { id, tenantId, purpose: "invite" } });
   if (!link || !(await revokeLink(tx, tenantId, id)))
-    throw new NotFoundError(`No open invitation ${id} in this workspace: it was accepted, withdrawn or never sent.`);
+    throw new NotFoundError(
+      `No open invitation ${id} in this workspace: it was accepted, withdrawn or never sent.`,
+    );
   return link.email ?? "";
 }
 

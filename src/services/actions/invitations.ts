@@ -17,14 +17,10 @@ const adminsOnly = (ctx: Ctx) => (ctx.actor.tenantAdmin ? null : "only workspace
 /** The workspace's address for links in mails: the one the admin's request reached. */
 const originOf = (ctx: Ctx) => ctx.origin ?? "";
 
-const studiosParam = z
-  .string()
-  .max(2000)
-  .optional()
-  .meta({
-    label: "Studios to join",
-    description: "studio handles, separated by commas or spaces (the page lists them); left empty, none",
-  });
+const studiosParam = z.string().max(2000).optional().meta({
+  label: "Studios to join",
+  description: "studio handles, separated by commas or spaces (the page lists them); left empty, none",
+});
 
 export const invitePeopleAction = defineAction({
   name: "invite_people",
@@ -34,7 +30,11 @@ export const invitePeopleAction = defineAction({
     emails: z
       .string()
       .max(10_000)
-      .meta({ label: "Email addresses", multiline: true, description: "separated by commas, spaces or lines" }),
+      .meta({
+        label: "Email addresses",
+        multiline: true,
+        description: "separated by commas, spaces or lines",
+      }),
     role: z
       .enum(["member", "admin"])
       .default("member")

@@ -50,7 +50,9 @@ export const invitationsPage = definePage({
         take: 200,
       }),
     ]);
-    const studioList = studios.map((studio) => `${code(studio.handle)} (${mdEscape(studio.name)})`).join(", ");
+    const studioList = studios
+      .map((studio) => `${code(studio.handle)} (${mdEscape(studio.name)})`)
+      .join(", ");
     const revokeForms: Block[] = invitations.map((invitation) => ({
       form: {
         action: "revoke_invitation",
