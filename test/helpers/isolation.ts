@@ -1134,6 +1134,13 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   webhook_id: (s) => ({ value: s.webhook ?? NO_HOOK, aRef: true }),
   signature: () => ({ value: "cadre" }),
   old_secret: () => ({ value: "grace" }),
+  // Invitations: B's probes invite addresses of nobody's and name a studio by handle (A's own
+  // only in the A-only seed); the invitation they withdraw is one nobody has.
+  emails: () => ({ value: `${PROBE}@example.test` }),
+  studios: (s) => ({ value: s.studio.handle }),
+  invitation: () => ({ value: NO_KEY, aRef: true }),
+  link: () => ({ value: "on" }),
+  allowed_domains: () => ({ value: "example.test" }),
   "set_cost_limit.monthly_limit_usd": () => ({ value: 50 }),
   "set_cost_limit.alert_thresholds_usd": () => ({ value: "1, 5" }),
   // set_model_price then remove_model_price on the same page: the price the probe sets is the one it removes.
