@@ -31,17 +31,20 @@ export interface NameFormState {
 const fieldError = (state: NameFormState, field: string) =>
   state.errors[field] ? `<p class="field-error" role="alert">${escapeHtml(state.errors[field])}</p>` : "";
 
-/** The form that asks a name and a first password; `intro` is trusted markup shown above it. */
+/**
+ * The form that asks a name and a first password; `intro` is trusted markup shown above it.
+ * It posts back to the address it came from, with no `action`: the link's token is in that
+ * address and must not be written again into the page (the leak tests hold it).
+ */
 export function nameAndPasswordForm(
   csrf: string,
-  path: string,
   state: NameFormState,
   o: { button: string; intro?: string } = { button: "Set up and sign in" },
 ): string {
   return `<div class="login">
 ${state.alert ? `<div class="form-errors" role="alert">${escapeHtml(state.alert)}</div>` : ""}
 ${o.intro ?? ""}
-<form method="post" action="${escapeHtml(path)}" class="action-form">
+<form method="post" class="action-form">
 <input type="hidden" name="_csrf" value="${escapeHtml(csrf)}">
 <div class="field"><label for="name">Your name</label><input id="name" name="name" value="${escapeHtml(state.name)}" autocomplete="name" required>${fieldError(state, "name")}</div>
 <div class="field"><label for="password">Password</label><input type="password" id="password" name="password" autocomplete="new-password" required minlength="10">${fieldError(state, "password")}

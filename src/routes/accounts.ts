@@ -33,7 +33,7 @@ export default async function accountRoutes(app: FastifyInstance, opts: { sessio
     return sendLayout(req, reply, {
       title: `Set up your account in ${req.tenant!.name}`,
       breadcrumb: [],
-      content: nameAndPasswordForm(req.csrfToken, path, { name: user?.name ?? "", errors: {} }),
+      content: nameAndPasswordForm(req.csrfToken, { name: user?.name ?? "", errors: {} }),
     });
   });
 
@@ -58,7 +58,7 @@ export default async function accountRoutes(app: FastifyInstance, opts: { sessio
       return sendLayout(req, reply, {
         title: `Set up your account in ${req.tenant!.name}`,
         breadcrumb: [],
-        content: nameAndPasswordForm(req.csrfToken, path, {
+        content: nameAndPasswordForm(req.csrfToken, {
           name: input.name,
           errors: fieldErrors(err),
           alert: err.message,

@@ -29,11 +29,12 @@ import type { SessionLimits } from "../services/sessions.ts";
 const tokenParams = z.object({ token: z.string().max(200) });
 const joinBody = z.object({ email: z.string().max(200).default(""), _csrf: z.string().optional() });
 
-function joinForm(csrf: string, path: string, workspace: string, email = "", error = ""): string {
+/** Posts back to its own address (no `action`): the link's token is not written into the page. */
+function joinForm(csrf: string, workspace: string, email = "", error = ""): string {
   return `<div class="login">
 ${error ? `<div class="form-errors" role="alert">${escapeHtml(error)}</div>` : ""}
 <p>Type your email address: we mail you a link to confirm it, then you choose your name and a password to join ${escapeHtml(workspace)}.</p>
-<form method="post" action="${escapeHtml(path)}" class="action-form">
+<form method="post" class="action-form">
 <input type="hidden" name="_csrf" value="${escapeHtml(csrf)}">
 <div class="field"><label for="email">Email</label><input type="email" id="email" name="email" value="${escapeHtml(email)}" autocomplete="email" required autofocus></div>
 <button type="submit">Mail me a link</button>
@@ -68,12 +69,7 @@ export default async function invitationRoutes(
       req,
       reply,
       title,
-      nameAndPasswordForm(
-        req.csrfToken,
-        path,
-        { name: "", errors: {} },
-        { button: "Join and sign in", intro },
-      ),
+      nameAndPasswordForm(req.csrfToken, { name: "", errors: {} }, { button: "Join and sign in", intro }),
     );
   });
 
@@ -99,7 +95,6 @@ export default async function invitationRoutes(
       reply.code(err.status);
       const form = nameAndPasswordForm(
         req.csrfToken,
-        path,
         { name: input.name, errors: fieldErrors(err), alert: err.message },
         { button: "Join and sign in" },
       );
@@ -117,7 +112,7 @@ export default async function invitationRoutes(
         reply,
         `# Join ${req.tenant!.name}\n\nPOST \`email\` here: a link to confirm the address is mailed to it, and opening that link lets you choose your name and password.\n`,
       );
-    return page(req, reply, `Join ${req.tenant!.name}`, joinForm(req.csrfToken, path, req.tenant!.name));
+    return page(req, reply, `Join ${req.tenant!.name}`, joinForm(req.csrfToken, req.tenant!.name));
   });
 
   app.post("/join/:token", async (req, reply) => {
@@ -139,7 +134,7 @@ export default async function invitationRoutes(
         req,
         reply,
         `Join ${req.tenant!.name}`,
-        joinForm(req.csrfToken, path, req.tenant!.name, email, `Email: ${message}`),
+        joinForm(req.csrfToken, req.tenant!.name, email, `Email: ${message}`),
       );
     };
     if (problem) return refuse(400, problem);

@@ -27,14 +27,11 @@ export const invitePeopleAction = defineAction({
   description:
     "Invite people by email: each address gets a mail with a single-use link (7 days) to choose their name and password. An address already in the workspace is not invited; one invited before gets a new link and the old one stops working.",
   params: z.object({
-    emails: z
-      .string()
-      .max(10_000)
-      .meta({
-        label: "Email addresses",
-        multiline: true,
-        description: "separated by commas, spaces or lines",
-      }),
+    emails: z.string().max(10_000).meta({
+      label: "Email addresses",
+      multiline: true,
+      description: "separated by commas, spaces or lines",
+    }),
     role: z
       .enum(["member", "admin"])
       .default("member")

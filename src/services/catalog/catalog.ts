@@ -8,8 +8,8 @@ import { approveAction, approveFromLink, rejectAction, rejectFromLink } from "..
 import { addComment } from "../actions/comments.ts";
 import { createCommitment, joinCommitment } from "../actions/commitments.ts";
 import { deactivatePerson, reactivatePerson } from "../actions/deactivation.ts";
-import { invitePeopleAction, revokeInvitationAction, setInviteLinkAction } from "../actions/invitations.ts";
 import { addOption, createDecision, vote } from "../actions/decisions.ts";
+import { invitePeopleAction, revokeInvitationAction, setInviteLinkAction } from "../actions/invitations.ts";
 import {
   addApiKey,
   removeModelPrice,
@@ -92,6 +92,7 @@ import { apiTokenPage } from "../pages/api-token.ts";
 import { agentPendingPage, approvalsPage, pendingPage } from "../pages/approvals.ts";
 import { commitmentPage, commitmentsPage } from "../pages/commitments.ts";
 import { decisionPage, decisionsPage } from "../pages/decisions.ts";
+import { invitationsPage } from "../pages/invitations.ts";
 import { notePage, notesPage } from "../pages/notes.ts";
 import {
   notificationSettingsPage,
@@ -109,7 +110,6 @@ import { runsInboxPage } from "../pages/runs-inbox.ts";
 import { schedulesPage } from "../pages/schedules.ts";
 import { securityPage } from "../pages/security.ts";
 import { settingsPage, tokensPage } from "../pages/settings.ts";
-import { invitationsPage } from "../pages/invitations.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "../pages/studios.ts";
 import { subagentPage, subagentsPage } from "../pages/subagents.ts";
 import { subscriptionsPage } from "../pages/subscriptions.ts";

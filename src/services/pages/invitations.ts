@@ -1,7 +1,8 @@
 // /settings/invitations: where workspace admins bring people in. The invite form, the open
-// invitations (each withdrawable), and the workspace's shared invite link. Only admins see it:
-// the addresses invited are theirs to know, so anyone else is refused (403), agents included.
-import { ForbiddenError } from "../../lib/errors.ts";
+// invitations (each withdrawable), and the workspace's shared invite link. As the other admin
+// settings pages, anyone in the workspace may open it, but only admins see what is on it: the
+// addresses invited are theirs to know. Everyone else (agents included) reads one line saying
+// so, and its actions refuse them whatever the surface (actions/invitations.ts).
 import { plural } from "../../lib/plural.ts";
 import { type PendingInvitation, pendingInvitations } from "../accounts/invitations.ts";
 import { currentJoinLink } from "../accounts/join-link.ts";
@@ -35,11 +36,15 @@ export function joinLinkText(link: JoinLink): string {
 export const invitationsPage = definePage({
   pattern: "/settings/invitations",
   actions: ["invite_people", "revoke_invitation", "set_invite_link"],
-  resolve: async (ctx): Promise<Scope> => {
-    if (!ctx.actor.tenantAdmin) throw new ForbiddenError("Only workspace admins invite people.");
-    return {};
-  },
+  resolve: async (): Promise<Scope> => ({}),
   async render(ctx) {
+    const breadcrumb = [home, { label: "People", path: "/settings/people" }, { label: "Invitations" }];
+    if (!ctx.actor.tenantAdmin)
+      return {
+        title: "Invitations",
+        breadcrumb,
+        blocks: [{ md: "_Only workspace admins invite people and see the invitations: ask one of them._" }],
+      };
     const [invitations, joinLink, studios] = await Promise.all([
       pendingInvitations(ctx.db, ctx.tenant.id),
       currentJoinLink(ctx.db, ctx.tenant.id),
@@ -62,7 +67,7 @@ export const invitationsPage = definePage({
     }));
     return {
       title: "Invitations",
-      breadcrumb: [home, { label: "People", path: "/settings/people" }, { label: "Invitations" }],
+      breadcrumb,
       blocks: [
         {
           md: `## Invite people\n\nEach address gets a mail with a link that works once, for 7 days: they choose their name and a password and are signed in, with the role and studios chosen here. An address already in the workspace is not invited; inviting an address again sends a new link and stops the old one.\n\nStudios: ${studioList || "_none yet_"}.`,
