@@ -4,6 +4,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { rebuildTotals } from "../../src/dev/seed-usage.ts";
 import { newId } from "../../src/lib/ids.ts";
+import { issueLink } from "../../src/services/accounts/one-time-links.ts";
 import { eventFlag } from "../../src/services/actions/outgoing-webhooks.ts";
 import { SUBSCRIPTION_EVENTS } from "../../src/services/agents/automations/subscriptions.ts";
 import { DEFAULT_CAPABILITIES } from "../../src/services/agents/core/settings.ts";
@@ -45,6 +46,8 @@ export interface Seed {
   notification: string;
   /** A session of the actor, the one end_session targets (never used to authenticate). */
   session: string;
+  /** An open invitation of A's, the one revoke_invitation withdraws (absent: it names one nobody has). */
+  invitation?: string;
   /** A second API token of the actor, the one revoke_api_token targets (never used to authenticate). */
   token: { id: string; secret: string };
   /** The token a token's page URL names, when not `token`: in B's seed, a token of B's own, so the page is B's. */
@@ -636,6 +639,17 @@ async function seedStudio(
  * for alice, as B's alice also has), its settings (capabilities, approval list, a rule)
  * and pending actions (inserted). Every text and name carries `mark`.
  */
+/** An open invitation in the world's workspace, as an admin's invite_people leaves it (no mail: nobody reads it). */
+async function invitationOf(w: World, email: string): Promise<string> {
+  const { link } = await issueLink(testPrisma(), {
+    tenantId: w.tenant.id,
+    purpose: "invite",
+    email,
+    data: { role: "member", studios: [] },
+  });
+  return link.id;
+}
+
 export async function seedVictim(w: World): Promise<Victim> {
   const rand = newId(6);
   const mark = `SECRET-A-${rand}`;
@@ -763,6 +777,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       memberTarget: yan.handle,
       notification: await notification(w.alice),
       session: await sessionOf(w.alice),
+      invitation: await invitationOf(w, `invited-shared-${rand}@example.test`),
     },
     only: {
       ...only,
@@ -780,6 +795,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       memberTarget: yan.handle,
       notification: await notification(zed),
       session: await sessionOf(zed),
+      invitation: await invitationOf(w, `invited-only-${rand}@example.test`),
     },
   };
 }
@@ -1135,10 +1151,10 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   signature: () => ({ value: "cadre" }),
   old_secret: () => ({ value: "grace" }),
   // Invitations: B's probes invite addresses of nobody's and name a studio by handle (A's own
-  // only in the A-only seed); the invitation they withdraw is one nobody has.
+  // only in the A-only seed); the invitation they withdraw is A's.
   emails: () => ({ value: `${PROBE}@example.test` }),
   studios: (s) => ({ value: s.studio.handle }),
-  invitation: () => ({ value: NO_KEY, aRef: true }),
+  invitation: (s) => ({ value: s.invitation ?? NO_KEY, aRef: true }),
   link: () => ({ value: "on" }),
   allowed_domains: () => ({ value: "example.test" }),
   "set_cost_limit.monthly_limit_usd": () => ({ value: 50 }),
