@@ -58,6 +58,8 @@ const NOT_FOR_PEOPLE = new Set(["update_scratchpad"]);
 // Pages that show nothing a seed wrote: a search with no query, switches, and one's own sessions.
 const NO_CONTENT = new Set([
   "/search",
+  // The shared seed's alice is no workspace admin here: she reads only that admins invite.
+  "/settings/invitations",
   "/settings/agents",
   // Hostnames are lower-case: A's mark, upper-case, cannot be in one.
   "/settings/hostnames",

@@ -4,6 +4,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { rebuildTotals } from "../../src/dev/seed-usage.ts";
 import { newId } from "../../src/lib/ids.ts";
+import { issueLink } from "../../src/services/accounts/one-time-links.ts";
 import { eventFlag } from "../../src/services/actions/outgoing-webhooks.ts";
 import { SUBSCRIPTION_EVENTS } from "../../src/services/agents/automations/subscriptions.ts";
 import { DEFAULT_CAPABILITIES } from "../../src/services/agents/core/settings.ts";
@@ -45,6 +46,8 @@ export interface Seed {
   notification: string;
   /** A session of the actor, the one end_session targets (never used to authenticate). */
   session: string;
+  /** An open invitation of A's, the one revoke_invitation withdraws (absent: it names one nobody has). */
+  invitation?: string;
   /** A second API token of the actor, the one revoke_api_token targets (never used to authenticate). */
   token: { id: string; secret: string };
   /** The token a token's page URL names, when not `token`: in B's seed, a token of B's own, so the page is B's. */
@@ -638,6 +641,17 @@ async function seedStudio(
  * for alice, as B's alice also has), its settings (capabilities, approval list, a rule)
  * and pending actions (inserted). Every text and name carries `mark`.
  */
+/** An open invitation in the world's workspace, as an admin's invite_people leaves it (no mail: nobody reads it). */
+async function invitationOf(w: World, email: string): Promise<string> {
+  const { link } = await issueLink(testPrisma(), {
+    tenantId: w.tenant.id,
+    purpose: "invite",
+    email,
+    data: { role: "member", studios: [] },
+  });
+  return link.id;
+}
+
 export async function seedVictim(w: World): Promise<Victim> {
   const rand = newId(6);
   const mark = `SECRET-A-${rand}`;
@@ -768,6 +782,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       hostname,
       notification: await notification(w.alice),
       session: await sessionOf(w.alice),
+      invitation: await invitationOf(w, `invited-shared-${rand}@example.test`),
     },
     only: {
       ...only,
@@ -786,6 +801,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       hostname,
       notification: await notification(zed),
       session: await sessionOf(zed),
+      invitation: await invitationOf(w, `invited-only-${rand}@example.test`),
     },
   };
 }
@@ -1143,6 +1159,13 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   webhook_id: (s) => ({ value: s.webhook ?? NO_HOOK, aRef: true }),
   signature: () => ({ value: "cadre" }),
   old_secret: () => ({ value: "grace" }),
+  // Invitations: B's probes invite addresses of nobody's and name a studio by handle (A's own
+  // only in the A-only seed); the invitation they withdraw is A's.
+  emails: () => ({ value: `${PROBE}@example.test` }),
+  studios: (s) => ({ value: s.studio.handle }),
+  invitation: (s) => ({ value: s.invitation ?? NO_KEY, aRef: true }),
+  link: () => ({ value: "on" }),
+  allowed_domains: () => ({ value: "example.test" }),
   "set_cost_limit.monthly_limit_usd": () => ({ value: 50 }),
   "set_cost_limit.alert_thresholds_usd": () => ({ value: "1, 5" }),
   // set_model_price then remove_model_price on the same page: the price the probe sets is the one it removes.
@@ -1301,18 +1324,23 @@ const MOVED_BY_STRANGERS = new Set(["login_throttles"]);
  * as "every audit row names its own workspace's token and person" (tenant-isolation.test.ts).
  */
 const MOVED_BY_OWN_CALLS = new Set(["api_calls"]);
+/**
+ * Those same calls stamp A's token's `last_used_at`, and A's person's `last_seen_at`, when the
+ * last stamp is over a minute old (services/tokens.ts, services/sessions.ts), which a slow
+ * machine makes happen in B's turn: the columns are left out.
+ */
+const STAMPED_BY_OWN_CALLS = ["last_used_at", "last_seen_at"];
 
 /** Row count and a hash of every row's full content, per table, for one tenant (and its tenants row). */
 export async function snapshot(tenantId: string): Promise<Record<string, string>> {
   const db = testPrisma();
   const out: Record<string, string> = {};
   const one = async (table: string, column: string) => {
-    // A person's last-seen time is sign-in bookkeeping, as their sessions are: any request of theirs moves it.
-    const row = table === "users" ? "(to_jsonb(t) - 'last_seen_at')::text" : "t::text";
     const [r] = await db.$queryRawUnsafe<{ n: number; h: string }[]>(
-      `SELECT count(*)::int AS n, md5(coalesce(string_agg(${row}, E'\\n' ORDER BY ${row}), '')) AS h
-       FROM ${quoteIdent(table)} t WHERE ${column} = $1`,
+      `SELECT count(*)::int AS n, md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '')) AS h
+       FROM (SELECT to_jsonb(t) - $2::text[] AS r FROM ${quoteIdent(table)} t WHERE ${column} = $1) rows`,
       tenantId,
+      STAMPED_BY_OWN_CALLS,
     );
     out[table] = `${r!.n} rows, ${r!.h}`;
   };

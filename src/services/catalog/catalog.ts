@@ -10,6 +10,7 @@ import { createCommitment, joinCommitment } from "../actions/commitments.ts";
 import { deactivatePerson, reactivatePerson } from "../actions/deactivation.ts";
 import { addOption, createDecision, vote } from "../actions/decisions.ts";
 import { addHostname, removeHostname } from "../actions/hostnames.ts";
+import { invitePeopleAction, revokeInvitationAction, setInviteLinkAction } from "../actions/invitations.ts";
 import {
   addApiKey,
   removeModelPrice,
@@ -94,6 +95,7 @@ import { agentPendingPage, approvalsPage, pendingPage } from "../pages/approvals
 import { commitmentPage, commitmentsPage } from "../pages/commitments.ts";
 import { decisionPage, decisionsPage } from "../pages/decisions.ts";
 import { hostnamesPage } from "../pages/hostnames.ts";
+import { invitationsPage } from "../pages/invitations.ts";
 import { notePage, notesPage } from "../pages/notes.ts";
 import {
   notificationSettingsPage,
@@ -169,6 +171,7 @@ export const pages = [
   peoplePage,
   personAccessPage,
   hostnamesPage,
+  invitationsPage,
 ];
 
 export const actions = [
@@ -267,6 +270,9 @@ export const actions = [
   changeRole,
   addHostname,
   removeHostname,
+  invitePeopleAction,
+  revokeInvitationAction,
+  setInviteLinkAction,
 ];
 
 /**

@@ -28,6 +28,10 @@ export const ALWAYS_BLOCKED = [
   "change_role",
   "add_hostname",
   "remove_hostname",
+  // Bringing people in opens the workspace to them: a person's decision, never an agent's.
+  "invite_people",
+  "revoke_invitation",
+  "set_invite_link",
   "create_subagent",
   "update_subagent",
   "add_to_studio",
