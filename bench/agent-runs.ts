@@ -509,6 +509,14 @@ async function main() {
     const rows = PHASES.includes("trigger") ? await firstPhases(b) : [];
     if (PHASES.includes("cache")) rows.push(...(await cachePhase(b)));
     if (PHASES.includes("load")) rows.push(...(await loadPhase(b)));
+    // An ordinary run is never held (issue 42): what waited for approval, and how much of it for what it would disclose.
+    const [pending] = await db.$queryRaw<{ held: number; disclosure: number }[]>`
+      SELECT count(*)::int AS held, count(*) FILTER (WHERE disclosure IS NOT NULL)::int AS disclosure
+      FROM agent_pending_actions WHERE tenant_id = ${w.ctx.tenant.id}`;
+    rows.push([
+      "actions held for approval; of them for a disclosure",
+      `${pending!.held}; ${pending!.disclosure}`,
+    ]);
     // What the receiver got by the end of the phase (the worker's last batch may still be on its way).
     if (sink)
       rows.push([

@@ -2,14 +2,15 @@
 // and when that person leaves the studio (removed, or leaving), the endpoint is paused in the
 // same transaction, until a remaining admin confirms it. Meanwhile its deliveries wait,
 // pending and untried, while the studio's other endpoints deliver; confirming sends what
-// waited, once, and makes the confirming admin its owner.
+// waited, once, and makes the confirming admin its owner. The remaining admins are told in the
+// pause's transaction: a notification each, a mail to those who hear of approvals by mail.
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AgentEnv, startAgents } from "./helpers/agents.ts";
+import { mailTo } from "./helpers/account-mail.ts";
+import type { AgentEnv } from "./helpers/agents.ts";
 import {
   act,
   addMember,
-  buildTestApp,
   makeWorld,
   md,
   type Person,
@@ -17,19 +18,20 @@ import {
   type World,
   waitFor,
 } from "./helpers/app.ts";
+import { type Inbox, startMailing } from "./helpers/inbox.ts";
 import { type Receiver, startReceiver } from "./helpers/receiver.ts";
 
 let app: FastifyInstance;
 let env: AgentEnv;
 let receiver: Receiver;
+let inbox: Inbox;
+let close: () => Promise<void>;
 beforeAll(async () => {
   receiver = await startReceiver();
-  app = await buildTestApp();
-  env = await startAgents("reach-pause");
+  ({ app, env, inbox, close } = await startMailing("reach-pause"));
 });
 afterAll(async () => {
-  await env.close();
-  await app.close();
+  await close();
   await receiver.close();
 });
 
@@ -57,10 +59,60 @@ async function studioEndpoint(w: World, who: Person, name: string) {
 const hitOf = (deliveryId: string) =>
   receiver.hits.filter((hit) => hit.headers["x-cadre-delivery"] === deliveryId);
 
+/**
+ * The remaining admins were told in the pause's transaction (the notifications, the mail row
+ * while still queued, and the paused endpoint share its xmin): each in the app, by mail only who hears of
+ * approvals by mail; the person who left, neither.
+ */
+async function toldOfPause(
+  w: World,
+  endpointId: string,
+  who: { mailed: Person; inAppOnly: Person; gone: Person },
+) {
+  const told = await db().notification.findMany({
+    where: { tenantId: w.tenant.id, path: { contains: endpointId } },
+    orderBy: { userId: "asc" },
+  });
+  expect(told.map((row) => row.userId).sort()).toEqual([who.mailed.id, who.inAppOnly.id].sort());
+  for (const row of told) {
+    const handle = row.userId === who.mailed.id ? who.mailed.handle : who.inAppOnly.handle;
+    expect(row).toMatchObject({ path: `/u/${handle}/settings/webhooks/${endpointId}` });
+    expect(row.excerpt).toBe(
+      `General's outgoing webhook “Dana's hook” is paused: @dana left General, who set it up. Deliveries wait until an admin confirms it.`,
+    );
+  }
+  const mails = await db().outboundEmail.findMany({
+    where: { tenantId: w.tenant.id, kind: "endpoints.paused" },
+  });
+  expect(mails.map((mail) => mail.userId)).toEqual([who.mailed.id]);
+  const xmin = async (table: string, id: string) =>
+    (
+      await db().$queryRawUnsafe<{ x: string }[]>(`SELECT xmin::text AS x FROM ${table} WHERE id = $1`, id)
+    )[0]!.x;
+  const paused = await xmin("outbound_endpoints", endpointId);
+  for (const row of told) expect(await xmin("notifications", row.id)).toBe(paused);
+  // A mail the worker has claimed or sent was rewritten since: only an untouched one still shows its transaction.
+  const untouched = await db().$queryRawUnsafe<{ x: string }[]>(
+    "SELECT xmin::text AS x FROM outbound_emails WHERE id = $1 AND claimed_until IS NULL AND attempts = 0 AND status = 'queued'",
+    mails[0]!.id,
+  );
+  for (const row of untouched) expect(row.x).toBe(paused);
+  const mail = await mailTo(inbox, who.mailed.email, /an outgoing webhook is paused until you confirm it/);
+  expect(mail.text).toContain("@dana left General, who set it up");
+  expect(mail.text).toContain(`/u/${who.mailed.handle}/settings/webhooks/${endpointId}`);
+  expect(inbox.to(who.inAppOnly.email)).toEqual([]);
+  expect(
+    await db().notification.count({ where: { userId: who.gone.id, path: { contains: endpointId } } }),
+  ).toBe(0);
+}
+
 describe("a studio endpoint whose creator leaves", () => {
   it("is paused until a remaining admin confirms it; its deliveries wait, then go out once", async () => {
     const w = await makeWorld("pause");
     const dana = await addMember(w, "dana", "Dana Diaz", "admin");
+    // A remaining admin who hears of what waits for them in the app only.
+    const erin = await addMember(w, "erin", "Erin Eze", "admin");
+    await db().user.update({ where: { id: erin.id }, data: { reachPrefs: { approval: "app" } } });
     await act(w, w.alice, "/studios/general", "create_subagent", { name: "Scribe", handle: "scribe" });
     const danas = await studioEndpoint(w, dana, "Dana's hook");
     const alices = await studioEndpoint(w, w.alice, "Alice's hook");
@@ -83,6 +135,7 @@ describe("a studio endpoint whose creator leaves", () => {
       ownerId: dana.id,
     });
     expect((await db().outboundEndpoint.findUniqueOrThrow({ where: { id: alices.id } })).pausedAt).toBeNull();
+    await toldOfPause(w, danas.id, { mailed: w.alice, inAppOnly: erin, gone: dana });
 
     // A run finishes: Alice's endpoint hears of it; Dana's delivery waits, untried.
     env.llm.setScript([{ tool: { name: "finish", args: { message: "Minutes" } } }]);

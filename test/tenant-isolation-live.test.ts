@@ -24,6 +24,7 @@ import {
   victimNeedles,
 } from "./helpers/isolation.ts";
 import { openLive, portOf } from "./helpers/live.ts";
+import { type OwnerBound, ownerBoundCases, ownerLeaves, seedOwnerBound } from "./helpers/owner-bound.ts";
 
 let app: FastifyInstance;
 let port: number;
@@ -111,6 +112,36 @@ describe("tenant B asks for A's live pages", () => {
           );
           if (leaked.length) failures.push(`${mode} [${seed.label}] ${url}: leaks ${leaked.join(", ")}`);
         }
+      }
+      expect(failures).toEqual([]);
+    });
+});
+
+// Last: it adds a person and an agent to A, and takes the person out of A's studios.
+describe("owner-bound: an agent whose owner left, and a studio's agent outside its studio", () => {
+  let bound: OwnerBound;
+  let before: number;
+  beforeAll(async () => {
+    bound = await seedOwnerBound(A);
+    before = (await stream(bound.agent, concreteUrl("/studios/:studio/notes/:note", A.only))).status;
+    await ownerLeaves(A, bound);
+  });
+
+  it("control: before its owner left, the agent streamed the vault's note", () => {
+    expect(before).toBe(200);
+  });
+
+  for (const page of livePages)
+    it(page.pattern, async () => {
+      const failures: string[] = [];
+      for (const { who, seed, needles } of ownerBoundCases(A, bound)) {
+        const url = concreteUrl(page.pattern, seed);
+        const owner = await stream(bound.owner, url);
+        const res = await stream(who, url);
+        if (owner.status === 404 && res.status !== 404)
+          failures.push(`${who.label} ${url}: its owner streams 404, it ${res.status}`);
+        const leaked = needles.filter((n) => !url.includes(n) && res.text.includes(n));
+        if (leaked.length) failures.push(`${who.label} ${url}: reads ${leaked.join(", ")}`);
       }
       expect(failures).toEqual([]);
     });

@@ -70,16 +70,22 @@ describe("/whoami names only what the run may be told", () => {
 });
 
 describe("every page that names places counts them", () => {
-  it("each page without params, and a profile, that names the vault to scout lists it among its sources", async () => {
+  it("each page of the registry that names the vault to scout (its params filled where they name a handle or a studio) lists it among its sources", async () => {
     const t = await trustWorld();
     const db = testPrisma();
     const tenant = await db.tenant.findUniqueOrThrow({ where: { id: t.w.tenant.id } });
     const scout = await db.user.findUniqueOrThrow({ where: { id: t.scout.id } });
+    // Handles and studios the trust world has; a page naming some other row (a note, a run) is
+    // left out when it does not resolve.
+    const fill: Record<string, string> = { studio: "general", handle: "alice" };
     const paths = [
-      ...registry.pages.map((p) => p.pattern).filter((p) => !p.includes(":")),
-      "/u/alice",
+      ...registry.pages.map((p) =>
+        p.pattern.startsWith("/subagents/")
+          ? p.pattern.replace(":handle", "scout")
+          : p.pattern.replace(/:(\w+)/g, (_, name: string) => fill[name] ?? `:${name}`),
+      ),
       "/search?q=Deal",
-    ];
+    ].filter((url) => !url.includes(":"));
     const checked: string[] = [];
     const forgot: string[] = [];
     for (const url of paths) {
@@ -102,7 +108,14 @@ describe("every page that names places counts them", () => {
     }
     expect(forgot).toEqual([]);
     expect(checked).toEqual(
-      expect.arrayContaining(["/", "/studios", "/whoami", "/u/alice", "/search?q=Deal"]),
+      expect.arrayContaining([
+        "/",
+        "/studios",
+        "/whoami",
+        "/u/alice",
+        "/search?q=Deal",
+        "/studios/general/members",
+      ]),
     );
   });
 });

@@ -5,13 +5,26 @@ import { newId } from "../../lib/ids.ts";
 import { requireScope } from "../access.ts";
 import { agentsLeaveWithOwner } from "../agents/core/owner-left.ts";
 import { emit } from "../events.ts";
-import { pausedNotice, pauseEndpointsOf } from "../reach/endpoints.ts";
+import { pausedNotice, pauseEndpointsOf } from "../reach/endpoint-pause.ts";
 import { inStudio, toSelf } from "../registry/audiences.ts";
-import { defineAction, type Scope } from "../registry/types.ts";
+import { type ActionCtx, defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, optionalText, text } from "../validation.ts";
 
 const adminOnly = (_ctx: unknown, scope: Scope) =>
   scope.studio?.role === "admin" ? null : "only studio admins can do this";
+
+/** Who leaves `studio` (or its admins), for pausing what they set up there and telling who is left. */
+const departureIn = (
+  ctx: Pick<ActionCtx, "tenant" | "actor" | "origin">,
+  studio: { id: string; name: string },
+  person: { id: string; handle: string },
+) => ({
+  tenantId: ctx.tenant.id,
+  actorId: ctx.actor.id,
+  studio: { id: studio.id, name: studio.name },
+  person,
+  ...(ctx.origin && { origin: ctx.origin }),
+});
 
 export function inviteCode(): string {
   return newId(10);
@@ -163,12 +176,10 @@ export const updateMemberRole = defineAction({
     });
     const paused =
       m.role === "admin"
-        ? await pauseEndpointsOf(
-            ctx.tx,
-            studio.id,
-            m.userId,
-            `@${params.handle} is no longer an admin of ${studio.name}`,
-          )
+        ? await pauseEndpointsOf(ctx.tx, {
+            ...departureIn(ctx, studio, { id: m.userId, handle: params.handle }),
+            why: `@${params.handle} is no longer an admin of ${studio.name}`,
+          })
         : 0;
     await emit(ctx, {
       type: "member.role_changed",
@@ -202,12 +213,10 @@ export const removeMember = defineAction({
     await ctx.tx.studioMember.delete({
       where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
     });
-    const paused = await pauseEndpointsOf(
-      ctx.tx,
-      studio.id,
-      m.userId,
-      `@${params.handle} left ${studio.name}`,
-    );
+    const paused = await pauseEndpointsOf(ctx.tx, {
+      ...departureIn(ctx, studio, { id: m.userId, handle: params.handle }),
+      why: `@${params.handle} left ${studio.name}`,
+    });
     await emit(ctx, {
       type: "member.removed",
       studioId: studio.id,

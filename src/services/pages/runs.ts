@@ -197,7 +197,7 @@ async function refusedRunOf(ctx: Ctx, handle: string, id: string): Promise<RunSc
       triggerKind: { in: ["mention", "reply", "thread"] },
       agent: { handle, kind: "subagent" },
     },
-    include: { agent: { include: withOwnerStudio(ctx.actor.id) } },
+    include: { agent: { include: withOwnerStudio(ctx.actor) } },
   });
   if (!taskRun || !(await maySee(ctx, taskRun.agent))) return null;
   const { agent, ...run } = taskRun;

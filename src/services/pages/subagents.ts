@@ -1,6 +1,13 @@
 import { plural } from "../../lib/plural.ts";
 import { updateSubagent } from "../actions/subagents.ts";
-import { keysOf, loadAgent, mayManage, visibleTo, withOwnerStudio } from "../agents/core/ownership.ts";
+import {
+  boundMemberships,
+  keysOf,
+  loadAgent,
+  mayManage,
+  visibleTo,
+  withOwnerStudio,
+} from "../agents/core/ownership.ts";
 import { agentConfig } from "../agents/core/settings.ts";
 import { capabilityLabel } from "../agents/policy/capabilities.ts";
 import { transferDisclosure } from "../agents/policy/transfer-disclosure.ts";
@@ -34,12 +41,15 @@ async function loadSubagents(ctx: PageCtx, paged: Paging) {
     }),
     ctx.db.user.count({ where }),
     ctx.db.user.findMany({
-      where: { tenantId: ctx.tenant.id, ...visibleTo(ctx.actor.id), ownerStudioId: { not: null } },
+      where: { tenantId: ctx.tenant.id, ...visibleTo(ctx.actor), ownerStudioId: { not: null } },
       orderBy: [{ archivedAt: { sort: "asc", nulls: "first" } }, { name: "asc" }],
-      include: { ...withOwnerStudio(ctx.actor.id), _count: { select: { agentRuns: true } } },
+      include: { ...withOwnerStudio(ctx.actor), _count: { select: { agentRuns: true } } },
     }),
     ctx.db.studio.findMany({
-      where: { tenantId: ctx.tenant.id, members: { some: { userId: ctx.actor.id, role: "admin" } } },
+      where: {
+        tenantId: ctx.tenant.id,
+        members: { some: { userId: ctx.actor.id, role: "admin", ...boundMemberships(ctx.actor) } },
+      },
       orderBy: { name: "asc" },
       select: { handle: true, name: true },
     }),

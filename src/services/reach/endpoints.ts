@@ -69,32 +69,6 @@ export async function notifyEndpointOff(db: PrismaClient, e: Event): Promise<num
 }
 
 /**
- * A studio's endpoints set up by `userId` when that person leaves the studio (removed, or
- * left) or stops being its admin: paused, in the transaction that changed the membership,
- * until a remaining admin confirms the URL is still the studio's to send to. Nothing is
- * sent meanwhile, and nothing is lost: deliveries wait, pending (deliveries.ts, sweep.ts).
- */
-export async function pauseEndpointsOf(
-  tx: Db,
-  studioId: string,
-  userId: string,
-  why: string,
-): Promise<number> {
-  return tx.outboundEndpoint
-    .updateMany({
-      where: { studioId, ownerId: userId, pausedAt: null },
-      data: { pausedAt: new Date(), pausedReason: why },
-    })
-    .then((r) => r.count);
-}
-
-/** The membership change's notice, when it paused endpoints. */
-export const pausedNotice = (count: number) =>
-  count
-    ? `. ${count === 1 ? "The outgoing webhook they set up is" : `The ${count} outgoing webhooks they set up are`} paused until an admin confirms ${count === 1 ? "it" : "them"}; deliveries wait meanwhile`
-    : "";
-
-/**
  * A remaining admin confirms a paused endpoint: it becomes theirs (they now answer for its
  * URL), and what waited is due at once, so the outbound sweep sends it within seconds.
  */

@@ -17,15 +17,29 @@ export type Owned = Pick<User, "parentId" | "ownerStudioId">;
 /** What the reader may do with an agent: manage it, see it as a member of its studio, or nothing. */
 export type Access = "manage" | "member" | null;
 
-/** The include that gives an agent row what `accessOf` needs for `actorId`. */
-export const withOwnerStudio = (actorId: string) =>
+/**
+ * The memberships of `actor` that count, as a filter on studio_members: all of a person's; an
+ * agent's only where `ownerBoundSql` lets it read (its owner is a member there, or for a
+ * studio's agent, its own studio). For lists Prisma builds, where that SQL cannot go.
+ */
+export function boundMemberships(
+  actor: Pick<Actor, "id" | "kind" | "parentId">,
+): Prisma.StudioMemberWhereInput {
+  if (actor.kind !== "subagent") return {};
+  return actor.parentId
+    ? { studio: { members: { some: { userId: actor.parentId } } } }
+    : { studio: { agents: { some: { id: actor.id } } } };
+}
+
+/** The include that gives an agent row what `accessOf` needs for `actor`. */
+export const withOwnerStudio = (actor: Pick<Actor, "id" | "kind" | "parentId">) =>
   ({
     ownerStudio: {
       select: {
         id: true,
         handle: true,
         name: true,
-        members: { where: { userId: actorId }, select: { role: true } },
+        members: { where: { userId: actor.id, ...boundMemberships(actor) }, select: { role: true } },
       },
     },
   }) satisfies Prisma.UserInclude;
@@ -67,11 +81,14 @@ export async function wokenByOthers(db: Db, agentId: string, actorIds: string[])
   return rows.map((r) => r.id);
 }
 
-/** Agents `actorId` may see: the ones they manage, and their studios' agents. */
-export function visibleTo(actorId: string): Prisma.UserWhereInput {
+/** Agents `actor` may see: the ones they manage, and their studios' agents. */
+export function visibleTo(actor: Pick<Actor, "id" | "kind" | "parentId">): Prisma.UserWhereInput {
   return {
     kind: "subagent",
-    OR: [{ parentId: actorId }, { ownerStudio: { members: { some: { userId: actorId } } } }],
+    OR: [
+      { parentId: actor.id },
+      { ownerStudio: { members: { some: { userId: actor.id, ...boundMemberships(actor) } } } },
+    ],
   };
 }
 
@@ -118,8 +135,8 @@ export function keyHolder(scope: Scope): KeyHolder {
 /** Whether the actor may see this user at all: a studio's agent exists only for its studio's members. */
 export async function maySee(ctx: Ctx, user: Pick<User, "id" | "ownerStudioId">): Promise<boolean> {
   if (!user.ownerStudioId || user.id === ctx.actor.id) return true;
-  const member = await ctx.db.studioMember.findUnique({
-    where: { studioId_userId: { studioId: user.ownerStudioId, userId: ctx.actor.id } },
+  const member = await ctx.db.studioMember.findFirst({
+    where: { studioId: user.ownerStudioId, userId: ctx.actor.id, ...boundMemberships(ctx.actor) },
     select: { role: true },
   });
   return Boolean(member);
@@ -218,7 +235,7 @@ export async function loadAgent(
 ): Promise<AgentScope> {
   const agent = await ctx.db.user.findFirst({
     where: { tenantId: ctx.tenant.id, handle, kind: "subagent" },
-    include: withOwnerStudio(ctx.actor.id),
+    include: withOwnerStudio(ctx.actor),
   });
   const access = agent ? accessOf(ctx.actor, agent) : null;
   if (agent && (access === "manage" || (opts.adminReads && ctx.actor.tenantAdmin))) return agent;
