@@ -30,8 +30,8 @@ export interface GroupCommitOptions<T, R> {
 interface Pending<T, R> {
   item: T;
   key: string;
-  resolve(r: R): void;
-  reject(e: unknown): void;
+  resolve(result: R): void;
+  reject(error: unknown): void;
 }
 
 export function groupCommit<T, R>(groupCommitOptions: GroupCommitOptions<T, R>): (item: T) => Promise<R> {
@@ -44,7 +44,7 @@ export function groupCommit<T, R>(groupCommitOptions: GroupCommitOptions<T, R>):
       for (const [index, pending] of batch.entries()) pending.resolve(results[index]!);
     } catch (err) {
       if (batch.length === 1 || !groupCommitOptions.rolledBack(err)) {
-        for (const p of batch) p.reject(err);
+        for (const pending of batch) pending.reject(err);
         return;
       }
       // One bad item must not fail the others: each is written alone, and fails alone.
@@ -57,11 +57,11 @@ export function groupCommit<T, R>(groupCommitOptions: GroupCommitOptions<T, R>):
     const batch: Pending<T, R>[] = [];
     const rest: Pending<T, R>[] = [];
     const keys = new Set<string>();
-    for (const p of queue) {
+    for (const pending of queue) {
       // Once a key waits, its later items wait too, so each key's items stay in order.
-      if (batch.length < groupCommitOptions.max && !keys.has(p.key)) batch.push(p);
-      else rest.push(p);
-      keys.add(p.key);
+      if (batch.length < groupCommitOptions.max && !keys.has(pending.key)) batch.push(pending);
+      else rest.push(pending);
+      keys.add(pending.key);
     }
     queue = rest;
     busy = true;
@@ -84,24 +84,24 @@ export function groupCommit<T, R>(groupCommitOptions: GroupCommitOptions<T, R>):
  * A statement Postgres answered with an error was rolled back; any other failure may have
  * committed.
  */
-export function grouped<T, R>(o: {
+export function grouped<T, R>(options: {
   write(db: Db, items: T[]): Promise<R[]>;
   key(item: T): string;
 }): (db: Db, item: T) => Promise<R> {
   const groups = new WeakMap<Db, (item: T) => Promise<R>>();
   return async (db, item) => {
-    if (!ownsPool(db)) return (await o.write(db, [item]))[0]!;
-    let g = groups.get(db);
-    if (!g) {
-      g = groupCommit({
-        write: (items) => o.write(db, items),
-        key: o.key,
+    if (!ownsPool(db)) return (await options.write(db, [item]))[0]!;
+    let group = groups.get(db);
+    if (!group) {
+      group = groupCommit({
+        write: (items) => options.write(db, items),
+        key: options.key,
         max: MAX_BATCH,
-        rolledBack: (e) => e instanceof pg.DatabaseError,
+        rolledBack: (error) => error instanceof pg.DatabaseError,
       });
-      groups.set(db, g);
+      groups.set(db, group);
     }
-    return g(item);
+    return group(item);
   };
 }
 

@@ -38,14 +38,14 @@ const pools = new WeakMap<
   {
     pool: pg.Pool;
     writes: pg.Pool;
-    name?: (q: { sql: string }) => string;
+    name?: (query: { sql: string }) => string;
     /** Interactive transactions' limits (ms): a hot transaction waits for a connection and runs its statements within them too. */
     transactions: { maxWait: number; timeout: number };
   }
 >();
 
 /** A hot transaction's handle (hotTransaction) and the connection it runs on, with its client's pool entry. */
-const txClients = new WeakMap<object, { client: pg.PoolClient; name?: (q: { sql: string }) => string }>();
+const txClients = new WeakMap<object, { client: pg.PoolClient; name?: (query: { sql: string }) => string }>();
 
 /** Connections for group commits (db/group-commit.ts): one per kind of group (claims, steps, calls), each with one batch in flight. */
 const WRITE_CONNECTIONS = 3;
@@ -58,7 +58,7 @@ export interface PrismaOptions {
 
 /** The web's and the worker's client, sized and limited as configured. */
 export function prismaFromConfig(
-  c: Pick<
+  config: Pick<
     Config,
     | "DATABASE_URL"
     | "DATABASE_POOL_SIZE"
@@ -67,9 +67,9 @@ export function prismaFromConfig(
     | "DATABASE_TX_TIMEOUT_MS"
   >,
 ): PrismaClient {
-  return createPrisma(c.DATABASE_URL, c.DATABASE_POOL_SIZE, {
-    namedStatements: c.DATABASE_NAMED_STATEMENTS,
-    transactions: { maxWait: c.DATABASE_TX_MAX_WAIT_MS, timeout: c.DATABASE_TX_TIMEOUT_MS },
+  return createPrisma(config.DATABASE_URL, config.DATABASE_POOL_SIZE, {
+    namedStatements: config.DATABASE_NAMED_STATEMENTS,
+    transactions: { maxWait: config.DATABASE_TX_MAX_WAIT_MS, timeout: config.DATABASE_TX_TIMEOUT_MS },
   });
 }
 
@@ -120,15 +120,19 @@ export function createPrisma(databaseUrl: string, max = 10, opts: PrismaOptions 
  * or json, and callers convert counts with Number() or BigInt(). Dates are sent as UTC
  * ISO strings, which is how Prisma writes them to zone-less timestamp columns.
  */
-export async function hotQuery<T>(db: Db, sql: Prisma.Sql, o: { groupCommit?: boolean } = {}): Promise<T[]> {
+export async function hotQuery<T>(
+  db: Db,
+  sql: Prisma.Sql,
+  options: { groupCommit?: boolean } = {},
+): Promise<T[]> {
   const direct = pools.get(db);
   const inTx = direct ? undefined : txClients.get(db);
   if (!direct && !inTx) return db.$queryRaw<T[]>(sql);
   const values = sql.values.map((v) => (v instanceof Date ? v.toISOString() : v));
-  const on = inTx ? inTx.client : o.groupCommit ? direct!.writes : direct!.pool;
+  const target = inTx ? inTx.client : options.groupCommit ? direct!.writes : direct!.pool;
   // Sql's text is a getter that joins its parts on every read: joined once, for the name and pg alike.
   const text = sql.text;
-  const res = await on.query({ name: (direct ?? inTx)!.name?.({ sql: text }), text, values });
+  const res = await target.query({ name: (direct ?? inTx)!.name?.({ sql: text }), text, values });
   return res.rows as T[];
 }
 
@@ -210,14 +214,14 @@ export const ownsPool = (db: Db) => pools.has(db);
 
 /** A concurrent request inserted the same key after our check: a conflict, not a 500. */
 export function conflictOnDuplicate(message: string) {
-  return (e: unknown): never => {
-    if (e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002")
+  return (error: unknown): never => {
+    if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === "P2002")
       throw new ConflictError(message);
-    throw e;
+    throw error;
   };
 }
 
 /** Runs `fn` in `db`'s transaction when `db` is one, else in a new transaction of its own. */
-export function inTransaction<T>(db: PrismaClient | Db, fn: (tx: Db) => Promise<T>): Promise<T> {
-  return "$transaction" in db ? db.$transaction(fn) : fn(db);
+export function inTransaction<T>(db: PrismaClient | Db, work: (tx: Db) => Promise<T>): Promise<T> {
+  return "$transaction" in db ? db.$transaction(work) : work(db);
 }

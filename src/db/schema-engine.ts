@@ -93,16 +93,16 @@ function databaseName(url: string): string {
 }
 
 function withDatabase(url: string, name: string): string {
-  const u = new URL(url);
-  u.pathname = `/${encodeURIComponent(name)}`;
-  return u.toString();
+  const parsed = new URL(url);
+  parsed.pathname = `/${encodeURIComponent(name)}`;
+  return parsed.toString();
 }
 
 export function redact(url: string): string {
   try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
   } catch {
     return "<invalid url>";
   }
@@ -119,8 +119,8 @@ async function withClient<T>(url: string, callback: (client: pg.Client) => Promi
 }
 
 /** Runs `fn` against the server's maintenance database, which exists even when ours does not. */
-function withAdmin<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  return withClient(withDatabase(url, "postgres"), fn);
+function withAdmin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  return withClient(withDatabase(url, "postgres"), work);
 }
 
 export async function databaseExists(url: string): Promise<boolean> {
@@ -143,8 +143,8 @@ const PG_CHAR_OID = 18;
 const PG_TEXT_OID = 25;
 
 function relabelCharColumns(result: unknown): void {
-  for (const r of Array.isArray(result) ? result : [result]) {
-    for (const fieldDef of (r as Partial<pg.QueryResult> | undefined)?.fields ?? []) {
+  for (const entry of Array.isArray(result) ? result : [result]) {
+    for (const fieldDef of (entry as Partial<pg.QueryResult> | undefined)?.fields ?? []) {
       if (fieldDef.dataTypeID === PG_CHAR_OID) fieldDef.dataTypeID = PG_TEXT_OID;
     }
   }
@@ -163,10 +163,10 @@ function enginePool(connectionString: string): pg.Pool {
     client.query = ((...args: unknown[]) => {
       const cbIndex = args.findIndex((a) => typeof a === "function");
       if (cbIndex >= 0) {
-        const cb = args[cbIndex] as (err: Error | undefined, res: unknown) => void;
+        const callback = args[cbIndex] as (err: Error | undefined, res: unknown) => void;
         args[cbIndex] = (err: Error | undefined, res: unknown) => {
           if (!err) relabelCharColumns(res);
-          cb(err, res);
+          callback(err, res);
         };
         return query(...args);
       }
@@ -189,15 +189,15 @@ function enginePool(connectionString: string): pg.Pool {
  * adapter's own conversion, so the engine reports them as before.
  */
 function wholeScripts(adapter: SqlDriverAdapter): SqlDriverAdapter {
-  const a = adapter as SqlDriverAdapter & { client: pg.Pool; onError(err: unknown): never };
-  a.executeScript = async (script: string) => {
+  const driver = adapter as SqlDriverAdapter & { client: pg.Pool; onError(err: unknown): never };
+  driver.executeScript = async (script: string) => {
     try {
-      await a.client.query(script);
+      await driver.client.query(script);
     } catch (err) {
-      a.onError(err);
+      driver.onError(err);
     }
   };
-  return a;
+  return driver;
 }
 
 /**
@@ -261,7 +261,7 @@ export interface EngineSession {
 /** Opens the engine, runs `fn`, and always frees the engine and its pools. */
 export async function withEngine<T>(
   opts: MigrateOptions,
-  fn: (engineSession: EngineSession) => Promise<T>,
+  work: (engineSession: EngineSession) => Promise<T>,
   mainUrl = opts.databaseUrl,
 ): Promise<T> {
   await loadWasm();
@@ -279,7 +279,7 @@ export async function withEngine<T>(
       bindMigrationAwareSqlAdapterFactory(factory),
     );
     const session: EngineSession = { engine, schema, migrations: () => readMigrations(opts.migrationsDir) };
-    return await fn(session);
+    return await work(session);
   } catch (error) {
     throw cleanEngineError(error);
   } finally {
@@ -292,14 +292,14 @@ export async function withEngine<T>(
  * Engine errors carry a Rust span trace ("   0: module::fn ... at file.rs:42") after the
  * message; users need the message only. The original stays available as `cause`.
  */
-function cleanEngineError(e: unknown): Error {
-  if (!(e instanceof Error)) return new Error(String(e));
-  const message = e.message
+function cleanEngineError(error: unknown): Error {
+  if (!(error instanceof Error)) return new Error(String(error));
+  const message = error.message
     .split("\n")
     .filter((line) => !/^\s+\d+: \S+::/.test(line) && !/^\s+(at|with) /.test(line))
     .join("\n")
     .trim();
-  return message === e.message ? e : new Error(message, { cause: e });
+  return message === error.message ? error : new Error(message, { cause: error });
 }
 
 /** Reads the migrations directory the way the Prisma CLI does (sorted, errors kept per file). */
@@ -417,11 +417,11 @@ export async function status(opts: MigrateOptions): Promise<MigrationStatus> {
       filters: NO_FILTER,
     }),
   );
-  const h = diag.history;
+  const history = diag.history;
   const pending = !diag.hasMigrationsTable
     ? local
-    : h && h.diagnostic !== "migrationsDirectoryIsBehind"
-      ? h.unappliedMigrationNames
+    : history && history.diagnostic !== "migrationsDirectoryIsBehind"
+      ? history.unappliedMigrationNames
       : [];
   return {
     databaseExists: true,
@@ -429,13 +429,14 @@ export async function status(opts: MigrateOptions): Promise<MigrationStatus> {
     pending,
     failed: diag.failedMigrationNames,
     edited: diag.editedMigrationNames,
-    missingLocally: h && h.diagnostic !== "databaseIsBehind" ? h.unpersistedMigrationNames : [],
+    missingLocally:
+      history && history.diagnostic !== "databaseIsBehind" ? history.unpersistedMigrationNames : [],
   };
 }
 
 async function appliedMigrations(url: string): Promise<string[]> {
-  const { rows } = await withClient(url, (c) =>
-    c.query<{ migration_name: string }>(
+  const { rows } = await withClient(url, (client) =>
+    client.query<{ migration_name: string }>(
       `SELECT migration_name FROM _prisma_migrations
        WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL ORDER BY started_at, migration_name`,
     ),
@@ -452,8 +453,14 @@ export async function drift(opts: MigrateOptions): Promise<Drift> {
       configDir: path.dirname(path.resolve(opts.schemaPath)),
     };
     const wanted = { tag: "schemaDatamodel" as const, ...schema };
-    const run = async (from: typeof live | typeof wanted, to: typeof live | typeof wanted) => {
-      const diffResult = await engine.diff({ from, to, script: true, exitCode: true, filters: NO_FILTER });
+    const run = async (source: typeof live | typeof wanted, target: typeof live | typeof wanted) => {
+      const diffResult = await engine.diff({
+        from: source,
+        to: target,
+        script: true,
+        exitCode: true,
+        filters: NO_FILTER,
+      });
       return diffResult.exitCode === 2 ? (diffResult.stdout ?? "") : "";
     };
     return { dbToSchema: await run(live, wanted), schemaToDb: await run(wanted, live) };

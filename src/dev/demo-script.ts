@@ -15,7 +15,7 @@ export function demoScript(req: ChatRequest): FakeReply {
   const obeyed = obey(req);
   if (obeyed) return obeyed;
   const prompt = req.messages.map((m) => m.content ?? "").join("\n");
-  const me = /You are (.+?) \(@([\w-]+)\)/.exec(prompt);
+  const identity = /You are (.+?) \(@([\w-]+)\)/.exec(prompt);
   const current = /# Current page: (\S+)/.exec(prompt)?.[1] ?? "/whoami";
   const target = /at (\/studios\/\S+?)\.\n/.exec(prompt)?.[1];
   const replyTo = /The comment \(id `(\w+)`\)/.exec(prompt)?.[1];
@@ -38,7 +38,7 @@ export function demoScript(req: ChatRequest): FakeReply {
   if (target && current !== target) return { tool: { name: "navigate", args: { path: target } } };
   if (target && current === target) {
     const hello = asker ? `Hi @${asker[2]}! ` : "Hi! ";
-    const text = `${hello}I'm ${me?.[1] ?? "a subagent"}, running on Cadre's scripted demo model, so this reply is canned — set LLM_BASE_URL to give me a real brain. I read this page and I'm on it.`;
+    const text = `${hello}I'm ${identity?.[1] ?? "a subagent"}, running on Cadre's scripted demo model, so this reply is canned — set LLM_BASE_URL to give me a real brain. I read this page and I'm on it.`;
     return {
       tool: {
         name: "execute_action",

@@ -26,11 +26,11 @@ export async function seedDemo(db: PrismaClient, keep?: string) {
     (await db.tenant.findUnique({ where: { subdomain: DEMO.subdomain } })) ??
     (await createTenant(db, DEMO.subdomain, "Demo Co"));
   const users = [];
-  for (const p of DEMO.people) {
+  for (const person of DEMO.people) {
     const existing = await db.user.findUnique({
-      where: { tenantId_handle: { tenantId: tenant.id, handle: p.handle } },
+      where: { tenantId_handle: { tenantId: tenant.id, handle: person.handle } },
     });
-    users.push(existing ?? (await createPerson(db, tenant.id, p)));
+    users.push(existing ?? (await createPerson(db, tenant.id, person)));
   }
   const [alice, bob] = users as [(typeof users)[number], (typeof users)[number]];
   // Alice runs the workspace: she sees everyone's agent spend on /usage.
@@ -51,7 +51,7 @@ export async function seedDemo(db: PrismaClient, keep?: string) {
         },
       },
     });
-  const asActor = (u: typeof alice): Ctx => ({ db, tenant, actor: u as Actor });
+  const asActor = (user: typeof alice): Ctx => ({ db, tenant, actor: user as Actor });
 
   let studio = await db.studio.findUnique({
     where: { tenantId_handle: { tenantId: tenant.id, handle: "general" } },
@@ -75,8 +75,8 @@ export async function seedDemo(db: PrismaClient, keep?: string) {
       },
     });
     // Content goes through the registry, as a person would create it, so events and notifications are real.
-    const run = (u: typeof alice, path: string, action: string, params: Record<string, unknown>) =>
-      registry.run(asActor(u), path, action, params, { form: false });
+    const run = (user: typeof alice, path: string, action: string, params: Record<string, unknown>) =>
+      registry.run(asActor(user), path, action, params, { form: false });
     await run(alice, "/studios/general", "create_note", {
       title: "Welcome to Cadre",
       text: "This studio is where the whole team writes things down.\n\n- Notes for news and context\n- Decisions when we need to choose\n- Commitments when we need enough people on board",
@@ -209,9 +209,13 @@ async function seedScribe(alice: Ctx, studio: string) {
   // A new agent may only read and comment: a note taker is granted notes too, after review.
   await run("/subagents/scribe/settings", "set_capabilities", {
     ...Object.fromEntries(
-      GRANTABLE.map((a) => [
-        a,
-        a === "create_note" ? "approval" : a === "add_comment" || a === "confirm_read" ? "on" : "off",
+      GRANTABLE.map((action) => [
+        action,
+        action === "create_note"
+          ? "approval"
+          : action === "add_comment" || action === "confirm_read"
+            ? "on"
+            : "off",
       ]),
     ),
     approval_mode: "continue",

@@ -1,7 +1,7 @@
 // A real HTTP server speaking the OpenAI chat-completions protocol, scripted per test
 // (or by the demo's scripted behaviour). It is the one boundary Cadre fakes: the app
 // reaches it through the real `openai` client, over real sockets.
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cacheHintsFor } from "../services/agents/runtime/llm-openai-cache.ts";
 import { type ChatCacheRequest, PromptCache } from "./prompt-cache.ts";
@@ -86,16 +86,16 @@ export function estimateTokens(messages: ChatMessage[]): number {
   return Math.ceil(chars / 4);
 }
 
-function assistantMessage(reply: FakeReply, n: number) {
+function assistantMessage(reply: FakeReply, requestIndex: number) {
   const message: Record<string, unknown> = { role: "assistant", content: reply.content ?? null };
   const calls = reply.tools ?? (reply.tool ? [reply.tool] : []);
   if (calls.length)
-    message.tool_calls = calls.map((t, i) => ({
-      id: `call_${n}${i ? `_${i}` : ""}`,
+    message.tool_calls = calls.map((call, callIndex) => ({
+      id: `call_${requestIndex}${callIndex ? `_${callIndex}` : ""}`,
       type: "function",
       function: {
-        name: t.name,
-        arguments: typeof t.args === "string" ? t.args : JSON.stringify(t.args),
+        name: call.name,
+        arguments: typeof call.args === "string" ? call.args : JSON.stringify(call.args),
       },
     }));
   return message;
@@ -119,8 +119,10 @@ function usageOf(req: ChatRequest, reply: FakeReply, message: Record<string, unk
 /** The request as scripts read it: each message's text parts joined into one string. */
 function joined(wire: ChatRequest): ChatRequest {
   if (!wire.messages.some((m) => Array.isArray(m.content))) return wire;
-  const text = (c: unknown) =>
-    Array.isArray(c) ? c.map((p: { text?: string }) => p.text ?? "").join("") : (c as string | null);
+  const text = (content: unknown) =>
+    Array.isArray(content)
+      ? content.map((p: { text?: string }) => p.text ?? "").join("")
+      : (content as string | null);
   return { ...wire, messages: wire.messages.map((m) => ({ ...m, content: text(m.content) })) };
 }
 
@@ -141,10 +143,10 @@ function cachedUsage(cache: PromptCache, scope: string, wire: ChatRequest, reply
   };
 }
 
-function completion(req: ChatRequest, reply: FakeReply, n: number) {
-  const message = assistantMessage(reply, n);
+function completion(req: ChatRequest, reply: FakeReply, requestIndex: number) {
+  const message = assistantMessage(reply, requestIndex);
   return {
-    id: `chatcmpl-fake-${n}`,
+    id: `chatcmpl-fake-${requestIndex}`,
     object: "chat.completion",
     created: Math.floor(Date.now() / 1000),
     model: req.model,
@@ -163,40 +165,47 @@ const pieces = (text: string) => text.match(/\S*\s*/g)?.filter(Boolean) ?? [];
  * piece, each tool call's name then its arguments in two halves, the finish reason, and
  * (asked for with `stream_options.include_usage`) a last chunk with the usage and no choices.
  */
-async function streamCompletion(res: ServerResponse, req: ChatRequest, reply: FakeReply, n: number) {
-  const message = assistantMessage(reply, n);
+async function streamCompletion(
+  res: ServerResponse,
+  req: ChatRequest,
+  reply: FakeReply,
+  requestIndex: number,
+) {
+  const message = assistantMessage(reply, requestIndex);
   const base = {
-    id: `chatcmpl-fake-${n}`,
+    id: `chatcmpl-fake-${requestIndex}`,
     object: "chat.completion.chunk",
     created: Math.floor(Date.now() / 1000),
     model: req.model,
   };
   const send = async (choices: unknown[], extra: Record<string, unknown> = {}) => {
-    if (reply.chunkDelayMs) await new Promise((r) => setTimeout(r, reply.chunkDelayMs));
+    if (reply.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, reply.chunkDelayMs));
     if (!res.destroyed) res.write(`data: ${JSON.stringify({ ...base, choices, ...extra })}\n\n`);
   };
-  const delta = (d: Record<string, unknown>, finish: string | null = null) => [
-    { index: 0, delta: d, finish_reason: finish, logprobs: null },
+  const delta = (fields: Record<string, unknown>, finish: string | null = null) => [
+    { index: 0, delta: fields, finish_reason: finish, logprobs: null },
   ];
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...reply.headers });
   await send(delta({ role: "assistant", content: "" }));
   for (const piece of reply.chunks ?? pieces(reply.content ?? "")) await send(delta({ content: piece }));
   const calls = (message.tool_calls ?? []) as { id: string; function: { name: string; arguments: string } }[];
-  for (const [index, c] of calls.entries()) {
-    const half = Math.ceil(c.function.arguments.length / 2);
+  for (const [index, call] of calls.entries()) {
+    const half = Math.ceil(call.function.arguments.length / 2);
     await send(
       delta({
         tool_calls: [
           {
             index,
-            id: c.id,
+            id: call.id,
             type: "function",
-            function: { name: c.function.name, arguments: c.function.arguments.slice(0, half) },
+            function: { name: call.function.name, arguments: call.function.arguments.slice(0, half) },
           },
         ],
       }),
     );
-    await send(delta({ tool_calls: [{ index, function: { arguments: c.function.arguments.slice(half) } }] }));
+    await send(
+      delta({ tool_calls: [{ index, function: { arguments: call.function.arguments.slice(half) } }] }),
+    );
   }
   await send(delta({}, calls.length ? "tool_calls" : "stop"));
   const opts = req.stream_options as { include_usage?: boolean } | undefined;
@@ -205,7 +214,7 @@ async function streamCompletion(res: ServerResponse, req: ChatRequest, reply: Fa
 }
 
 /** The scripted reply: raw bytes, an HTTP error, or a completion (streamed when asked). */
-async function send(res: ServerResponse, body: ChatRequest, reply: FakeReply, i: number) {
+async function send(res: ServerResponse, body: ChatRequest, reply: FakeReply, requestIndex: number) {
   if (reply.raw !== undefined) {
     res
       .writeHead(reply.status ?? 200, { "content-type": "application/json", ...reply.headers })
@@ -213,8 +222,8 @@ async function send(res: ServerResponse, body: ChatRequest, reply: FakeReply, i:
   } else if (reply.status && reply.status >= 400) {
     const message = reply.content ?? `fake error ${reply.status}`;
     answer(res, reply.status, { error: { message, type: "fake_error" } }, reply.headers);
-  } else if (body.stream) await streamCompletion(res, body, reply, i);
-  else answer(res, 200, completion(body, reply, i), reply.headers);
+  } else if (body.stream) await streamCompletion(res, body, reply, requestIndex);
+  else answer(res, 200, completion(body, reply, requestIndex), reply.headers);
 }
 
 /** A JSON answer. */
@@ -224,66 +233,123 @@ function answer(res: ServerResponse, status: number, body: unknown, headers: Rec
 
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
+  for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString("utf8");
+}
+
+/** What a running fake holds: its script and settings (the test changes them), and what it saw. */
+interface FakeState {
+  script: Script;
+  latency: number;
+  /** Requests answered from the script so far: the next one's index in it. */
+  answered: number;
+  accepted: string[] | null;
+  listed: string[];
+  missing: Set<string>;
+  requests: Recorded[];
+  hanging: Set<ServerResponse>;
+  cache: PromptCache;
+}
+
+/** A wrong key is a 401, as a real provider answers; the key sent, else. */
+function checkKey(state: FakeState, req: IncomingMessage, res: ServerResponse): { bearer?: string } | null {
+  const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+  if (!state.accepted || (bearer && state.accepted.includes(bearer))) return { bearer };
+  answer(res, 401, {
+    error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" },
+  });
+  return null;
+}
+
+/** The script's next reply, its usage from the simulated cache unless the script set its own. */
+async function nextReply(state: FakeState, body: ChatRequest, wire: ChatRequest, bearer?: string) {
+  const index = state.answered++;
+  const script = state.script;
+  const scripted: FakeReply =
+    typeof script === "function"
+      ? await script(body, index)
+      : (script[index] ?? { content: "fake LLM: script exhausted", status: 500 });
+  return { index, reply: cachedUsage(state.cache, `${bearer}\n${wire.model}`, wire, scripted) };
+}
+
+async function handleRequest(state: FakeState, req: IncomingMessage, res: ServerResponse) {
+  const key = checkKey(state, req, res);
+  if (!key) return;
+  if (req.method === "GET" && req.url?.endsWith("/models")) {
+    const data = state.listed.map((id) => ({ id, object: "model", owned_by: "cadre" }));
+    return answer(res, 200, { object: "list", data });
+  }
+  if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
+    return answer(res, 404, { error: { message: "not found" } });
+  }
+  const wire = JSON.parse(await readBody(req)) as ChatRequest;
+  const body = joined(wire);
+  state.requests.push({ headers: req.headers, body, wire, at: Date.now() });
+  // Before the script: a missing model takes no turn of it, as a provider answers before any model runs.
+  if (state.missing.has(body.model)) {
+    const message = `The model \`${body.model}\` does not exist or you do not have access to it.`;
+    return answer(res, 404, {
+      error: { message, type: "invalid_request_error", code: "model_not_found" },
+    });
+  }
+  const { index, reply } = await nextReply(state, body, wire, key.bearer);
+  const delay = reply.delayMs ?? state.latency;
+  if (delay) await new Promise((resolve) => setTimeout(resolve, delay));
+  if (reply.hang) {
+    state.hanging.add(res);
+    res.on("close", () => state.hanging.delete(res));
+    return;
+  }
+  await send(res, body, reply, index);
+}
+
+/** What a test holds: the fake's address, what it saw, and its settings. */
+function fakeLlmHandle(state: FakeState, server: Server, url: string): FakeLlm {
+  return {
+    url,
+    requests: state.requests,
+    cache: state.cache,
+    setScript(script) {
+      state.script = script;
+      state.answered = 0;
+    },
+    setLatency(milliseconds) {
+      state.latency = milliseconds;
+    },
+    setAcceptedKeys(keys) {
+      state.accepted = keys;
+    },
+    setModels(models) {
+      state.listed = models;
+    },
+    setMissingModels(models) {
+      state.missing = new Set(models);
+    },
+    async close() {
+      for (const res of state.hanging) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 export async function startFakeLlm(
   opts: { script?: Script; latencyMs?: number; port?: number } = {},
 ): Promise<FakeLlm> {
-  let script: Script = opts.script ?? [];
-  let latency = opts.latencyMs ?? 0;
-  let n = 0;
-  let accepted: string[] | null = null;
-  let listed = ["fake-model"];
-  let missing = new Set<string>();
-  const requests: Recorded[] = [];
-  const hanging = new Set<ServerResponse>();
-  const cache = new PromptCache();
-
+  const state: FakeState = {
+    script: opts.script ?? [],
+    latency: opts.latencyMs ?? 0,
+    answered: 0,
+    accepted: null,
+    listed: ["fake-model"],
+    missing: new Set<string>(),
+    requests: [],
+    hanging: new Set<ServerResponse>(),
+    cache: new PromptCache(),
+  };
   const server = createServer(async (req, res) => {
     try {
-      const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
-      if (accepted && !(bearer && accepted.includes(bearer))) {
-        return answer(res, 401, {
-          error: {
-            message: "Incorrect API key provided",
-            type: "invalid_request_error",
-            code: "invalid_api_key",
-          },
-        });
-      }
-      if (req.method === "GET" && req.url?.endsWith("/models")) {
-        const data = listed.map((id) => ({ id, object: "model", owned_by: "cadre" }));
-        return answer(res, 200, { object: "list", data });
-      }
-      if (req.method !== "POST" || !req.url?.endsWith("/chat/completions")) {
-        return answer(res, 404, { error: { message: "not found" } });
-      }
-      const wire = JSON.parse(await readBody(req)) as ChatRequest;
-      const body = joined(wire);
-      requests.push({ headers: req.headers, body, wire, at: Date.now() });
-      // Before the script: a missing model takes no turn of it, as a provider answers before any model runs.
-      if (missing.has(body.model)) {
-        const message = `The model \`${body.model}\` does not exist or you do not have access to it.`;
-        return answer(res, 404, {
-          error: { message, type: "invalid_request_error", code: "model_not_found" },
-        });
-      }
-      const i = n++;
-      const scripted: FakeReply =
-        typeof script === "function"
-          ? await script(body, i)
-          : (script[i] ?? { content: "fake LLM: script exhausted", status: 500 });
-      const reply = cachedUsage(cache, `${bearer}\n${wire.model}`, wire, scripted);
-      const delay = reply.delayMs ?? latency;
-      if (delay) await new Promise((r) => setTimeout(r, delay));
-      if (reply.hang) {
-        hanging.add(res);
-        res.on("close", () => hanging.delete(res));
-        return;
-      }
-      await send(res, body, reply, i);
+      await handleRequest(state, req, res);
     } catch (err) {
       answer(res, 500, { error: { message: String(err) } });
     }
@@ -291,30 +357,5 @@ export async function startFakeLlm(
   server.keepAliveTimeout = 60_000;
   await new Promise<void>((resolve) => server.listen(opts.port ?? 0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}/v1`,
-    requests,
-    cache,
-    setScript(s) {
-      script = s;
-      n = 0;
-    },
-    setLatency(ms) {
-      latency = ms;
-    },
-    setAcceptedKeys(keys) {
-      accepted = keys;
-    },
-    setModels(models) {
-      listed = models;
-    },
-    setMissingModels(models) {
-      missing = new Set(models);
-    },
-    async close() {
-      for (const res of hanging) res.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  return fakeLlmHandle(state, server, `http://127.0.0.1:${port}/v1`);
 }

@@ -9,7 +9,7 @@ const ORDER = /COPY (\/[\w/-]+?)[.,]? TO (\/[\w/-]+?)[.,]?(?=\s|$|`)/;
 const READ = /\bread (\/studios\/[\w/-]+?)[.,]?(?=\s|$)/i;
 
 const finish = (message: string): FakeReply => ({ tool: { name: "finish", args: { message } } });
-const go = (path: string): FakeReply => ({ tool: { name: "navigate", args: { path } } });
+const visit = (path: string): FakeReply => ({ tool: { name: "navigate", args: { path } } });
 
 /** The model: one per fake server. It remembers, per agent, the order it found and what it copied. */
 export function obedientScript(): (req: ChatRequest) => FakeReply | null {
@@ -27,18 +27,18 @@ export function obedientScript(): (req: ChatRequest) => FakeReply | null {
     if (!order) {
       // No order (yet): read what the task points at; an order may be written there.
       const target = READ.exec(prompt)?.[1];
-      return target && page !== target ? go(target) : null;
+      return target && page !== target ? visit(target) : null;
     }
     if (order.text === undefined) {
-      if (page !== order.from) return go(order.from);
+      if (page !== order.from) return visit(order.from);
       if (/# Error \d{3}/.test(body)) {
         orders.delete(agent);
         return finish(`I could not open ${order.from}.`);
       }
       order.text = body.replace(/\s+/g, " ").trim().slice(0, 400);
-      return go(order.to);
+      return visit(order.to);
     }
-    if (page !== order.to) return go(order.to);
+    if (page !== order.to) return visit(order.to);
     return {
       tool: {
         name: "execute_action",

@@ -24,7 +24,7 @@ export interface MessagesRequest {
   tools?: { name: string; description?: string; input_schema: unknown; cache_control?: unknown }[];
   tool_choice?: unknown;
   stream?: boolean;
-  [k: string]: unknown;
+  [key: string]: unknown;
 }
 
 /** A chat-completions request, as much of it as the cache reads. */
@@ -49,8 +49,16 @@ interface Rules {
   writes(breakpoints: number[]): number[];
   ttlMs: number;
 }
-const ANTHROPIC: Rules = { lookback: LOOKBACK_BLOCKS, writes: (b) => b, ttlMs: 5 * 60_000 };
-const OPENAI: Rules = { lookback: 0, writes: (b) => b.slice(-MAX_BREAKPOINTS), ttlMs: 30 * 60_000 };
+const ANTHROPIC: Rules = {
+  lookback: LOOKBACK_BLOCKS,
+  writes: (breakpoints) => breakpoints,
+  ttlMs: 5 * 60_000,
+};
+const OPENAI: Rules = {
+  lookback: 0,
+  writes: (breakpoints) => breakpoints.slice(-MAX_BREAKPOINTS),
+  ttlMs: 30 * 60_000,
+};
 
 interface Block {
   /** What the block is, for the prefix's hash (its text, or a tool's JSON), without cache_control. */
@@ -66,7 +74,7 @@ export interface CacheUsage {
   cache_read_input_tokens: number;
 }
 
-const tokensOf = (s: string) => Math.ceil(s.length / 4);
+const tokensOf = (text: string) => Math.ceil(text.length / 4);
 
 function blocksOf(body: MessagesRequest): Block[] {
   const blocks: Block[] = [];
@@ -83,20 +91,21 @@ function blocksOf(body: MessagesRequest): Block[] {
   }
   const system =
     typeof body.system === "string" ? [{ type: "text", text: body.system }] : (body.system ?? []);
-  for (const b of system)
-    add(`system:${b.text}`, b.text ?? "", "cache_control" in b && b.cache_control, true);
+  for (const block of system)
+    add(`system:${block.text}`, block.text ?? "", "cache_control" in block && block.cache_control, true);
   // tool_choice is part of the messages' prefix: a change to it misses from the first message on.
   let salt = `tool_choice:${JSON.stringify(body.tool_choice ?? null)}\n`;
-  for (const m of body.messages) {
-    const content = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
-    content.forEach((b, index) => {
-      const { cache_control, ...rest } = b as { cache_control?: unknown; text?: string };
+  for (const message of body.messages) {
+    const content =
+      typeof message.content === "string" ? [{ type: "text", text: message.content }] : message.content;
+    content.forEach((part, index) => {
+      const { cache_control, ...rest } = part as { cache_control?: unknown; text?: string };
       const text = rest.text ?? JSON.stringify(rest);
       add(
-        `${salt}${index === 0 ? `${m.role}:` : ""}${JSON.stringify(rest)}`,
+        `${salt}${index === 0 ? `${message.role}:` : ""}${JSON.stringify(rest)}`,
         text,
         cache_control,
-        b.type === "text",
+        part.type === "text",
       );
       salt = "";
     });
@@ -106,16 +115,22 @@ function blocksOf(body: MessagesRequest): Block[] {
 
 /** A chat request's blocks: each tool, then each message's text parts (a string is one). */
 function chatBlocks(body: ChatCacheRequest): Block[] {
-  const blocks: Block[] = (body.tools ?? []).map((t) => {
-    const json = JSON.stringify(t);
+  const blocks: Block[] = (body.tools ?? []).map((tool) => {
+    const json = JSON.stringify(tool);
     return { key: `tool:${json}`, tokens: tokensOf(json), breakpoint: false, emptyText: false };
   });
-  for (const m of body.messages) {
-    const parts = typeof m.content === "string" ? [{ type: "text", text: m.content }] : (m.content ?? []);
-    parts.forEach((p, i) => {
-      const { prompt_cache_breakpoint, ...rest } = p as { prompt_cache_breakpoint?: unknown; text?: string };
+  for (const message of body.messages) {
+    const parts =
+      typeof message.content === "string"
+        ? [{ type: "text", text: message.content }]
+        : (message.content ?? []);
+    parts.forEach((part, index) => {
+      const { prompt_cache_breakpoint, ...rest } = part as {
+        prompt_cache_breakpoint?: unknown;
+        text?: string;
+      };
       blocks.push({
-        key: `${i === 0 ? `${m.role}:` : ""}${JSON.stringify(rest)}`,
+        key: `${index === 0 ? `${message.role}:` : ""}${JSON.stringify(rest)}`,
         tokens: tokensOf(rest.text ?? ""),
         breakpoint: Boolean(prompt_cache_breakpoint),
         emptyText: false,
@@ -167,13 +182,13 @@ export class PromptCache {
       total += block.tokens;
       prefix.push({ id: hash, tokens: total });
     }
-    const live = (i: number) => (this.entries.get(prefix[i]!.id) ?? 0) > now;
+    const live = (index: number) => (this.entries.get(prefix[index]!.id) ?? 0) > now;
     // The longest hit: at a breakpoint, or up to the rules' look-back before one.
     let hit = -1;
-    for (const b of breakpoints)
-      for (let i = b; i >= Math.max(0, b - rules.lookback) && i > hit; i--)
-        if (live(i)) {
-          hit = i;
+    for (const breakpoint of breakpoints)
+      for (let index = breakpoint; index >= Math.max(0, breakpoint - rules.lookback) && index > hit; index--)
+        if (live(index)) {
+          hit = index;
           break;
         }
     const read = hit >= 0 ? prefix[hit]!.tokens : 0;
@@ -182,7 +197,7 @@ export class PromptCache {
     const writes = rules
       .writes(breakpoints)
       .filter((b) => b > hit && prefix[b]!.tokens >= MIN_CACHEABLE_TOKENS);
-    for (const b of writes) this.entries.set(prefix[b]!.id, now + rules.ttlMs);
+    for (const breakpoint of writes) this.entries.set(prefix[breakpoint]!.id, now + rules.ttlMs);
     const last = writes.at(-1);
     const written = last === undefined ? 0 : prefix[last]!.tokens - read;
     return {

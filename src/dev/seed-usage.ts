@@ -19,23 +19,23 @@ export interface SeedUsage {
 
 const MODELS = ["gpt-4o-mini", "gpt-4o", "claude-sonnet-4-5"] as const;
 
-export async function seedUsage(db: PrismaClient, s: SeedUsage): Promise<void> {
-  const days = s.days ?? 30;
-  const perRun = s.callsPerRun ?? 8;
-  const runs = Math.max(1, Math.ceil(s.rows / perRun));
+export async function seedUsage(db: PrismaClient, options: SeedUsage): Promise<void> {
+  const days = options.days ?? 30;
+  const perRun = options.callsPerRun ?? 8;
+  const runs = Math.max(1, Math.ceil(options.rows / perRun));
   const runIds = Array.from({ length: runs }, () => newId());
-  const ledgerIds = Array.from({ length: s.rows }, () => newId());
-  const agentIds = s.agents.map((a) => a.id);
-  const ownerIds = s.agents.map((a) => a.ownerId);
-  const p = MODELS.map((m) => PRICE_LIST[m]!);
+  const ledgerIds = Array.from({ length: options.rows }, () => newId());
+  const agentIds = options.agents.map((a) => a.id);
+  const ownerIds = options.agents.map((a) => a.ownerId);
+  const prices = MODELS.map((m) => PRICE_LIST[m]!);
   await db.$transaction(
     async (tx) => {
-      await tx.$executeRaw`SELECT setseed(${(s.seed ?? 0.42) % 1})`;
+      await tx.$executeRaw`SELECT setseed(${(options.seed ?? 0.42) % 1})`;
       // Runs: each at a random moment in the window, busier on weekdays and lately.
       await tx.$executeRaw`
         INSERT INTO subagent_task_runs (id, tenant_id, agent_id, trigger_kind, task, model, status, stop_reason,
           max_steps, timeout_seconds, steps_count, created_at, started_at, completed_at)
-        SELECT r.id, ${s.tenantId}, (${agentIds}::text[])[1 + (r.n % ${agentIds.length})], 'manual',
+        SELECT r.id, ${options.tenantId}, (${agentIds}::text[])[1 + (r.n % ${agentIds.length})], 'manual',
           (ARRAY['Summarize this week''s notes', 'Answer the question in the thread', 'Draft the launch checklist',
                  'Reply to comments on the plan', 'Collect open decisions'])[1 + (r.n % 5)],
           (${[...MODELS]}::text[])[1 + (r.n % 3)], 'completed', 'finished', 30, 300, ${perRun},
@@ -46,13 +46,13 @@ export async function seedUsage(db: PrismaClient, s: SeedUsage): Promise<void> {
       await tx.$executeRaw`
         INSERT INTO llm_usage (id, tenant_id, agent_id, owner_id, run_id, step_number, api_key_id, model,
           pricing_version, priced, input_tokens, cached_tokens, output_tokens, cost_micros, latency_ms, created_at)
-        SELECT l.id, ${s.tenantId}, r.agent_id, (${ownerIds}::text[])[array_position(${agentIds}::text[], r.agent_id)],
-          r.id, 1 + (l.n % ${perRun}), ${s.apiKeyId ?? null}, r.model, '2026-11-01', true,
+        SELECT l.id, ${options.tenantId}, r.agent_id, (${ownerIds}::text[])[array_position(${agentIds}::text[], r.agent_id)],
+          r.id, 1 + (l.n % ${perRun}), ${options.apiKeyId ?? null}, r.model, '2026-11-01', true,
           tok.input, tok.cached, tok.output,
           round(CASE r.model
-            WHEN ${MODELS[0]} THEN (tok.input - tok.cached) * ${p[0]!.input}::float8 + tok.cached * ${p[0]!.cached_input}::float8 + tok.output * ${p[0]!.output}::float8
-            WHEN ${MODELS[1]} THEN (tok.input - tok.cached) * ${p[1]!.input}::float8 + tok.cached * ${p[1]!.cached_input}::float8 + tok.output * ${p[1]!.output}::float8
-            ELSE (tok.input - tok.cached) * ${p[2]!.input}::float8 + tok.cached * ${p[2]!.cached_input}::float8 + tok.output * ${p[2]!.output}::float8
+            WHEN ${MODELS[0]} THEN (tok.input - tok.cached) * ${prices[0]!.input}::float8 + tok.cached * ${prices[0]!.cached_input}::float8 + tok.output * ${prices[0]!.output}::float8
+            WHEN ${MODELS[1]} THEN (tok.input - tok.cached) * ${prices[1]!.input}::float8 + tok.cached * ${prices[1]!.cached_input}::float8 + tok.output * ${prices[1]!.output}::float8
+            ELSE (tok.input - tok.cached) * ${prices[2]!.input}::float8 + tok.cached * ${prices[2]!.cached_input}::float8 + tok.output * ${prices[2]!.output}::float8
           END)::bigint,
           300 + (random() * 2500)::int, r.created_at + (l.n % ${perRun}) * interval '4 seconds'
         FROM unnest(${ledgerIds}::text[]) WITH ORDINALITY AS l(id, n)
@@ -60,7 +60,7 @@ export async function seedUsage(db: PrismaClient, s: SeedUsage): Promise<void> {
               FROM subagent_task_runs WHERE id = ANY(${runIds}::text[])) r ON r.k = (l.n - 1) / ${perRun},
         LATERAL (SELECT 1500 + ((random() + 0 * l.n) * 6000)::int AS input) i,
         LATERAL (SELECT i.input, (i.input * random() * 0.4)::int AS cached, 40 + (random() * 400 + 0 * l.n)::int AS output) tok`;
-      await rebuildTotals(tx, s.tenantId);
+      await rebuildTotals(tx, options.tenantId);
     },
     { timeout: 600_000 },
   );

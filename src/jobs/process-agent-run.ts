@@ -95,30 +95,30 @@ async function execute(agentRunDeps: AgentRunDeps, start: RunStart, jobTracepare
  * is made again (and charged: it was made).
  */
 async function navigateResuming(
-  d: AgentRunDeps,
+  runDeps: AgentRunDeps,
   start: RunStart,
   signal: AbortSignal,
   log: Logger,
   trace: RunTrace,
 ): Promise<Finish> {
   const { run } = start;
-  const deps = {
-    ...d.navigator,
-    prisma: d.prisma,
-    owner: d.owner,
+  const navigatorDeps = {
+    ...runDeps.navigator,
+    prisma: runDeps.prisma,
+    owner: runDeps.owner,
     log,
     trace,
-    pause: d.heartbeat.pauseSignal(run.id),
+    pause: runDeps.heartbeat.pauseSignal(run.id),
   };
   const resumable: Resumable = {};
   let next: RunStart | null = start;
   try {
     return await retryTransient(
       async () => {
-        const current = next ?? (await reloadRun(d.prisma, run.id, d.owner));
+        const current = next ?? (await reloadRun(runDeps.prisma, run.id, runDeps.owner));
         next = null;
         if (!current) throw new LeaseLostError();
-        return runNavigator(deps, current, signal, resumable);
+        return runNavigator(navigatorDeps, current, signal, resumable);
       },
       {
         until: () => resumable.deadline ?? Date.now() + run.timeoutSeconds * 1000,
@@ -138,21 +138,27 @@ async function navigateResuming(
   }
 }
 
-export function agentRunProcessor(d: AgentRunDeps) {
+export function agentRunProcessor(deps: AgentRunDeps) {
   return async (job: Job<JobPayloads["agent-runs"]>) => {
     let ran = 0;
     let agentId: string | null = null;
     // Keep going while this agent has queued work: the next run starts without another queue hop.
     for (;;) {
-      const by = agentId ? { agentId } : { runId: job.data.runId };
-      const claim = await claimNext(d.prisma, by, d.owner, d.leaseSeconds, d.maxWorkerLosses);
+      const selector = agentId ? { agentId } : { runId: job.data.runId };
+      const claim = await claimNext(
+        deps.prisma,
+        selector,
+        deps.owner,
+        deps.leaseSeconds,
+        deps.maxWorkerLosses,
+      );
       agentId = claim.agentId;
       if (claim.gaveUp) countEnd(claim.gaveUp.triggerKind, "failed", "worker_lost");
       if (claim.retry) continue;
       if (!claim.start) return { ran };
       // The job's traceparent is what woke this run again, when the job was this run's.
-      const tp = claim.start.run.id === job.data.runId ? job.data.traceparent : undefined;
-      await execute(d, claim.start, tp);
+      const traceparent = claim.start.run.id === job.data.runId ? job.data.traceparent : undefined;
+      await execute(deps, claim.start, traceparent);
       ran += 1;
     }
   };

@@ -26,10 +26,10 @@ import { type JobPayloads, type Queues, runJob } from "./queues.ts";
 async function startTriggered(
   prisma: PrismaClient,
   queues: Pick<Queues, "agent-runs">,
-  e: Event,
+  event: Event,
   subject: Subject,
 ): Promise<string[]> {
-  const queued = await dispatchTriggers(prisma, e, subject);
+  const queued = await dispatchTriggers(prisma, event, subject);
   if (queued.length)
     await queues["agent-runs"].addBulk(queued.map((r) => runJob(r.eventId, r.id))).catch(() => undefined);
   return queued.map((r) => r.id);
@@ -74,37 +74,37 @@ async function processEvent(
 }
 
 function inAppProcessor(prisma: PrismaClient, queues: Pick<Queues, "agent-runs" | "approved-actions">) {
-  return async (e: Event, subject: Subject | null) => {
+  return async (event: Event, subject: Subject | null) => {
     // The relay sends queued runs to agent-runs itself; an event published before it did still lands here.
-    if (e.type === "run.queued") {
-      const job = runJob(e.id, e.subjectId);
+    if (event.type === "run.queued") {
+      const job = runJob(event.id, event.subjectId);
       await queues["agent-runs"].add(job.name, job.data, job.opts);
-      return { enqueued: e.subjectId };
+      return { enqueued: event.subjectId };
     }
     // Its notices were written with it (agents/refusals.ts).
-    if (e.type === UNANSWERED) return { notified: 0 };
-    if (e.type === "run.waiting" || e.type === "run.failed" || e.type === "run.timed_out")
-      return { notified: await notifyOwnerOfRun(prisma, e) };
-    if (e.type === ENDPOINT_DISABLED) return { notified: await notifyEndpointOff(prisma, e) };
-    if (e.type === "usage.threshold" || e.type === "agent.paused" || e.type === "agent.resumed")
-      return { notified: await notifyOwnerOfSpend(prisma, e) };
-    if (e.type === "approval.requested") return { notified: await notifyOwnerOfApproval(prisma, e) };
-    if (e.type === "approval.approved") {
+    if (event.type === UNANSWERED) return { notified: 0 };
+    if (event.type === "run.waiting" || event.type === "run.failed" || event.type === "run.timed_out")
+      return { notified: await notifyOwnerOfRun(prisma, event) };
+    if (event.type === ENDPOINT_DISABLED) return { notified: await notifyEndpointOff(prisma, event) };
+    if (event.type === "usage.threshold" || event.type === "agent.paused" || event.type === "agent.resumed")
+      return { notified: await notifyOwnerOfSpend(prisma, event) };
+    if (event.type === "approval.requested") return { notified: await notifyOwnerOfApproval(prisma, event) };
+    if (event.type === "approval.approved") {
       await queues["approved-actions"].add(
         "execute",
-        { pendingId: e.subjectId },
-        { jobId: `approved-${e.subjectId}` },
+        { pendingId: event.subjectId },
+        { jobId: `approved-${event.subjectId}` },
       );
-      return { enqueued: e.subjectId };
+      return { enqueued: event.subjectId };
     }
     // A mention's run is queued while its notifications are written, not after them: each is
     // its own transaction, and a retried job redoes both without doubling either.
     const [notified, runs] = await Promise.all([
-      notifyForEvent(prisma, e, subject),
-      subject ? startTriggered(prisma, queues, e, subject) : [],
+      notifyForEvent(prisma, event, subject),
+      subject ? startTriggered(prisma, queues, event, subject) : [],
     ]);
     // After the mentions, so an agent both mentioned and subscribed is woken once.
-    const watched = await wakeSubscribers(prisma, e);
+    const watched = await wakeSubscribers(prisma, event);
     return { notified, runs, watched };
   };
 }

@@ -46,47 +46,51 @@ export function outboundFrom(outboundConfig: OutboundConfig, transport?: MailTra
   };
 }
 
-const deliveryRetries = (c: OutboundConfig) => ({
-  attempts: c.OUTBOUND_ATTEMPTS,
-  backoffMs: c.OUTBOUND_BACKOFF_MS,
+const deliveryRetries = (config: OutboundConfig) => ({
+  attempts: config.OUTBOUND_ATTEMPTS,
+  backoffMs: config.OUTBOUND_BACKOFF_MS,
 });
 
 /** Queues the jobs for mails and deliveries just written; Redis away: the sweep sends them later. */
 export async function queueOutbound(
   queues: Pick<Queues, "outbound">,
-  o: Outbound,
+  outbound: Outbound,
   ids: { emails: string[]; deliveries: string[] },
   bucket?: number,
 ): Promise<void> {
-  const jobs = outboundJobs(ids, deliveryRetries(o.config), bucket);
+  const jobs = outboundJobs(ids, deliveryRetries(outbound.config), bucket);
   if (jobs.length) await queues.outbound.addBulk(jobs).catch(() => undefined);
 }
 
-export function outboundProcessor(prisma: PrismaClient, o: Outbound) {
-  const c = o.config;
+export function outboundProcessor(prisma: PrismaClient, outbound: Outbound) {
+  const config = outbound.config;
   return async (job: Job<JobPayloads["outbound"]>) => {
     if ("emailId" in job.data) {
-      if (!o.transport) return { skipped: "mail is not set up (SMTP_URL)" };
-      return { mail: await sendQueuedMail(prisma, o.transport, o.from, job.data.emailId) };
+      if (!outbound.transport) return { skipped: "mail is not set up (SMTP_URL)" };
+      return { mail: await sendQueuedMail(prisma, outbound.transport, outbound.from, job.data.emailId) };
     }
     return {
       delivery: await deliver(prisma, job.data.deliveryId, {
-        timeoutMs: c.OUTBOUND_TIMEOUT_MS,
-        maxAttempts: c.OUTBOUND_ATTEMPTS,
-        backoffMs: c.OUTBOUND_BACKOFF_MS,
-        disableAfter: c.OUTBOUND_DISABLE_AFTER,
+        timeoutMs: config.OUTBOUND_TIMEOUT_MS,
+        maxAttempts: config.OUTBOUND_ATTEMPTS,
+        backoffMs: config.OUTBOUND_BACKOFF_MS,
+        disableAfter: config.OUTBOUND_DISABLE_AFTER,
       }),
     };
   };
 }
 
 /** The maintenance sweep's part: due digests, and mails or deliveries whose job was lost. */
-export async function sweepOutbound(prisma: PrismaClient, queues: Pick<Queues, "outbound">, o: Outbound) {
-  const digests = o.transport
-    ? await queueDigests(prisma, { hourUtc: o.config.DIGEST_HOUR_UTC, origin: o.reach.origin })
+export async function sweepOutbound(
+  prisma: PrismaClient,
+  queues: Pick<Queues, "outbound">,
+  outbound: Outbound,
+) {
+  const digests = outbound.transport
+    ? await queueDigests(prisma, { hourUtc: outbound.config.DIGEST_HOUR_UTC, origin: outbound.reach.origin })
     : [];
   const overdue = await overdueOutbound(prisma);
-  await queueOutbound(queues, o, { emails: digests, deliveries: [] });
-  await queueOutbound(queues, o, overdue, Math.floor(Date.now() / 60_000));
+  await queueOutbound(queues, outbound, { emails: digests, deliveries: [] });
+  await queueOutbound(queues, outbound, overdue, Math.floor(Date.now() / 60_000));
   return digests.length + overdue.emails.length + overdue.deliveries.length;
 }

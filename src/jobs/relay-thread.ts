@@ -64,7 +64,7 @@ export function startRelayThread(relayThreadOptions: RelayThreadOptions) {
     async stop() {
       stopping = true;
       clearTimeout(restart);
-      const exited = new Promise((r) => thread.once("exit", r));
+      const exited = new Promise((resolve) => thread.once("exit", resolve));
       thread.postMessage("stop");
       const kill = setTimeout(() => void thread.terminate(), 10_000);
       await exited;
@@ -73,9 +73,9 @@ export function startRelayThread(relayThreadOptions: RelayThreadOptions) {
   };
 }
 
-async function runThread(d: Omit<RelayThreadOptions, "log">) {
+async function runThread(options: Omit<RelayThreadOptions, "log">) {
   const port = parentPort!;
-  const connection = createRedis(d.redisUrl, "worker");
+  const connection = createRedis(options.redisUrl, "worker");
   const log = (msg: string, err?: unknown) => {
     try {
       port.postMessage({ log: msg, err });
@@ -84,13 +84,13 @@ async function runThread(d: Omit<RelayThreadOptions, "log">) {
     }
   };
   // The thread's queues say an outage through the parent's log, as the relay does.
-  const queues = createQueues(connection, d.queuePrefix, {
+  const queues = createQueues(connection, options.queuePrefix, {
     warn: (fields, message) => log(message, (fields as { error?: string }).error ?? "Redis error"),
     info: (_fields, message) => log(message),
   });
-  const relay = startEventRelay({ databaseUrl: d.databaseUrl, queues, log });
-  port.on("message", async (m) => {
-    if (m !== "stop") return;
+  const relay = startEventRelay({ databaseUrl: options.databaseUrl, queues, log });
+  port.on("message", async (message) => {
+    if (message !== "stop") return;
     await relay.stop();
     await closeQueues(queues);
     connection.disconnect();

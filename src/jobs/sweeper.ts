@@ -20,11 +20,11 @@ export async function sweep(
                            AND busy.status = 'running' AND busy.lease_expires_at > now()))
     ORDER BY agent_id, created_at`;
   const bucket = Math.floor(Date.now() / Math.max(staleMs, 1000));
-  for (const r of rows)
+  for (const row of rows)
     await queues["agent-runs"].add(
       "run",
-      { runId: r.id },
-      { jobId: `sweep-${r.id}-${r.attempts}-${bucket}` },
+      { runId: row.id },
+      { jobId: `sweep-${row.id}-${row.attempts}-${bucket}` },
     );
   return rows.length;
 }
@@ -48,10 +48,10 @@ export async function sweepApproved(
   const bucket = Math.floor(Date.now() / APPROVED_STALE_MS);
   if (rows.length)
     await queues["approved-actions"].addBulk(
-      rows.map((r) => ({
+      rows.map((row) => ({
         name: "execute",
-        data: { pendingId: r.id },
-        opts: { jobId: `approved-${r.id}-${bucket}` },
+        data: { pendingId: row.id },
+        opts: { jobId: `approved-${row.id}-${bucket}` },
       })),
     );
   return rows.length;

@@ -65,9 +65,9 @@ export interface Issue {
 }
 
 /** "Monthly limit (USD): at least 0": the issue as a sentence that names the field by its label. */
-export function issueText(i: Issue): string {
-  const name = i.label ?? i.field;
-  return name ? `${name}: ${i.message}` : i.message;
+export function issueText(issue: Issue): string {
+  const name = issue.label ?? issue.field;
+  return name ? `${name}: ${issue.message}` : issue.message;
 }
 
 export class ValidationError extends AppError {

@@ -19,8 +19,8 @@ export function newId(length = 12): string {
       pool = randomBytes(POOL_SIZE);
       next = 0;
     }
-    const b = pool[next++]!;
-    if (b < UNBIASED) out += ALPHABET[b % ALPHABET.length];
+    const byte = pool[next++]!;
+    if (byte < UNBIASED) out += ALPHABET[byte % ALPHABET.length];
   }
   return out;
 }

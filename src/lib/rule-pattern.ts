@@ -29,22 +29,22 @@ function explain(pattern: string, err: RE2JSException): string {
 
 /** A rule's pattern, compiled; throws an Error whose message says what is wrong with it. */
 export function compilePattern(pattern: string): RE2JS {
-  let re = cache.get(pattern);
-  if (re) return re;
+  let regex = cache.get(pattern);
+  if (regex) return regex;
   try {
     // RE2 reads a leading `(?i)` itself: case-insensitive, as in the rules people already have.
-    re = RE2JS.compile(pattern);
+    regex = RE2JS.compile(pattern);
   } catch (err) {
     if (err instanceof RE2JSException) throw new Error(explain(pattern, err));
     throw err;
   }
-  if (re.programSize() > MAX_PATTERN_SIZE)
+  if (regex.programSize() > MAX_PATTERN_SIZE)
     throw new Error(
-      `too complex to match quickly (${re.programSize()} steps, at most ${MAX_PATTERN_SIZE}): use fewer or smaller repeats`,
+      `too complex to match quickly (${regex.programSize()} steps, at most ${MAX_PATTERN_SIZE}): use fewer or smaller repeats`,
     );
   if (cache.size >= CACHE_MAX) cache.clear();
-  cache.set(pattern, re);
-  return re;
+  cache.set(pattern, regex);
+  return regex;
 }
 
 /** The size the pattern counts against an agent's MAX_RULES_SIZE. */

@@ -23,10 +23,10 @@ export function parseMasterKeys(spec: string): MasterKeys {
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean)) {
-    const m = /^(\d{1,6}):([A-Za-z0-9+/=_-]+)$/.exec(part);
-    if (!m) throw new Error("each entry must be <version>:<base64 key>, e.g. 1:q83v…");
-    const version = Number(m[1]);
-    const key = Buffer.from(m[2]!, "base64");
+    const match = /^(\d{1,6}):([A-Za-z0-9+/=_-]+)$/.exec(part);
+    if (!match) throw new Error("each entry must be <version>:<base64 key>, e.g. 1:q83v…");
+    const version = Number(match[1]);
+    const key = Buffer.from(match[2]!, "base64");
     if (key.length !== 32)
       throw new Error(`key version ${version} must be 32 bytes (base64), got ${key.length}`);
     if (keys.has(version)) throw new Error(`key version ${version} is listed twice`);

@@ -35,25 +35,30 @@ export interface TracingOptions {
   activeContext?: boolean;
 }
 
-let on = false;
+let tracing = false;
 let capture = false;
 let provider: { forceFlush(): Promise<void>; shutdown(): Promise<void> } | null = null;
 
-export const tracingOn = (): boolean => on;
+export const tracingOn = (): boolean => tracing;
 /** Whether prompts and replies go into spans (masked as they are for the model). */
 export const captureContent = (): boolean => capture;
 export const tracer = (): Tracer => trace.getTracer("cadre");
 
 export async function startTracing(tracingOptions: TracingOptions): Promise<boolean> {
-  if (!tracingOptions.endpoint || on) return on;
-  const [sdk, { OTLPTraceExporter }, { resourceFromAttributes }, { AsyncLocalStorageContextManager }, sc] =
-    await Promise.all([
-      import("@opentelemetry/sdk-trace-base"),
-      import("@opentelemetry/exporter-trace-otlp-http"),
-      import("@opentelemetry/resources"),
-      import("@opentelemetry/context-async-hooks"),
-      import("@opentelemetry/semantic-conventions"),
-    ]);
+  if (!tracingOptions.endpoint || tracing) return tracing;
+  const [
+    sdk,
+    { OTLPTraceExporter },
+    { resourceFromAttributes },
+    { AsyncLocalStorageContextManager },
+    semconv,
+  ] = await Promise.all([
+    import("@opentelemetry/sdk-trace-base"),
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/resources"),
+    import("@opentelemetry/context-async-hooks"),
+    import("@opentelemetry/semantic-conventions"),
+  ]);
   const exporter = new OTLPTraceExporter({
     url: `${tracingOptions.endpoint.replace(/\/+$/, "")}/v1/traces`,
     headers: tracingOptions.headers ?? {},
@@ -61,7 +66,7 @@ export async function startTracing(tracingOptions: TracingOptions): Promise<bool
     timeoutMillis: 5000,
   });
   const basicTracerProvider = new sdk.BasicTracerProvider({
-    resource: resourceFromAttributes({ [sc.ATTR_SERVICE_NAME]: tracingOptions.serviceName }),
+    resource: resourceFromAttributes({ [semconv.ATTR_SERVICE_NAME]: tracingOptions.serviceName }),
     spanProcessors: [
       new sdk.BatchSpanProcessor(exporter, {
         maxQueueSize: 8192,
@@ -77,7 +82,7 @@ export async function startTracing(tracingOptions: TracingOptions): Promise<bool
   trace.setGlobalTracerProvider(basicTracerProvider);
   provider = basicTracerProvider;
   capture = tracingOptions.captureContent ?? false;
-  on = true;
+  tracing = true;
   return true;
 }
 
@@ -92,33 +97,38 @@ export async function stopTracing(): Promise<void> {
   trace.disable();
   context.disable();
   provider = null;
-  on = false;
+  tracing = false;
 }
 
 // W3C trace context (https://www.w3.org/TR/trace-context/): version 00 only.
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
-export const traceparentOf = (sc: SpanContext): string =>
-  `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags & TraceFlags.SAMPLED}`;
+export const traceparentOf = (spanContext: SpanContext): string =>
+  `00-${spanContext.traceId}-${spanContext.spanId}-0${spanContext.traceFlags & TraceFlags.SAMPLED}`;
 
 export function spanContextOf(traceparent: string | null | undefined): SpanContext | undefined {
-  const m = traceparent ? TRACEPARENT.exec(traceparent) : null;
-  if (!m) return undefined;
-  const sc = { traceId: m[1]!, spanId: m[2]!, traceFlags: Number.parseInt(m[3]!, 16), isRemote: true };
-  return trace.isSpanContextValid(sc) ? sc : undefined;
+  const match = traceparent ? TRACEPARENT.exec(traceparent) : null;
+  if (!match) return undefined;
+  const spanContext = {
+    traceId: match[1]!,
+    spanId: match[2]!,
+    traceFlags: Number.parseInt(match[3]!, 16),
+    isRemote: true,
+  };
+  return trace.isSpanContextValid(spanContext) ? spanContext : undefined;
 }
 
 /** A context whose parent is `traceparent` (a request's header, a job's data); the root context when there is none. */
 export function contextFrom(traceparent: string | null | undefined): Context {
-  const sc = spanContextOf(traceparent);
-  return sc ? trace.setSpanContext(ROOT_CONTEXT, sc) : ROOT_CONTEXT;
+  const spanContext = spanContextOf(traceparent);
+  return spanContext ? trace.setSpanContext(ROOT_CONTEXT, spanContext) : ROOT_CONTEXT;
 }
 
 /** The active span's traceparent, for what outlives this call (an event row, a job, a run). */
 export function activeTraceparent(): string | undefined {
-  if (!on) return undefined;
-  const sc = trace.getSpan(context.active())?.spanContext();
-  return sc && trace.isSpanContextValid(sc) ? traceparentOf(sc) : undefined;
+  if (!tracing) return undefined;
+  const spanContext = trace.getSpan(context.active())?.spanContext();
+  return spanContext && trace.isSpanContextValid(spanContext) ? traceparentOf(spanContext) : undefined;
 }
 
 /** Runs `fn` with `span` active, so what it writes (events, runs) carries the span's context. */

@@ -8,15 +8,15 @@ const LONE_SURROGATE = /[\ud800-\udfff]/u;
 const LONE_SURROGATES = /[\ud800-\udfff]/gu;
 
 /** Why a string cannot be stored, or null. */
-export function textProblem(s: string): string | null {
-  if (s.includes("\u0000")) return "must not contain NUL characters";
-  if (LONE_SURROGATE.test(s)) return "is not valid Unicode text (an unpaired UTF-16 surrogate)";
+export function textProblem(text: string): string | null {
+  if (text.includes("\u0000")) return "must not contain NUL characters";
+  if (LONE_SURROGATE.test(text)) return "is not valid Unicode text (an unpaired UTF-16 surrogate)";
   return null;
 }
 
 /** The string with what textProblem refuses replaced (dropped by default). */
-export function storable(s: string, replacement = ""): string {
-  return s.replaceAll("\u0000", replacement).replace(LONE_SURROGATES, replacement);
+export function storable(text: string, replacement = ""): string {
+  return text.replaceAll("\u0000", replacement).replace(LONE_SURROGATES, replacement);
 }
 
 /** A JSON value for a `jsonb` column, every string and key storable, U+FFFD marking what was replaced. */
@@ -26,7 +26,7 @@ export function storableJson(value: unknown): unknown {
   if (value === null || typeof value !== "object" || Object.getPrototypeOf(value) !== Object.prototype)
     return value;
   return Object.fromEntries(
-    Object.entries(value).map(([key, x]) => [storable(key, "\ufffd"), storableJson(x)]),
+    Object.entries(value).map(([key, nested]) => [storable(key, "\ufffd"), storableJson(nested)]),
   );
 }
 

@@ -60,10 +60,10 @@ function transientHere(shape: Shape): boolean {
 /** Whether `err` (or what caused it) is a failure that passes: retrying may succeed. */
 export function isTransient(err: unknown, depth = 0): boolean {
   if (!err || typeof err !== "object" || depth > 5) return false;
-  const e = err as Shape;
-  if (transientHere(e)) return true;
-  if (Array.isArray(e.errors) && e.errors.some((x) => isTransient(x, depth + 1))) return true;
-  return isTransient(e.cause, depth + 1);
+  const shape = err as Shape;
+  if (transientHere(shape)) return true;
+  if (Array.isArray(shape.errors) && shape.errors.some((x) => isTransient(x, depth + 1))) return true;
+  return isTransient(shape.cause, depth + 1);
 }
 
 /** Exponential backoff with full jitter: attempt 1 waits up to `base`, doubling to `cap`. */
@@ -92,7 +92,7 @@ export function pause(milliseconds: number, signal?: AbortSignal): Promise<void>
  */
 export async function retryTransient<T>(
   callback: () => Promise<T>,
-  o: {
+  options: {
     until: number | (() => number);
     signal?: AbortSignal;
     onRetry?: (err: unknown, attempt: number, waitMs: number) => void;
@@ -103,10 +103,10 @@ export async function retryTransient<T>(
       return await callback();
     } catch (err) {
       const wait = backoffMs(attempt);
-      const until = typeof o.until === "function" ? o.until() : o.until;
-      if (!isTransient(err) || o.signal?.aborted || Date.now() + wait >= until) throw err;
-      o.onRetry?.(err, attempt, wait);
-      await pause(wait, o.signal);
+      const until = typeof options.until === "function" ? options.until() : options.until;
+      if (!isTransient(err) || options.signal?.aborted || Date.now() + wait >= until) throw err;
+      options.onRetry?.(err, attempt, wait);
+      await pause(wait, options.signal);
     }
   }
 }

@@ -72,11 +72,11 @@ export async function loadDecision(ctx: Ctx, studio: StudioScope, id: string) {
 }
 
 export async function loadCommitment(ctx: Ctx, studio: StudioScope, id: string) {
-  const c = await ctx.db.commitment.findFirst({
+  const commitment = await ctx.db.commitment.findFirst({
     where: { id, studioId: studio.id, tenantId: ctx.tenant.id },
   });
-  if (!c) throw new NotFoundError(`No commitment ${id} in ${studio.handle}`);
-  return c;
+  if (!commitment) throw new NotFoundError(`No commitment ${id} in ${studio.handle}`);
+  return commitment;
 }
 
 export async function loadUser(ctx: Ctx, handle: string) {

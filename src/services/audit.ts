@@ -38,7 +38,8 @@ export interface AuditWriter {
 }
 
 // What a client sent may hold text Postgres refuses (a NUL in a path): kept, marked.
-const text = (s: string | undefined) => (s === undefined ? null : storable(s, "\ufffd").slice(0, MAX_TEXT));
+const text = (value: string | undefined) =>
+  value === undefined ? null : storable(value, "\ufffd").slice(0, MAX_TEXT);
 
 /** Inserts a batch. A row whose token is gone by now (its tenant deleted) is skipped, never the batch. */
 async function insert(db: Db, rows: AuditRow[]): Promise<void> {
@@ -66,7 +67,7 @@ async function insert(db: Db, rows: AuditRow[]): Promise<void> {
   );
 }
 
-export function createAuditWriter(o: {
+export function createAuditWriter(options: {
   db: Db;
   log: FastifyBaseLogger;
   flushMs: number;
@@ -78,14 +79,14 @@ export function createAuditWriter(o: {
 
   function drop(count: number, why: string, err?: unknown) {
     auditDropped.inc(count);
-    o.log.error({ err, rows: count }, `audit trail: ${count} rows dropped (${why})`);
+    options.log.error({ err, rows: count }, `audit trail: ${count} rows dropped (${why})`);
   }
 
   async function writeAll(): Promise<void> {
     while (buffer.length) {
-      const batch = buffer.splice(0, o.batchSize);
+      const batch = buffer.splice(0, options.batchSize);
       try {
-        await insert(o.db, batch);
+        await insert(options.db, batch);
       } catch (err) {
         if (!isTransient(err)) {
           drop(batch.length, "the database refused them", err);
@@ -94,12 +95,15 @@ export function createAuditWriter(o: {
         buffer = [...batch, ...buffer];
         if (failingSince === null) {
           failingSince = Date.now();
-          o.log.warn({ err }, "audit trail: the database is unavailable; keeping calls to write them later");
+          options.log.warn(
+            { err },
+            "audit trail: the database is unavailable; keeping calls to write them later",
+          );
         }
         return;
       }
       if (failingSince !== null) {
-        o.log.info({ downMs: Date.now() - failingSince }, "audit trail: writing again");
+        options.log.info({ downMs: Date.now() - failingSince }, "audit trail: writing again");
         failingSince = null;
       }
     }
@@ -113,7 +117,7 @@ export function createAuditWriter(o: {
     return running;
   }
 
-  const timer = setInterval(() => void flush(), o.flushMs);
+  const timer = setInterval(() => void flush(), options.flushMs);
   timer.unref();
 
   return {
@@ -121,7 +125,7 @@ export function createAuditWriter(o: {
       buffer.push(row);
       if (buffer.length > MAX_BUFFERED)
         drop(buffer.splice(0, buffer.length - MAX_BUFFERED).length, "buffer full");
-      if (buffer.length >= o.batchSize) void flush();
+      if (buffer.length >= options.batchSize) void flush();
     },
     flush,
     async close(withinMs = 5000) {
@@ -129,7 +133,7 @@ export function createAuditWriter(o: {
       const until = Date.now() + withinMs;
       await flush();
       while (buffer.length && Date.now() < until) {
-        await new Promise((r) => setTimeout(r, 200));
+        await new Promise((resolve) => setTimeout(resolve, 200));
         await flush();
       }
       if (buffer.length) drop(buffer.length, "still unwritten at shutdown");

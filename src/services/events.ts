@@ -51,8 +51,8 @@ export async function emitEvent(tx: Db, newEvent: NewEvent): Promise<string> {
 /** An action's event: the actor, tenant and run come from the context, and the run's resource record sees it. */
 export async function emit(
   ctx: ActionCtx,
-  e: Omit<NewEvent, "tenantId" | "actorId" | "runId">,
+  event: Omit<NewEvent, "tenantId" | "actorId" | "runId">,
 ): Promise<string> {
-  ctx.emitted.push({ type: e.type, subjectType: e.subjectType, subjectId: e.subjectId });
-  return emitEvent(ctx.tx, { ...e, tenantId: ctx.tenant.id, actorId: ctx.actor.id, runId: ctx.run?.id });
+  ctx.emitted.push({ type: event.type, subjectType: event.subjectType, subjectId: event.subjectId });
+  return emitEvent(ctx.tx, { ...event, tenantId: ctx.tenant.id, actorId: ctx.actor.id, runId: ctx.run?.id });
 }

@@ -62,10 +62,10 @@ function rules(throttleSettings: ThrottleSettings) {
 /** Counts an attempt for its account and its address, before the password is checked. */
 export async function countAttempt(
   db: Db,
-  s: ThrottleSettings,
+  settings: ThrottleSettings,
   loginAttempt: LoginAttempt,
 ): Promise<AttemptCount> {
-  const { limit, windowEnd, forgotten } = rules(s);
+  const { limit, windowEnd, forgotten } = rules(settings);
   const ended = Prisma.sql`now() >= ${windowEnd}`;
   // Both rows in one statement, always account then address, so concurrent attempts lock
   // them in the same order.
@@ -88,21 +88,21 @@ export async function countAttempt(
 }
 
 /** The password was right: the account starts over, and the address gets its attempt back. */
-export async function loginSucceeded(db: Db, a: LoginAttempt): Promise<void> {
+export async function loginSucceeded(db: Db, attempt: LoginAttempt): Promise<void> {
   // Two statements, one row each: locking both at once in another order than
   // countAttempt's could deadlock with it.
   await db.$executeRaw`DELETE FROM login_throttles
-    WHERE tenant_id = ${a.tenantId} AND scope = 'account' AND key = ${sha256(a.email)}`;
+    WHERE tenant_id = ${attempt.tenantId} AND scope = 'account' AND key = ${sha256(attempt.email)}`;
   await db.$executeRaw`UPDATE login_throttles SET failures = failures - 1
-    WHERE tenant_id = ${a.tenantId} AND scope = 'address' AND key = ${addressKey(a.address)} AND failures > 0`;
+    WHERE tenant_id = ${attempt.tenantId} AND scope = 'address' AND key = ${addressKey(attempt.address)} AND failures > 0`;
 }
 
 /** Deletes rows that no longer change anything (the maintenance job runs it). */
-export async function tidyLoginThrottles(db: Db, s: ThrottleSettings): Promise<number> {
-  const { forgotten } = rules(s);
+export async function tidyLoginThrottles(db: Db, settings: ThrottleSettings): Promise<number> {
+  const { forgotten } = rules(settings);
   // Every forgotten row started at least two windows ago: the index narrows it to those.
   return db.$executeRaw`DELETE FROM login_throttles t
-    WHERE t.window_start < now() - make_interval(secs => ${2 * s.LOGIN_WINDOW_SECONDS}::float8)
+    WHERE t.window_start < now() - make_interval(secs => ${2 * settings.LOGIN_WINDOW_SECONDS}::float8)
       AND now() >= ${forgotten}`;
 }
 
@@ -110,8 +110,8 @@ export async function tidyLoginThrottles(db: Db, s: ThrottleSettings): Promise<n
  * The key an address is counted under. An IPv6 client usually holds a whole /64, so
  * counting single addresses would give it billions of limits.
  */
-export function addressKey(ip: string): string {
-  const bare = ip.replace(/%.*$/, "").toLowerCase();
+export function addressKey(address: string): string {
+  const bare = address.replace(/%.*$/, "").toLowerCase();
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare);
   if (mapped) return mapped[1]!;
   if (!bare.includes(":")) return bare;

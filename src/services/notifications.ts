@@ -22,42 +22,47 @@ export async function notifyForEvent(
       ? await readEvent(db, event)
       : { event, subject: subject === undefined ? await loadSubject(db, event) : subject };
   if (!read) return 0;
-  const { event: e, subject: s } = read;
-  if (!s || !e.studioId) return 0;
+  const { event: stored, subject: content } = read;
+  if (!content || !stored.studioId) return 0;
 
   const recipients = new Map<string, NotificationKind>();
-  const handles = parseMentions(s.text);
-  const authors = [s.parentAuthorId, s.subjectAuthorId].filter((a): a is string => Boolean(a));
+  const handles = parseMentions(content.text);
+  const authors = [content.parentAuthorId, content.subjectAuthorId].filter((a): a is string => Boolean(a));
   // A notification quotes the text: only people who can read it where it was written get one
   // (an author who has since left the studio does not).
   const members = await db.studioMember.findMany({
     where: {
-      studioId: e.studioId,
-      user: { tenantId: e.tenantId, archivedAt: null },
+      studioId: stored.studioId,
+      user: { tenantId: stored.tenantId, archivedAt: null },
       OR: [{ user: { handle: { in: handles } } }, { userId: { in: authors } }],
     },
     select: { userId: true, user: { select: { handle: true } } },
   });
   const member = new Set(members.map((m) => m.userId));
-  for (const m of members) if (handles.includes(m.user.handle)) recipients.set(m.userId, "mention");
+  for (const member of members)
+    if (handles.includes(member.user.handle)) recipients.set(member.userId, "mention");
   // A mention says more than a reply, and a reply more than a comment: keep the strongest.
-  if (s.parentAuthorId && member.has(s.parentAuthorId) && !recipients.has(s.parentAuthorId))
-    recipients.set(s.parentAuthorId, "reply");
-  if (s.subjectAuthorId && member.has(s.subjectAuthorId) && !recipients.has(s.subjectAuthorId))
-    recipients.set(s.subjectAuthorId, "comment");
-  recipients.delete(e.actorId);
+  if (content.parentAuthorId && member.has(content.parentAuthorId) && !recipients.has(content.parentAuthorId))
+    recipients.set(content.parentAuthorId, "reply");
+  if (
+    content.subjectAuthorId &&
+    member.has(content.subjectAuthorId) &&
+    !recipients.has(content.subjectAuthorId)
+  )
+    recipients.set(content.subjectAuthorId, "comment");
+  recipients.delete(stored.actorId);
   if (!recipients.size) return 0;
 
-  const excerpt = s.text.replace(/\s+/g, " ").trim().slice(0, 500);
+  const excerpt = content.text.replace(/\s+/g, " ").trim().slice(0, 500);
   return insertNotifications(
     db,
     [...recipients].map(([userId, kind]) => ({
-      tenantId: e.tenantId,
+      tenantId: stored.tenantId,
       userId,
-      actorId: e.actorId,
-      eventId: e.id,
+      actorId: stored.actorId,
+      eventId: stored.id,
       kind,
-      path: s.path,
+      path: content.path,
       excerpt,
     })),
   );

@@ -25,14 +25,15 @@ export async function pageTitles(
   reader: TitleReader,
   paths: string[],
 ): Promise<Map<string, string>> {
-  const parsed = paths.map((p) => [p, PAGE.exec(p)] as const).filter(([, m]) => m);
-  const ids = (kind: string) => parsed.filter(([, m]) => m![2] === kind).map(([, m]) => m![3]!);
+  const parsed = paths.map((p) => [p, PAGE.exec(p)] as const).filter(([, match]) => match);
+  const ids = (kind: string) =>
+    parsed.filter(([, match]) => match![2] === kind).map(([, match]) => match![3]!);
   const [studios, notes, decisions, commitments] = await Promise.all([
     parsed.length
       ? db.studio.findMany({
           where: {
             tenantId,
-            handle: { in: parsed.map(([, m]) => m![1]!) },
+            handle: { in: parsed.map(([, match]) => match![1]!) },
             ...("userId" in reader
               ? { members: { some: { userId: reader.userId } } }
               : { id: reader.studioId }),
@@ -54,12 +55,12 @@ export async function pageTitles(
     ...commitments.map((c) => [c.id, `the commitment “${c.title}”`] as const),
   ]);
   const out = new Map<string, string>();
-  for (const [path, m] of parsed) {
-    const s = studio.get(m![1]!);
-    if (!s) continue;
-    const thing = m![3] ? named.get(m![3]) : undefined;
-    if (m![3] && !thing) continue;
-    out.set(path, thing ? `${thing} in ${s}` : `the studio ${s}`);
+  for (const [path, match] of parsed) {
+    const studioName = studio.get(match![1]!);
+    if (!studioName) continue;
+    const thing = match![3] ? named.get(match![3]) : undefined;
+    if (match![3] && !thing) continue;
+    out.set(path, thing ? `${thing} in ${studioName}` : `the studio ${studioName}`);
   }
   return out;
 }

@@ -19,20 +19,20 @@ export interface Reveal {
   help?: string;
 }
 
-export async function stashSecret(db: Db, at: { tenantId: string; sessionId: string }, r: Reveal) {
+export async function stashSecret(db: Db, session: { tenantId: string; sessionId: string }, reveal: Reveal) {
   const id = newId(24);
   const sealed = seal(
     keyring().master,
-    JSON.stringify({ secret: r.secret, help: r.help }),
-    revealAad(at.tenantId, id),
+    JSON.stringify({ secret: reveal.secret, help: reveal.help }),
+    revealAad(session.tenantId, id),
   );
   await db.secretReveal.create({
     data: {
       id,
-      tenantId: at.tenantId,
-      sessionId: at.sessionId,
-      label: r.label,
-      location: r.location,
+      tenantId: session.tenantId,
+      sessionId: session.sessionId,
+      label: reveal.label,
+      location: reveal.location,
       sealed: new Uint8Array(sealed.ciphertext),
       keyVersion: sealed.keyVersion,
       expiresAt: new Date(Date.now() + REVEAL_MINUTES * 60_000),
@@ -50,14 +50,14 @@ export type Taken = { shown: false; reveal: Reveal } | { shown: true; label: str
  */
 export async function takeSecret(
   db: Db,
-  at: { tenantId: string; sessionId: string; id: string },
+  session: { tenantId: string; sessionId: string; id: string },
 ): Promise<Taken | null> {
   const [row] = await db.$queryRaw<
     { label: string; location: string; sealed: Uint8Array | null; key_version: number }[]
   >`
     WITH old AS (
       SELECT id, sealed FROM secret_reveals
-      WHERE id = ${at.id} AND tenant_id = ${at.tenantId} AND session_id = ${at.sessionId} AND expires_at > now()
+      WHERE id = ${session.id} AND tenant_id = ${session.tenantId} AND session_id = ${session.sessionId} AND expires_at > now()
       FOR UPDATE)
     UPDATE secret_reveals r SET sealed = NULL, shown_at = coalesce(r.shown_at, now())
     FROM old WHERE r.id = old.id
@@ -67,7 +67,7 @@ export async function takeSecret(
   const plain = open(
     keyring().master,
     { ciphertext: Buffer.from(row.sealed), keyVersion: row.key_version },
-    revealAad(at.tenantId, at.id),
+    revealAad(session.tenantId, session.id),
   );
   const { secret, help } = JSON.parse(plain) as { secret: string; help?: string };
   return { shown: false, reveal: { label: row.label, location: row.location, secret, help } };

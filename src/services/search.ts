@@ -30,7 +30,7 @@ interface Row {
 
 export async function search(
   ctx: Ctx,
-  q: string,
+  query: string,
   skip: number,
   take: number,
 ): Promise<{ hits: Hit[]; total: number }> {
@@ -39,7 +39,7 @@ export async function search(
       SELECT s.id, s.handle FROM studios s
       JOIN studio_members m ON m.studio_id = s.id AND m.user_id = ${ctx.actor.id}
       WHERE s.tenant_id = ${ctx.tenant.id} AND ${readableByActor(ctx, Prisma.sql`s.id`)}
-    ), q AS (SELECT websearch_to_tsquery('english', ${q}) AS query),
+    ), q AS (SELECT websearch_to_tsquery('english', ${query}) AS query),
     docs AS (
       SELECT 'note' AS kind, n.id, mine.id AS studio_id, mine.handle AS studio, n.title, n.text AS body, NULL AS subject_type, NULL AS subject_id, n.created_at
         FROM notes n JOIN mine ON mine.id = n.studio_id WHERE n.tenant_id = ${ctx.tenant.id}
@@ -56,7 +56,7 @@ export async function search(
       SELECT docs.*, ts_rank(to_tsvector('english', docs.title || ' ' || docs.body), q.query) AS rank
       FROM docs, q
       WHERE to_tsvector('english', docs.title || ' ' || docs.body) @@ q.query
-         OR (docs.title || ' ' || docs.body) ILIKE '%' || ${likeEscape(q)} || '%'
+         OR (docs.title || ' ' || docs.body) ILIKE '%' || ${likeEscape(query)} || '%'
     )
     SELECT kind, id, studio_id, studio, title, body, subject_type, subject_id, created_at, count(*) OVER () AS total
     FROM matched ORDER BY rank DESC, created_at DESC, kind, id OFFSET ${skip} LIMIT ${take}`;
@@ -68,7 +68,7 @@ export async function search(
       studioId: row.studio_id,
       studio: row.studio,
       title: row.title || (row.kind === "comment" ? "Comment" : "Untitled"),
-      snippet: snippet(row.body, q),
+      snippet: snippet(row.body, query),
       path:
         row.kind === "comment"
           ? `/studios/${row.studio}/${row.subject_type}s/${row.subject_id}`
@@ -82,10 +82,10 @@ function likeEscape(text: string): string {
   return text.replace(/[\\%_]/g, "\\$&");
 }
 
-function snippet(body: string, q: string): string {
+function snippet(body: string, query: string): string {
   const flat = body.replace(/\s+/g, " ").trim();
-  const word = q.split(/\s+/).find((w) => w.length > 2) ?? q;
-  const at = Math.max(0, flat.toLowerCase().indexOf(word.toLowerCase()) - 60);
-  const cut = flat.slice(at, at + 160);
-  return `${at > 0 ? "…" : ""}${cut}${at + 160 < flat.length ? "…" : ""}`;
+  const word = query.split(/\s+/).find((w) => w.length > 2) ?? query;
+  const start = Math.max(0, flat.toLowerCase().indexOf(word.toLowerCase()) - 60);
+  const cut = flat.slice(start, start + 160);
+  return `${start > 0 ? "…" : ""}${cut}${start + 160 < flat.length ? "…" : ""}`;
 }

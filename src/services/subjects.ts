@@ -86,55 +86,55 @@ export async function readEvent(
     WHERE e.id = ${id}`,
   );
   if (!row) return null;
-  const { event: ev } = row.r;
+  const { event: stored } = row.r;
   const event: Event = {
-    ...ev,
-    createdAt: new Date(ev.createdAt),
-    publishedAt: ev.publishedAt ? new Date(ev.publishedAt) : null,
+    ...stored,
+    createdAt: new Date(stored.createdAt),
+    publishedAt: stored.publishedAt ? new Date(stored.publishedAt) : null,
   };
   return { event, subject: subjectOf(event, row.r) };
 }
 
 /** A page as a subject shows it: a note without a title is "Untitled note"; its text leads with its title. */
-function pageOf(kind: PageKind, p: Row["page"]) {
+function pageOf(kind: PageKind, page: Row["page"]) {
   return (
-    p && {
-      title: kind === "note" ? p.title || "Untitled note" : p.title,
-      text: `${p.title}\n\n${p.body}`.trim(),
-      authorId: p.authorId,
+    page && {
+      title: kind === "note" ? page.title || "Untitled note" : page.title,
+      text: `${page.title}\n\n${page.body}`.trim(),
+      authorId: page.authorId,
     }
   );
 }
 
-function subjectOf(e: Event, r: Row): Subject | null {
-  if (!CONTENT_EVENTS.has(e.type) || !e.studioId || !r.studio) return null;
-  const base = `/studios/${r.studio}`;
-  if (e.type === "comment.created") {
-    const c = r.comment;
-    if (!c) return null;
-    const on = pageOf(c.on, r.page);
+function subjectOf(event: Event, row: Row): Subject | null {
+  if (!CONTENT_EVENTS.has(event.type) || !event.studioId || !row.studio) return null;
+  const base = `/studios/${row.studio}`;
+  if (event.type === "comment.created") {
+    const comment = row.comment;
+    if (!comment) return null;
+    const commentedPage = pageOf(comment.on, row.page);
     return {
       kind: "comment",
-      id: c.id,
-      studioId: e.studioId,
-      text: c.text,
-      path: `${base}/${c.on}s/${c.onId}`,
-      title: on?.title ?? "",
-      authorId: c.authorId,
-      parentAuthorId: c.parentAuthorId ?? undefined,
-      subjectAuthorId: on?.authorId,
-      thread: { type: c.on, id: c.onId },
+      id: comment.id,
+      studioId: event.studioId,
+      text: comment.text,
+      path: `${base}/${comment.on}s/${comment.onId}`,
+      title: commentedPage?.title ?? "",
+      authorId: comment.authorId,
+      parentAuthorId: comment.parentAuthorId ?? undefined,
+      subjectAuthorId: commentedPage?.authorId,
+      thread: { type: comment.on, id: comment.onId },
     };
   }
-  const kind = e.type.split(".")[0] as PageKind;
-  const page = pageOf(kind, r.page);
+  const kind = event.type.split(".")[0] as PageKind;
+  const page = pageOf(kind, row.page);
   return (
     page && {
       kind,
-      id: e.subjectId,
-      studioId: e.studioId,
+      id: event.subjectId,
+      studioId: event.studioId,
       text: page.text,
-      path: `${base}/${kind}s/${e.subjectId}`,
+      path: `${base}/${kind}s/${event.subjectId}`,
       title: page.title,
       authorId: page.authorId,
     }
@@ -142,7 +142,7 @@ function subjectOf(e: Event, r: Row): Subject | null {
 }
 
 /** What `e` is about; null for an event that is not about content. */
-export async function loadSubject(db: Db, e: Event): Promise<Subject | null> {
-  if (!CONTENT_EVENTS.has(e.type) || !e.studioId) return null;
-  return (await readEvent(db, e.id))?.subject ?? null;
+export async function loadSubject(db: Db, event: Event): Promise<Subject | null> {
+  if (!CONTENT_EVENTS.has(event.type) || !event.studioId) return null;
+  return (await readEvent(db, event.id))?.subject ?? null;
 }

@@ -9,17 +9,17 @@ export async function createTenant(db: Db, subdomain: string, name: string) {
 export async function createPerson(
   db: Db,
   tenantId: string,
-  p: { handle: string; name: string; email: string; password: string },
+  input: { handle: string; name: string; email: string; password: string },
 ) {
   return db.user.create({
     data: {
       id: newId(),
       tenantId,
-      handle: p.handle,
-      name: p.name,
-      email: p.email.toLowerCase(),
+      handle: input.handle,
+      name: input.name,
+      email: input.email.toLowerCase(),
       kind: "person",
-      passwordHash: await hashPassword(p.password),
+      passwordHash: await hashPassword(input.password),
     },
   });
 }

@@ -40,10 +40,10 @@ export async function modelCatalogue(
     select: { id: true, label: true, provider: true, listedModels: true },
   });
   const priceOf = (name: string): Price | undefined => {
-    const o = listName(name, Object.keys(own));
-    if (o) return own[o];
-    const l = listName(name, Object.keys(PRICE_LIST));
-    return l ? PRICE_LIST[l] : undefined;
+    const ownName = listName(name, Object.keys(own));
+    if (ownName) return own[ownName];
+    const listedName = listName(name, Object.keys(PRICE_LIST));
+    return listedName ? PRICE_LIST[listedName] : undefined;
   };
   const out: CatalogueModel[] = [];
   const seen = new Set<string>();
@@ -68,41 +68,41 @@ export async function modelCatalogue(
 /** "$2.50 in / $10.00 out per 1M tokens", or that no price list names it. */
 export function priceLabel(catalogueModel: CatalogueModel): string {
   if (!catalogueModel.price) return "no list price";
-  const d = (count: number) => `$${count < 0.1 ? count.toFixed(3) : count.toFixed(2)}`;
-  return `${d(catalogueModel.price.input)} in / ${d(catalogueModel.price.output)} out per 1M tokens`;
+  const dollars = (count: number) => `$${count < 0.1 ? count.toFixed(3) : count.toFixed(2)}`;
+  return `${dollars(catalogueModel.price.input)} in / ${dollars(catalogueModel.price.output)} out per 1M tokens`;
 }
 
 /** Edit distance (Levenshtein), for "did you mean". */
-function distance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let index = 1; index <= a.length; index++) {
+function distance(source: string, target: string): number {
+  let prev = Array.from({ length: target.length + 1 }, (_, j) => j);
+  for (let index = 1; index <= source.length; index++) {
     const cur = [index];
-    for (let innerIndex = 1; innerIndex <= b.length; innerIndex++)
+    for (let innerIndex = 1; innerIndex <= target.length; innerIndex++)
       cur[innerIndex] = Math.min(
         prev[innerIndex]! + 1,
         cur[innerIndex - 1]! + 1,
-        prev[innerIndex - 1]! + (a[index - 1] === b[innerIndex - 1] ? 0 : 1),
+        prev[innerIndex - 1]! + (source[index - 1] === target[innerIndex - 1] ? 0 : 1),
       );
     prev = cur;
   }
-  return prev[b.length]!;
+  return prev[target.length]!;
 }
 
 /** The catalogue's names closest to a wrong one: a few, nearest first. */
 export function closeMatches(wrong: string, names: string[], max = 3): string[] {
-  const w = wrong.toLowerCase();
+  const typed = wrong.toLowerCase();
   return names
-    .map((n) => {
-      const l = n.toLowerCase();
+    .map((name) => {
+      const lower = name.toLowerCase();
       // A name that contains the typed one (or is contained in it), or starts with a near miss of
       // it (`claude-haku` for `claude-haiku-4-5`), is close, if not as close as a typo of the whole.
-      const d = Math.min(distance(w, l), distance(w, l.slice(0, w.length + 1)) + 1);
-      return { n, d: l.includes(w) || w.includes(l) ? Math.min(d, 2) : d };
+      const edits = Math.min(distance(typed, lower), distance(typed, lower.slice(0, typed.length + 1)) + 1);
+      return { name, edits: lower.includes(typed) || typed.includes(lower) ? Math.min(edits, 2) : edits };
     })
-    .filter((x) => x.d <= Math.max(2, Math.floor(w.length / 3)))
-    .sort((x, y) => x.d - y.d || x.n.localeCompare(y.n))
+    .filter((match) => match.edits <= Math.max(2, Math.floor(typed.length / 3)))
+    .sort((left, right) => left.edits - right.edits || left.name.localeCompare(right.name))
     .slice(0, max)
-    .map((x) => x.n);
+    .map((match) => match.name);
 }
 
 /** Whether the catalogue has the model: by name, or a dated or routed id of a priced one (`gpt-4o-2024-08-06`). */
@@ -128,9 +128,9 @@ export async function assertInCatalogue(
   if (!unknown.length) return;
   const all = catalogue.map((m) => m.name);
   const message = unknown
-    .map((n) => {
-      const near = closeMatches(n, all);
-      return `“${n}” is not in this workspace's model catalogue${near.length ? ` (did you mean ${near.join(", ")}?)` : ""}`;
+    .map((name) => {
+      const near = closeMatches(name, all);
+      return `“${name}” is not in this workspace's model catalogue${near.length ? ` (did you mean ${near.join(", ")}?)` : ""}`;
     })
     .join("; ");
   throw new ValidationError([
@@ -154,17 +154,17 @@ export async function refreshListings(db: Db, tenantId: string, timeoutMs = 10_0
   const out: Refreshed = { keys: keys.length, models: 0, failed: [] };
   // One at a time on purpose: a workspace has a handful of keys, and a provider that hangs
   // holds the refresh for its timeout, not every other key's connection with it.
-  for (const k of keys) {
-    const blocked = await checkResolvedUrl(k.baseUrl);
+  for (const key of keys) {
+    const blocked = await checkResolvedUrl(key.baseUrl);
     if (blocked) {
-      out.failed.push({ label: k.label, why: blocked });
+      out.failed.push({ label: key.label, why: blocked });
       continue;
     }
     try {
-      const listed = await listModels(k, timeoutMs);
+      const listed = await listModels(key, timeoutMs);
       out.models += listed.length;
       await db.agentApiKey.update({
-        where: { id: k.id },
+        where: { id: key.id },
         data: { listedModels: listed, modelsListedAt: new Date() },
       });
     } catch (err) {
@@ -176,7 +176,7 @@ export async function refreshListings(db: Db, tenantId: string, timeoutMs = 10_0
           : status
             ? `the provider answered ${status}`
             : "the provider could not be reached";
-      out.failed.push({ label: k.label, why });
+      out.failed.push({ label: key.label, why });
     }
   }
   return out;

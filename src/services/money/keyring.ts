@@ -10,15 +10,15 @@ interface Keyring {
 
 let current: Keyring | null = null;
 
-export function configureKeyring(c: {
+export function configureKeyring(config: {
   NODE_ENV: string;
   APP_ENCRYPTION_KEYS: string;
   BYOK_ALLOW_PRIVATE_URLS?: string;
 }) {
-  const flag = c.BYOK_ALLOW_PRIVATE_URLS;
+  const flag = config.BYOK_ALLOW_PRIVATE_URLS;
   current = {
-    master: parseMasterKeys(c.APP_ENCRYPTION_KEYS),
-    allowPrivateUrls: flag ? flag === "1" || flag === "true" : c.NODE_ENV !== "production",
+    master: parseMasterKeys(config.APP_ENCRYPTION_KEYS),
+    allowPrivateUrls: flag ? flag === "1" || flag === "true" : config.NODE_ENV !== "production",
   };
 }
 

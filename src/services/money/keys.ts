@@ -73,39 +73,44 @@ export async function checkResolvedUrl(raw: string): Promise<string | null> {
 
 function isPrivateHost(host: string): boolean {
   // A trailing dot is the same name to DNS (`localhost.`, `metadata.google.internal.`).
-  const h = host
+  const name = host
     .replace(/^\[|\]$/g, "")
     .replace(/\.+$/, "")
     .toLowerCase();
-  if (h === "localhost" || h.endsWith(".localhost") || h.endsWith(".internal") || h.endsWith(".local"))
+  if (
+    name === "localhost" ||
+    name.endsWith(".localhost") ||
+    name.endsWith(".internal") ||
+    name.endsWith(".local")
+  )
     return true;
-  if (isIP(h) === 4) {
-    const [a, b] = h.split(".").map(Number) as [number, number];
+  if (isIP(name) === 4) {
+    const [first, second] = name.split(".").map(Number) as [number, number];
     return (
-      a === 10 ||
-      a === 127 ||
-      a === 0 ||
-      (a === 169 && b === 254) ||
-      (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168) ||
-      (a === 100 && b >= 64 && b <= 127)
+      first === 10 ||
+      first === 127 ||
+      first === 0 ||
+      (first === 169 && second === 254) ||
+      (first === 172 && second >= 16 && second <= 31) ||
+      (first === 192 && second === 168) ||
+      (first === 100 && second >= 64 && second <= 127)
     );
   }
-  if (isIP(h) === 6)
+  if (isIP(name) === 6)
     return (
-      h === "::1" ||
-      h === "::" ||
-      h.startsWith("fc") ||
-      h.startsWith("fd") ||
-      /^fe[89ab]/.test(h) ||
-      h.startsWith("::ffff:")
+      name === "::1" ||
+      name === "::" ||
+      name.startsWith("fc") ||
+      name.startsWith("fd") ||
+      /^fe[89ab]/.test(name) ||
+      name.startsWith("::ffff:")
     );
   return false;
 }
 
 export async function createKey(
   db: Db,
-  k: {
+  input: {
     tenantId: string;
     /** Exactly one: a person's key, or a studio's. */
     holder: { ownerId: string } | { studioId: string };
@@ -116,27 +121,27 @@ export async function createKey(
   },
 ): Promise<AgentApiKey> {
   const id = newId();
-  const sealed = seal(keyring().master, k.key, apiKeyAad(k.tenantId, id));
+  const sealed = seal(keyring().master, input.key, apiKeyAad(input.tenantId, id));
   return db.agentApiKey.create({
     data: {
       id,
-      tenantId: k.tenantId,
-      ...k.holder,
-      label: k.label,
-      provider: k.provider,
-      baseUrl: k.baseUrl,
+      tenantId: input.tenantId,
+      ...input.holder,
+      label: input.label,
+      provider: input.provider,
+      baseUrl: input.baseUrl,
       encryptedKey: new Uint8Array(sealed.ciphertext),
       keyVersion: sealed.keyVersion,
-      keyHint: keyHint(k.key),
+      keyHint: keyHint(input.key),
     },
   });
 }
 
-export function openKey(k: Pick<AgentApiKey, "id" | "tenantId" | "encryptedKey" | "keyVersion">): string {
+export function openKey(key: Pick<AgentApiKey, "id" | "tenantId" | "encryptedKey" | "keyVersion">): string {
   return open(
     keyring().master,
-    { ciphertext: Buffer.from(k.encryptedKey), keyVersion: k.keyVersion },
-    apiKeyAad(k.tenantId, k.id),
+    { ciphertext: Buffer.from(key.encryptedKey), keyVersion: key.keyVersion },
+    apiKeyAad(key.tenantId, key.id),
   );
 }
 
@@ -150,26 +155,26 @@ export async function endpointFor(
   shared: Endpoint | null,
 ): Promise<Endpoint | null> {
   if (!keyId) return shared;
-  const k = await db.agentApiKey.findFirst({
+  const key = await db.agentApiKey.findFirst({
     where: { id: keyId, tenantId: agent.tenantId, ...keysOf(agent) },
   });
-  if (!k)
+  if (!key)
     throw new KeyUnavailableError(
       "The API key this agent is set to use no longer exists: pick another on its page.",
     );
-  if (k.revokedAt)
+  if (key.revokedAt)
     throw new KeyUnavailableError(
-      `The API key “${k.label}” (…${k.keyHint}) was revoked: pick another key, or the shared endpoint, on the agent's page.`,
+      `The API key “${key.label}” (…${key.keyHint}) was revoked: pick another key, or the shared endpoint, on the agent's page.`,
     );
-  const refused = await checkResolvedUrl(k.baseUrl);
+  const refused = await checkResolvedUrl(key.baseUrl);
   if (refused)
-    throw new KeyUnavailableError(`The API key “${k.label}” (…${k.keyHint}) points at ${refused}.`);
+    throw new KeyUnavailableError(`The API key “${key.label}” (…${key.keyHint}) points at ${refused}.`);
   return {
-    baseURL: k.baseUrl,
-    apiKey: openKey(k),
-    provider: k.provider as Provider,
-    keyId: k.id,
-    label: `“${k.label}” (…${k.keyHint})`,
+    baseURL: key.baseUrl,
+    apiKey: openKey(key),
+    provider: key.provider as Provider,
+    keyId: key.id,
+    label: `“${key.label}” (…${key.keyHint})`,
   };
 }
 
@@ -187,20 +192,20 @@ export interface KeyTest {
 }
 
 /** The model ids the provider lists for the key (`GET /models`); throws as the SDK does. */
-export async function listModels(k: AgentApiKey, timeoutMs = 10_000): Promise<string[]> {
-  const ids = await providerModels(k.provider, k.baseUrl, openKey(k), timeoutMs);
+export async function listModels(key: AgentApiKey, timeoutMs = 10_000): Promise<string[]> {
+  const ids = await providerModels(key.provider, key.baseUrl, openKey(key), timeoutMs);
   // Bounded: a listing is shown in a select and kept on the key's row.
   return [...new Set(ids.filter((id) => id && id.length <= 200))].sort().slice(0, 500);
 }
 
 /** Lists the provider's models with the key: proves it authenticates without spending tokens. */
-export async function testKey(db: Db, k: AgentApiKey, timeoutMs = 10_000): Promise<KeyTest> {
+export async function testKey(db: Db, key: AgentApiKey, timeoutMs = 10_000): Promise<KeyTest> {
   let result: KeyTest;
-  const blocked = await checkResolvedUrl(k.baseUrl);
+  const blocked = await checkResolvedUrl(key.baseUrl);
   if (blocked) {
     result = { ok: false, message: `Not tested: ${blocked}.` };
     await db.agentApiKey.update({
-      where: { id: k.id },
+      where: { id: key.id },
       data: { lastTestedAt: new Date(), lastTestOk: false },
     });
     return result;
@@ -208,7 +213,7 @@ export async function testKey(db: Db, k: AgentApiKey, timeoutMs = 10_000): Promi
   let listed: string[] | undefined;
   try {
     // Inside the try: a key that no longer decrypts is a failed test the owner can act on, not a 500.
-    listed = await listModels(k, timeoutMs);
+    listed = await listModels(key, timeoutMs);
     result = { ok: true, message: `The key works: the provider lists ${listed.length} model(s).` };
   } catch (err) {
     result =
@@ -225,11 +230,11 @@ export async function testKey(db: Db, k: AgentApiKey, timeoutMs = 10_000): Promi
                 ok: false,
                 message: `The provider answered ${providerStatus(err)}; the key may still be fine.`,
               }
-            : { ok: false, message: `Could not reach ${k.baseUrl}.` };
+            : { ok: false, message: `Could not reach ${key.baseUrl}.` };
   }
   const refused = !result.ok && result.message.startsWith("The provider refused");
   await db.agentApiKey.update({
-    where: { id: k.id },
+    where: { id: key.id },
     data: {
       lastTestedAt: new Date(),
       lastTestOk: result.ok,

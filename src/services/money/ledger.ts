@@ -55,8 +55,8 @@ export const limitReason = (limitUsd: number) =>
 const MAX_THRESHOLDS = 10;
 
 interface UsageItem {
-  e: UsageEntry;
-  at: Date;
+  entry: UsageEntry;
+  calledAt: Date;
   step?: { owner: string | null; record: StepRecord };
 }
 
@@ -65,7 +65,7 @@ interface UsageItem {
 // before it left, and one statement cannot upsert its month twice.
 const writeCall = grouped<UsageItem, Recorded>({
   write: writeUsage,
-  key: (usageItem) => usageItem.e.agentId,
+  key: (usageItem) => usageItem.entry.agentId,
 });
 
 /**
@@ -78,36 +78,36 @@ const writeCall = grouped<UsageItem, Recorded>({
 export async function recordUsage(
   db: Db,
   usageEntry: UsageEntry,
-  at = new Date(),
+  calledAt = new Date(),
   step?: { owner: string | null; record: StepRecord },
 ): Promise<Recorded> {
-  const recorded = await writeCall(db, { e: usageEntry, at, step });
+  const recorded = await writeCall(db, { entry: usageEntry, calledAt, step });
   countCharged(usageEntry);
   return recorded;
 }
 
 /** A batch's calls as the statement's input rows (`jsonb_to_recordset`). */
 function usageInput(items: UsageItem[]) {
-  return items.map(({ e, at, step }, index) => ({
+  return items.map(({ entry, calledAt, step }, index) => ({
     i: index,
     ledger_id: newId(),
-    tenant_id: e.tenantId,
-    agent_id: e.agentId,
-    owner_id: e.ownerId,
-    run_id: e.runId,
-    call_step: e.stepNumber,
-    api_key_id: e.apiKeyId,
-    model: e.model,
-    pricing_version: e.price.version,
-    priced: e.price.priced,
-    input_tokens: e.usage.input,
-    cached_tokens: e.usage.cached,
-    cache_write_tokens: e.usage.cacheWrite ?? 0,
-    output_tokens: e.usage.output,
-    cost_micros: String(e.price.costMicros),
-    latency_ms: Math.round(e.latencyMs),
-    at: at.toISOString(),
-    month: monthOf(at),
+    tenant_id: entry.tenantId,
+    agent_id: entry.agentId,
+    owner_id: entry.ownerId,
+    run_id: entry.runId,
+    call_step: entry.stepNumber,
+    api_key_id: entry.apiKeyId,
+    model: entry.model,
+    pricing_version: entry.price.version,
+    priced: entry.price.priced,
+    input_tokens: entry.usage.input,
+    cached_tokens: entry.usage.cached,
+    cache_write_tokens: entry.usage.cacheWrite ?? 0,
+    output_tokens: entry.usage.output,
+    cost_micros: String(entry.price.costMicros),
+    latency_ms: Math.round(entry.latencyMs),
+    at: calledAt.toISOString(),
+    month: monthOf(calledAt),
     event_ids: Array.from({ length: MAX_THRESHOLDS + 1 }, () => newId()),
     ...stepColumns(step?.owner ?? null, step?.record),
   }));
@@ -249,25 +249,25 @@ async function writeUsage(db: Db, items: UsageItem[]): Promise<Recorded[]> {
     { groupCommit: true },
   );
   const byItem = new Map(rows.map((r) => [Number(r.i), r]));
-  return items.map((_, i) => {
-    const r = byItem.get(i)!;
-    const budget = budgetOf(r);
+  return items.map((_, index) => {
+    const row = byItem.get(index)!;
+    const budget = budgetOf(row);
     return {
       monthMicros: budget.spentMicros,
-      crossed: Number(r.crossed),
-      paused: r.paused,
+      crossed: Number(row.crossed),
+      paused: row.paused,
       budget,
-      stepped: r.stepped,
+      stepped: row.stepped,
     };
   });
 }
 
 /** The agent's spend so far this (UTC) month, in micro-dollars. */
-export async function spentThisMonth(db: Db, agentId: string, at = new Date()): Promise<bigint> {
-  const m = await db.agentUsageMonth.findUnique({
-    where: { agentId_month: { agentId, month: monthOf(at) } },
+export async function spentThisMonth(db: Db, agentId: string, now = new Date()): Promise<bigint> {
+  const usageMonth = await db.agentUsageMonth.findUnique({
+    where: { agentId_month: { agentId, month: monthOf(now) } },
   });
-  return m?.costMicros ?? 0n;
+  return usageMonth?.costMicros ?? 0n;
 }
 
 export interface Budget {
@@ -335,14 +335,14 @@ export async function readBudget(
   db: Db,
   agentId: string,
   keyId: string | null = null,
-  at = new Date(),
+  now = new Date(),
 ): Promise<Budget> {
   const [row] = await hotQuery<BudgetRow>(
     db,
     Prisma.sql`
     SELECT u.agent_config::text AS agent_config, m.cost_micros AS spent, ${keyGoneSql(Prisma.sql`${keyId}::text`)} AS key_gone,
       ${agentsOffSql(Prisma.sql`u.tenant_id`)} AS agents_off
-    FROM users u LEFT JOIN agent_usage_months m ON m.agent_id = u.id AND m.month = ${monthOf(at)}
+    FROM users u LEFT JOIN agent_usage_months m ON m.agent_id = u.id AND m.month = ${monthOf(now)}
     WHERE u.id = ${agentId}`,
   );
   return budgetOf(row);
@@ -352,20 +352,20 @@ export async function readBudget(
 export async function pauseAtLimit(
   db: Db,
   agent: { id: string; tenantId: string },
-  b: Budget,
+  budget: Budget,
   runId: string | null,
 ) {
   const month = monthOf(new Date());
   await db.$executeRaw`
     WITH paused AS (
-      UPDATE users SET paused_at = now(), paused_reason = ${limitReason(b.cfg.cost_limit_usd)}, paused_kind = 'cost_limit'
+      UPDATE users SET paused_at = now(), paused_reason = ${limitReason(budget.cfg.cost_limit_usd)}, paused_kind = 'cost_limit'
       WHERE id = ${agent.id} AND paused_at IS NULL
       RETURNING id
     )
     INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id, payload, run_id)
     SELECT ${newId()}, ${agent.tenantId}, 'agent.paused', ${agent.id}, 'user', ${agent.id},
-      jsonb_build_object('reason', 'cost_limit', 'spent_micros', ${b.spentMicros}::bigint,
-        'limit_micros', ${b.limitMicros}::bigint, 'month', ${month}::text), ${runId}
+      jsonb_build_object('reason', 'cost_limit', 'spent_micros', ${budget.spentMicros}::bigint,
+        'limit_micros', ${budget.limitMicros}::bigint, 'month', ${month}::text), ${runId}
     FROM paused`;
 }
 
@@ -373,25 +373,25 @@ export async function pauseAtLimit(
  * Limits are monthly: an agent the limit paused last month runs again in a new month,
  * and its owner hears of it, as of the pause. Only the limit's pauses: an owner's own stays.
  */
-export async function liftLastMonthsPauses(db: PrismaClient, at = new Date()): Promise<number> {
-  const monthStart = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
+export async function liftLastMonthsPauses(db: PrismaClient, now = new Date()): Promise<number> {
+  const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
   return db.$transaction(async (tx) => {
     const agents = await tx.$queryRaw<{ id: string; tenant_id: string }[]>`
       SELECT id, tenant_id FROM users
       WHERE paused_kind = 'cost_limit' AND paused_at < ${monthStart}
       FOR UPDATE SKIP LOCKED`;
-    for (const a of agents) {
+    for (const agent of agents) {
       await tx.user.update({
-        where: { id: a.id },
+        where: { id: agent.id },
         data: { pausedAt: null, pausedReason: null, pausedKind: null },
       });
       await emitEvent(tx, {
-        tenantId: a.tenant_id,
-        actorId: a.id,
+        tenantId: agent.tenant_id,
+        actorId: agent.id,
         type: "agent.resumed",
         subjectType: "user",
-        subjectId: a.id,
-        payload: { reason: "new_month", month: monthOf(at) },
+        subjectId: agent.id,
+        payload: { reason: "new_month", month: monthOf(now) },
       });
     }
     return agents.length;
@@ -399,11 +399,11 @@ export async function liftLastMonthsPauses(db: PrismaClient, at = new Date()): P
 }
 
 /** A call the ledger recorded: its tokens (input counts cached input too, as the ledger does) and cost. */
-export function countCharged(e: Pick<UsageEntry, "model" | "usage" | "price">): void {
-  const model = bounded("model", e.model);
-  llmTokens.inc({ model, kind: "input" }, e.usage.input);
-  llmTokens.inc({ model, kind: "cached" }, e.usage.cached);
-  if (e.usage.cacheWrite) llmTokens.inc({ model, kind: "cache_write" }, e.usage.cacheWrite);
-  llmTokens.inc({ model, kind: "output" }, e.usage.output);
-  llmCost.inc({ model }, e.price.costMicros / 1e6);
+export function countCharged(entry: Pick<UsageEntry, "model" | "usage" | "price">): void {
+  const model = bounded("model", entry.model);
+  llmTokens.inc({ model, kind: "input" }, entry.usage.input);
+  llmTokens.inc({ model, kind: "cached" }, entry.usage.cached);
+  if (entry.usage.cacheWrite) llmTokens.inc({ model, kind: "cache_write" }, entry.usage.cacheWrite);
+  llmTokens.inc({ model, kind: "output" }, entry.usage.output);
+  llmCost.inc({ model }, entry.price.costMicros / 1e6);
 }

@@ -35,7 +35,7 @@ export const PRICE_LIST_VERSION = "2026-11-29";
  * on). Providers that charge nothing for a write report none, so it never applies to them.
  */
 export const WRITE_SURCHARGE = 1.25;
-export const writeRate = (p: Price) => p.cache_write_input ?? p.input * WRITE_SURCHARGE;
+export const writeRate = (price: Price) => price.cache_write_input ?? price.input * WRITE_SURCHARGE;
 
 /** An OpenAI model before GPT-5.6: a write to its prompt cache costs what input does. */
 const noWriteFee = (input: number, cached_input: number, output: number): Price => ({
@@ -94,10 +94,10 @@ export function listName(model: string, names: Iterable<string>): string | null 
   for (const id of full === bare ? [full] : [full, bare]) {
     let best: string | null = null;
     for (const name of list) {
-      const n = name.toLowerCase();
-      if (id === n) return name;
-      if (id.startsWith(`${n}-`) && /^-(\d{4}-?\d{2}-?\d{2}|latest)$/.test(id.slice(n.length))) {
-        if (!best || n.length > best.length) best = name;
+      const lowered = name.toLowerCase();
+      if (id === lowered) return name;
+      if (id.startsWith(`${lowered}-`) && /^-(\d{4}-?\d{2}-?\d{2}|latest)$/.test(id.slice(lowered.length))) {
+        if (!best || lowered.length > best.length) best = name;
       }
     }
     if (best) return best;

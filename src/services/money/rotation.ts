@@ -20,7 +20,7 @@ interface Store {
   older(after: string, take: number): Promise<Row[]>;
   aad(row: Row): string;
   /** Guarded by the version read: a row changed meanwhile is left for the next pass. Returns rows written. */
-  write(r: Row, sealed: Sealed): Promise<number>;
+  write(row: Row, sealed: Sealed): Promise<number>;
 }
 
 async function reencrypt(master: MasterKeys, store: Store, batch: number): Promise<RotationReport> {
@@ -29,19 +29,19 @@ async function reencrypt(master: MasterKeys, store: Store, batch: number): Promi
   for (;;) {
     const rows = await store.older(after, batch);
     if (!rows.length) return report;
-    for (const r of rows) {
-      const aad = store.aad(r);
+    for (const row of rows) {
+      const aad = store.aad(row);
       try {
-        report.reencrypted += await store.write(r, seal(master, open(master, r.sealed, aad), aad));
+        report.reencrypted += await store.write(row, seal(master, open(master, row.sealed, aad), aad));
       } catch (err) {
-        report.failed.push({ id: r.id, error: (err as Error).message });
+        report.failed.push({ id: row.id, error: (err as Error).message });
       }
     }
     after = rows[rows.length - 1]!.id;
   }
 }
 
-const bytes = (s: Sealed) => new Uint8Array(s.ciphertext);
+const bytes = (sealed: Sealed) => new Uint8Array(sealed.ciphertext);
 
 export function reencryptKeys(db: Db, master: MasterKeys, batch = 500): Promise<RotationReport> {
   return reencrypt(
@@ -59,12 +59,12 @@ export function reencryptKeys(db: Db, master: MasterKeys, batch = 500): Promise<
           tenantId: key.tenantId,
           sealed: { ciphertext: Buffer.from(key.encryptedKey), keyVersion: key.keyVersion },
         })),
-      aad: (r) => apiKeyAad(r.tenantId, r.id),
-      write: async (r, s) =>
+      aad: (row) => apiKeyAad(row.tenantId, row.id),
+      write: async (row, sealed) =>
         (
           await db.agentApiKey.updateMany({
-            where: { id: r.id, keyVersion: r.sealed.keyVersion, revokedAt: null },
-            data: { encryptedKey: bytes(s), keyVersion: s.keyVersion },
+            where: { id: row.id, keyVersion: row.sealed.keyVersion, revokedAt: null },
+            data: { encryptedKey: bytes(sealed), keyVersion: sealed.keyVersion },
           })
         ).count,
     },
@@ -83,18 +83,18 @@ export function reencryptWebhookSecrets(db: Db, master: MasterKeys, batch = 500)
             orderBy: { id: "asc" },
             take,
           })
-        ).map((h) => ({
-          id: h.id,
-          tenantId: h.tenantId,
-          sealed: { ciphertext: Buffer.from(h.encryptedSecret), keyVersion: h.keyVersion },
+        ).map((hook) => ({
+          id: hook.id,
+          tenantId: hook.tenantId,
+          sealed: { ciphertext: Buffer.from(hook.encryptedSecret), keyVersion: hook.keyVersion },
         })),
-      aad: (r) => webhookSecretAad(r.tenantId, r.id),
+      aad: (row) => webhookSecretAad(row.tenantId, row.id),
       // The ciphertext read, not just its version: a rotation of the secret meanwhile wins.
-      write: async (r, s) =>
+      write: async (row, sealed) =>
         (
           await db.agentWebhook.updateMany({
-            where: { id: r.id, keyVersion: r.sealed.keyVersion, encryptedSecret: bytes(r.sealed) },
-            data: { encryptedSecret: bytes(s), keyVersion: s.keyVersion },
+            where: { id: row.id, keyVersion: row.sealed.keyVersion, encryptedSecret: bytes(row.sealed) },
+            data: { encryptedSecret: bytes(sealed), keyVersion: sealed.keyVersion },
           })
         ).count,
     },

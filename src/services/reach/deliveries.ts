@@ -32,36 +32,36 @@ async function claim(db: Db, id: string) {
 
 /** One POST; null when the receiver answered 2xx, else what went wrong. */
 async function post(
-  ep: OutboundEndpoint,
-  d: Pick<OutboundDelivery, "id" | "body" | "eventType">,
+  endpoint: OutboundEndpoint,
+  delivery: Pick<OutboundDelivery, "id" | "body" | "eventType">,
   deliveryOptions: DeliveryOptions,
 ) {
-  const refused = await checkResolvedUrl(ep.url);
+  const refused = await checkResolvedUrl(endpoint.url);
   if (refused) return { status: null, error: refused };
   try {
-    const res = await fetch(ep.url, {
+    const res = await fetch(endpoint.url, {
       method: "POST",
       redirect: "manual",
       signal: AbortSignal.timeout(deliveryOptions.timeoutMs),
       headers: {
         "content-type": "application/json",
         "user-agent": "Cadre-Webhooks/1",
-        "x-cadre-event": d.eventType,
-        ...signedHeaders("cadre", openEndpointSecret(ep), Buffer.from(d.body), d.id),
+        "x-cadre-event": delivery.eventType,
+        ...signedHeaders("cadre", openEndpointSecret(endpoint), Buffer.from(delivery.body), delivery.id),
       },
-      body: d.body,
+      body: delivery.body,
     });
     const text = await res.text().catch(() => "");
     if (res.ok) return null;
     return { status: res.status, error: `answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ""}` };
   } catch (err) {
-    const e = err as Error & { cause?: { code?: string } };
+    const error = err as Error & { cause?: { code?: string } };
     return {
       status: null,
       error:
-        e.name === "TimeoutError"
+        error.name === "TimeoutError"
           ? `no answer within ${deliveryOptions.timeoutMs} ms`
-          : (e.cause?.code ?? e.message),
+          : (error.cause?.code ?? error.message),
     };
   }
 }
@@ -70,36 +70,36 @@ async function post(
 export async function deliver(
   db: PrismaClient,
   id: string,
-  o: DeliveryOptions,
+  options: DeliveryOptions,
 ): Promise<"delivered" | "failed" | "skipped"> {
-  const d = await claim(db, id);
-  if (!d) return "skipped";
-  const ep = await db.outboundEndpoint.findUnique({ where: { id: d.endpointId } });
-  if (ep?.pausedAt) {
+  const delivery = await claim(db, id);
+  if (!delivery) return "skipped";
+  const endpoint = await db.outboundEndpoint.findUnique({ where: { id: delivery.endpointId } });
+  if (endpoint?.pausedAt) {
     // Paused until an admin confirms it (endpoints.ts): the delivery waits, its try uncounted.
     await db.$executeRaw`
       UPDATE outbound_deliveries SET claimed_until = NULL, attempts = attempts - 1 WHERE id = ${id}`;
     return "skipped";
   }
-  if (!ep?.enabled) {
+  if (!endpoint?.enabled) {
     await settle(db, id, "failed", { status: null, error: "the endpoint was turned off" });
     return "failed";
   }
-  const failure = await post(ep, d, o);
+  const failure = await post(endpoint, delivery, options);
   if (!failure) {
     await settle(db, id, "delivered", null);
-    await db.outboundEndpoint.update({ where: { id: ep.id }, data: { failures: 0 } });
+    await db.outboundEndpoint.update({ where: { id: endpoint.id }, data: { failures: 0 } });
     return "delivered";
   }
-  if (d.attempts < o.maxAttempts) {
+  if (delivery.attempts < options.maxAttempts) {
     await db.$executeRaw`
       UPDATE outbound_deliveries SET claimed_until = NULL, last_status = ${failure.status}, last_error = ${failure.error},
-        next_attempt_at = now() + make_interval(secs => 60 + ${o.backoffMs / 1000} * power(2, attempts))
+        next_attempt_at = now() + make_interval(secs => 60 + ${options.backoffMs / 1000} * power(2, attempts))
       WHERE id = ${id}`;
-    throw new Error(`delivery ${id} to endpoint ${ep.id} failed: ${failure.error}`);
+    throw new Error(`delivery ${id} to endpoint ${endpoint.id} failed: ${failure.error}`);
   }
   await settle(db, id, "failed", failure);
-  await countFailure(db, ep, o.disableAfter);
+  await countFailure(db, endpoint, options.disableAfter);
   return "failed";
 }
 
@@ -107,7 +107,7 @@ function settle(
   db: Db,
   id: string,
   status: "delivered" | "failed",
-  f: { status: number | null; error: string } | null,
+  failure: { status: number | null; error: string } | null,
 ) {
   return db.outboundDelivery.update({
     where: { id },
@@ -115,28 +115,28 @@ function settle(
       status,
       claimedUntil: null,
       ...(status === "delivered" ? { deliveredAt: new Date(), lastStatus: 200, lastError: null } : {}),
-      ...(f && { lastStatus: f.status, lastError: f.error }),
+      ...(failure && { lastStatus: failure.status, lastError: failure.error }),
     },
   });
 }
 
 /** One more delivery failed for good: at the limit the endpoint is turned off, once, and its keepers told (endpoints.ts). */
-async function countFailure(db: PrismaClient, ep: OutboundEndpoint, disableAfter: number) {
+async function countFailure(db: PrismaClient, endpoint: OutboundEndpoint, disableAfter: number) {
   await db.$transaction(async (tx) => {
     const [row] = await tx.$queryRaw<{ disabled: boolean }[]>`
       UPDATE outbound_endpoints SET failures = failures + 1,
         enabled = CASE WHEN failures + 1 >= ${disableAfter} THEN false ELSE enabled END,
         disabled_reason = CASE WHEN failures + 1 >= ${disableAfter} AND enabled
           THEN ${`${disableAfter} deliveries in a row failed`} ELSE disabled_reason END
-      WHERE id = ${ep.id}
+      WHERE id = ${endpoint.id}
       RETURNING (failures = ${disableAfter} AND NOT enabled) AS disabled`;
     if (row?.disabled)
       await emitEvent(tx, {
-        tenantId: ep.tenantId,
-        actorId: ep.ownerId,
+        tenantId: endpoint.tenantId,
+        actorId: endpoint.ownerId,
         type: ENDPOINT_DISABLED,
         subjectType: "endpoint",
-        subjectId: ep.id,
+        subjectId: endpoint.id,
       });
   });
 }

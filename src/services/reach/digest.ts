@@ -11,10 +11,12 @@ const LINK = /^See it(?: in Cadre)?: (\S+)$/m;
 /** Queues the digests due at `now`; their mail ids, for the queue. */
 export async function queueDigests(
   db: PrismaClient,
-  o: { hourUtc: number; origin: (subdomain: string) => string },
+  options: { hourUtc: number; origin: (subdomain: string) => string },
   now = new Date(),
 ): Promise<string[]> {
-  const today = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate(), o.hourUtc));
+  const today = new Date(
+    Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate(), options.hourUtc),
+  );
   if (now < today) return [];
   const due = await db.$queryRaw<{ user_id: string }[]>`
     SELECT DISTINCT e.user_id FROM outbound_emails e JOIN users u ON u.id = e.user_id
@@ -33,7 +35,7 @@ export async function queueDigests(
         orderBy: { createdAt: "asc" },
       });
       if (!held.length) return null;
-      const origin = o.origin(person.subdomain);
+      const origin = options.origin(person.subdomain);
       const mail = digestOf(
         held.map((m) => ({ subject: m.subject, link: LINK.exec(m.text)?.[1] ?? origin })),
         `${origin}${settingsPathOf(person.handle)}`,

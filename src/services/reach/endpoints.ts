@@ -25,12 +25,12 @@ export function sealEndpointSecret(tenantId: string, id: string, secret: string)
 }
 
 export function openEndpointSecret(
-  ep: Pick<OutboundEndpoint, "id" | "tenantId" | "encryptedSecret" | "keyVersion">,
+  endpoint: Pick<OutboundEndpoint, "id" | "tenantId" | "encryptedSecret" | "keyVersion">,
 ) {
   return open(
     keyring().master,
-    { ciphertext: Buffer.from(ep.encryptedSecret), keyVersion: ep.keyVersion },
-    aad(ep.tenantId, ep.id),
+    { ciphertext: Buffer.from(endpoint.encryptedSecret), keyVersion: endpoint.keyVersion },
+    aad(endpoint.tenantId, endpoint.id),
   );
 }
 
@@ -38,32 +38,32 @@ export function openEndpointSecret(
  * Who keeps an endpoint, with their handles: a studio's endpoint is kept by every admin of
  * the studio (any of them may turn it on again), a person's by that person.
  */
-async function keepersOf(db: PrismaClient, ep: OutboundEndpoint) {
-  if (!ep.studioId)
-    return db.user.findMany({ where: { id: ep.ownerId }, select: { id: true, handle: true } });
-  return studioAdmins(db, ep.studioId);
+async function keepersOf(db: PrismaClient, endpoint: OutboundEndpoint) {
+  if (!endpoint.studioId)
+    return db.user.findMany({ where: { id: endpoint.ownerId }, select: { id: true, handle: true } });
+  return studioAdmins(db, endpoint.studioId);
 }
 
 /** Tells an endpoint's keepers it was turned off, once each (one notification per event and person). */
-export async function notifyEndpointOff(db: PrismaClient, e: Event): Promise<number> {
-  const ep = await db.outboundEndpoint.findUnique({
-    where: { id: e.subjectId },
+export async function notifyEndpointOff(db: PrismaClient, event: Event): Promise<number> {
+  const endpoint = await db.outboundEndpoint.findUnique({
+    where: { id: event.subjectId },
     include: { studio: { select: { name: true } } },
   });
-  if (!ep) return 0;
-  const whose = ep.studio ? `${ep.studio.name}'s outgoing webhook` : "Your outgoing webhook";
-  const keepers = await keepersOf(db, ep);
+  if (!endpoint) return 0;
+  const whose = endpoint.studio ? `${endpoint.studio.name}'s outgoing webhook` : "Your outgoing webhook";
+  const keepers = await keepersOf(db, endpoint);
   return insertNotifications(
     db,
     keepers.map((key) => ({
-      tenantId: ep.tenantId,
+      tenantId: endpoint.tenantId,
       userId: key.id,
-      actorId: ep.ownerId,
-      eventId: e.id,
+      actorId: endpoint.ownerId,
+      eventId: event.id,
       kind: "agent" as const,
       // Each keeper's own settings: the page is only reachable under one's own handle.
-      path: endpointPath(key.handle, ep.id),
-      excerpt: `${whose} “${ep.name}” was turned off: ${ep.disabledReason ?? "its deliveries kept failing"}. Fix the receiver, then turn it on again.`,
+      path: endpointPath(key.handle, endpoint.id),
+      excerpt: `${whose} “${endpoint.name}” was turned off: ${endpoint.disabledReason ?? "its deliveries kept failing"}. Fix the receiver, then turn it on again.`,
     })),
   );
 }

@@ -64,7 +64,7 @@ async function queueMails(tx: Db, news: News, managers: string[], origin: string
     if (sent.has(person.id)) continue;
     const channel = news.kind ? reachPrefs(person.reachPrefs)[news.kind] : "off";
     if (channel !== "email" && channel !== "digest") continue;
-    const t = await told(tx, news, origin, { userId: person.id });
+    const notice = await told(tx, news, origin, { userId: person.id });
     // A digest's line links to the page; only a mail sent at once carries review links.
     const pending = channel === "email" && news.pendingId ? await pendingOf(tx, news.pendingId) : null;
     const tokens = pending
@@ -79,7 +79,7 @@ async function queueMails(tx: Db, news: News, managers: string[], origin: string
       approve: `${origin}${reviewPath(tokens.approve)}`,
       reject: `${origin}${reviewPath(tokens.reject)}`,
     };
-    const mail = mailOf(t, links, `${origin}${settingsPathOf(person.handle)}`);
+    const mail = mailOf(notice, links, `${origin}${settingsPathOf(person.handle)}`);
     const id = await insertMail(tx, {
       tenantId: news.agent.tenantId,
       userId: person.id,
@@ -115,13 +115,18 @@ async function queueDeliveries(
     },
   });
   const ids: string[] = [];
-  for (const ep of endpoints) {
+  for (const endpoint of endpoints) {
     const id = newId();
-    const t = await told(tx, news, origin, ep.studioId ? { studioId: ep.studioId } : { userId: ep.ownerId });
-    const body = hookBody(t, ep.format, id, workspace);
+    const notice = await told(
+      tx,
+      news,
+      origin,
+      endpoint.studioId ? { studioId: endpoint.studioId } : { userId: endpoint.ownerId },
+    );
+    const body = hookBody(notice, endpoint.format, id, workspace);
     const [added] = await tx.$queryRaw<{ id: string }[]>`
       INSERT INTO outbound_deliveries (id, tenant_id, endpoint_id, event_id, event_type, body)
-      VALUES (${id}, ${ep.tenantId}, ${ep.id}, ${news.event.id}, ${news.hook}, ${body})
+      VALUES (${id}, ${endpoint.tenantId}, ${endpoint.id}, ${news.event.id}, ${news.hook}, ${body})
       ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id`;
     if (added) ids.push(added.id);
   }
@@ -139,16 +144,17 @@ async function listened(db: PrismaClient, tenantId: string, hook: string): Promi
 }
 
 /** Writes the mails and deliveries an event makes; their ids, for the queue. */
-export async function reachOut(db: PrismaClient, e: Event, reachOptions: ReachOptions): Promise<Reached> {
-  const hook = hookOf(e.type);
+export async function reachOut(db: PrismaClient, event: Event, reachOptions: ReachOptions): Promise<Reached> {
+  const hook = hookOf(event.type);
   if (!hook) return NONE;
   // Most runs that end tell nobody (no mail for their kind, no endpoint listening): one
   // indexed read decides that, not the ORM reads of the news (they cost a run 1.5 ms of CPU).
-  if (!(reachOptions.mail && reachKindOf(e.type)) && !(await listened(db, e.tenantId, hook))) return NONE;
-  const news = await newsOf(db, e);
+  if (!(reachOptions.mail && reachKindOf(event.type)) && !(await listened(db, event.tenantId, hook)))
+    return NONE;
+  const news = await newsOf(db, event);
   if (!news) return NONE;
   const [tenant, managers] = await Promise.all([
-    db.tenant.findUniqueOrThrow({ where: { id: e.tenantId }, select: { subdomain: true } }),
+    db.tenant.findUniqueOrThrow({ where: { id: event.tenantId }, select: { subdomain: true } }),
     managersOf(db, news.agent),
   ]);
   if (!managers.length && !news.agent.ownerStudioId) return NONE;
@@ -160,29 +166,35 @@ export async function reachOut(db: PrismaClient, e: Event, reachOptions: ReachOp
 }
 
 /** A `ping` to one endpoint, asked for on its page: signed and sent like any delivery. */
-export async function queueTestDelivery(db: PrismaClient, e: Event, o: ReachOptions): Promise<Reached> {
-  const ep = await db.outboundEndpoint.findFirst({ where: { id: e.subjectId, tenantId: e.tenantId } });
-  if (!ep) return NONE;
+export async function queueTestDelivery(
+  db: PrismaClient,
+  event: Event,
+  options: ReachOptions,
+): Promise<Reached> {
+  const endpoint = await db.outboundEndpoint.findFirst({
+    where: { id: event.subjectId, tenantId: event.tenantId },
+  });
+  if (!endpoint) return NONE;
   const tenant = await db.tenant.findUniqueOrThrow({
-    where: { id: e.tenantId },
+    where: { id: event.tenantId },
     select: { subdomain: true },
   });
   const id = newId();
-  const text = `A test event from Cadre for “${ep.name}”: this endpoint is set up.`;
+  const text = `A test event from Cadre for “${endpoint.name}”: this endpoint is set up.`;
   const body =
-    ep.format === "slack"
+    endpoint.format === "slack"
       ? JSON.stringify({ text, blocks: [{ type: "section", text: { type: "mrkdwn", text } }] })
       : JSON.stringify({
           id,
           event: "ping",
-          created_at: e.createdAt.toISOString(),
+          created_at: event.createdAt.toISOString(),
           workspace: tenant.subdomain,
           summary: text,
-          url: `${o.origin(tenant.subdomain)}`,
+          url: `${options.origin(tenant.subdomain)}`,
         });
   const [added] = await db.$queryRaw<{ id: string }[]>`
     INSERT INTO outbound_deliveries (id, tenant_id, endpoint_id, event_id, event_type, body)
-    VALUES (${id}, ${ep.tenantId}, ${ep.id}, ${e.id}, 'ping', ${body})
+    VALUES (${id}, ${endpoint.tenantId}, ${endpoint.id}, ${event.id}, 'ping', ${body})
     ON CONFLICT (endpoint_id, event_id) DO NOTHING RETURNING id`;
   return { emails: [], deliveries: added ? [added.id] : [] };
 }

@@ -7,7 +7,7 @@ import type { Db } from "../../db/prisma.ts";
 import type { OutboundEmail } from "../../generated/prisma/client.ts";
 
 export interface MailTransport {
-  sendMail(m: {
+  sendMail(mail: {
     from: string;
     to: string;
     subject: string;
@@ -28,8 +28,9 @@ export function createMailTransport(smtpUrl: string): MailTransport {
 }
 
 /** The address mails come from: MAIL_FROM, else Cadre at the workspaces' domain. */
-export const mailFrom = (c: { MAIL_FROM?: string; BASE_DOMAIN: string }) =>
-  c.MAIL_FROM ?? `Cadre <cadre@${c.BASE_DOMAIN === "localhost" ? "cadre.localhost" : c.BASE_DOMAIN}>`;
+export const mailFrom = (config: { MAIL_FROM?: string; BASE_DOMAIN: string }) =>
+  config.MAIL_FROM ??
+  `Cadre <cadre@${config.BASE_DOMAIN === "localhost" ? "cadre.localhost" : config.BASE_DOMAIN}>`;
 
 const CLAIM_SECONDS = 120;
 
@@ -58,17 +59,17 @@ export async function sendQueuedMail(
   from: string,
   id: string,
 ): Promise<"sent" | "skipped"> {
-  const m = await claim(db, id);
-  if (!m) return "skipped";
-  if (m.to) {
+  const claimed = await claim(db, id);
+  if (!claimed) return "skipped";
+  if (claimed.to) {
     try {
       await transport.sendMail({
         from,
-        to: m.to,
-        subject: m.subject,
-        text: m.text,
-        html: m.html,
-        headers: { "X-Cadre-Kind": m.kind },
+        to: claimed.to,
+        subject: claimed.subject,
+        text: claimed.text,
+        html: claimed.html,
+        headers: { "X-Cadre-Kind": claimed.kind },
       });
     } catch (err) {
       const why = (err as Error).message.slice(0, 500);
@@ -86,7 +87,7 @@ export async function sendQueuedMail(
       status: "sent",
       sentAt: new Date(),
       claimedUntil: null,
-      lastError: m.to ? null : "the person has no address any more",
+      lastError: claimed.to ? null : "the person has no address any more",
     },
   });
   return "sent";

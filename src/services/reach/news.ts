@@ -70,39 +70,43 @@ const agentSelect = {
 const runPath = (handle: string, id: string) => `/subagents/${handle}/runs/${id}`;
 const doing = (action: string) => capabilityLabel(action).toLowerCase();
 
-async function approvalNews(db: Db, e: Event, hook: HookEvent): Promise<News | null> {
-  const p = await db.agentPendingAction.findUnique({
-    where: { id: e.subjectId },
+async function approvalNews(db: Db, event: Event, hook: HookEvent): Promise<News | null> {
+  const pending = await db.agentPendingAction.findUnique({
+    where: { id: event.subjectId },
     include: { agent: { select: agentSelect }, reviewedBy: { select: { handle: true } } },
   });
-  if (!p) return null;
+  if (!pending) return null;
   const requested = hook === "approval.requested";
-  const decision = e.type === "approval.approved" ? "approved" : "rejected";
+  const decision = event.type === "approval.approved" ? "approved" : "rejected";
   return {
-    event: e,
+    event,
     hook,
-    kind: reachKindOf(e.type),
-    agent: p.agent,
+    kind: reachKindOf(event.type),
+    agent: pending.agent,
     what: requested
-      ? `wants your approval to ${doing(p.actionName)}`
-      : `asked to ${doing(p.actionName)}: ${decision}${p.reviewedBy ? ` by @${p.reviewedBy.handle}` : ""}`,
-    place: p.pagePath,
-    link: pendingPath(p.agent.handle, p.id),
-    ...(requested && { pendingId: p.id }),
+      ? `wants your approval to ${doing(pending.actionName)}`
+      : `asked to ${doing(pending.actionName)}: ${decision}${pending.reviewedBy ? ` by @${pending.reviewedBy.handle}` : ""}`,
+    place: pending.pagePath,
+    link: pendingPath(pending.agent.handle, pending.id),
+    ...(requested && { pendingId: pending.id }),
     data: {
-      pending_action: { id: p.id, action: p.actionName, expires_at: p.expiresAt.toISOString() },
-      ...(!requested && { decision, reviewed_by: p.reviewedBy?.handle ?? null }),
+      pending_action: {
+        id: pending.id,
+        action: pending.actionName,
+        expires_at: pending.expiresAt.toISOString(),
+      },
+      ...(!requested && { decision, reviewed_by: pending.reviewedBy?.handle ?? null }),
     },
   };
 }
 
-async function runNews(db: Db, e: Event, hook: HookEvent): Promise<News | null> {
+async function runNews(db: Db, event: Event, hook: HookEvent): Promise<News | null> {
   const run = await db.subagentTaskRun.findUnique({
-    where: { id: e.subjectId },
+    where: { id: event.subjectId },
     include: { agent: { select: agentSelect } },
   });
   // A run waiting on an approval: the approval's own news says so, once.
-  if (!run || (e.type === "run.waiting" && run.stopReason === "awaiting_approval")) return null;
+  if (!run || (event.type === "run.waiting" && run.stopReason === "awaiting_approval")) return null;
   const thread = run.threadId ? await threadPath(db, run.tenantId, run.threadId) : null;
   const what =
     hook === "question.asked"
@@ -111,9 +115,9 @@ async function runNews(db: Db, e: Event, hook: HookEvent): Promise<News | null> 
         ? endingWords(run)
         : "finished its run";
   return {
-    event: e,
+    event,
     hook,
-    kind: reachKindOf(e.type, run.stopReason),
+    kind: reachKindOf(event.type, run.stopReason),
     agent: run.agent,
     what,
     place: thread,
@@ -122,16 +126,16 @@ async function runNews(db: Db, e: Event, hook: HookEvent): Promise<News | null> 
   };
 }
 
-async function costNews(db: Db, e: Event, hook: HookEvent): Promise<News | null> {
-  const agent = await db.user.findUnique({ where: { id: e.subjectId }, select: agentSelect });
+async function costNews(db: Db, event: Event, hook: HookEvent): Promise<News | null> {
+  const agent = await db.user.findUnique({ where: { id: event.subjectId }, select: agentSelect });
   if (!agent) return null;
-  const spendPayload = e.payload as SpendPayload;
+  const spendPayload = event.payload as SpendPayload;
   // The headline adds its own full stop.
-  const what = spendWords(e).replace(/\.$/, "");
+  const what = spendWords(event).replace(/\.$/, "");
   return {
-    event: e,
+    event,
     hook,
-    kind: reachKindOf(e.type),
+    kind: reachKindOf(event.type),
     agent,
     what,
     place: null,
@@ -144,7 +148,7 @@ async function costNews(db: Db, e: Event, hook: HookEvent): Promise<News | null>
         ...(spendPayload.threshold_micros !== undefined && {
           threshold_usd: spendPayload.threshold_micros / 1e6,
         }),
-        paused: e.type === "agent.paused",
+        paused: event.type === "agent.paused",
       },
     },
   };
@@ -162,10 +166,10 @@ async function threadPath(db: Db, tenantId: string, id: string): Promise<string 
 }
 
 /** The event as news, or null when it is none (or what it was about is gone). */
-export async function newsOf(db: Db, e: Event): Promise<News | null> {
-  const hook = HOOK_OF[e.type];
+export async function newsOf(db: Db, event: Event): Promise<News | null> {
+  const hook = HOOK_OF[event.type];
   if (!hook) return null;
-  if (e.type.startsWith("approval.")) return approvalNews(db, e, hook);
-  if (e.type.startsWith("run.")) return runNews(db, e, hook);
-  return costNews(db, e, hook);
+  if (event.type.startsWith("approval.")) return approvalNews(db, event, hook);
+  if (event.type.startsWith("run.")) return runNews(db, event, hook);
+  return costNews(db, event, hook);
 }

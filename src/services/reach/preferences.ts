@@ -57,7 +57,7 @@ export function reachKindOf(eventType: string, stopReason?: string | null): Reac
 // Whether this server sends mail (SMTP_URL), set once at start by the web app and the worker:
 // settings pages say so rather than offer mail that never comes.
 let mailOn = false;
-export const setMailConfigured = (on: boolean) => {
-  mailOn = on;
+export const setMailConfigured = (configured: boolean) => {
+  mailOn = configured;
 };
 export const mailConfigured = () => mailOn;

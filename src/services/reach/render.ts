@@ -20,8 +20,11 @@ export interface ReviewUrls {
   reject: string;
 }
 
-const esc = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+const esc = (text: string) =>
+  text.replace(
+    /[&<>"']/g,
+    (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!,
+  );
 
 /** "@scout wants your approval to comment and reply, on the note “Plan” in General" ("in the studio General"). */
 export function headline(told: Told): string {
@@ -31,12 +34,12 @@ export function headline(told: Told): string {
 
 const when = (date: Date) => `${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 
-export function mailOf(t: Told, links: ReviewUrls | null, settingsUrl: string): Mail {
-  const line = headline(t);
-  const look = `${t.origin}${t.news.link}`;
-  const expires = t.news.data.pending_action as { expires_at?: string } | undefined;
+export function mailOf(told: Told, links: ReviewUrls | null, settingsUrl: string): Mail {
+  const line = headline(told);
+  const look = `${told.origin}${told.news.link}`;
+  const expires = told.news.data.pending_action as { expires_at?: string } | undefined;
   const until = expires?.expires_at ? `It expires ${when(new Date(expires.expires_at))}.` : "";
-  const why = `You get this because you manage @${t.news.agent.handle} (${t.news.agent.name}).`;
+  const why = `You get this because you manage @${told.news.agent.handle} (${told.news.agent.name}).`;
   const text = [
     `${line}.`,
     "",
@@ -74,14 +77,19 @@ export function digestOf(items: { subject: string; link: string }[], settingsUrl
 }
 
 // Slack's mrkdwn: these three are its markup.
-const slackEsc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+const slackEsc = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 /** An outgoing webhook's body, exactly as sent and signed. */
-export function hookBody(t: Told, format: "json" | "slack", deliveryId: string, workspace: string): string {
-  const url = `${t.origin}${t.news.link}`;
-  const line = headline(t);
+export function hookBody(
+  told: Told,
+  format: "json" | "slack",
+  deliveryId: string,
+  workspace: string,
+): string {
+  const url = `${told.origin}${told.news.link}`;
+  const line = headline(told);
   if (format === "slack") {
-    const label = t.news.pendingId ? "Review" : "Open";
+    const label = told.news.pendingId ? "Review" : "Open";
     return JSON.stringify({
       text: `${slackEsc(line)} <${url}|${label}>`,
       blocks: [
@@ -95,13 +103,13 @@ export function hookBody(t: Told, format: "json" | "slack", deliveryId: string, 
   }
   return JSON.stringify({
     id: deliveryId,
-    event: t.news.hook,
-    created_at: t.news.event.createdAt.toISOString(),
+    event: told.news.hook,
+    created_at: told.news.event.createdAt.toISOString(),
     workspace,
-    agent: { handle: t.news.agent.handle, name: t.news.agent.name },
+    agent: { handle: told.news.agent.handle, name: told.news.agent.name },
     summary: line,
-    place: t.news.place && t.title ? { path: t.news.place, title: t.title } : null,
+    place: told.news.place && told.title ? { path: told.news.place, title: told.title } : null,
     url,
-    ...t.news.data,
+    ...told.news.data,
   });
 }

@@ -24,7 +24,7 @@ export const reviewPath = (token: string) => `/review/${token}`;
 /** Tokens for an approve and a reject link to one pending action, for one person; stored hashed. */
 export async function mintReviewLinks(
   tx: Db,
-  p: { tenantId: string; pendingId: string; userId: string; params: unknown; expiresAt: Date },
+  pending: { tenantId: string; pendingId: string; userId: string; params: unknown; expiresAt: Date },
 ): Promise<Record<LinkDecision, string>> {
   const tokens = {
     approve: randomBytes(24).toString("base64url"),
@@ -33,13 +33,13 @@ export async function mintReviewLinks(
   await tx.reviewLink.createMany({
     data: (["approve", "reject"] as const).map((decision) => ({
       id: newId(),
-      tenantId: p.tenantId,
-      pendingId: p.pendingId,
-      userId: p.userId,
+      tenantId: pending.tenantId,
+      pendingId: pending.pendingId,
+      userId: pending.userId,
       decision,
       tokenHash: hashOf(tokens[decision]),
-      paramsHash: paramsHash(p.params),
-      expiresAt: p.expiresAt,
+      paramsHash: paramsHash(pending.params),
+      expiresAt: pending.expiresAt,
     })),
   });
   return tokens;
@@ -73,17 +73,18 @@ export function linkRefusal(
   manages: boolean,
   now = new Date(),
 ): string | null {
-  const p = link.pending;
+  const pending = link.pending;
   if (link.userId !== actorId)
-    return `This link was sent to @${link.user.handle}. Sign in as them, or review #${p.id} on your approvals page.`;
+    return `This link was sent to @${link.user.handle}. Sign in as them, or review #${pending.id} on your approvals page.`;
   if (!manages)
-    return `You no longer manage @${p.agent.handle}: this link shows nothing of the action and decides nothing.`;
+    return `You no longer manage @${pending.agent.handle}: this link shows nothing of the action and decides nothing.`;
   if (link.usedAt) return `This link was already used, at ${link.usedAt.toISOString()}.`;
-  if (p.status !== "pending") return `#${p.id} is already ${p.status}: there is nothing left to decide.`;
-  if (link.expiresAt <= now || p.expiresAt <= now)
-    return `This link expired with #${p.id}, at ${p.expiresAt.toISOString()}: the action will not run.`;
-  if (paramsHash(p.params) !== link.paramsHash)
-    return `#${p.id} changed since this link was sent: review it on its page.`;
+  if (pending.status !== "pending")
+    return `#${pending.id} is already ${pending.status}: there is nothing left to decide.`;
+  if (link.expiresAt <= now || pending.expiresAt <= now)
+    return `This link expired with #${pending.id}, at ${pending.expiresAt.toISOString()}: the action will not run.`;
+  if (paramsHash(pending.params) !== link.paramsHash)
+    return `#${pending.id} changed since this link was sent: review it on its page.`;
   return null;
 }
 

@@ -26,8 +26,8 @@ async function listening(db: PrismaClient, agent: AgentRef, kind: ReachKind | nu
   return people.filter((p) => reachPrefs(p.reachPrefs)[kind] !== "off").map((p) => p.id);
 }
 
-async function notifyOwner(db: PrismaClient, e: Event, agent: AgentRef, path: string, excerpt: string) {
-  const managers = await listening(db, agent, reachKindOf(e.type));
+async function notifyOwner(db: PrismaClient, event: Event, agent: AgentRef, path: string, excerpt: string) {
+  const managers = await listening(db, agent, reachKindOf(event.type));
   if (!managers.length) return 0;
   return insertNotifications(
     db,
@@ -35,7 +35,7 @@ async function notifyOwner(db: PrismaClient, e: Event, agent: AgentRef, path: st
       tenantId: agent.tenantId,
       userId,
       actorId: agent.id,
-      eventId: e.id,
+      eventId: event.id,
       kind: "agent" as const,
       path,
       excerpt: excerpt.slice(0, 500),
@@ -44,26 +44,32 @@ async function notifyOwner(db: PrismaClient, e: Event, agent: AgentRef, path: st
 }
 
 /** A run that asks its owner a question, or one that failed or timed out. */
-export async function notifyOwnerOfRun(db: PrismaClient, e: Event): Promise<number> {
-  const run = await db.subagentTaskRun.findUnique({ where: { id: e.subjectId }, include: { agent: true } });
+export async function notifyOwnerOfRun(db: PrismaClient, event: Event): Promise<number> {
+  const run = await db.subagentTaskRun.findUnique({
+    where: { id: event.subjectId },
+    include: { agent: true },
+  });
   // A run waiting on an approval: the approval's own notification says so, once.
   if (!run || run.stopReason === "awaiting_approval") return 0;
-  const excerpt = e.type === "run.waiting" ? (run.question ?? "") : endingWords(run);
-  return notifyOwner(db, e, run.agent, `/subagents/${run.agent.handle}/runs/${run.id}`, excerpt);
+  const excerpt = event.type === "run.waiting" ? (run.question ?? "") : endingWords(run);
+  return notifyOwner(db, event, run.agent, `/subagents/${run.agent.handle}/runs/${run.id}`, excerpt);
 }
 
 /** A pending action's review page: its request's notifications link there (and are settled by it). */
 export const pendingPath = (handle: string, id: string) => `/subagents/${handle}/pending/${id}`;
 
-export async function notifyOwnerOfApproval(db: PrismaClient, e: Event): Promise<number> {
-  const p = await db.agentPendingAction.findUnique({ where: { id: e.subjectId }, include: { agent: true } });
-  if (!p) return 0;
+export async function notifyOwnerOfApproval(db: PrismaClient, event: Event): Promise<number> {
+  const pending = await db.agentPendingAction.findUnique({
+    where: { id: event.subjectId },
+    include: { agent: true },
+  });
+  if (!pending) return 0;
   return notifyOwner(
     db,
-    e,
-    p.agent,
-    pendingPath(p.agent.handle, p.id),
-    `wants your approval to ${humanize(p.actionName).toLowerCase()}${p.reason ? `: ${p.reason}` : ""}`,
+    event,
+    pending.agent,
+    pendingPath(pending.agent.handle, pending.id),
+    `wants your approval to ${humanize(pending.actionName).toLowerCase()}${pending.reason ? `: ${pending.reason}` : ""}`,
   );
 }
 
@@ -76,20 +82,20 @@ export interface SpendPayload {
 }
 
 /** A spend event in words, after "@scout ": the in-app notice and the mail say the same. */
-export function spendWords(e: Pick<Event, "type" | "payload">): string {
-  const spendPayload = e.payload as SpendPayload;
+export function spendWords(event: Pick<Event, "type" | "payload">): string {
+  const spendPayload = event.payload as SpendPayload;
   const spent = usd(spendPayload.spent_micros ?? 0);
   const limit = usd(spendPayload.limit_micros ?? 0);
-  return e.type === "agent.paused"
+  return event.type === "agent.paused"
     ? `was paused: it reached its monthly cost limit (${spent} spent of ${limit} in ${spendPayload.month}). Raise the limit or resume it.`
-    : e.type === "agent.resumed"
+    : event.type === "agent.resumed"
       ? `runs again: a new month (${spendPayload.month}) began, and its cost limit counts from zero.`
       : `has spent ${spent} in ${spendPayload.month}, past your ${usd(spendPayload.threshold_micros ?? 0)} alert (limit ${limit}).`;
 }
 
 /** A spend alert crossed, the agent paused at its limit, or resumed by a new month. */
-export async function notifyOwnerOfSpend(db: PrismaClient, e: Event): Promise<number> {
-  const agent = await db.user.findUnique({ where: { id: e.subjectId } });
+export async function notifyOwnerOfSpend(db: PrismaClient, event: Event): Promise<number> {
+  const agent = await db.user.findUnique({ where: { id: event.subjectId } });
   if (!agent) return 0;
-  return notifyOwner(db, e, agent, `/subagents/${agent.handle}/usage`, spendWords(e));
+  return notifyOwner(db, event, agent, `/subagents/${agent.handle}/usage`, spendWords(event));
 }

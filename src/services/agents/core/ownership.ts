@@ -62,10 +62,10 @@ export function managedBy(actorId: string): Prisma.UserWhereInput {
 
 /** The same rule in SQL, for an agent row aliased `alias`. */
 export function managedBySql(alias: string, actorId: string | Prisma.Sql): Prisma.Sql {
-  const a = Prisma.raw(alias);
-  return Prisma.sql`(${a}.parent_id = ${actorId} OR EXISTS (
+  const table = Prisma.raw(alias);
+  return Prisma.sql`(${table}.parent_id = ${actorId} OR EXISTS (
     SELECT 1 FROM studio_members mgr
-    WHERE mgr.studio_id = ${a}.owner_studio_id AND mgr.user_id = ${actorId} AND mgr.role = 'admin'))`;
+    WHERE mgr.studio_id = ${table}.owner_studio_id AND mgr.user_id = ${actorId} AND mgr.role = 'admin'))`;
 }
 
 /**
@@ -128,8 +128,13 @@ export function keyHolder(scope: Scope): KeyHolder {
       where: { studioId: studioScope.id },
     };
   }
-  const u = scope.user!;
-  return { kind: "person", id: u.id, path: `/u/${u.handle}/settings/api-keys`, where: { ownerId: u.id } };
+  const user = scope.user!;
+  return {
+    kind: "person",
+    id: user.id,
+    path: `/u/${user.handle}/settings/api-keys`,
+    where: { ownerId: user.id },
+  };
 }
 
 /** Whether the actor may see this user at all: a studio's agent exists only for its studio's members. */

@@ -30,9 +30,9 @@ const COULD_NOT: Record<string, string> = {
 };
 
 /** "stopped: its owner stopped the run", "could not finish: the model was unavailable" (after "@scout "). */
-export function endingWords(r: { status: RunStatus; stopReason: string | null }): string {
-  const reason = r.stopReason ?? "";
-  if (r.status === "cancelled") return `stopped: ${STOPPED[reason] ?? "the run was stopped"}`;
-  if (r.status === "timed_out") return `could not finish: ${COULD_NOT.timeout}`;
+export function endingWords(run: { status: RunStatus; stopReason: string | null }): string {
+  const reason = run.stopReason ?? "";
+  if (run.status === "cancelled") return `stopped: ${STOPPED[reason] ?? "the run was stopped"}`;
+  if (run.status === "timed_out") return `could not finish: ${COULD_NOT.timeout}`;
   return `could not finish: ${COULD_NOT[reason] ?? "something went wrong"}`;
 }

@@ -90,16 +90,16 @@ export interface QueuedRun {
  * Inserts a queued run and its `run.queued` event, in one statement. Returns null if this
  * (agent, trigger) already has a run.
  */
-export async function queueRun(tx: Db, r: NewRun): Promise<QueuedRun | null> {
+export async function queueRun(tx: Db, newRun: NewRun): Promise<QueuedRun | null> {
   const eventId = newId();
   // Whatever queued it (a request, an event's job) is where the run's trace links to.
-  const tp = r.traceparent ?? activeTraceparent() ?? null;
+  const traceparent = newRun.traceparent ?? activeTraceparent() ?? null;
   const [run] = await hotQuery<{ id: string }>(
     tx,
     Prisma.sql`
-    WITH run AS (${insertRun(r, undefined, tp)} RETURNING id), event AS (
+    WITH run AS (${insertRun(newRun, undefined, traceparent)} RETURNING id), event AS (
       INSERT INTO events (id, tenant_id, type, actor_id, subject_type, subject_id, traceparent)
-      SELECT ${eventId}, ${r.tenantId}, 'run.queued', ${r.initiatedById ?? r.agentId}, 'run', id, ${tp}::text FROM run
+      SELECT ${eventId}, ${newRun.tenantId}, 'run.queued', ${newRun.initiatedById ?? newRun.agentId}, 'run', id, ${traceparent}::text FROM run
     )
     SELECT id FROM run`,
   );
@@ -107,8 +107,8 @@ export async function queueRun(tx: Db, r: NewRun): Promise<QueuedRun | null> {
 }
 
 /** A trigger that was refused (too many waiting, chain depth, a paused or archived agent), kept so its managers see why and may retry it. */
-export async function recordSkipped(tx: Db, r: NewRun, reason: string, message: string) {
-  await hotQuery(tx, insertRun(r, { reason, message }));
+export async function recordSkipped(tx: Db, run: NewRun, reason: string, message: string) {
+  await hotQuery(tx, insertRun(run, { reason, message }));
 }
 
 /** Requeues a run (after an answer or an approval) through the outbox. */
@@ -166,12 +166,12 @@ export interface Claim {
  */
 export async function claimNext(
   db: Db,
-  by: { agentId: string } | { runId: string },
+  selector: { agentId: string } | { runId: string },
   owner: string,
   leaseSeconds: number,
   maxLosses = MAX_WORKER_LOSSES,
 ): Promise<Claim> {
-  return claim(db, { by, owner, leaseSeconds, maxLosses });
+  return claim(db, { by: selector, owner, leaseSeconds, maxLosses });
 }
 
 interface ClaimItem {
@@ -194,13 +194,13 @@ const claim = grouped<ClaimItem, Claim>({
  * first claims its oldest run, the second finds it taken, as it would one statement later.
  */
 async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
-  const input = items.map((t, index) => ({
+  const input = items.map((item, index) => ({
     i: index,
-    agent_id: "agentId" in t.by ? t.by.agentId : null,
-    run_id: "runId" in t.by ? t.by.runId : null,
-    owner: t.owner,
-    lease_seconds: t.leaseSeconds,
-    max_losses: t.maxLosses,
+    agent_id: "agentId" in item.by ? item.by.agentId : null,
+    run_id: "runId" in item.by ? item.by.runId : null,
+    owner: item.owner,
+    lease_seconds: item.leaseSeconds,
+    max_losses: item.maxLosses,
   }));
   const rows = await hotQuery<{
     i: number;
@@ -256,8 +256,8 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
     { groupCommit: true },
   );
   const byItem = new Map(rows.map((r) => [Number(r.i), r]));
-  return items.map((_, i) => {
-    const row = byItem.get(i);
+  return items.map((_, index) => {
+    const row = byItem.get(index);
     return {
       start: parseRunStart(row?.start ?? null),
       agentId: row?.agent_id ?? null,
@@ -298,7 +298,7 @@ export async function finishRun(
 ): Promise<boolean> {
   const done = TERMINAL.includes(finish.status);
   // The model's own words (its final message, its question) may hold text Postgres refuses.
-  const text = (s: string | undefined) => (s === undefined ? null : storable(s, "\ufffd"));
+  const text = (value: string | undefined) => (value === undefined ? null : storable(value, "\ufffd"));
   const [row] = await hotQuery<{ ended: number }>(
     db,
     Prisma.sql`

@@ -23,11 +23,11 @@ interface Rule {
  * A run of 16+ letters and digits that mixes in digits or both cases: generated, as keys
  * are, not a slug such as sk-learn-and-pandas-tips.
  */
-const random = (s: string) =>
-  (s.match(/[A-Za-z0-9]{16,}/g) ?? []).some(
+const random = (text: string) =>
+  (text.match(/[A-Za-z0-9]{16,}/g) ?? []).some(
     (run) => /[A-Za-z]/.test(run) && (/\d/.test(run) || (/[a-z]/.test(run) && /[A-Z]/.test(run))),
   );
-const hasDigit = (s: string) => /\d/.test(s);
+const hasDigit = (text: string) => /\d/.test(text);
 
 // In this order: a block or a header first, so the key inside it is counted once, as what it is.
 // Pages escape markdown in titles and excerpts (`cadre\_…`), so an underscore may come
@@ -86,9 +86,9 @@ export function maskDeep<T>(value: T, counts: MaskCounts = {}): T {
   if (value && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
     let changed = false;
     const out: Record<string, unknown> = {};
-    for (const [key, v] of Object.entries(value)) {
-      out[key] = maskDeep(v, counts);
-      if (out[key] !== v) changed = true;
+    for (const [key, nested] of Object.entries(value)) {
+      out[key] = maskDeep(nested, counts);
+      if (out[key] !== nested) changed = true;
     }
     return (changed ? out : value) as T;
   }
@@ -99,7 +99,10 @@ export function maskDeep<T>(value: T, counts: MaskCounts = {}): T {
 export function describeMasked(counts: MaskCounts): string {
   const kinds = Object.entries(counts)
     .filter(([, count]) => count > 0)
-    .sort(([a, n], [b, m]) => m - n || a.localeCompare(b));
-  const total = kinds.reduce((t, [, n]) => t + n, 0);
-  return `${plural(total, "secret")} (${kinds.map(([k, n]) => plural(n, k)).join(", ")})`;
+    .sort(
+      ([leftKind, leftCount], [rightKind, rightCount]) =>
+        rightCount - leftCount || leftKind.localeCompare(rightKind),
+    );
+  const total = kinds.reduce((t, [, count]) => t + count, 0);
+  return `${plural(total, "secret")} (${kinds.map(([kind, count]) => plural(count, kind)).join(", ")})`;
 }

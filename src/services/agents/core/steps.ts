@@ -59,33 +59,33 @@ export const STEP_COLUMNS = Prisma.raw(
 );
 
 /** A row's step columns: the step, and who records it (null: the owner answering a waiting run). */
-export function stepColumns(owner: string | null, s: StepRecord | undefined) {
-  if (!s) return { has_step: false };
+export function stepColumns(owner: string | null, record: StepRecord | undefined) {
+  if (!record) return { has_step: false };
   return {
     has_step: true,
     step_owner: owner,
     step_id: newId(),
-    step_number: s.number,
-    step_type: s.type,
+    step_number: record.number,
+    step_type: record.type,
     // A record of what the model sent, which may hold text Postgres refuses (an action's
     // params, which the registry refused for that reason): kept, the bad characters marked.
     // Stored masked too: the run page shows what the model saw, and a key pasted into a
     // note by mistake goes away with the note instead of living on in its runs.
-    step_path: s.path === undefined ? null : storable(s.path, "\ufffd"),
+    step_path: record.path === undefined ? null : storable(record.path, "\ufffd"),
     step_detail: storableJson(
       maskDeep({
-        ...s.detail,
-        ...(s.masked && { masked: s.masked }),
-        ...(s.prompt && { prompt: s.prompt }),
-        ...(s.model && { model: s.model }),
-        ...(s.unrun && { unrun: s.unrun }),
+        ...record.detail,
+        ...(record.masked && { masked: record.masked }),
+        ...(record.prompt && { prompt: record.prompt }),
+        ...(record.model && { model: record.model }),
+        ...(record.unrun && { unrun: record.unrun }),
       }),
     ),
-    step_input_tokens: s.inputTokens ?? 0,
-    step_output_tokens: s.outputTokens ?? 0,
-    step_llm_ms: Math.round(s.llmMs ?? 0),
-    step_duration_ms: Math.round(s.durationMs ?? 0),
-    step_model_text: s.modelText ? storable(maskText(s.modelText), "\ufffd") : null,
+    step_input_tokens: record.inputTokens ?? 0,
+    step_output_tokens: record.outputTokens ?? 0,
+    step_llm_ms: Math.round(record.llmMs ?? 0),
+    step_duration_ms: Math.round(record.durationMs ?? 0),
+    step_model_text: record.modelText ? storable(maskText(record.modelText), "\ufffd") : null,
   };
 }
 
@@ -151,7 +151,7 @@ async function writeSteps(db: Db, items: StepItem[]): Promise<boolean[]> {
 }
 
 // A worker's steps go out in groups; a transaction's, as it makes them.
-const writeStep = grouped<StepItem, boolean>({ write: writeSteps, key: (t) => t.run.id });
+const writeStep = grouped<StepItem, boolean>({ write: writeSteps, key: (item) => item.run.id });
 
 export async function recordStep(
   tx: Db,
@@ -171,11 +171,11 @@ export async function recordResources(
   emitted: Emitted[],
 ) {
   if (!emitted.length) return;
-  const input = emitted.map((e) => ({
+  const input = emitted.map((event) => ({
     id: newId(),
-    type: e.subjectType,
-    resource: e.subjectId,
-    action: e.type,
+    type: event.subjectType,
+    resource: event.subjectId,
+    action: event.type,
   }));
   await hotQuery(
     tx,

@@ -130,13 +130,13 @@ export function parseWhoami(json: WhoamiJson): Whoami {
       .filter((w) => w.named)
       .map((w) => ({ path: w.path, events: w.events, enabled: w.enabled, studioId: w.studioId })),
     unnamedWatching: json.watching.filter((w) => !w.named).length,
-    unread: json.unread.map((n) => ({
-      kind: n.kind,
-      path: n.path,
-      excerpt: n.excerpt,
-      createdAt: new Date(n.at),
-      actor: { name: n.name, handle: n.handle },
-      studioId: n.studioId,
+    unread: json.unread.map((notification) => ({
+      kind: notification.kind,
+      path: notification.path,
+      excerpt: notification.excerpt,
+      createdAt: new Date(notification.at),
+      actor: { name: notification.name, handle: notification.handle },
+      studioId: notification.studioId,
     })),
     unreadCount: json.unreadCount,
     spentMicros: BigInt(json.spent ?? 0),
@@ -166,9 +166,9 @@ export async function readWhoami(ctx: Ctx): Promise<Whoami> {
  * studios, and the label of the run that last wrote its scratchpad. Its own configuration,
  * written by its managers for it to act on, narrows nothing.
  */
-export function whoamiSources(w: Whoami): Audience[] {
-  const studios = w.unread.flatMap((n) => (n.studioId ? [{ studio: n.studioId }] : []));
+export function whoamiSources(whoami: Whoami): Audience[] {
+  const studios = whoami.unread.flatMap((n) => (n.studioId ? [{ studio: n.studioId }] : []));
   // The studios it names add nothing: it names only those inside the reader's label already
   // (insideLabelSql), so naming them shows no one anything the label does not cover.
-  return [...parseLabel(w.user.scratchpadLabel), ...studios];
+  return [...parseLabel(whoami.user.scratchpadLabel), ...studios];
 }

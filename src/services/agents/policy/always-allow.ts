@@ -12,15 +12,15 @@ import type { Rule } from "../core/settings.ts";
 /** Longer than this, or on several lines, a value is the action's free text, not what identifies it. */
 const MAX_PINNED = 80;
 
-const escapeRe = (s: string) => s.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");
+const escapeRe = (text: string) => text.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");
 
 /** "name=^value$" lines, one per identifying param: what the review form offers to confirm or widen. */
 export function proposedPatterns(params: Record<string, unknown>): string {
   return Object.entries(params)
     .filter(([, value]) => value !== undefined && value !== null && value !== "")
-    .map(([key, v]) => [key, typeof v === "string" ? v : JSON.stringify(v)] as const)
+    .map(([key, value]) => [key, typeof value === "string" ? value : JSON.stringify(value)] as const)
     .filter(([, text]) => text.length <= MAX_PINNED && !/[\r\n]/.test(text))
-    .map(([k, text]) => `${k}=^${escapeRe(text)}$`)
+    .map(([key, text]) => `${key}=^${escapeRe(text)}$`)
     .join("\n");
 }
 
@@ -65,18 +65,18 @@ export function checkedBreadth(params: Record<string, string>, allowAny: boolean
 
 /** The rule, named for the approval it came from. */
 export function allowRule(
-  p: { id: string; actionName: string },
+  pending: { id: string; actionName: string },
   params: Record<string, string>,
   studio: string | null,
-  by: string,
+  approver: string,
   date = new Date(),
 ): Rule {
   return {
-    name: `Always allow (from #${p.id})`,
-    action: p.actionName,
+    name: `Always allow (from #${pending.id})`,
+    action: pending.actionName,
     params,
     decision: "allow",
     ...(studio && { studio }),
-    origin: { pending: p.id, by, at: date.toISOString() },
+    origin: { pending: pending.id, by: approver, at: date.toISOString() },
   };
 }

@@ -62,17 +62,23 @@ export async function backtest(
     changed: 0,
     outcomes: { allowed: empty(), held: empty(), refused: empty() },
   };
-  for (const s of steps) {
-    const d = s.detail as { action: string; params?: Record<string, unknown> };
-    const params = d.params ?? {};
-    const studio = studioHandleOf(s.path ?? "");
-    const now = outcomeOf(decide(tried, d.action, params, studio));
-    if (ruleMatches(rule, d.action, params, studio)) result.matched += 1;
-    if (now !== outcomeOf(decide(cfg, d.action, params, studio))) result.changed += 1;
-    const o = result.outcomes[now];
-    o.count += 1;
-    if (o.examples.length < EXAMPLES)
-      o.examples.push({ runId: s.run_id, step: s.number, action: d.action, at: s.created_at, params });
+  for (const step of steps) {
+    const detail = step.detail as { action: string; params?: Record<string, unknown> };
+    const params = detail.params ?? {};
+    const studio = studioHandleOf(step.path ?? "");
+    const now = outcomeOf(decide(tried, detail.action, params, studio));
+    if (ruleMatches(rule, detail.action, params, studio)) result.matched += 1;
+    if (now !== outcomeOf(decide(cfg, detail.action, params, studio))) result.changed += 1;
+    const outcome = result.outcomes[now];
+    outcome.count += 1;
+    if (outcome.examples.length < EXAMPLES)
+      outcome.examples.push({
+        runId: step.run_id,
+        step: step.number,
+        action: detail.action,
+        at: step.created_at,
+        params,
+      });
   }
   return result;
 }
@@ -80,8 +86,8 @@ export async function backtest(
 const empty = () => ({ count: 0, examples: [] as Example[] });
 
 /** The headline, in words: "Of 42 actions in the last 30 days, this rule matches 5; 3 would be decided differently." */
-export function backtestSummary(b: Backtest): string {
-  if (!b.total)
-    return `The agent asked for no actions in the last ${b.days} days: nothing to try the rule on.`;
-  return `Of ${plural(b.total, "action")} in the last ${b.days} days, this rule matches ${b.matched}; with it, ${b.changed} would be decided differently than today. Allowed ${b.outcomes.allowed.count}, held for approval ${b.outcomes.held.count}, refused ${b.outcomes.refused.count}.`;
+export function backtestSummary(backtest: Backtest): string {
+  if (!backtest.total)
+    return `The agent asked for no actions in the last ${backtest.days} days: nothing to try the rule on.`;
+  return `Of ${plural(backtest.total, "action")} in the last ${backtest.days} days, this rule matches ${backtest.matched}; with it, ${backtest.changed} would be decided differently than today. Allowed ${backtest.outcomes.allowed.count}, held for approval ${backtest.outcomes.held.count}, refused ${backtest.outcomes.refused.count}.`;
 }

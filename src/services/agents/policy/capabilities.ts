@@ -145,11 +145,14 @@ export const GRANTABLE_GROUPS = [
 
 export type Grantable = (typeof GRANTABLE_GROUPS)[number]["actions"][number][0];
 
-export const GRANTABLE: readonly Grantable[] = GRANTABLE_GROUPS.flatMap((g) => g.actions.map(([a]) => a));
+export const GRANTABLE: readonly Grantable[] = GRANTABLE_GROUPS.flatMap((g) =>
+  g.actions.map(([name]) => name),
+);
 
 /** "Vote on a decision" for `vote`: how a person reads a grantable action's name. */
 export function capabilityLabel(action: string): string {
-  for (const g of GRANTABLE_GROUPS) for (const [a, label] of g.actions) if (a === action) return label;
+  for (const group of GRANTABLE_GROUPS)
+    for (const [name, label] of group.actions) if (name === action) return label;
   return action;
 }
 

@@ -100,25 +100,25 @@ function listed(items: string[], total: number): string {
 }
 
 /** An audience as a place a person knows: "General", "a page only @scout's managers see". */
-async function placeOf(db: Db, a: Audience): Promise<string> {
-  if ("studio" in a) {
-    const s = await db.studio.findUnique({ where: { id: a.studio }, select: { name: true } });
-    return s ? s.name : "a studio";
+async function placeOf(db: Db, audience: Audience): Promise<string> {
+  if ("studio" in audience) {
+    const studio = await db.studio.findUnique({ where: { id: audience.studio }, select: { name: true } });
+    return studio ? studio.name : "a studio";
   }
-  if ("managersOf" in a) {
-    const u = await db.user.findUnique({ where: { id: a.managersOf }, select: { handle: true } });
-    return `@${u?.handle ?? "?"}'s own pages`;
+  if ("managersOf" in audience) {
+    const user = await db.user.findUnique({ where: { id: audience.managersOf }, select: { handle: true } });
+    return `@${user?.handle ?? "?"}'s own pages`;
   }
-  if ("people" in a) return "a private page";
+  if ("people" in audience) return "a private page";
   return "the whole workspace";
 }
 
 /** Who can read where the content came from, in words: "only Alice and @scout", "its 4 members". */
-async function readersOf(db: Db, tenantId: string, a: Audience): Promise<string> {
+async function readersOf(db: Db, tenantId: string, audience: Audience): Promise<string> {
   const rows = await hotQuery<{ handle: string; name: string; total: bigint }>(
     db,
     Prisma.sql`SELECT u.handle, u.name, count(*) OVER () AS total FROM users u
-      WHERE u.id IN (${readersSql(a, tenantId)}) ORDER BY u.kind, u.name LIMIT 4`,
+      WHERE u.id IN (${readersSql(audience, tenantId)}) ORDER BY u.kind, u.name LIMIT 4`,
   );
   const total = rows.length ? Number(rows[0]!.total) : 0;
   if (total === 0) return "nobody else";
@@ -135,14 +135,14 @@ export async function disclosureText(
   tenantId: string,
   what: string,
   write: Audience,
-  d: Disclosure,
+  disclosed: Disclosure,
 ): Promise<string> {
   const [place, source, readers] = await Promise.all([
     placeOf(db, write),
-    placeOf(db, d.source),
-    readersOf(db, tenantId, d.source),
+    placeOf(db, disclosed.source),
+    readersOf(db, tenantId, disclosed.source),
   ]);
-  const who = `${plural(d.outsiderCount, "person", "people")} (${listed(names(d.outsiders), d.outsiderCount)})`;
+  const who = `${plural(disclosed.outsiderCount, "person", "people")} (${listed(names(disclosed.outsiders), disclosed.outsiderCount)})`;
   return `This ${what} in ${place} would show ${who} content from ${source}, which ${readers} can read.`;
 }
 

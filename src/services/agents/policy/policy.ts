@@ -93,15 +93,15 @@ function pinnedConfig(pin: object, raw: AgentRow["agentConfig"]): AgentConfig {
 function agentOf(ctx: Ctx, db: Db = ctx.db): Promise<AgentRow> {
   const primed = ctx.primed?.agent;
   if (primed?.id === ctx.actor.id) return Promise.resolve(primed);
-  let p = agents.get(ctx);
-  if (!p) {
-    p = db.user.findUniqueOrThrow({
+  let agentRow = agents.get(ctx);
+  if (!agentRow) {
+    agentRow = db.user.findUniqueOrThrow({
       where: { id: ctx.actor.id },
       select: { id: true, parentId: true, ownerStudioId: true, agentConfig: true },
     });
-    agents.set(ctx, p);
+    agents.set(ctx, agentRow);
   }
-  return p;
+  return agentRow;
 }
 
 const memberships = new WeakMap<Ctx, Map<string, Promise<{ role: string } | null>>>();
@@ -121,15 +121,15 @@ export function primeOwnerMembership(ctx: Ctx, studioId: string, ceiling: { role
 
 function ownerCeiling(ctx: Ctx, studioId: string) {
   const byStudio = membershipsOf(ctx);
-  let p = byStudio.get(studioId);
-  if (!p) {
-    p = ctx.db.$queryRaw<{ role: string | null }[]>`
+  let ceiling = byStudio.get(studioId);
+  if (!ceiling) {
+    ceiling = ctx.db.$queryRaw<{ role: string | null }[]>`
         SELECT ${ownerCeilingSql(Prisma.sql`${ctx.actor.id}`, Prisma.sql`${studioId}`)} AS role`.then(
-      ([r]) => (r?.role ? { role: r.role } : null),
+      ([row]) => (row?.role ? { role: row.role } : null),
     );
-    byStudio.set(studioId, p);
+    byStudio.set(studioId, ceiling);
   }
-  return p;
+  return ceiling;
 }
 
 export const agentGuard: Guard = async (ctx, action, scope) => {
@@ -185,8 +185,8 @@ async function disclosureOf(
   const label = actx.flow?.label() ?? [];
   if (!action.writes || !action.audience || !label.length) return null;
   const write = action.audience.to(actx, scope, params);
-  const d = await disclosure(actx.tx, actx.tenant.id, actx.actor.id, write, label);
-  return d && disclosureText(actx.tx, actx.tenant.id, action.audience.what, write, d);
+  const disclosed = await disclosure(actx.tx, actx.tenant.id, actx.actor.id, write, label);
+  return disclosed && disclosureText(actx.tx, actx.tenant.id, action.audience.what, write, disclosed);
 }
 
 interface Held {

@@ -19,10 +19,10 @@ const MARKER_TOKENS = 12;
 function entry(remembered: Remembered, first: boolean): string {
   const head = line(remembered);
   if (!first) return head;
-  const d = remembered.detail as { resultPath: string; page?: string };
+  const detail = remembered.detail as { resultPath: string; page?: string };
   const excerpt = excerptLine({
-    path: d.resultPath,
-    markdown: d.page ?? "",
+    path: detail.resultPath,
+    markdown: detail.page ?? "",
     gist: remembered.gist,
     step: remembered.number,
   });
@@ -37,15 +37,15 @@ interface Measured {
   costs: [number, number, number];
 }
 const measured = new WeakMap<Remembered, Measured>();
-function measure(s: Remembered, first: boolean): Measured {
-  let m = measured.get(s);
-  if (!m) {
-    const whole = entry(s, first);
-    const line1 = estimateTokens(line(s)) + 1;
-    m = { whole, costs: [estimateTokens(whole) + 1, line1, noteOf(s) ? line1 + MARKER_TOKENS : 0] };
-    measured.set(s, m);
+function measure(step: Remembered, first: boolean): Measured {
+  let cached = measured.get(step);
+  if (!cached) {
+    const whole = entry(step, first);
+    const line1 = estimateTokens(line(step)) + 1;
+    cached = { whole, costs: [estimateTokens(whole) + 1, line1, noteOf(step) ? line1 + MARKER_TOKENS : 0] };
+    measured.set(step, cached);
   }
-  return m;
+  return cached;
 }
 
 /**
@@ -59,27 +59,32 @@ function measure(s: Remembered, first: boolean): Measured {
 export function memoryLog(steps: Remembered[], tokens: number): string {
   if (!steps.length) return "(none yet)";
   const first = firstReads(steps);
-  const m = steps.map((s, i) => measure(s, first.has(i)));
+  const measures = steps.map((s, i) => measure(s, first.has(i)));
   const count = steps.length;
   // The last RECENT_STEPS at least, on a chunk boundary too: the lines shown move a chunk at a time.
   const recent = Math.floor(Math.max(0, count - RECENT_STEPS) / STEP_CHUNK) * STEP_CHUNK;
   // Prefix sums of each level's cost: sum(level, a, b) is steps a..b-1's.
   const sums = [0, 1, 2].map((level) => {
     const acc = [0];
-    for (let i = 0; i < count; i++) acc.push(acc[i]! + m[i]!.costs[level]!);
+    for (let index = 0; index < count; index++) acc.push(acc[index]! + measures[index]!.costs[level]!);
     return acc;
   });
-  const sum = (level: number, a: number, b: number) => (a < b ? sums[level]![b]! - sums[level]![a]! : 0);
+  const sum = (level: number, start: number, end: number) =>
+    start < end ? sums[level]![end]! - sums[level]![start]! : 0;
   const room = tokens - 20; // the first "not shown" line
   for (const [keep, quiet, from] of cuts(recent, Math.ceil(count / STEP_CHUNK) * STEP_CHUNK)) {
     const upTo = Math.min(from, count);
     const cost = sum(2, keep, Math.min(upTo, quiet)) + sum(1, quiet, upTo) + sum(0, upTo, count);
     if (cost <= room)
-      return render(steps, (i) =>
-        i >= from ? m[i]!.whole : i >= quiet || (i >= keep && m[i]!.costs[2]) ? line(steps[i]!) : undefined,
+      return render(steps, (index) =>
+        index >= from
+          ? measures[index]!.whole
+          : index >= quiet || (index >= keep && measures[index]!.costs[2])
+            ? line(steps[index]!)
+            : undefined,
       );
   }
-  return render(steps, newestFirst(steps, m, room));
+  return render(steps, newestFirst(steps, measures, room));
 }
 
 /** The (keep, quiet, from) bounds in the order tried, each on a chunk boundary. */
@@ -93,27 +98,27 @@ function* cuts(recent: number, end: number): Generator<[number, number, number]>
 }
 
 /** The last resort, when even the recent steps overflow: as many lines as fit, newest first. */
-function newestFirst(steps: Remembered[], m: Measured[], room: number) {
+function newestFirst(steps: Remembered[], measures: Measured[], room: number) {
   const kept = new Map<number, string>();
   let left = room;
-  for (let i = steps.length - 1; i >= 0; i--) {
-    if (steps.length - i > RECENT_STEPS && !m[i]!.costs[2]) continue;
-    const text = line(steps[i]!);
+  for (let index = steps.length - 1; index >= 0; index--) {
+    if (steps.length - index > RECENT_STEPS && !measures[index]!.costs[2]) continue;
+    const text = line(steps[index]!);
     const cost = estimateTokens(text) + 1;
     if (cost > left) break;
     left -= cost;
-    kept.set(i, text);
+    kept.set(index, text);
   }
-  return (i: number) => kept.get(i);
+  return (index: number) => kept.get(index);
 }
 
 function render(steps: Remembered[], shown: (index: number) => string | undefined): string {
   const out: string[] = [];
   let next = 1;
-  steps.forEach((s, i) => {
-    const text = shown(i);
+  steps.forEach((step, index) => {
+    const text = shown(index);
     if (text === undefined) return;
-    const skipped = s.number - next;
+    const skipped = step.number - next;
     if (skipped > 0)
       out.push(
         next === 1
@@ -121,7 +126,7 @@ function render(steps: Remembered[], shown: (index: number) => string | undefine
           : `(${plural(skipped, "step")} without a note not shown)`,
       );
     out.push(text);
-    next = s.number + 1;
+    next = step.number + 1;
   });
   return out.length ? out.join("\n") : `(${steps.length} earlier steps not shown)`;
 }

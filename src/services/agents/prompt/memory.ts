@@ -29,11 +29,11 @@ export const NOTE_CHARS = 400;
 export const RECENT_STEPS = 8;
 const EXCERPT_CHARS = 200;
 
-const clip = (s: string, count: number) => (s.length > count ? `${s.slice(0, count - 1)}…` : s);
-const detailOf = (s: Pick<Remembered, "detail">) => (s.detail ?? {}) as Record<string, unknown>;
+const clip = (text: string, count: number) => (text.length > count ? `${text.slice(0, count - 1)}…` : text);
+const detailOf = (step: Pick<Remembered, "detail">) => (step.detail ?? {}) as Record<string, unknown>;
 
-export function noteOf(s: Pick<Remembered, "detail">): string | undefined {
-  const note = detailOf(s).note;
+export function noteOf(step: Pick<Remembered, "detail">): string | undefined {
+  const note = detailOf(step).note;
   return typeof note === "string" && note ? note : undefined;
 }
 
@@ -43,31 +43,33 @@ export function noteOf(s: Pick<Remembered, "detail">): string | undefined {
  * resumed run's prompt (and a rebuilt one, step-prompt.ts) is the one sent.
  */
 export function sortedJson(value: unknown): string {
-  return JSON.stringify(value, (_k, x) =>
-    x && typeof x === "object" && !Array.isArray(x)
-      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : x,
+  return JSON.stringify(value, (_key, part) =>
+    part && typeof part === "object" && !Array.isArray(part)
+      ? Object.fromEntries(
+          Object.entries(part).sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0)),
+        )
+      : part,
   );
 }
 
 /** What a step did, in one line: enough to remember, short enough to keep many. */
 export function summarize(step: Omit<Remembered, "number">): string {
-  const d = detailOf(step);
-  const outcome = d.ok === false ? `failed: ${clip(String(d.error ?? ""), 160)}` : "ok";
+  const detail = detailOf(step);
+  const outcome = detail.ok === false ? `failed: ${clip(String(detail.error ?? ""), 160)}` : "ok";
   switch (step.type) {
     case "navigate":
-      return `navigate ${step.path} — ${d.ok === false ? `error ${d.status}` : "ok"}`;
+      return `navigate ${step.path} — ${detail.ok === false ? `error ${detail.status}` : "ok"}`;
     case "execute":
-      return `execute ${d.action}(${clip(sortedJson(d.params ?? {}), 160)}) on ${step.path} — ${d.ok === false ? outcome : `ok: ${clip(String(d.notice ?? ""), 120)}`}`;
+      return `execute ${detail.action}(${clip(sortedJson(detail.params ?? {}), 160)}) on ${step.path} — ${detail.ok === false ? outcome : `ok: ${clip(String(detail.notice ?? ""), 120)}`}`;
     case "error":
-      return `invalid reply — ${clip(String(d.error ?? ""), 160)}`;
+      return `invalid reply — ${clip(String(detail.error ?? ""), 160)}`;
     case "ask_owner":
-      return `asked your owner: "${clip(String(d.question ?? ""), 200)}"`;
+      return `asked your owner: "${clip(String(detail.question ?? ""), 200)}"`;
     case "approval":
       // Said outright: a model told "rejected" still finished with "Replied in the thread." (issue 30).
-      return `your owner's review of #${d.pending} (${d.action}): ${d.status}${d.notice ? ` — ${clip(String(d.notice), 160)}` : d.message ? ` — ${clip(String(d.message), 300)}` : ""}${d.status === "executed" ? "" : " (so it was NOT done: do not report it as done)"}`;
+      return `your owner's review of #${detail.pending} (${detail.action}): ${detail.status}${detail.notice ? ` — ${clip(String(detail.notice), 160)}` : detail.message ? ` — ${clip(String(detail.message), 300)}` : ""}${detail.status === "executed" ? "" : " (so it was NOT done: do not report it as done)"}`;
     case "answer":
-      return `your owner answered: "${clip(String(d.answer ?? ""), 500)}"`;
+      return `your owner answered: "${clip(String(detail.answer ?? ""), 500)}"`;
     default:
       return `${step.type}`;
   }
@@ -91,13 +93,17 @@ export function pagesSeen(steps: Remembered[], current: string): SeenPage[] {
   const seen = new Set([current]);
   const pages: SeenPage[] = [];
   for (let index = steps.length - 1; index >= 0; index--) {
-    const s = steps[index]!;
-    const d = detailOf(s);
-    const page = typeof d.page === "string" ? d.page : undefined;
-    if (typeof d.resultPath !== "string" || (page === undefined && !s.gist) || seen.has(d.resultPath))
+    const step = steps[index]!;
+    const detail = detailOf(step);
+    const page = typeof detail.page === "string" ? detail.page : undefined;
+    if (
+      typeof detail.resultPath !== "string" ||
+      (page === undefined && !step.gist) ||
+      seen.has(detail.resultPath)
+    )
       continue;
-    seen.add(d.resultPath);
-    pages.push({ path: d.resultPath, markdown: page ?? "", gist: s.gist, step: s.number });
+    seen.add(detail.resultPath);
+    pages.push({ path: detail.resultPath, markdown: page ?? "", gist: step.gist, step: step.number });
   }
   return pages;
 }
@@ -122,7 +128,7 @@ function gistOf(markdown: string): Gist {
  * kept for a page it no longer holds must not hold the page. Through JSON, as it is to the
  * character (half a surrogate pair too, which a UTF-8 round trip would not keep).
  */
-const copied = (s: string): string => JSON.parse(JSON.stringify(s));
+const copied = (text: string): string => JSON.parse(JSON.stringify(text));
 
 /** A page in a line: its path, title and the start of its text. */
 export function excerptLine(seenPage: SeenPage): string {
@@ -138,16 +144,16 @@ export function excerptLine(seenPage: SeenPage): string {
 export function firstReads(steps: Remembered[]): Set<number> {
   const paths = new Set<string>();
   const first = new Set<number>();
-  steps.forEach((s, i) => {
-    const path = detailOf(s).resultPath;
-    if (typeof path !== "string" || paths.has(path) || !readPage(s)) return;
+  steps.forEach((step, index) => {
+    const path = detailOf(step).resultPath;
+    if (typeof path !== "string" || paths.has(path) || !readPage(step)) return;
     paths.add(path);
-    first.add(i);
+    first.add(index);
   });
   return first;
 }
 
-const readPage = (s: Remembered) => typeof detailOf(s).page === "string" || Boolean(s.gist);
+const readPage = (step: Remembered) => typeof detailOf(step).page === "string" || Boolean(step.gist);
 
 /**
  * What a run holds while it waits on the model: a prompt shows the current page and the
@@ -161,23 +167,23 @@ const readPage = (s: Remembered) => typeof detailOf(s).page === "string" || Bool
 export function compact(steps: Remembered[]): void {
   const whole = new Set<number>();
   const paths = new Set<string>();
-  for (let i = steps.length - 1; i >= 0 && paths.size < 2; i--) {
-    const path = detailOf(steps[i]!).resultPath;
-    if (typeof path !== "string" || paths.has(path) || !readPage(steps[i]!)) continue;
+  for (let index = steps.length - 1; index >= 0 && paths.size < 2; index--) {
+    const path = detailOf(steps[index]!).resultPath;
+    if (typeof path !== "string" || paths.has(path) || !readPage(steps[index]!)) continue;
     paths.add(path);
-    whole.add(i);
+    whole.add(index);
   }
   const first = firstReads(steps);
-  for (let i = 0; i < steps.length; i++) {
-    const s = steps[i]!;
-    const { page, ...rest } = detailOf(s);
-    if (whole.has(i) || (typeof page !== "string" && (!s.gist || first.has(i)))) continue;
-    const gist = first.has(i) ? (s.gist ?? gistOf(page as string)) : undefined;
-    const actions = actionsRead(s);
-    steps[i] = {
-      number: s.number,
-      type: s.type,
-      path: s.path,
+  for (let index = 0; index < steps.length; index++) {
+    const step = steps[index]!;
+    const { page, ...rest } = detailOf(step);
+    if (whole.has(index) || (typeof page !== "string" && (!step.gist || first.has(index)))) continue;
+    const gist = first.has(index) ? (step.gist ?? gistOf(page as string)) : undefined;
+    const actions = actionsRead(step);
+    steps[index] = {
+      number: step.number,
+      type: step.type,
+      path: step.path,
       detail: rest,
       ...(gist && { gist }),
       ...(actions.length && { actions }),
@@ -188,14 +194,14 @@ export function compact(steps: Remembered[]): void {
 const namesOf = new WeakMap<object, readonly string[]>();
 
 /** The actions the page a step read (or landed on) listed, in its order; none for a failed read. */
-export function actionsRead(s: Remembered): readonly string[] {
-  if (s.actions) return s.actions;
-  const d = detailOf(s);
-  if (typeof d.page !== "string" || typeof d.resultPath !== "string") return [];
-  let names = namesOf.get(d);
+export function actionsRead(step: Remembered): readonly string[] {
+  if (step.actions) return step.actions;
+  const detail = detailOf(step);
+  if (typeof detail.page !== "string" || typeof detail.resultPath !== "string") return [];
+  let names = namesOf.get(detail);
   if (!names) {
-    names = pageActionNames(d.page);
-    namesOf.set(d, names);
+    names = pageActionNames(detail.page);
+    namesOf.set(detail, names);
   }
   return names;
 }
@@ -206,9 +212,9 @@ export const pageActionNames = (markdown: string): string[] =>
 
 /** Where the agent was after its last step (a resumed run continues from there). */
 export function lastPath(steps: Pick<Remembered, "detail">[]): string | null {
-  for (let i = steps.length - 1; i >= 0; i--) {
-    const p = detailOf(steps[i]!).resultPath;
-    if (typeof p === "string") return p;
+  for (let index = steps.length - 1; index >= 0; index--) {
+    const path = detailOf(steps[index]!).resultPath;
+    if (typeof path === "string") return path;
   }
   return null;
 }

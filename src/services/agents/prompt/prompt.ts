@@ -56,12 +56,12 @@ export interface PromptInput {
 }
 
 export function systemPrompt(
-  p: Pick<PromptInput, "agent" | "owner" | "workspace">,
+  input: Pick<PromptInput, "agent" | "owner" | "workspace">,
   identityTokens = Infinity,
 ) {
-  const identity = cut(p.agent.identityPrompt, identityTokens, "description");
+  const identity = cut(input.agent.identityPrompt, identityTokens, "description");
   return [
-    `You are ${p.agent.name} (@${p.agent.handle}), an AI agent in the ${p.workspace} workspace of Cadre, a collaboration app. You act on behalf of ${p.owner}.`,
+    `You are ${input.agent.name} (@${input.agent.handle}), an AI agent in the ${input.workspace} workspace of Cadre, a collaboration app. You act on behalf of ${input.owner}.`,
     identity ? `Your owner describes your role like this:\n${identity}` : "",
     [
       "How you work:",
@@ -152,31 +152,31 @@ export interface BuiltPrompt {
  * left, feedback. The stable part's allowances depend on nothing a step changes, the page
  * least of all: the current page is sure of PAGE_ROOM of the budget, and takes what is left.
  */
-export function buildPrompt(p: PromptInput): BuiltPrompt {
-  const B = p.budget;
-  const system = systemPrompt(p, B * SHARE.identity);
+export function buildPrompt(input: PromptInput): BuiltPrompt {
+  const budget = input.budget;
+  const system = systemPrompt(input, budget * SHARE.identity);
   let left =
-    B -
+    budget -
     FRAMING_TOKENS -
     estimateTokens(system) -
-    (p.jsonMode ? estimateTokens(JSON_MODE_INSTRUCTIONS) : toolTokens(p.tools ?? TOOLS));
+    (input.jsonMode ? estimateTokens(JSON_MODE_INSTRUCTIONS) : toolTokens(input.tools ?? TOOLS));
   // Each part takes what it needs, up to its share and what is left; headings are charged too.
   const take = (render: (tokens: number) => string, share = 1, reserve = 0): string => {
-    const text = render(Math.max(0, Math.min(B * share, left - reserve)));
+    const text = render(Math.max(0, Math.min(budget * share, left - reserve)));
     left -= estimateTokens(text) + 2;
     return text;
   };
-  const task = take((t) => `# Task\n\n${cut(p.task, t - 5, "task")}`, SHARE.task);
+  const task = take((t) => `# Task\n\n${cut(input.task, t - 5, "task")}`, SHARE.task);
   const memory = take(
-    (t) => `# Your steps and notes so far\n\n${memoryLog(p.steps, t - 10)}`,
+    (t) => `# Your steps and notes so far\n\n${memoryLog(input.steps, t - 10)}`,
     SHARE.memory,
-    B * PAGE_ROOM,
+    budget * PAGE_ROOM,
   );
   const stable = `${task}\n\n${memory}`;
   return {
     messages: [
       { role: "system", content: system },
-      { role: "user", content: `${stable}\n\n${volatile(p, take)}` },
+      { role: "user", content: `${stable}\n\n${volatile(input, take)}` },
     ],
     stableChars: stable.length,
   };
@@ -184,32 +184,32 @@ export function buildPrompt(p: PromptInput): BuiltPrompt {
 
 /** What this step changes: the pages, the steps left, what was not run, feedback. */
 function volatile(
-  p: PromptInput,
+  input: PromptInput,
   take: (render: (tokens: number) => string, share?: number, reserve?: number) => string,
 ) {
-  const prior = pagesSeen(p.steps, p.page.path);
-  const stepsLeft = take(() => `You have ${plural(p.stepsLeft, "step")} left.`);
-  const feedback = p.feedback
+  const prior = pagesSeen(input.steps, input.page.path);
+  const stepsLeft = take(() => `You have ${plural(input.stepsLeft, "step")} left.`);
+  const feedback = input.feedback
     ? take(
-        (t) =>
-          `# Your previous reply could not be used\n\n${cut(p.feedback!, t - 20, "message")}\nReply again with one valid tool call.`,
+        (tokens) =>
+          `# Your previous reply could not be used\n\n${cut(input.feedback!, tokens - 20, "message")}\nReply again with one valid tool call.`,
         SHARE.feedback,
       )
     : "";
-  const pageHead = `# Current page: ${p.page.path}\n\n<page>\n`;
+  const pageHead = `# Current page: ${input.page.path}\n\n<page>\n`;
   const current = take(
-    (t) =>
-      `${pageHead}${fitPage(toolActions(p.page.markdown, p.tools), t - estimateTokens(pageHead) - 5)}\n</page>`,
+    (tokens) =>
+      `${pageHead}${fitPage(toolActions(input.page.markdown, input.tools), tokens - estimateTokens(pageHead) - 5)}\n</page>`,
     SHARE.page,
   );
   const previous = prior[0]
-    ? take((t) => {
+    ? take((tokens) => {
         const head = `# Previous page: ${prior[0]!.path} (step ${prior[0]!.step})\n\n<page>\n`;
-        return t < 200
+        return tokens < 200
           ? ""
-          : `${head}${fitPage(leftPage(prior[0]!.markdown), t - estimateTokens(head) - 5)}\n</page>`;
+          : `${head}${fitPage(leftPage(prior[0]!.markdown), tokens - estimateTokens(head) - 5)}\n</page>`;
       }, SHARE.previous)
     : "";
-  const unrun = take(() => unrunNotice(p.steps));
+  const unrun = take(() => unrunNotice(input.steps));
   return [previous, current, stepsLeft, unrun, feedback].filter(Boolean).join("\n\n");
 }

@@ -121,11 +121,11 @@ const toolSizes = new WeakMap<ChatCompletionTool, number>();
  */
 export function toolTokens(tools: readonly ChatCompletionTool[]): number {
   let count = 0;
-  for (const t of tools) {
-    let size = toolSizes.get(t);
+  for (const tool of tools) {
+    let size = toolSizes.get(tool);
     if (size === undefined) {
-      size = Math.ceil(toolJson(t).length / 2);
-      toolSizes.set(t, size);
+      size = Math.ceil(toolJson(tool).length / 2);
+      toolSizes.set(tool, size);
     }
     count += size;
   }
@@ -145,8 +145,8 @@ function forModel(node: unknown): object {
   if (!node || typeof node !== "object") return node as object;
   return Object.fromEntries(
     Object.entries(node)
-      .filter(([k, v]) => !dropForModel(k, v))
-      .map(([k, v]) => [k, typeof v === "object" ? forModel(v) : v]),
+      .filter(([key, value]) => !dropForModel(key, value))
+      .map(([key, value]) => [key, typeof value === "object" ? forModel(value) : value]),
   );
 }
 const dropForModel = (key: string, value: unknown) =>
@@ -184,14 +184,14 @@ function actionTool(actionDef: ActionDef): ChatCompletionTool {
 export function toolsFor(
   actions: readonly ActionDef[],
   maxTokens = Number.POSITIVE_INFINITY,
-  rank?: (a: ActionDef) => number,
+  rank?: (action: ActionDef) => number,
 ): ChatCompletionTool[] {
   let left = maxTokens - toolTokens(TOOLS) - toolTokens([EXECUTE_TOOL]);
   const typed: ActionDef[] = [];
-  for (const a of actions) {
-    const size = toolTokens([actionTool(a)]);
+  for (const action of actions) {
+    const size = toolTokens([actionTool(action)]);
     if (size > left) break;
-    typed.push(a);
+    typed.push(action);
     left -= size;
   }
   if (rank) typed.sort((x, y) => rank(x) - rank(y));
@@ -253,11 +253,11 @@ function typedCall(action: string, args: Record<string, unknown>) {
 export type Parsed = { ok: true; decision: Decision } | { ok: false; error: string };
 
 function validate(candidate: unknown): Parsed {
-  const r = decisionSchema.safeParse(candidate);
-  if (r.success) return { ok: true, decision: r.data };
+  const parsed = decisionSchema.safeParse(candidate);
+  if (parsed.success) return { ok: true, decision: parsed.data };
   return {
     ok: false,
-    error: r.error.issues.map((i) => `${i.path.join(".") || "reply"}: ${i.message}`).join("; "),
+    error: parsed.error.issues.map((i) => `${i.path.join(".") || "reply"}: ${i.message}`).join("; "),
   };
 }
 

@@ -33,7 +33,7 @@ export const fingerprintJson = (json: string) => createHash("sha256").update(jso
 export const toolsHash = (names: readonly string[]) => fingerprintJson(names.join(","));
 
 /** The input of buildMessages from what a run knows: the navigator's and the rebuild's one recipe. */
-export function promptInput(p: {
+export function promptInput(input: {
   agent: Pick<User, "name" | "handle" | "agentConfig">;
   /** Whom it works for, in words (whoami-read.ts `ownerText`). */
   owner: string;
@@ -49,25 +49,25 @@ export function promptInput(p: {
   /** The registry's actions by name (passed in: the catalog imports this module's importers). */
   lookup: (name: string) => ActionDef | undefined;
 }): PromptInput {
-  const counted = p.steps.filter((s) => !CONVERSATION.includes(s.type)).length;
+  const counted = input.steps.filter((s) => !CONVERSATION.includes(s.type)).length;
   return {
     agent: {
-      name: p.agent.name,
-      handle: p.agent.handle,
-      identityPrompt: sharedAgentConfig(p.agent.agentConfig).identity_prompt,
+      name: input.agent.name,
+      handle: input.agent.handle,
+      identityPrompt: sharedAgentConfig(input.agent.agentConfig).identity_prompt,
     },
-    owner: p.owner,
-    workspace: p.workspace,
-    task: p.run.task,
-    steps: p.steps,
-    page: p.page,
-    feedback: p.feedback,
-    stepsLeft: p.run.maxSteps - counted,
-    budget: p.budget,
-    jsonMode: p.jsonMode,
-    tools: p.jsonMode
+    owner: input.owner,
+    workspace: input.workspace,
+    task: input.run.task,
+    steps: input.steps,
+    page: input.page,
+    feedback: input.feedback,
+    stepsLeft: input.run.maxSteps - counted,
+    budget: input.budget,
+    jsonMode: input.jsonMode,
+    tools: input.jsonMode
       ? undefined
-      : runTools(p.usable, p.steps, p.page.markdown, p.lookup, p.budget * TOOL_SHARE),
+      : runTools(input.usable, input.steps, input.page.markdown, input.lookup, input.budget * TOOL_SHARE),
   };
 }
 
@@ -97,19 +97,19 @@ function runTools(
   return toolsFor([...offered, ...others], maxTokens, (a) => rank.get(a.name)!);
 }
 
-const factsOf = (s: Pick<SubagentTaskRunStep, "detail">): PromptFacts | undefined => {
-  const f = (s.detail as { prompt?: PromptFacts } | null)?.prompt;
-  return f && typeof f.hash === "string" ? f : undefined;
+const factsOf = (step: Pick<SubagentTaskRunStep, "detail">): PromptFacts | undefined => {
+  const facts = (step.detail as { prompt?: PromptFacts } | null)?.prompt;
+  return facts && typeof facts.hash === "string" ? facts : undefined;
 };
 
 /** The page the model was looking at when it made step `n`: recorded with it, or read by the latest navigation before it. */
 export function pageBefore(steps: SubagentTaskRunStep[], facts: PromptFacts) {
   if (facts.page) return facts.page;
   for (let index = steps.length - 1; index >= 0; index--) {
-    const s = steps[index]!;
-    const page = (s.detail as { page?: unknown } | null)?.page;
-    if (s.type === "navigate" && typeof page === "string")
-      return { path: s.path ?? "/whoami", markdown: page };
+    const step = steps[index]!;
+    const page = (step.detail as { page?: unknown } | null)?.page;
+    if (step.type === "navigate" && typeof page === "string")
+      return { path: step.path ?? "/whoami", markdown: page };
   }
   return null;
 }
@@ -159,7 +159,7 @@ export async function rebuildPrompt(
     budget: facts.budget,
     jsonMode: Boolean(facts.json),
     usable: actions.usable,
-    lookup: (n) => actions.all.get(n),
+    lookup: (name) => actions.all.get(name),
   });
   const built = buildMessages(input);
   const tools = (input.tools ?? []).map((t) => (t.type === "function" ? t.function.name : ""));

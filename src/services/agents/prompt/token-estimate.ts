@@ -6,12 +6,12 @@
 // 1.7–2× too many, so a prompt held to a budget by it is held to the budget by the provider too.
 
 const VOWEL = new Uint8Array(128);
-for (const c of "aeiouyAEIOUY") VOWEL[c.charCodeAt(0)] = 1;
+for (const vowel of "aeiouyAEIOUY") VOWEL[vowel.charCodeAt(0)] = 1;
 
 /** Random letters (hex, keys) pass the word rule often enough to be under-counted by up to ~20%; this covers it. */
 const SAFETY = 1.3;
 
-const isUpper = (c: number) => c >= 65 && c <= 90;
+const isUpper = (code: number) => code >= 65 && code <= 90;
 
 function letterRunTokens(letters: number, vowels: number, beyondHex: boolean): number {
   // A word as people write it (a third of it vowels, a letter past f) is a token, two if
@@ -20,10 +20,10 @@ function letterRunTokens(letters: number, vowels: number, beyondHex: boolean): n
   return Math.ceil((letters + 1) / 2);
 }
 
-function otherCharTokens(c: number): number {
-  if (c === 32) return 0; // a space joins the word after it
-  if (c < 0x800) return 1; // ASCII punctuation, and two-byte scripts (Latin, Cyrillic, Arabic…)
-  if (c >= 0xd800 && c <= 0xdfff) return 2; // each half of an emoji or rare character
+function otherCharTokens(code: number): number {
+  if (code === 32) return 0; // a space joins the word after it
+  if (code < 0x800) return 1; // ASCII punctuation, and two-byte scripts (Latin, Cyrillic, Arabic…)
+  if (code >= 0xd800 && code <= 0xdfff) return 2; // each half of an emoji or rare character
   return 1.5; // CJK, Indic and the rest of the basic plane
 }
 
@@ -38,10 +38,10 @@ export function estimateTokens(text: string): number {
   // A run of letters or of digits ends where another kind of character starts (the two
   // never run at once), and a capital after a small letter starts a word (camelCase).
   for (let index = 0; index < text.length; index++) {
-    const c = text.charCodeAt(index);
-    const lower = c >= 97 && c <= 122;
-    const upper = !lower && isUpper(c);
-    const digit = c >= 48 && c <= 57;
+    const code = text.charCodeAt(index);
+    const lower = code >= 97 && code <= 122;
+    const upper = !lower && isUpper(code);
+    const digit = code >= 48 && code <= 57;
     if (digits && !digit) {
       tokens += Math.ceil(digits / 3); // digits go in threes
       digits = 0;
@@ -53,10 +53,10 @@ export function estimateTokens(text: string): number {
     }
     if (lower || upper) {
       letters++;
-      vowels += VOWEL[c]!;
-      beyondHex ||= lower ? c > 102 : c > 70;
+      vowels += VOWEL[code]!;
+      beyondHex ||= lower ? code > 102 : code > 70;
     } else if (digit) digits++;
-    else tokens += otherCharTokens(c);
+    else tokens += otherCharTokens(code);
   }
   if (letters) tokens += letterRunTokens(letters, vowels, beyondHex);
   if (digits) tokens += Math.ceil(digits / 3);
