@@ -258,8 +258,9 @@ export function actionForm(action: ActionDef, options: FormOpts): string {
     ),
   ];
   const visible = fields(action.params).filter(
-    (f) =>
-      !(f.name in (options.fixed ?? {})) && (options.only ? options.only.includes(f.name) : !f.pickedBeside),
+    (field) =>
+      !(field.name in (options.fixed ?? {})) &&
+      (options.only ? options.only.includes(field.name) : !field.pickedBeside),
   );
   const nestedNames = visible.flatMap((field) =>
     options.nested?.[field.name]
