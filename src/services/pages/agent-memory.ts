@@ -44,15 +44,18 @@ async function tokensRead(ctx: Ctx, raw: unknown, agentId: string): Promise<stri
   return `${head} They have read in ${places.join(", ")}: what they write where others read waits for your approval. Clearing it is your decision to disclose that: they could then write it anywhere, unreviewed.`;
 }
 
-function entryBlock(handle: string, e: EntryRow): Block {
+function entryBlock(handle: string, entry: EntryRow): Block {
   const who =
-    e.kind === "write"
-      ? e.runId
-        ? `written by ${link(`run ${e.runId}`, `/subagents/${handle}/runs/${e.runId}`)}${e.stepNumber ? ` at ${link(`step ${e.stepNumber}`, stepPath(handle, e.runId, e.stepNumber))}` : ""}`
+    entry.kind === "write"
+      ? entry.runId
+        ? `written by ${link(`run ${entry.runId}`, `/subagents/${handle}/runs/${entry.runId}`)}${entry.stepNumber ? ` at ${link(`step ${entry.stepNumber}`, stepPath(handle, entry.runId, entry.stepNumber))}` : ""}`
         : "written by the agent"
-      : `${e.kind === "clear" ? "cleared" : "edited"} by ${mdEscape(e.author?.name ?? "a manager")}`;
-  const md = `### ${when(e.createdAt)} — ${who}\n\n${e.kind === "clear" ? "_Cleared._" : quote(e.text)}`;
-  return { md, html: `<section id="${entryAnchor(e.id)}">${markdownToHtml(md)}</section>` };
+      : `${entry.kind === "clear" ? "cleared" : "edited"} by ${mdEscape(entry.author?.name ?? "a manager")}`;
+  const markdown = `### ${when(entry.createdAt)} — ${who}\n\n${entry.kind === "clear" ? "_Cleared._" : quote(entry.text)}`;
+  return {
+    md: markdown,
+    html: `<section id="${entryAnchor(entry.id)}">${markdownToHtml(markdown)}</section>`,
+  };
 }
 
 export const agentMemoryPage = definePage({
@@ -60,20 +63,20 @@ export const agentMemoryPage = definePage({
   actions: ["edit_scratchpad", "clear_scratchpad", "clear_agent_label"],
   resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope, query) {
-    const a = scope.agent;
+    const agent = scope.agent;
     const paged = paging(query);
-    const { entries, total } = await scratchpadHistory(ctx.db, a.id, paged.skip, paged.take);
-    const path = `/subagents/${a.handle}/memory`;
+    const { entries, total } = await scratchpadHistory(ctx.db, agent.id, paged.skip, paged.take);
+    const path = `/subagents/${agent.handle}/memory`;
     return {
-      title: `Memory of ${a.name}`,
-      breadcrumb: [...agentCrumbs(a), { label: "Memory" }],
+      title: `Memory of ${agent.name}`,
+      breadcrumb: [...agentCrumbs(agent), { label: "Memory" }],
       blocks: [
         {
-          md: `## Scratchpad\n\nNotes ${mdEscape(a.name)} keeps for itself with \`update_scratchpad\` and reads at the start of every run.\n\n${a.scratchpad ? quote(a.scratchpad) : "_Empty._"}\n\n${await carried(ctx, a.scratchpadLabel, a.id)}`,
+          md: `## Scratchpad\n\nNotes ${mdEscape(agent.name)} keeps for itself with \`update_scratchpad\` and reads at the start of every run.\n\n${agent.scratchpad ? quote(agent.scratchpad) : "_Empty._"}\n\n${await carried(ctx, agent.scratchpadLabel, agent.id)}`,
         },
-        { md: await tokensRead(ctx, a.agentLabel, a.id) },
+        { md: await tokensRead(ctx, agent.agentLabel, agent.id) },
         { md: `## History (${total})` },
-        ...(entries.length ? entries.map((e) => entryBlock(a.handle, e)) : [{ md: "_No writes yet._" }]),
+        ...(entries.length ? entries.map((e) => entryBlock(agent.handle, e)) : [{ md: "_No writes yet._" }]),
         { md: pager(path, paged, total) },
       ],
     };

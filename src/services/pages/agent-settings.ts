@@ -58,10 +58,10 @@ function capabilitiesBlock(
 }
 
 /** Where a rule came from, when "Approve and always allow this" made it. */
-function originOf(handle: string, r: Rule): string {
-  if (!r.origin) return "";
-  const at = new Date(r.origin.at);
-  return ` (from approval [#${r.origin.pending}](/subagents/${handle}/pending/${r.origin.pending}), by @${r.origin.by}, on ${Number.isNaN(at.getTime()) ? r.origin.at : when(at)})`;
+function originOf(handle: string, rule: Rule): string {
+  if (!rule.origin) return "";
+  const madeAt = new Date(rule.origin.at);
+  return ` (from approval [#${rule.origin.pending}](/subagents/${handle}/pending/${rule.origin.pending}), by @${rule.origin.by}, on ${Number.isNaN(madeAt.getTime()) ? rule.origin.at : when(madeAt)})`;
 }
 
 export const agentSettingsPage = definePage({
@@ -69,8 +69,8 @@ export const agentSettingsPage = definePage({
   actions: ["set_capabilities", "try_rule", "add_rule", "remove_rule"],
   resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope, query) {
-    const a = scope.agent;
-    const config = agentConfig(a);
+    const agent = scope.agent;
+    const config = agentConfig(agent);
     const humanOnly = tenantSettings(ctx.tenant).human_only;
     const granted = config.capabilities.filter((c) => !humanOnly.includes(c));
     const rules = config.rules.length
@@ -78,22 +78,22 @@ export const agentSettingsPage = definePage({
           "| # | rule | action | where | params must match | decision |",
           "|---|---|---|---|---|---|",
           ...config.rules.map(
-            (r, i) =>
-              `| ${i + 1} | ${mdEscape(r.name)}${originOf(a.handle, r)} | \`${r.action}\` | ${r.studio ? `studio \`${r.studio}\`` : "anywhere"} | ${
-                Object.entries(r.params)
-                  .map(([k, v]) => `\`${k}\` ~ \`${cell(v)}\``)
+            (rule, index) =>
+              `| ${index + 1} | ${mdEscape(rule.name)}${originOf(agent.handle, rule)} | \`${rule.action}\` | ${rule.studio ? `studio \`${rule.studio}\`` : "anywhere"} | ${
+                Object.entries(rule.params)
+                  .map(([param, pattern]) => `\`${param}\` ~ \`${cell(pattern)}\``)
                   .join(", ") || "—"
-              } | **${r.decision}** |`,
+              } | **${rule.decision}** |`,
           ),
         ].join("\n")
       : "_No rules: actions in the approval list wait for you, everything else granted runs._";
     return {
-      title: `What ${a.name} may do`,
-      breadcrumb: [...agentCrumbs(a), { label: "Settings" }],
+      title: `What ${agent.name} may do`,
+      breadcrumb: [...agentCrumbs(agent), { label: "Settings" }],
       blocks: [
         capabilitiesBlock(granted, config.requires_approval, humanOnly),
         {
-          md: `## Approvals\n\nActions allowed after your approval wait for your review at ${`[/subagents/${a.handle}/pending](/subagents/${a.handle}/pending)`}. Runs **${config.approval_mode === "wait" ? "wait for" : "carry on without"}** the outcome; unreviewed actions expire after ${config.approval_expiry_hours} h.`,
+          md: `## Approvals\n\nActions allowed after your approval wait for your review at ${`[/subagents/${agent.handle}/pending](/subagents/${agent.handle}/pending)`}. Runs **${config.approval_mode === "wait" ? "wait for" : "carry on without"}** the outcome; unreviewed actions expire after ${config.approval_expiry_hours} h.`,
         },
         // One form, one Save: what it may use, what waits for you and how reviews work are one decision.
         {
@@ -112,11 +112,11 @@ export const agentSettingsPage = definePage({
         },
         // A rule is removed with the button naming it, never by typing its name.
         ...config.rules.map(
-          (r): Block => ({
-            form: { action: "remove_rule", fixed: { name: r.name }, label: `Remove “${r.name}”` },
+          (rule): Block => ({
+            form: { action: "remove_rule", fixed: { name: rule.name }, label: `Remove “${rule.name}”` },
           }),
         ),
-        ...(await triedRule(ctx, a, config, query)),
+        ...(await triedRule(ctx, agent, config, query)),
       ],
     };
   },
@@ -144,17 +144,17 @@ async function triedRule(
   }
   const position = Number(query.try_position) || undefined;
   const rule = { name: "(tried)", action, decision, params } as const;
-  const b = await backtest(ctx.db, agent.id, config, rule, position);
+  const result = await backtest(ctx.db, agent.id, config, rule, position);
   const patterns = Object.entries(params)
-    .map(([k, v]) => `\`${k}\` ~ \`${cell(v)}\``)
+    .map(([param, pattern]) => `\`${param}\` ~ \`${cell(pattern)}\``)
     .join(", ");
-  const sections = (["held", "refused", "allowed"] as const).map((o) => {
-    const { count, examples } = b.outcomes[o];
+  const sections = (["held", "refused", "allowed"] as const).map((outcome) => {
+    const { count, examples } = result.outcomes[outcome];
     const lines = examples.map(
-      (e) =>
-        `- \`${e.action}\` ${when(e.at)} · ${link(`run ${e.runId}, step ${e.step}`, `/subagents/${agent.handle}/runs/${e.runId}/steps/${e.step}`)} · ${mdEscape(excerpt(JSON.stringify(e.params), 120))}`,
+      (example) =>
+        `- \`${example.action}\` ${when(example.at)} · ${link(`run ${example.runId}, step ${example.step}`, `/subagents/${agent.handle}/runs/${example.runId}/steps/${example.step}`)} · ${mdEscape(excerpt(JSON.stringify(example.params), 120))}`,
     );
-    return `### ${o === "held" ? "Held for approval" : o === "refused" ? "Refused" : "Allowed"} (${count})${lines.length ? `\n\n${lines.join("\n")}` : ""}`;
+    return `### ${outcome === "held" ? "Held for approval" : outcome === "refused" ? "Refused" : "Allowed"} (${count})${lines.length ? `\n\n${lines.join("\n")}` : ""}`;
   });
   return [
     {
@@ -163,7 +163,7 @@ async function triedRule(
         "",
         `Tried: \`${action}\` → **${decision}**${patterns ? ` when ${patterns}` : ""}, at position ${position ?? config.rules.length + 1}. Nothing was saved: add it with **Add rule**.`,
         "",
-        backtestSummary(b),
+        backtestSummary(result),
         "",
         sections.join("\n\n"),
       ].join("\n"),

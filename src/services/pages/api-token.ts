@@ -22,10 +22,10 @@ export const apiTokenPage = definePage({
     return { user, apiToken: token };
   },
   async render(ctx, scope, query) {
-    const u = scope.user;
-    const t = scope.apiToken;
+    const user = scope.user;
+    const token = scope.apiToken;
     const paged = paging(query, PER_PAGE);
-    const { filter, where } = callsWhere(ctx.tenant.id, t.id, query.status);
+    const { filter, where } = callsWhere(ctx.tenant.id, token.id, query.status);
     const [calls, total] = await Promise.all([
       ctx.db.apiCall.findMany({
         where,
@@ -35,26 +35,26 @@ export const apiTokenPage = definePage({
       }),
       ctx.db.apiCall.count({ where }),
     ]);
-    const base = `/u/${u.handle}/settings/tokens`;
+    const base = `/u/${user.handle}/settings/tokens`;
     const shown = filter
-      ? `Showing ${filter === "refused" ? "refused calls (4xx)" : `calls answered ${filter}`}: ${link("show every call", `${base}/${t.id}`)}.`
-      : `Find refused calls: ${link("refused (4xx)", `${base}/${t.id}?status=refused`)}, or add \`?status=403\` for one status.`;
+      ? `Showing ${filter === "refused" ? "refused calls (4xx)" : `calls answered ${filter}`}: ${link("show every call", `${base}/${token.id}`)}.`
+      : `Find refused calls: ${link("refused (4xx)", `${base}/${token.id}?status=refused`)}, or add \`?status=403\` for one status.`;
     const rows = calls.map(
-      (c) =>
-        `| ${when(c.createdAt)} | ${c.method} | ${c.tool ? `tool ${code(c.tool)}${c.page ? ` on ${code(c.page)}` : ""}` : code(c.page ?? "")} | ${c.action ? code(c.action) : "—"} | ${c.status} | ${c.latencyMs} ms |`,
+      (call) =>
+        `| ${when(call.createdAt)} | ${call.method} | ${call.tool ? `tool ${code(call.tool)}${call.page ? ` on ${code(call.page)}` : ""}` : code(call.page ?? "")} | ${call.action ? code(call.action) : "—"} | ${call.status} | ${call.latencyMs} ms |`,
     );
     return {
-      title: `API token “${t.name}”`,
+      title: `API token “${token.name}”`,
       breadcrumb: [
         home,
-        { label: `@${u.handle}`, path: `/u/${u.handle}` },
-        { label: "Settings", path: `/u/${u.handle}/settings` },
+        { label: `@${user.handle}`, path: `/u/${user.handle}` },
+        { label: "Settings", path: `/u/${user.handle}/settings` },
         { label: "API tokens", path: base },
-        { label: t.name },
+        { label: token.name },
       ],
       blocks: [
         {
-          md: `**${mdEscape(t.name)}** · \`cadre_${t.prefix}_…\` · scope ${t.scope} · created ${when(t.createdAt)}${t.expiresAt ? ` · expires ${when(t.expiresAt)}` : ""} · last used ${t.lastUsedAt ? when(t.lastUsedAt) : "never"} · ${t.revokedAt ? `revoked ${when(t.revokedAt)}` : "active"}`,
+          md: `**${mdEscape(token.name)}** · \`cadre_${token.prefix}_…\` · scope ${token.scope} · created ${when(token.createdAt)}${token.expiresAt ? ` · expires ${when(token.expiresAt)}` : ""} · last used ${token.lastUsedAt ? when(token.lastUsedAt) : "never"} · ${token.revokedAt ? `revoked ${when(token.revokedAt)}` : "active"}`,
         },
         {
           md: `## Recent calls\n\nEvery call made with this token, over the markdown API or MCP, newest first: the page or tool, the action, the answer's status and how long it took. Calls appear within seconds and are kept for a limited time. An MCP call's status is its tool's own outcome (403 refused, 202 queued for approval), not the 200 that carried it.\n\n${shown}\n\n${
@@ -69,7 +69,7 @@ export const apiTokenPage = definePage({
                 : "_No calls yet._"
           }`,
         },
-        { md: pager(`${base}/${t.id}`, paged, total, filter ? { status: filter } : {}) },
+        { md: pager(`${base}/${token.id}`, paged, total, filter ? { status: filter } : {}) },
       ],
     };
   },

@@ -14,7 +14,8 @@ type Pending = Prisma.AgentPendingActionGetPayload<{ include: { agent: true; run
 const include = { agent: true, run: true, reviewedBy: true } as const;
 
 /** Past its expiry an action is expired, whether or not the sweep has marked it so yet. */
-const statusOf = (p: Pending) => (p.status === "pending" && p.expiresAt <= new Date() ? "expired" : p.status);
+const statusOf = (pending: Pending) =>
+  pending.status === "pending" && pending.expiresAt <= new Date() ? "expired" : pending.status;
 
 function reasonOf(rule: string): string {
   if (rule === "requires_approval") return "the approval list";
@@ -25,27 +26,29 @@ function reasonOf(rule: string): string {
 /** Everything a reviewer needs in one place: who, why, where (by its title), what exactly (by label), until when. */
 export function pendingBlocks(
   ctx: PageCtx,
-  p: Pending,
+  pending: Pending,
   detailed: boolean,
   titles: Map<string, string>,
 ): Block[] {
-  const base = `/subagents/${p.agent.handle}`;
-  const status = statusOf(p);
-  const def = ctx.actionDefs.get(p.actionName);
-  const params = (p.editedParams ?? p.params) as Record<string, unknown>;
+  const base = `/subagents/${pending.agent.handle}`;
+  const status = statusOf(pending);
+  const def = ctx.actionDefs.get(pending.actionName);
+  const params = (pending.editedParams ?? pending.params) as Record<string, unknown>;
   const head = [
-    `### #${p.id} · ${doing(p.actionName)} by ${link(p.agent.name, base)} · **${status}**`,
+    `### #${pending.id} · ${doing(pending.actionName)} by ${link(pending.agent.name, base)} · **${status}**`,
     "",
     [
-      `on ${pageLink(titles, p.pagePath)}`,
-      p.run ? `run ${link(p.run.id, `${base}/runs/${p.run.id}`)} (${p.run.triggerKind})` : "outside a run",
-      `asked ${when(p.createdAt)}`,
+      `on ${pageLink(titles, pending.pagePath)}`,
+      pending.run
+        ? `run ${link(pending.run.id, `${base}/runs/${pending.run.id}`)} (${pending.run.triggerKind})`
+        : "outside a run",
+      `asked ${when(pending.createdAt)}`,
       status === "pending"
-        ? `expires ${when(p.expiresAt)}`
+        ? `expires ${when(pending.expiresAt)}`
         : status === "expired"
-          ? `expired ${when(p.expiresAt)}`
+          ? `expired ${when(pending.expiresAt)}`
           : null,
-      `because of ${reasonOf(p.matchedRule)}`,
+      `because of ${reasonOf(pending.matchedRule)}`,
     ]
       .filter(Boolean)
       .join(" · "),
@@ -54,30 +57,35 @@ export function pendingBlocks(
   const blocks: Block[] = [
     { md: head },
     // What approving would disclose, in words: the decision a reviewer is really making.
-    ...(p.disclosure ? [{ md: `**${mdEscape(p.disclosure)}** Approve only if they may see it.` }] : []),
+    ...(pending.disclosure
+      ? [{ md: `**${mdEscape(pending.disclosure)}** Approve only if they may see it.` }]
+      : []),
     // In a browser the review form right below shows them, a field each, editable: not twice.
     { md: paramsMarkdown(def, params), ...(review && def && { html: "" }) },
   ];
-  const edited = editedMarkdown(def, p, p.reviewedBy?.handle);
+  const edited = editedMarkdown(def, pending, pending.reviewedBy?.handle);
   if (edited) blocks.push({ md: edited });
-  if (p.reason) blocks.push({ md: `The agent's reason:\n\n${quote(p.reason)}` });
-  if (detailed && p.contextSummary)
-    blocks.push({ md: `What it was working on:\n\n${quote(p.contextSummary)}` });
-  if (p.reviewedBy)
+  if (pending.reason) blocks.push({ md: `The agent's reason:\n\n${quote(pending.reason)}` });
+  if (detailed && pending.contextSummary)
+    blocks.push({ md: `What it was working on:\n\n${quote(pending.contextSummary)}` });
+  if (pending.reviewedBy)
     blocks.push({
-      md: `Reviewed by @${p.reviewedBy.handle} ${p.reviewedAt ? when(p.reviewedAt) : ""}${p.reviewNote ? `: ${mdEscape(p.reviewNote)}` : ""}`,
+      md: `Reviewed by @${pending.reviewedBy.handle} ${pending.reviewedAt ? when(pending.reviewedAt) : ""}${pending.reviewNote ? `: ${mdEscape(pending.reviewNote)}` : ""}`,
     });
-  if (p.status === "executed")
+  if (pending.status === "executed")
     blocks.push({
-      md: `Executed: ${mdEscape(p.result ?? "")}${p.resultPath ? ` → ${pageLink(titles, p.resultPath)}` : ""}`,
+      md: `Executed: ${mdEscape(pending.result ?? "")}${pending.resultPath ? ` → ${pageLink(titles, pending.resultPath)}` : ""}`,
     });
-  if (p.status === "failed") blocks.push({ md: `Failed: ${mdEscape(p.error ?? "")}` });
+  if (pending.status === "failed") blocks.push({ md: `Failed: ${mdEscape(pending.error ?? "")}` });
   if (status === "pending") {
-    blocks.push(...reviewForms(p.id, review && def ? { schema: def.params, params } : undefined));
+    blocks.push(...reviewForms(pending.id, review && def ? { schema: def.params, params } : undefined));
     // Review turns into rubber-stamping without it; a disclosure is never a rule's to allow.
-    if (review && p.matchedRule !== "disclosure") blocks.push(...alwaysAllowBlocks(p, params, ctx));
+    if (review && pending.matchedRule !== "disclosure")
+      blocks.push(...alwaysAllowBlocks(pending, params, ctx));
     if (!detailed)
-      blocks.push({ md: link("Review in detail, or edit the params first", `${base}/pending/${p.id}`) });
+      blocks.push({
+        md: link("Review in detail, or edit the params first", `${base}/pending/${pending.id}`),
+      });
   }
   return blocks;
 }
@@ -141,7 +149,7 @@ async function listing(
   const blocks: Block[] = [
     { md: `## Waiting for your review (${total})${total ? "" : "\n\n_Nothing to review._"}` },
   ];
-  for (const p of pending) blocks.push(...pendingBlocks(ctx, p, false, titles));
+  for (const queued of pending) blocks.push(...pendingBlocks(ctx, queued, false, titles));
   const more = pager(path, paged, total);
   if (more) blocks.push({ md: more });
   blocks.push({
@@ -173,14 +181,14 @@ export const agentPendingPage = definePage({
   actions: ["approve_action", "reject_action"],
   resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope, query) {
-    const a = scope.agent;
+    const agent = scope.agent;
     return {
-      title: `${a.name}: actions to review`,
-      breadcrumb: [...agentCrumbs(a), { label: "Pending" }],
+      title: `${agent.name}: actions to review`,
+      breadcrumb: [...agentCrumbs(agent), { label: "Pending" }],
       blocks: await listing(
         ctx,
-        { tenantId: ctx.tenant.id, agentId: a.id },
-        `/subagents/${a.handle}/pending`,
+        { tenantId: ctx.tenant.id, agentId: agent.id },
+        `/subagents/${agent.handle}/pending`,
         query,
       ),
     };
@@ -200,30 +208,35 @@ export const pendingPage = definePage({
     return { agent, pendingId: found.id };
   },
   async render(ctx, scope) {
-    const a = scope.agent;
-    const p = await ctx.db.agentPendingAction.findFirst({
-      where: { id: scope.pendingId, agentId: a.id, tenantId: ctx.tenant.id },
+    const agent = scope.agent;
+    const pending = await ctx.db.agentPendingAction.findFirst({
+      where: { id: scope.pendingId, agentId: agent.id, tenantId: ctx.tenant.id },
       include,
     });
-    if (!p) throw new NotFoundError(`No pending action #${scope.pendingId}`);
+    if (!pending) throw new NotFoundError(`No pending action #${scope.pendingId}`);
     return {
-      title: `Review #${p.id}: ${p.actionName}`,
+      title: `Review #${pending.id}: ${pending.actionName}`,
       breadcrumb: [
-        ...agentCrumbs(a),
-        { label: "Pending", path: `/subagents/${a.handle}/pending` },
-        { label: `#${p.id}` },
+        ...agentCrumbs(agent),
+        { label: "Pending", path: `/subagents/${agent.handle}/pending` },
+        { label: `#${pending.id}` },
       ],
-      blocks: pendingBlocks(ctx, p, true, await pageTitles(ctx, [p.pagePath, p.resultPath ?? ""])),
+      blocks: pendingBlocks(
+        ctx,
+        pending,
+        true,
+        await pageTitles(ctx, [pending.pagePath, pending.resultPath ?? ""]),
+      ),
       // Approved, it runs in a moment (the approved-actions worker): the page shows the outcome live.
-      live: p.status === "approved" ? { since: p.status } : undefined,
+      live: pending.status === "approved" ? { since: pending.status } : undefined,
     };
   },
   live: (ctx, scope) =>
     changesFeed([`pending:${scope.pendingId}`], async () => {
-      const p = await ctx.db.agentPendingAction.findUniqueOrThrow({
+      const pending = await ctx.db.agentPendingAction.findUniqueOrThrow({
         where: { id: scope.pendingId },
         select: { status: true },
       });
-      return { digest: p.status, data: { status: p.status } };
+      return { digest: pending.status, data: { status: pending.status } };
     }),
 });

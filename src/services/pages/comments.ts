@@ -38,7 +38,8 @@ export async function commentsBlock(
       })
     : [];
   const children = new Map<string, typeof replies>();
-  for (const r of replies) children.set(r.parentId!, [...(children.get(r.parentId!) ?? []), r]);
+  for (const reply of replies)
+    children.set(reply.parentId!, [...(children.get(reply.parentId!) ?? []), reply]);
 
   const written = [...roots, ...replies].filter((c) => c.author.kind === "subagent");
   const [managed, edited] = await Promise.all([
@@ -54,30 +55,30 @@ export async function commentsBlock(
   const blocks: Block[] = [
     { md: `## Comments (${total + replies.length})${roots.length ? "" : "\n\n_No comments yet._"}` },
   ];
-  const render = (c: (typeof roots)[number], depth: number) => {
+  const render = (comment: (typeof roots)[number], depth: number) => {
     // Agents read the nesting as arrows; a browser indents each reply under the one it answers.
     const level = Math.min(depth, 4);
     const lead = depth === 0 ? "" : `${"↳ ".repeat(level)}reply · `;
-    const badge = c.author.kind === "subagent" ? aiBadge(c, managed.has(c.authorId)) : null;
+    const badge = comment.author.kind === "subagent" ? aiBadge(comment, managed.has(comment.authorId)) : null;
     // Agents reply by the comment's id; people reply with the link under it, so their view leaves it out.
-    const head = (l: string, id: string) =>
-      `${l}**${who(c.author)}**${badge ? ` · ${badge.md}` : ""} · ${when(c.createdAt)}${editedMark(edited.get(c.id))}${id}\n\n${quote(c.text)}`;
+    const head = (prefix: string, id: string) =>
+      `${prefix}**${who(comment.author)}**${badge ? ` · ${badge.md}` : ""} · ${when(comment.createdAt)}${editedMark(edited.get(comment.id))}${id}\n\n${quote(comment.text)}`;
     const html = markdownToHtml(head("", ""));
     blocks.push({
-      md: head(lead, ` · comment \`${c.id}\``),
+      md: head(lead, ` · comment \`${comment.id}\``),
       html: `<div class="comment depth-${level}">${badge ? badge.html(html) : html}</div>`,
     });
     blocks.push({
       form: {
         action: "add_comment",
-        fixed: { reply_to: c.id },
+        fixed: { reply_to: comment.id },
         fields: ["text"],
         label: "Reply",
         style: "folded",
         depth: level,
       },
     });
-    for (const child of children.get(c.id) ?? []) render(child, depth + 1);
+    for (const child of children.get(comment.id) ?? []) render(child, depth + 1);
   };
   for (const root of roots) render(root, 0);
   const more = pager(path, paged, total);
@@ -89,12 +90,15 @@ export async function commentsBlock(
  * Says a comment was written by an AI agent, linked to the run that wrote it for whoever
  * may open that run (the agent's manager), to the agent's profile for everyone else.
  */
-function aiBadge(c: { runId: string | null; author: { handle: string } }, managesAgent: boolean) {
-  const href = managesAgent && c.runId ? runPath(c.author.handle, c.runId) : `/u/${c.author.handle}`;
-  const label = managesAgent && c.runId ? "AI · its run" : "AI agent";
-  const md = link(label, href);
+function aiBadge(comment: { runId: string | null; author: { handle: string } }, managesAgent: boolean) {
+  const href =
+    managesAgent && comment.runId
+      ? runPath(comment.author.handle, comment.runId)
+      : `/u/${comment.author.handle}`;
+  const label = managesAgent && comment.runId ? "AI · its run" : "AI agent";
+  const markdown = link(label, href);
   return {
-    md,
+    md: markdown,
     html: (html: string) =>
       html.replace(
         `<a href="${escapeHtml(href)}">${escapeHtml(label)}</a>`,

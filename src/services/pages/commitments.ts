@@ -14,9 +14,9 @@ export const commitmentsPage = definePage({
   actions: ["create_commitment"],
   resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
   async render(ctx, scope, query) {
-    const s = scope.studio;
+    const studio = scope.studio;
     const paged = paging(query);
-    const where = { tenantId: ctx.tenant.id, studioId: s.id };
+    const where = { tenantId: ctx.tenant.id, studioId: studio.id };
     const [items, total] = await Promise.all([
       ctx.db.commitment.findMany({
         where,
@@ -28,15 +28,15 @@ export const commitmentsPage = definePage({
       ctx.db.commitment.count({ where }),
     ]);
     const lines = items.map(
-      (c) =>
-        `- ${link(c.title, `/studios/${s.handle}/commitments/${c.id}`)} — ${c._count.participants}/${c.criticalMass} joined${c.activatedAt ? " · **active**" : ""}`,
+      (commitment) =>
+        `- ${link(commitment.title, `/studios/${studio.handle}/commitments/${commitment.id}`)} — ${commitment._count.participants}/${commitment.criticalMass} joined${commitment.activatedAt ? " · **active**" : ""}`,
     );
     return {
-      title: `Commitments in ${s.name}`,
-      breadcrumb: [...studioCrumbs(s), { label: "Commitments" }],
+      title: `Commitments in ${studio.name}`,
+      breadcrumb: [...studioCrumbs(studio), { label: "Commitments" }],
       blocks: [
         { md: lines.length ? lines.join("\n") : "_No commitments yet._" },
-        { md: pager(`/studios/${s.handle}/commitments`, paged, total) },
+        { md: pager(`/studios/${studio.handle}/commitments`, paged, total) },
       ],
     };
   },
@@ -52,37 +52,39 @@ export const commitmentPage = definePage({
     return { studio, commitment, reviewable: await reviewableIn(ctx, commitment.id) };
   },
   async render(ctx, scope, query) {
-    const s = scope.studio;
-    const c = scope.commitment;
-    const path = `/studios/${s.handle}/commitments/${c.id}`;
-    const [author, participants, n, thread, watch] = await Promise.all([
-      ctx.db.user.findUniqueOrThrow({ where: { id: c.authorId } }),
+    const studio = scope.studio;
+    const commitment = scope.commitment;
+    const path = `/studios/${studio.handle}/commitments/${commitment.id}`;
+    const [author, participants, joinedCount, thread, watch] = await Promise.all([
+      ctx.db.user.findUniqueOrThrow({ where: { id: commitment.authorId } }),
       ctx.db.commitmentParticipant.findMany({
-        where: { commitmentId: c.id },
+        where: { commitmentId: commitment.id },
         include: { user: true },
         orderBy: { joinedAt: "asc" },
         take: SHOWN_PARTICIPANTS,
       }),
-      ctx.db.commitmentParticipant.count({ where: { commitmentId: c.id } }),
-      threadBlocks(ctx, "commitment", c.id, path, query),
+      ctx.db.commitmentParticipant.count({ where: { commitmentId: commitment.id } }),
+      threadBlocks(ctx, "commitment", commitment.id, path, query),
       watchBlocks(ctx, scope),
     ]);
-    const status = c.activatedAt
-      ? `**Active** since ${when(c.activatedAt)}: critical mass of ${c.criticalMass} reached.`
-      : `**Pending**: ${n} of ${c.criticalMass} needed have joined; ${c.criticalMass - n} more and it becomes active.`;
+    const status = commitment.activatedAt
+      ? `**Active** since ${when(commitment.activatedAt)}: critical mass of ${commitment.criticalMass} reached.`
+      : `**Pending**: ${joinedCount} of ${commitment.criticalMass} needed have joined; ${commitment.criticalMass - joinedCount} more and it becomes active.`;
     return {
-      title: c.title,
+      title: commitment.title,
       breadcrumb: [
-        ...studioCrumbs(s),
-        { label: "Commitments", path: `/studios/${s.handle}/commitments` },
-        { label: c.title },
+        ...studioCrumbs(studio),
+        { label: "Commitments", path: `/studios/${studio.handle}/commitments` },
+        { label: commitment.title },
       ],
       blocks: [
-        { md: `Proposed by ${who(author)} · ${when(c.createdAt)} · commitment \`${c.id}\`` },
-        ...(c.description ? [{ md: quote(c.description) }] : []),
+        {
+          md: `Proposed by ${who(author)} · ${when(commitment.createdAt)} · commitment \`${commitment.id}\``,
+        },
+        ...(commitment.description ? [{ md: quote(commitment.description) }] : []),
         { md: status },
         {
-          md: `## Participants (${n})\n\n${n ? participants.map((p) => `- ${who(p.user)} · ${when(p.joinedAt)}`).join("\n") : "_Nobody yet._"}${n > participants.length ? `\n\n…and ${n - participants.length} more.` : ""}`,
+          md: `## Participants (${joinedCount})\n\n${joinedCount ? participants.map((p) => `- ${who(p.user)} · ${when(p.joinedAt)}`).join("\n") : "_Nobody yet._"}${joinedCount > participants.length ? `\n\n…and ${joinedCount - participants.length} more.` : ""}`,
         },
         ...watch,
         ...thread.blocks,

@@ -11,9 +11,9 @@ export const decisionsPage = definePage({
   actions: ["create_decision"],
   resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
   async render(ctx, scope, query) {
-    const s = scope.studio;
+    const studio = scope.studio;
     const paged = paging(query);
-    const where = { tenantId: ctx.tenant.id, studioId: s.id };
+    const where = { tenantId: ctx.tenant.id, studioId: studio.id };
     const [items, total] = await Promise.all([
       ctx.db.decision.findMany({
         where,
@@ -25,15 +25,15 @@ export const decisionsPage = definePage({
       ctx.db.decision.count({ where }),
     ]);
     const lines = items.map(
-      (d) =>
-        `- ${link(d.question, `/studios/${s.handle}/decisions/${d.id}`)} — ${who(d.author)}, ${when(d.createdAt)}`,
+      (decision) =>
+        `- ${link(decision.question, `/studios/${studio.handle}/decisions/${decision.id}`)} — ${who(decision.author)}, ${when(decision.createdAt)}`,
     );
     return {
-      title: `Decisions in ${s.name}`,
-      breadcrumb: [...studioCrumbs(s), { label: "Decisions" }],
+      title: `Decisions in ${studio.name}`,
+      breadcrumb: [...studioCrumbs(studio), { label: "Decisions" }],
       blocks: [
         { md: lines.length ? lines.join("\n") : "_No decisions yet._" },
-        { md: pager(`/studios/${s.handle}/decisions`, paged, total) },
+        { md: pager(`/studios/${studio.handle}/decisions`, paged, total) },
       ],
     };
   },
@@ -57,52 +57,54 @@ export const decisionPage = definePage({
     return { studio, decision, reviewable: await reviewableIn(ctx, decision.id) };
   },
   async render(ctx, scope, query) {
-    const s = scope.studio;
-    const d = scope.decision;
-    const path = `/studios/${s.handle}/decisions/${d.id}`;
+    const studio = scope.studio;
+    const decision = scope.decision;
+    const path = `/studios/${studio.handle}/decisions/${decision.id}`;
     const [author, options, thread, watch] = await Promise.all([
-      ctx.db.user.findUniqueOrThrow({ where: { id: d.authorId } }),
+      ctx.db.user.findUniqueOrThrow({ where: { id: decision.authorId } }),
       ctx.db.decisionOption.findMany({
-        where: { decisionId: d.id },
+        where: { decisionId: decision.id },
         orderBy: { createdAt: "asc" },
         include: { votes: true },
       }),
-      threadBlocks(ctx, "decision", d.id, path, query),
+      threadBlocks(ctx, "decision", decision.id, path, query),
       watchBlocks(ctx, scope),
     ]);
     const ranked = options
-      .map((o) => ({
-        o,
-        accepted: o.votes.filter((v) => v.accepted).length,
-        preferred: o.votes.filter((v) => v.preferred).length,
-        mine: o.votes.find((v) => v.userId === ctx.actor.id),
+      .map((option) => ({
+        option,
+        accepted: option.votes.filter((v) => v.accepted).length,
+        preferred: option.votes.filter((v) => v.preferred).length,
+        mine: option.votes.find((v) => v.userId === ctx.actor.id),
       }))
       .sort((a, b) => b.accepted - a.accepted || b.preferred - a.preferred);
     const voters = new Set(options.flatMap((o) => o.votes.map((v) => v.userId))).size;
     const rows = ranked.map(
-      (r, i) =>
-        `| ${i + 1} | ${mdEscape(r.o.title)} | \`${r.o.id}\` | ${r.accepted} | ${r.preferred} | ${r.mine ? `${r.mine.accepted ? "accept" : "—"}${r.mine.preferred ? ", prefer" : ""}` : "not voted"} |`,
+      (choice, index) =>
+        `| ${index + 1} | ${mdEscape(choice.option.title)} | \`${choice.option.id}\` | ${choice.accepted} | ${choice.preferred} | ${choice.mine ? `${choice.mine.accepted ? "accept" : "—"}${choice.mine.preferred ? ", prefer" : ""}` : "not voted"} |`,
     );
     const leader =
       ranked[0] && ranked[0].accepted > 0
-        ? `Leading: **${mdEscape(ranked[0].o.title)}**.`
+        ? `Leading: **${mdEscape(ranked[0].option.title)}**.`
         : "No option accepted yet.";
     const blocks: Block[] = [
-      { md: `Asked by ${who(author)} · ${when(d.createdAt)} · decision \`${d.id}\`` },
-      ...(d.description ? [{ md: quote(d.description) }] : []),
+      { md: `Asked by ${who(author)} · ${when(decision.createdAt)} · decision \`${decision.id}\`` },
+      ...(decision.description ? [{ md: quote(decision.description) }] : []),
       {
         md: options.length
           ? `## Options and results\n\n${voters} ${voters === 1 ? "person has" : "people have"} voted. ${leader} Accept every option you could live with; prefer your favourites.\n\n| # | option | id | accepted | preferred | your vote |\n|---|---|---|---|---|---|\n${rows.join("\n")}`
           : "## Options and results\n\n_No options yet: add one._",
       },
       ...ranked.map(
-        (r): Block => ({
+        (choice): Block => ({
           form: {
             action: "vote",
-            fixed: { option_id: r.o.id },
+            fixed: { option_id: choice.option.id },
             fields: ["accept", "prefer"],
-            label: r.mine ? `Change vote on “${r.o.title}”` : `Vote on “${r.o.title}”`,
-            values: r.mine ? { accept: r.mine.accepted, prefer: r.mine.preferred } : undefined,
+            label: choice.mine
+              ? `Change vote on “${choice.option.title}”`
+              : `Vote on “${choice.option.title}”`,
+            values: choice.mine ? { accept: choice.mine.accepted, prefer: choice.mine.preferred } : undefined,
           },
         }),
       ),
@@ -110,11 +112,11 @@ export const decisionPage = definePage({
       ...thread.blocks,
     ];
     return {
-      title: d.question,
+      title: decision.question,
       breadcrumb: [
-        ...studioCrumbs(s),
-        { label: "Decisions", path: `/studios/${s.handle}/decisions` },
-        { label: d.question },
+        ...studioCrumbs(studio),
+        { label: "Decisions", path: `/studios/${studio.handle}/decisions` },
+        { label: decision.question },
       ],
       blocks,
       live: { since: thread.since },

@@ -10,28 +10,34 @@ export interface Paging {
 }
 
 export function paging(query: Query, per = PER_PAGE): Paging {
-  const n = Number.parseInt(query.page ?? "1", 10);
-  const page = Number.isFinite(n) && n > 0 ? Math.min(n, 10_000) : 1;
+  const requested = Number.parseInt(query.page ?? "1", 10);
+  const page = Number.isFinite(requested) && requested > 0 ? Math.min(requested, 10_000) : 1;
   return { page, take: per, skip: (page - 1) * per };
 }
 
 /** "Page 2 of 5 · [Previous](…) · [Next](…)"; empty when everything fits on one page. */
-export function pager(path: string, p: Paging, total: number, extra: Record<string, string> = {}): string {
-  const pages = Math.max(1, Math.ceil(total / p.take));
-  if (pages === 1 && p.page === 1) return "";
-  const href = (n: number) => `${path}?${new URLSearchParams({ ...extra, page: String(n) }).toString()}`;
-  const parts = [`Page ${p.page} of ${pages} (${total} in all)`];
-  if (p.page > 1) parts.push(link("Previous", href(p.page - 1)));
-  if (p.page < pages) parts.push(link("Next", href(p.page + 1)));
+export function pager(
+  path: string,
+  paged: Paging,
+  total: number,
+  extra: Record<string, string> = {},
+): string {
+  const pages = Math.max(1, Math.ceil(total / paged.take));
+  if (pages === 1 && paged.page === 1) return "";
+  const href = (pageNumber: number) =>
+    `${path}?${new URLSearchParams({ ...extra, page: String(pageNumber) }).toString()}`;
+  const parts = [`Page ${paged.page} of ${pages} (${total} in all)`];
+  if (paged.page > 1) parts.push(link("Previous", href(paged.page - 1)));
+  if (paged.page < pages) parts.push(link("Next", href(paged.page + 1)));
   return parts.join(" · ");
 }
 
-export function when(d: Date): string {
-  return `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
+export function when(date: Date): string {
+  return `${date.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 }
 
-export function who(u: { handle: string; name: string }): string {
-  return `${mdEscape(u.name)} ([@${u.handle}](/u/${u.handle}))`;
+export function who(person: { handle: string; name: string }): string {
+  return `${mdEscape(person.name)} ([@${person.handle}](/u/${person.handle}))`;
 }
 
 export function excerpt(text: string, max = 140): string {

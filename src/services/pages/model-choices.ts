@@ -13,21 +13,21 @@ type Choice = { value: string; label: string; group?: string };
  */
 export function modelChoices(catalogue: CatalogueModel[], current: string[], empty: string): Choice[] {
   const out: Choice[] = [{ value: "", label: empty }];
-  for (const c of current)
-    if (c && !catalogue.some((m) => m.name === c))
-      out.push({ value: c, label: `${c} (not in the catalogue)`, group: "Set now" });
-  for (const m of catalogue)
-    out.push({ value: m.name, label: `${m.name} — ${priceLabel(m)}`, group: m.group });
+  for (const modelName of current)
+    if (modelName && !catalogue.some((m) => m.name === modelName))
+      out.push({ value: modelName, label: `${modelName} (not in the catalogue)`, group: "Set now" });
+  for (const model of catalogue)
+    out.push({ value: model.name, label: `${model.name} — ${priceLabel(model)}`, group: model.group });
   return out;
 }
 
 /** The catalogue as markdown: a list per group, each model with its price. */
 export function catalogueMarkdown(catalogue: CatalogueModel[]): string {
   const groups = new Map<string, CatalogueModel[]>();
-  for (const m of catalogue) groups.set(m.group, [...(groups.get(m.group) ?? []), m]);
+  for (const model of catalogue) groups.set(model.group, [...(groups.get(model.group) ?? []), model]);
   return [...groups]
-    .map(([g, list]) =>
-      [`### ${mdEscape(g)}`, "", ...list.map((m) => `- ${code(m.name)} — ${priceLabel(m)}`)].join("\n"),
+    .map(([group, list]) =>
+      [`### ${mdEscape(group)}`, "", ...list.map((m) => `- ${code(m.name)} — ${priceLabel(m)}`)].join("\n"),
     )
     .join("\n\n");
 }

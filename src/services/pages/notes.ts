@@ -14,20 +14,20 @@ export const notesPage = defineReadPage({
   resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
   async view(ctx, params, query) {
     const paged = paging(query);
-    const { studio: s, notes, total } = await studioNotes(ctx, params.studio, paged);
+    const { studio, notes, total } = await studioNotes(ctx, params.studio, paged);
     const lines = notes.map(
-      (n) =>
-        `- ${link(n.title || "Untitled note", `/studios/${s.handle}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinned ? " · pinned" : ""}`,
+      (note) =>
+        `- ${link(note.title || "Untitled note", `/studios/${studio.handle}/notes/${note.id}`)} — ${who(note.author)}, ${when(note.createdAt)}${note.pinned ? " · pinned" : ""}`,
     );
     const view = {
-      title: `Notes in ${s.name}`,
-      breadcrumb: [...studioCrumbs(s), { label: "Notes" }],
+      title: `Notes in ${studio.name}`,
+      breadcrumb: [...studioCrumbs(studio), { label: "Notes" }],
       blocks: [
         { md: lines.length ? lines.join("\n") : "_No notes yet._" },
-        { md: pager(`/studios/${s.handle}/notes`, paged, total) },
+        { md: pager(`/studios/${studio.handle}/notes`, paged, total) },
       ],
     };
-    return { scope: { studio: s }, view };
+    return { scope: { studio }, view };
   },
 });
 
@@ -59,9 +59,9 @@ export const notePage = definePage({
     return { studio, note, reviewable: await reviewableIn(ctx, note.id) };
   },
   async render(ctx, scope, query) {
-    const s = scope.studio;
+    const studio = scope.studio;
     const note = scope.note;
-    const path = `/studios/${s.handle}/notes/${note.id}`;
+    const path = `/studios/${studio.handle}/notes/${note.id}`;
     const [author, reads, mine, thread, watch, edited] = await Promise.all([
       ctx.db.user.findUniqueOrThrow({ where: { id: note.authorId } }),
       // Confirmed reads, named: an agent that opened the note without confirming is not among them.
@@ -85,8 +85,8 @@ export const notePage = definePage({
     return {
       title: note.title || "Untitled note",
       breadcrumb: [
-        ...studioCrumbs(s),
-        { label: "Notes", path: `/studios/${s.handle}/notes` },
+        ...studioCrumbs(studio),
+        { label: "Notes", path: `/studios/${studio.handle}/notes` },
         { label: note.title || "Note" },
       ],
       blocks: [

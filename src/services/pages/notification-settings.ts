@@ -33,24 +33,24 @@ export const notificationSettingsPage = definePage({
   actions: ["set_notifications"],
   resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope) {
-    const u = await ctx.db.user.findUniqueOrThrow({ where: { id: scope.user.id } });
-    const prefs = reachPrefs(u.reachPrefs);
+    const user = await ctx.db.user.findUniqueOrThrow({ where: { id: scope.user.id } });
+    const prefs = reachPrefs(user.reachPrefs);
     return {
       title: "Notifications",
-      breadcrumb: crumbs(u.handle, [{ label: "Notifications" }]),
+      breadcrumb: crumbs(user.handle, [{ label: "Notifications" }]),
       blocks: [
         {
           md: [
             "How you hear of what your agents need. **In the app only**: the bell in the menu. **Email at once**: the bell, and a mail within seconds. **Daily digest**: the bell, and one mail a day listing them. **Off**: nothing, not even the bell (approvals still wait on your approvals page).",
             "",
-            mailLine(u.email),
+            mailLine(user.email),
             "",
             REACH_KINDS.map((k) => `- ${KIND_LABELS[k]}: **${CHANNEL_LABELS[prefs[k]]}**`).join("\n"),
           ].join("\n"),
         },
         { form: { action: "set_notifications", fixed: {}, label: "Save", style: "block", values: prefs } },
         {
-          md: `To tell a chat channel or a service, add an ${link("outgoing webhook", webhooksPath(u.handle))}.`,
+          md: `To tell a chat channel or a service, add an ${link("outgoing webhook", webhooksPath(user.handle))}.`,
         },
       ],
     };
@@ -65,38 +65,38 @@ async function endpointsOf(ctx: Ctx) {
   });
 }
 
-const stateOf = (e: {
+const stateOf = (endpoint: {
   enabled: boolean;
   disabledReason: string | null;
   pausedAt: Date | null;
   pausedReason: string | null;
 }) =>
-  e.pausedAt
-    ? `**paused** (${mdEscape(e.pausedReason ?? "its creator left")}: an admin confirms it; deliveries wait)`
-    : e.enabled
+  endpoint.pausedAt
+    ? `**paused** (${mdEscape(endpoint.pausedReason ?? "its creator left")}: an admin confirms it; deliveries wait)`
+    : endpoint.enabled
       ? "on"
-      : `**off**${e.disabledReason ? ` (${mdEscape(e.disabledReason)})` : ""}`;
+      : `**off**${endpoint.disabledReason ? ` (${mdEscape(endpoint.disabledReason)})` : ""}`;
 
 export const outgoingWebhooksPage = definePage({
   pattern: "/u/:handle/settings/webhooks",
   actions: ["create_outgoing_webhook"],
   resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope) {
-    const u = scope.user;
+    const user = scope.user;
     const [endpoints, adminOf] = await Promise.all([
       endpointsOf(ctx),
       ctx.db.studio.findMany({
-        where: { tenantId: ctx.tenant.id, members: { some: { userId: u.id, role: "admin" } } },
+        where: { tenantId: ctx.tenant.id, members: { some: { userId: user.id, role: "admin" } } },
         orderBy: { name: "asc" },
       }),
     ]);
     const rows = endpoints.map(
-      (e) =>
-        `| ${link(e.name, `${webhooksPath(u.handle)}/${e.id}`)} | ${e.studio ? mdEscape(e.studio.name) : "you"} | @${e.owner.handle} | ${e.format} | ${e.events.join(", ")} | ${stateOf(e)} |`,
+      (endpoint) =>
+        `| ${link(endpoint.name, `${webhooksPath(user.handle)}/${endpoint.id}`)} | ${endpoint.studio ? mdEscape(endpoint.studio.name) : "you"} | @${endpoint.owner.handle} | ${endpoint.format} | ${endpoint.events.join(", ")} | ${stateOf(endpoint)} |`,
     );
     return {
       title: "Outgoing webhooks",
-      breadcrumb: crumbs(u.handle, [{ label: "Outgoing webhooks" }]),
+      breadcrumb: crumbs(user.handle, [{ label: "Outgoing webhooks" }]),
       blocks: [
         {
           md: "Cadre POSTs your agents' events to these URLs: an action waiting for approval, a question, a run that finished or failed, a cost alert. Each delivery is signed (`X-Cadre-Signature`, as inbound webhooks are) and retried with backoff; after repeated failures the webhook turns itself off and tells you. Pick **Slack-compatible** to paste a Slack (or Mattermost, Rocket.Chat) incoming-webhook URL. Deliveries name agents, actions and pages, never what an action would write: the review link opens it here.",
@@ -127,9 +127,9 @@ export const outgoingWebhooksPage = definePage({
             choices: {
               studio: [
                 { value: "", label: "Your agents" },
-                ...adminOf.map((s) => ({
-                  value: s.handle,
-                  label: `${s.name}'s agents (kept by its admins)`,
+                ...adminOf.map((studio) => ({
+                  value: studio.handle,
+                  label: `${studio.name}'s agents (kept by its admins)`,
                 })),
               ],
             },
@@ -158,46 +158,46 @@ export const outgoingWebhookPage = definePage({
     return { ...scope, endpoint };
   },
   async render(ctx, scope) {
-    const u = scope.user;
-    const e = await ctx.db.outboundEndpoint.findUniqueOrThrow({
+    const user = scope.user;
+    const endpoint = await ctx.db.outboundEndpoint.findUniqueOrThrow({
       where: { id: scope.endpoint.id },
       include: { studio: { select: { name: true } }, owner: { select: { handle: true } } },
     });
     const deliveries = await ctx.db.outboundDelivery.findMany({
-      where: { endpointId: e.id },
+      where: { endpointId: endpoint.id },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
       take: 50,
     });
     const log = deliveries.map(
-      (d) =>
-        `| ${when(d.createdAt)} | \`${d.eventType}\` | **${d.status}** | ${d.attempts} | ${d.lastStatus ?? "—"} | ${d.lastError ? mdEscape(d.lastError.slice(0, 160)) : ""} |`,
+      (delivery) =>
+        `| ${when(delivery.createdAt)} | \`${delivery.eventType}\` | **${delivery.status}** | ${delivery.attempts} | ${delivery.lastStatus ?? "—"} | ${delivery.lastError ? mdEscape(delivery.lastError.slice(0, 160)) : ""} |`,
     );
     const blocks: Block[] = [
       {
         md: [
-          `${code(`POST ${e.url}`)}`,
+          `${code(`POST ${endpoint.url}`)}`,
           "",
-          `For **${e.studio ? mdEscape(e.studio.name) : "your agents"}** · ${e.format === "slack" ? "Slack-compatible" : "Cadre's JSON"} · set up by @${e.owner.handle} · state: ${stateOf(e)}${e.failures ? ` · ${e.failures} failed in a row` : ""}`,
+          `For **${endpoint.studio ? mdEscape(endpoint.studio.name) : "your agents"}** · ${endpoint.format === "slack" ? "Slack-compatible" : "Cadre's JSON"} · set up by @${endpoint.owner.handle} · state: ${stateOf(endpoint)}${endpoint.failures ? ` · ${endpoint.failures} failed in a row` : ""}`,
           "",
-          `Events: ${e.events.map((x) => `${EVENT_LABELS[x as keyof typeof EVENT_LABELS] ?? x} (\`${x}\`)`).join("; ")}`,
+          `Events: ${endpoint.events.map((x) => `${EVENT_LABELS[x as keyof typeof EVENT_LABELS] ?? x} (\`${x}\`)`).join("; ")}`,
         ].join("\n"),
       },
-      ...(e.pausedAt
+      ...(endpoint.pausedAt
         ? [
             {
               form: {
                 action: "confirm_outgoing_webhook",
-                fixed: { id: e.id },
+                fixed: { id: endpoint.id },
                 label: `Keep sending to this URL, as mine`,
               },
             },
           ]
         : []),
-      { form: { action: "test_outgoing_webhook", fixed: { id: e.id }, label: "Send a test event" } },
-      e.enabled
-        ? { form: { action: "disable_outgoing_webhook", fixed: { id: e.id }, label: "Turn off" } }
-        : { form: { action: "enable_outgoing_webhook", fixed: { id: e.id }, label: "Turn on again" } },
-      { form: { action: "delete_outgoing_webhook", fixed: { id: e.id }, label: "Delete" } },
+      { form: { action: "test_outgoing_webhook", fixed: { id: endpoint.id }, label: "Send a test event" } },
+      endpoint.enabled
+        ? { form: { action: "disable_outgoing_webhook", fixed: { id: endpoint.id }, label: "Turn off" } }
+        : { form: { action: "enable_outgoing_webhook", fixed: { id: endpoint.id }, label: "Turn on again" } },
+      { form: { action: "delete_outgoing_webhook", fixed: { id: endpoint.id }, label: "Delete" } },
       {
         md: `## Deliveries\n\n${
           log.length
@@ -211,10 +211,10 @@ export const outgoingWebhookPage = definePage({
       },
     ];
     return {
-      title: e.name,
-      breadcrumb: crumbs(u.handle, [
-        { label: "Outgoing webhooks", path: webhooksPath(u.handle) },
-        { label: e.name },
+      title: endpoint.name,
+      breadcrumb: crumbs(user.handle, [
+        { label: "Outgoing webhooks", path: webhooksPath(user.handle) },
+        { label: endpoint.name },
       ]),
       blocks,
     };

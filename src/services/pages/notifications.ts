@@ -19,9 +19,9 @@ const KIND: Record<string, string> = { notes: "note", decisions: "decision", com
  */
 async function titlesOf(ctx: Ctx, paths: string[]): Promise<Map<string, string>> {
   const ids: Record<string, string[]> = { notes: [], decisions: [], commitments: [] };
-  for (const p of paths) {
-    const m = SUBJECT.exec(p);
-    if (m) ids[m[1]!]!.push(m[2]!);
+  for (const path of paths) {
+    const match = SUBJECT.exec(path);
+    if (match) ids[match[1]!]!.push(match[2]!);
   }
   const where = (list: string[]) => ({
     id: { in: list },
@@ -48,10 +48,10 @@ async function titlesOf(ctx: Ctx, paths: string[]): Promise<Map<string, string>>
 
 /** "the note “Retro day”", or "a note" when its title is unknown here. */
 function thingAt(path: string, titles: Map<string, string>): string {
-  const m = SUBJECT.exec(path);
-  if (!m) return "a page";
-  const title = titles.get(m[2]!);
-  return title ? `the ${KIND[m[1]!]} “${excerpt(title, 80)}”` : `a ${KIND[m[1]!]}`;
+  const match = SUBJECT.exec(path);
+  if (!match) return "a page";
+  const title = titles.get(match[2]!);
+  return title ? `the ${KIND[match[1]!]} “${excerpt(title, 80)}”` : `a ${KIND[match[1]!]}`;
 }
 
 /**
@@ -60,7 +60,7 @@ function thingAt(path: string, titles: Map<string, string>): string {
  */
 function notificationBlock(
   titles: Map<string, string>,
-  n: {
+  notification: {
     id: string;
     kind: string;
     path: string;
@@ -69,22 +69,25 @@ function notificationBlock(
     actor: { name: string; handle: string };
   },
 ) {
-  const name = who(n.actor);
+  const name = who(notification.actor);
   // Notifications written before the sentences were: "asks: …", "wants to …".
-  const text = excerpt(n.excerpt.replace(/^asks: /, ""), 280);
+  const text = excerpt(notification.excerpt.replace(/^asks: /, ""), 280);
   let line: string;
-  if (n.kind !== "agent")
-    line = `${name} ${verb(n.kind)} ${link(mdEscape(thingAt(n.path, titles)), n.path)}\n\n${quote(text)}`;
-  else if (text.startsWith(REFUSAL)) line = `${name} ${mdEscape(text)} · ${link("See why", n.path)}`;
-  else if (n.path.includes("/runs/"))
-    line = `${name} asks you: “${mdEscape(text)}” · ${link("Answer", n.path)}`;
-  else if (n.path.includes("/pending/")) line = `${name} ${mdEscape(text)} · ${link("Review", n.path)}`;
-  else if (n.path.endsWith("/usage")) line = `${name} ${mdEscape(text)} · ${link("See its usage", n.path)}`;
-  else line = `${name} ${mdEscape(text)} · ${link("Open", n.path)}`;
+  if (notification.kind !== "agent")
+    line = `${name} ${verb(notification.kind)} ${link(mdEscape(thingAt(notification.path, titles)), notification.path)}\n\n${quote(text)}`;
+  else if (text.startsWith(REFUSAL))
+    line = `${name} ${mdEscape(text)} · ${link("See why", notification.path)}`;
+  else if (notification.path.includes("/runs/"))
+    line = `${name} asks you: “${mdEscape(text)}” · ${link("Answer", notification.path)}`;
+  else if (notification.path.includes("/pending/"))
+    line = `${name} ${mdEscape(text)} · ${link("Review", notification.path)}`;
+  else if (notification.path.endsWith("/usage"))
+    line = `${name} ${mdEscape(text)} · ${link("See its usage", notification.path)}`;
+  else line = `${name} ${mdEscape(text)} · ${link("Open", notification.path)}`;
   const [first, ...rest] = line.split("\n\n");
-  const stamp = ` · ${when(n.createdAt)}`;
-  const md = [`- ${first}${stamp} · notification \`${n.id}\``, ...rest].join("\n\n");
-  return { md, html: markdownToHtml([`- ${first}${stamp}`, ...rest].join("\n\n")) };
+  const stamp = ` · ${when(notification.createdAt)}`;
+  const markdown = [`- ${first}${stamp} · notification \`${notification.id}\``, ...rest].join("\n\n");
+  return { md: markdown, html: markdownToHtml([`- ${first}${stamp}`, ...rest].join("\n\n")) };
 }
 
 export const notificationsPage = definePage({
@@ -119,9 +122,9 @@ export const notificationsPage = definePage({
       blocks: items.length
         ? [
             { md: `${plural(total, "unread notification")}.` },
-            ...items.flatMap((n) => [
-              notificationBlock(titles, n),
-              { form: { action: "dismiss", fixed: { id: n.id }, label: "Dismiss" } },
+            ...items.flatMap((notification) => [
+              notificationBlock(titles, notification),
+              { form: { action: "dismiss", fixed: { id: notification.id }, label: "Dismiss" } },
             ]),
             { md: pager("/notifications", paged, total) },
           ]

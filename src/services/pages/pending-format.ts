@@ -35,23 +35,25 @@ const WRITES: Record<string, string> = {
 };
 export const writeOf = (action: string) => WRITES[action] ?? "action";
 
-const shown = (v: unknown) => (typeof v === "string" ? v : JSON.stringify(v));
+const shown = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
 
 /** Each param by its label (from the action's schema), long text quoted; one the schema does not know, by name. */
 export function paramsMarkdown(def: ActionDef | undefined, params: Record<string, unknown>): string {
   const known = def ? fields(def.params) : [];
-  const label = (k: string) => {
-    const f = known.find((x) => x.name === k);
-    return f ? labelOf(f) : k;
+  const label = (name: string) => {
+    const field = known.find((x) => x.name === name);
+    return field ? labelOf(field) : name;
   };
-  const entries = Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== "");
+  const entries = Object.entries(params).filter(
+    ([, value]) => value !== undefined && value !== null && value !== "",
+  );
   if (!entries.length) return "_No params._";
   return entries
-    .map(([k, v]) => {
-      const text = shown(v);
+    .map(([name, value]) => {
+      const text = shown(value);
       return text.length > 80 || text.includes("\n")
-        ? `**${mdEscape(label(k))}**\n\n${quote(text)}`
-        : `**${mdEscape(label(k))}**: ${mdEscape(text)}`;
+        ? `**${mdEscape(label(name))}**\n\n${quote(text)}`
+        : `**${mdEscape(label(name))}**: ${mdEscape(text)}`;
     })
     .join("\n\n");
 }
@@ -59,18 +61,18 @@ export function paramsMarkdown(def: ActionDef | undefined, params: Record<string
 /** The params a reviewer's edit changed, by label, each with what the agent had asked: empty when none. */
 export function editedMarkdown(
   def: ActionDef | undefined,
-  p: Pick<AgentPendingAction, "params" | "editedParams">,
+  pending: Pick<AgentPendingAction, "params" | "editedParams">,
   reviewer: string | undefined,
 ): string {
-  if (!p.editedParams) return "";
-  const asked = p.params as Record<string, unknown>;
-  const edited = p.editedParams as Record<string, unknown>;
+  if (!pending.editedParams) return "";
+  const asked = pending.params as Record<string, unknown>;
+  const edited = pending.editedParams as Record<string, unknown>;
   const keys = [...new Set([...Object.keys(asked), ...Object.keys(edited)])].filter(
     (k) => shown(asked[k] ?? "") !== shown(edited[k] ?? ""),
   );
-  const label = (k: string) => {
-    const f = def && fields(def.params).find((x) => x.name === k);
-    return f ? labelOf(f) : k;
+  const label = (name: string) => {
+    const field = def && fields(def.params).find((x) => x.name === name);
+    return field ? labelOf(field) : name;
   };
   const changes = keys.map(
     (k) => `**${mdEscape(label(k))}** (it asked for “${mdEscape(excerpt(shown(asked[k] ?? ""), 80))}”)`,
@@ -83,17 +85,17 @@ export function editedMarkdown(
  * one sentence, for the confirmation of its rejection. Null for one this person does not manage.
  */
 export async function describePending(ctx: Ctx, id: string): Promise<string | null> {
-  const p = await ctx.db.agentPendingAction.findFirst({
+  const pending = await ctx.db.agentPendingAction.findFirst({
     where: { id, tenantId: ctx.tenant.id, agent: managedBy(ctx.actor.id) },
     include: { agent: true },
   });
-  if (!p) return null;
-  const titles = await pageTitles(ctx, [p.pagePath]);
-  const params = (p.editedParams ?? p.params) as Record<string, unknown>;
+  if (!pending) return null;
+  const titles = await pageTitles(ctx, [pending.pagePath]);
+  const params = (pending.editedParams ?? pending.params) as Record<string, unknown>;
   const text = [params.text, params.title, params.question].find((v) => typeof v === "string") as
     | string
     | undefined;
-  const what = `@${p.agent.handle}'s ${writeOf(p.actionName)} (${p.actionName}) on ${titles.get(p.pagePath) ?? p.pagePath}`;
+  const what = `@${pending.agent.handle}'s ${writeOf(pending.actionName)} (${pending.actionName}) on ${titles.get(pending.pagePath) ?? pending.pagePath}`;
   return text ? `${what}: “${excerpt(text, 120)}”` : `${what}.`;
 }
 
@@ -115,5 +117,5 @@ export async function editedBeforeApproval(ctx: Ctx, ids: string[]): Promise<Map
 }
 
 /** " · edited by @alice before approval", linked to the reviewer; empty for content nobody edited. */
-export const editedMark = (by: string | undefined) =>
-  by ? ` · edited by [@${by}](/u/${by}) before approval` : "";
+export const editedMark = (reviewer: string | undefined) =>
+  reviewer ? ` · edited by [@${reviewer}](/u/${reviewer}) before approval` : "";

@@ -73,8 +73,8 @@ export const whoamiPage = definePage({
     const notes = unread.length
       ? unread
           .map(
-            (n) =>
-              `- ${who(n.actor)} ${verb(n.kind)} ${link(excerpt(n.excerpt, 80) || n.path, n.path)} · ${when(n.createdAt)}`,
+            (notification) =>
+              `- ${who(notification.actor)} ${verb(notification.kind)} ${link(excerpt(notification.excerpt, 80) || notification.path, notification.path)} · ${when(notification.createdAt)}`,
           )
           .join("\n")
       : "_Nothing unread._";
@@ -120,30 +120,30 @@ export const searchPage = definePage({
   actions: ["search"],
   resolve: async () => ({}),
   async render(ctx, _scope, query) {
-    const q = (query.q ?? "").trim().slice(0, 200);
-    if (!q)
+    const terms = (query.q ?? "").trim().slice(0, 200);
+    if (!terms)
       return {
         title: "Search",
         breadcrumb: [home, { label: "Search" }],
         blocks: [{ md: "Search notes, decisions, commitments and comments in your studios." }],
       };
     const paged = paging(query);
-    const { hits, total } = await search(ctx, q, paged.skip, paged.take);
+    const { hits, total } = await search(ctx, terms, paged.skip, paged.take);
     const lines = hits.map(
-      (h) =>
-        `- **${h.kind}** ${link(h.title, h.path)} in \`${h.studio}\` · ${when(h.createdAt)}\n  ${mdEscape(h.snippet)}`,
+      (hit) =>
+        `- **${hit.kind}** ${link(hit.title, hit.path)} in \`${hit.studio}\` · ${when(hit.createdAt)}\n  ${mdEscape(hit.snippet)}`,
     );
     return {
-      title: `Search: ${q}`,
-      breadcrumb: [home, { label: "Search", path: "/search" }, { label: q }],
+      title: `Search: ${terms}`,
+      breadcrumb: [home, { label: "Search", path: "/search" }, { label: terms }],
       blocks: [
         {
           md: total
-            ? `${plural(total, "result")} for “${mdEscape(q)}”.`
-            : `Nothing matches “${mdEscape(q)}”.`,
+            ? `${plural(total, "result")} for “${mdEscape(terms)}”.`
+            : `Nothing matches “${mdEscape(terms)}”.`,
         },
         { md: lines.join("\n") },
-        { md: pager("/search", paged, total, { q }) },
+        { md: pager("/search", paged, total, { q: terms }) },
       ],
       // Each result quotes its studio.
       sources: hits.map((h) => ({ studio: h.studioId })),
@@ -160,33 +160,33 @@ export const profilePage = definePage({
   actions: [],
   resolve: (ctx, params) => profileScope(ctx, params.handle),
   async render(ctx, scope) {
-    const u = scope.user;
+    const user = scope.user;
     const [parent, studio] = await Promise.all([
-      u.parentId ? ctx.db.user.findUnique({ where: { id: u.parentId } }) : null,
-      u.ownerStudioId ? ctx.db.studio.findUnique({ where: { id: u.ownerStudioId } }) : null,
+      user.parentId ? ctx.db.user.findUnique({ where: { id: user.parentId } }) : null,
+      user.ownerStudioId ? ctx.db.studio.findUnique({ where: { id: user.ownerStudioId } }) : null,
     ]);
     const seen = await studiosSeenByViewers(ctx);
     const shared = await ctx.db.studio.findMany({
       where: {
         tenantId: ctx.tenant.id,
-        AND: [{ members: { some: { userId: u.id } } }, { members: { some: { userId: ctx.actor.id } } }],
+        AND: [{ members: { some: { userId: user.id } } }, { members: { some: { userId: ctx.actor.id } } }],
         ...(seen && { id: { in: seen } }),
       },
       orderBy: { name: "asc" },
     });
     return {
-      title: u.name,
-      breadcrumb: [home, { label: `@${u.handle}` }],
+      title: user.name,
+      breadcrumb: [home, { label: `@${user.handle}` }],
       blocks: [
         {
-          md: `${who(u)} · ${u.kind}${parent ? ` owned by ${who(parent)}` : ""}${studio ? ` owned by the studio ${link(studio.name, `/studios/${studio.handle}`)}` : ""} · joined ${when(u.createdAt)}`,
+          md: `${who(user)} · ${user.kind}${parent ? ` owned by ${who(parent)}` : ""}${studio ? ` owned by the studio ${link(studio.name, `/studios/${studio.handle}`)}` : ""} · joined ${when(user.createdAt)}`,
         },
-        ...(u.bio ? [{ md: quote(u.bio) }] : []),
+        ...(user.bio ? [{ md: quote(user.bio) }] : []),
         {
           md: `## Studios you share\n\n${shared.length ? shared.map((s) => `- ${link(s.name, `/studios/${s.handle}`)}`).join("\n") : "_None._"}`,
         },
-        ...(u.id === ctx.actor.id
-          ? [{ md: link("Your settings and API tokens", `/u/${u.handle}/settings`) }]
+        ...(user.id === ctx.actor.id
+          ? [{ md: link("Your settings and API tokens", `/u/${user.handle}/settings`) }]
           : []),
       ],
       // The studios it names count: a studio's name can be what is private.

@@ -26,31 +26,31 @@ async function keyBlocks(ctx: Ctx, holder: KeyHolder): Promise<Block[]> {
       .filter((a) => agentConfig(a).api_key_id === id)
       .map((a) => link(`@${a.handle}`, `/subagents/${a.handle}`))
       .join(", ") || "—";
-  const status = (k: (typeof keys)[number]) =>
-    k.revokedAt
-      ? `revoked ${when(k.revokedAt)}`
-      : k.authFailedAt
-        ? `**refused by the provider** ${when(k.authFailedAt)}`
-        : k.lastTestedAt
-          ? `${k.lastTestOk ? "✓ works" : "✗ test failed"} (tested ${when(k.lastTestedAt)})`
+  const status = (key: (typeof keys)[number]) =>
+    key.revokedAt
+      ? `revoked ${when(key.revokedAt)}`
+      : key.authFailedAt
+        ? `**refused by the provider** ${when(key.authFailedAt)}`
+        : key.lastTestedAt
+          ? `${key.lastTestOk ? "✓ works" : "✗ test failed"} (tested ${when(key.lastTestedAt)})`
           : "not tested yet";
   // One section per key, its buttons beneath it: an 11-column table does not fit a card.
-  const perKey: Block[] = keys.flatMap((k): Block[] => {
-    const tokens = (Number(k.totalInputTokens) + Number(k.totalOutputTokens)).toLocaleString("en-US");
+  const perKey: Block[] = keys.flatMap((key): Block[] => {
+    const tokens = (Number(key.totalInputTokens) + Number(key.totalOutputTokens)).toLocaleString("en-US");
     const card: Block = {
       md: [
-        `### ${mdEscape(k.label)} · ${code(`…${k.keyHint}`)}`,
+        `### ${mdEscape(key.label)} · ${code(`…${key.keyHint}`)}`,
         "",
-        `${PROVIDER_LABELS[k.provider as Provider] ?? mdEscape(k.provider)} at \`${mdEscape(k.baseUrl)}\` · id \`${k.id}\` · added ${when(k.createdAt)}  `,
-        `Status: ${status(k)}${k.authError && !k.revokedAt ? ` — ${mdEscape(k.authError)}` : ""}  `,
-        `Usage: ${k.totalCalls.toLocaleString("en-US")} calls · ${tokens} tokens · ${usd(k.totalCostMicros)} · last used ${k.lastUsedAt ? when(k.lastUsedAt) : "never"} · used by ${usedBy(k.id)}`,
+        `${PROVIDER_LABELS[key.provider as Provider] ?? mdEscape(key.provider)} at \`${mdEscape(key.baseUrl)}\` · id \`${key.id}\` · added ${when(key.createdAt)}  `,
+        `Status: ${status(key)}${key.authError && !key.revokedAt ? ` — ${mdEscape(key.authError)}` : ""}  `,
+        `Usage: ${key.totalCalls.toLocaleString("en-US")} calls · ${tokens} tokens · ${usd(key.totalCostMicros)} · last used ${key.lastUsedAt ? when(key.lastUsedAt) : "never"} · used by ${usedBy(key.id)}`,
       ].join("\n"),
     };
-    if (k.revokedAt) return [card];
+    if (key.revokedAt) return [card];
     return [
       card,
-      { form: { action: "test_api_key", fixed: { key_id: k.id }, label: "Test" } },
-      { form: { action: "revoke_api_key", fixed: { key_id: k.id }, label: "Revoke" } },
+      { form: { action: "test_api_key", fixed: { key_id: key.id }, label: "Test" } },
+      { form: { action: "revoke_api_key", fixed: { key_id: key.id }, label: "Revoke" } },
     ];
   });
   return perKey.length ? perKey : [{ md: "_No keys yet: add one with the form._" }];
@@ -61,13 +61,13 @@ export const providerKeysPage = definePage({
   actions: ["add_api_key", "test_api_key", "revoke_api_key"],
   resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope) {
-    const u = scope.user;
+    const user = scope.user;
     return {
       title: "Model API keys",
       breadcrumb: [
         home,
-        { label: `@${u.handle}`, path: `/u/${u.handle}` },
-        { label: "Settings", path: `/u/${u.handle}/settings` },
+        { label: `@${user.handle}`, path: `/u/${user.handle}` },
+        { label: "Settings", path: `/u/${user.handle}/settings` },
         { label: "Model API keys" },
       ],
       blocks: [
@@ -92,17 +92,21 @@ export const studioProviderKeysPage = definePage({
     return scope;
   },
   async render(ctx, scope) {
-    const s = scope.studio;
+    const studio = scope.studio;
     return {
-      title: `Model API keys of ${s.name}`,
-      breadcrumb: [home, { label: s.name, path: `/studios/${s.handle}` }, { label: "Model API keys" }],
+      title: `Model API keys of ${studio.name}`,
+      breadcrumb: [
+        home,
+        { label: studio.name, path: `/studios/${studio.handle}` },
+        { label: "Model API keys" },
+      ],
       blocks: [
         {
-          md: `Provider keys that pay for ${mdEscape(s.name)}'s own agents (the agents the studio owns). Only its admins see, add, test and revoke them, and pick them on those agents' pages. A key is encrypted at rest and shown only as its last four characters.`,
+          md: `Provider keys that pay for ${mdEscape(studio.name)}'s own agents (the agents the studio owns). Only its admins see, add, test and revoke them, and pick them on those agents' pages. A key is encrypted at rest and shown only as its last four characters.`,
         },
         ...(await keyBlocks(ctx, keyHolder(scope))),
         {
-          md: `See what the studio's agents spend on ${link("its usage page", `/studios/${s.handle}/usage`)}.`,
+          md: `See what the studio's agents spend on ${link("its usage page", `/studios/${studio.handle}/usage`)}.`,
         },
       ],
     };

@@ -19,14 +19,14 @@ export const reviewLinkPage = definePage({
     return { reviewToken: params.token, pendingId: found.pendingId };
   },
   async render(ctx, scope) {
-    const l = (await findLink(ctx.db, ctx.tenant.id, scope.reviewToken))!;
-    const p = l.pending;
-    const manages = await stillManages(ctx.db, l, ctx.actor.id);
-    const refusal = linkRefusal(l, ctx.actor.id, manages);
-    const mine = l.userId === ctx.actor.id && manages;
-    const titles = mine ? await pageTitles(ctx, [p.pagePath]) : new Map<string, string>();
-    const base = `/subagents/${p.agent.handle}`;
-    const def = ctx.actionDefs.get(p.actionName);
+    const reviewLink = (await findLink(ctx.db, ctx.tenant.id, scope.reviewToken))!;
+    const pending = reviewLink.pending;
+    const manages = await stillManages(ctx.db, reviewLink, ctx.actor.id);
+    const refusal = linkRefusal(reviewLink, ctx.actor.id, manages);
+    const mine = reviewLink.userId === ctx.actor.id && manages;
+    const titles = mine ? await pageTitles(ctx, [pending.pagePath]) : new Map<string, string>();
+    const base = `/subagents/${pending.agent.handle}`;
+    const def = ctx.actionDefs.get(pending.actionName);
     const blocks: Block[] = [];
     if (refusal) blocks.push({ md: `**This link cannot be used.** ${mdEscape(refusal)}` });
     // Someone else's link shows nothing of the action: it was sent to its reviewer only, and
@@ -34,23 +34,26 @@ export const reviewLinkPage = definePage({
     if (mine) {
       blocks.push({
         md: [
-          `### #${p.id} · ${doing(p.actionName)} by ${link(p.agent.name, base)}`,
+          `### #${pending.id} · ${doing(pending.actionName)} by ${link(pending.agent.name, base)}`,
           "",
-          `on ${pageLink(titles, p.pagePath)} · asked ${when(p.createdAt)} · ${p.status === "pending" ? `expires ${when(p.expiresAt)}` : `**${p.status}**`}`,
+          `on ${pageLink(titles, pending.pagePath)} · asked ${when(pending.createdAt)} · ${pending.status === "pending" ? `expires ${when(pending.expiresAt)}` : `**${pending.status}**`}`,
         ].join("\n"),
       });
-      if (p.disclosure) blocks.push({ md: `**${mdEscape(p.disclosure)}** Approve only if they may see it.` });
-      blocks.push({ md: paramsMarkdown(def, (p.editedParams ?? p.params) as Record<string, unknown>) });
-      if (p.reason) blocks.push({ md: `The agent's reason:\n\n${quote(p.reason)}` });
+      if (pending.disclosure)
+        blocks.push({ md: `**${mdEscape(pending.disclosure)}** Approve only if they may see it.` });
+      blocks.push({
+        md: paramsMarkdown(def, (pending.editedParams ?? pending.params) as Record<string, unknown>),
+      });
+      if (pending.reason) blocks.push({ md: `The agent's reason:\n\n${quote(pending.reason)}` });
     }
     if (!refusal)
       blocks.push(
-        l.decision === "approve"
+        reviewLink.decision === "approve"
           ? {
               form: {
                 action: "approve_from_link",
                 fixed: { token: scope.reviewToken },
-                label: `Approve #${p.id}`,
+                label: `Approve #${pending.id}`,
                 // The one thing this page is for: a full button, as the mail's, not an inline link-sized one.
                 style: "block",
               },
@@ -59,7 +62,7 @@ export const reviewLinkPage = definePage({
               form: {
                 action: "reject_from_link",
                 fixed: { token: scope.reviewToken },
-                label: `Reject #${p.id}`,
+                label: `Reject #${pending.id}`,
                 fields: ["reason"],
                 style: "block",
               },
@@ -67,11 +70,11 @@ export const reviewLinkPage = definePage({
       );
     if (mine)
       blocks.push({
-        md: `Or ${link("review it on its page", pendingPath(p.agent.handle, p.id))}: edit its params, or decide otherwise.`,
+        md: `Or ${link("review it on its page", pendingPath(pending.agent.handle, pending.id))}: edit its params, or decide otherwise.`,
       });
     return {
-      title: l.decision === "approve" ? "Approve an agent's action" : "Reject an agent's action",
-      breadcrumb: [home, { label: "Approvals", path: "/approvals" }, { label: `#${p.id}` }],
+      title: reviewLink.decision === "approve" ? "Approve an agent's action" : "Reject an agent's action",
+      breadcrumb: [home, { label: "Approvals", path: "/approvals" }, { label: `#${pending.id}` }],
       blocks,
     };
   },

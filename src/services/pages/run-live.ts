@@ -34,8 +34,10 @@ export function positionOf(step: number, state: RunState | null): string {
 }
 
 function parsePosition(since: string | null): Position {
-  const m = since ? /^(\d{1,6})(?:\.([a-z_]{1,20}))?$/.exec(since) : null;
-  return m ? { step: Number(m[1]), state: (m[2] as RunState | undefined) ?? null } : { step: 0, state: null };
+  const parts = since ? /^(\d{1,6})(?:\.([a-z_]{1,20}))?$/.exec(since) : null;
+  return parts
+    ? { step: Number(parts[1]), state: (parts[2] as RunState | undefined) ?? null }
+    : { step: 0, state: null };
 }
 
 type Read = ProgressRow & { steps: StepRow[]; lastStepAt: Date | null };
@@ -47,7 +49,7 @@ interface RawRead {
   steps: Read["steps"];
 }
 
-const date = (s: string | null) => (s ? new Date(`${s}Z`) : null);
+const date = (stamp: string | null) => (stamp ? new Date(`${stamp}Z`) : null);
 
 async function readRun(
   db: Parameters<typeof hotQuery>[0],
@@ -72,16 +74,16 @@ async function readRun(
     FROM subagent_task_runs r WHERE r.id = ${runId}`,
   );
   if (!row) return null;
-  const r = row.run;
+  const run = row.run;
   return {
-    ...r,
-    status: r.status as RunStatus,
-    costMicros: BigInt(r.costMicros),
-    startedAt: date(r.startedAt),
-    completedAt: date(r.completedAt),
-    stopRequestedAt: date(r.stopRequestedAt),
-    pauseRequestedAt: date(r.pauseRequestedAt),
-    lastStepAt: date(r.lastStepAt),
+    ...run,
+    status: run.status as RunStatus,
+    costMicros: BigInt(run.costMicros),
+    startedAt: date(run.startedAt),
+    completedAt: date(run.completedAt),
+    stopRequestedAt: date(run.stopRequestedAt),
+    pauseRequestedAt: date(run.pauseRequestedAt),
+    lastStepAt: date(run.lastStepAt),
     steps: row.steps,
   };
 }
@@ -100,15 +102,15 @@ async function readRendered(
   runId: string,
   after: number,
 ): Promise<Rendered | null> {
-  const r = await readRun(db, runId, after);
-  if (!r) return null;
-  const steps = r.steps.map((s) => ({
-    number: s.number,
-    type: s.type,
-    markdown: stepMarkdown(s, stepPath(handle, runId, s.number)),
-    html: stepHtml(s, stepPath(handle, runId, s.number), true),
+  const read = await readRun(db, runId, after);
+  if (!read) return null;
+  const steps = read.steps.map((step) => ({
+    number: step.number,
+    type: step.type,
+    markdown: stepMarkdown(step, stepPath(handle, runId, step.number)),
+    html: stepHtml(step, stepPath(handle, runId, step.number), true),
   }));
-  return { run: r, steps, progress: { markdown: progressLine(r), html: progressHtml(r) } };
+  return { run: read, steps, progress: { markdown: progressLine(read), html: progressHtml(read) } };
 }
 
 // Streams of one process at the same position of the same run share a read and its rendering.
@@ -128,38 +130,44 @@ export function runFeed(
   return {
     topics: [`run:${run.id}`],
     async read(since, first): Promise<LiveBatch> {
-      const at = parsePosition(since);
-      const read = await shared(`${run.id}:${at.step}`, () =>
-        readRendered(db, agent.handle, run.id, at.step),
+      const position = parsePosition(since);
+      const read = await shared(`${run.id}:${position.step}`, () =>
+        readRendered(db, agent.handle, run.id, position.step),
       );
       if (!read) return { events: [], ended: true };
-      const { run: r, progress } = read;
-      const events: LiveEvent[] = read.steps.map((s) => ({
+      const { run: current, progress } = read;
+      const events: LiveEvent[] = read.steps.map((step) => ({
         event: "step",
-        id: positionOf(s.number, at.state),
-        data: { ...s, progress },
+        id: positionOf(step.number, position.state),
+        data: { ...step, progress },
       }));
-      const more = r.steps.length === BATCH;
-      const last = r.steps.at(-1)?.number ?? at.step;
-      const state = runState(r);
-      if (!more && state !== at.state)
+      const more = current.steps.length === BATCH;
+      const last = current.steps.at(-1)?.number ?? position.step;
+      const state = runState(current);
+      if (!more && state !== position.state)
         events.push({ event: "status", id: positionOf(last, state), data: { state, progress } });
       // A stream that starts, or sends anything, learns from the rows whether the model is
       // thinking: since the last step, or the start, as the worker calls at once after either.
       if (!more && state === "running" && (first || events.length))
         events.push(
-          thinking(events.at(-1)?.id ?? since ?? "0", last + 1, r.lastStepAt ?? r.startedAt ?? new Date()),
+          thinking(
+            events.at(-1)?.id ?? since ?? "0",
+            last + 1,
+            current.lastStepAt ?? current.startedAt ?? new Date(),
+          ),
         );
       return { events, more, ended: ENDED.has(state) };
     },
-    direct(n, since) {
-      if (n.kind !== "call" && n.kind !== "text") return null;
+    direct(notice, since) {
+      if (notice.kind !== "call" && notice.kind !== "text") return null;
       // Only for a step not yet sent, of a run still running where the stream stands.
-      const at = parsePosition(since);
-      if (n.step <= at.step || !(at.state === null || WORKING.has(at.state))) return null;
+      const position = parsePosition(since);
+      if (notice.step <= position.step || !(position.state === null || WORKING.has(position.state)))
+        return null;
       // The model's reply so far (services/live/text.ts): the step, once recorded, replaces it.
-      if (n.kind === "text") return { event: "text", id: since, data: { step: n.step, text: n.text } };
-      return thinking(since, n.step, new Date(n.at));
+      if (notice.kind === "text")
+        return { event: "text", id: since, data: { step: notice.step, text: notice.text } };
+      return thinking(since, notice.step, new Date(notice.at));
     },
   };
 }

@@ -17,19 +17,19 @@ const under = (pinned: boolean) =>
   pinned ? "under the original run's rules" : "under the agent's rules when re-run";
 
 /** Links to the replays of `r` and to the run `r` replays, for the run page's facts. */
-export async function replayFacts(ctx: Ctx, handle: string, r: Run): Promise<string[]> {
+export async function replayFacts(ctx: Ctx, handle: string, run: Run): Promise<string[]> {
   const replays = await ctx.db.subagentTaskRun.findMany({
-    where: { tenantId: ctx.tenant.id, agentId: r.agentId, replayOfRunId: r.id },
+    where: { tenantId: ctx.tenant.id, agentId: run.agentId, replayOfRunId: run.id },
     orderBy: { createdAt: "asc" },
     select: { id: true, replayFromStep: true, model: true, policyPinned: true },
   });
   const facts = replays.map(
-    (x) =>
-      `re-run from step ${x.replayFromStep} as ${link(`run ${x.id}`, runPath(handle, x.id))}${x.model ? ` with \`${mdEscape(x.model)}\`` : ""}, ${under(x.policyPinned)}`,
+    (replay) =>
+      `re-run from step ${replay.replayFromStep} as ${link(`run ${replay.id}`, runPath(handle, replay.id))}${replay.model ? ` with \`${mdEscape(replay.model)}\`` : ""}, ${under(replay.policyPinned)}`,
   );
-  if (r.replayOfRunId)
+  if (run.replayOfRunId)
     facts.unshift(
-      `replays ${link(`run ${r.replayOfRunId}`, runPath(handle, r.replayOfRunId))} from step ${r.replayFromStep}, ${under(r.policyPinned)}`,
+      `replays ${link(`run ${run.replayOfRunId}`, runPath(handle, run.replayOfRunId))} from step ${run.replayFromStep}, ${under(run.policyPinned)}`,
     );
   return facts;
 }
@@ -38,25 +38,25 @@ export async function replayFacts(ctx: Ctx, handle: string, r: Run): Promise<str
 export async function replaySteps(
   ctx: Ctx,
   handle: string,
-  r: Run,
+  run: Run,
   steps: StepRow[],
 ): Promise<Block[] | null> {
-  const from = r.replayFromStep;
-  if (!r.replayOfRunId || from === null) return null;
+  const from = run.replayFromStep;
+  if (!run.replayOfRunId || from === null) return null;
   const original = await ctx.db.subagentTaskRunStep.findMany({
     where: {
-      runId: r.replayOfRunId,
+      runId: run.replayOfRunId,
       number: { gte: from },
-      run: { tenantId: ctx.tenant.id, agentId: r.agentId },
+      run: { tenantId: ctx.tenant.id, agentId: run.agentId },
     },
     orderBy: { number: "asc" },
   });
   const copied = steps.filter((s) => s.number < from);
   const live = steps.filter((s) => s.number >= from);
-  const mine = (s: StepRow) => stepPath(handle, r.id, s.number);
-  const theirs = (s: StepRow) => stepPath(handle, r.replayOfRunId!, s.number);
+  const mine = (step: StepRow) => stepPath(handle, run.id, step.number);
+  const theirs = (step: StepRow) => stepPath(handle, run.replayOfRunId!, step.number);
   const copiedHead = `Steps 1–${from - 1}, replayed from the original (${copied.length})`;
-  const left = `The original, ${r.replayOfRunId}, from step ${from}`;
+  const left = `The original, ${run.replayOfRunId}, from step ${from}`;
   const right = `This run from step ${from}`;
   return [
     {

@@ -20,10 +20,10 @@ function messageText(content: unknown): string {
   return JSON.stringify(content, null, 2);
 }
 
-function withoutPrompt(s: { type: string; detail: unknown }): string {
-  if ((s.detail as { auto?: unknown } | null)?.auto)
+function withoutPrompt(step: { type: string; detail: unknown }): string {
+  if ((step.detail as { auto?: unknown } | null)?.auto)
     return "No model call made this step: a run starts by reading /whoami.";
-  if (s.type === "answer" || s.type === "approval")
+  if (step.type === "answer" || step.type === "approval")
     return "No model call made this step: it records an answer or a review.";
   return "This step was recorded before runs kept what rebuilding its prompt needs.";
 }
@@ -45,25 +45,29 @@ export const runStepPage = definePage({
     return { agent, taskRun, step };
   },
   async render(ctx, scope) {
-    const a = scope.agent;
-    const r = scope.taskRun;
-    const s = scope.step;
-    const page = (s.detail as { page?: unknown } | null)?.page;
-    const prompt = await rebuildPrompt(ctx.db, r, a, ctx.tenant.name, s.number, {
-      usable: runActions(r, a, ctx.tenant, ctx.actionDefs.values()),
+    const agent = scope.agent;
+    const run = scope.taskRun;
+    const step = scope.step;
+    const page = (step.detail as { page?: unknown } | null)?.page;
+    const prompt = await rebuildPrompt(ctx.db, run, agent, ctx.tenant.name, step.number, {
+      usable: runActions(run, agent, ctx.tenant, ctx.actionDefs.values()),
       all: ctx.actionDefs,
     });
     const nav = [
-      s.number > 1 ? link(`← Step ${s.number - 1}`, stepPath(a.handle, r.id, s.number - 1)) : null,
-      link("The whole run", `${runPath(a.handle, r.id)}#step-${s.number}`),
-      s.number < r.stepsCount ? link(`Step ${s.number + 1} →`, stepPath(a.handle, r.id, s.number + 1)) : null,
+      step.number > 1
+        ? link(`← Step ${step.number - 1}`, stepPath(agent.handle, run.id, step.number - 1))
+        : null,
+      link("The whole run", `${runPath(agent.handle, run.id)}#step-${step.number}`),
+      step.number < run.stepsCount
+        ? link(`Step ${step.number + 1} →`, stepPath(agent.handle, run.id, step.number + 1))
+        : null,
     ];
     const blocks: Block[] = [
       { md: nav.filter(Boolean).join(" · ") },
-      { md: `**${stepHead(s)}**\n\n${stepText(s) || "_Nothing more was recorded with this step._"}` },
+      { md: `**${stepHead(step)}**\n\n${stepText(step) || "_Nothing more was recorded with this step._"}` },
     ];
     // Re-run from here, with the run's own model or another of the workspace's (its catalogue).
-    if (REPLAYABLE.includes(r.status) && mayManage(ctx.actor, a))
+    if (REPLAYABLE.includes(run.status) && mayManage(ctx.actor, agent))
       blocks.push(
         {
           md: "## Re-run from here\n\nA new run that remembers the steps before this one (copied, not done again) and goes on live from here.",
@@ -82,7 +86,7 @@ export const runStepPage = definePage({
       );
     if (typeof page === "string")
       blocks.push({
-        md: `## The page it saw (${s.path ? `\`${s.path}\`, ` : ""}${page.length} characters)\n\n${fenced(page, "markdown")}`,
+        md: `## The page it saw (${step.path ? `\`${step.path}\`, ` : ""}${page.length} characters)\n\n${fenced(page, "markdown")}`,
       });
     if (prompt)
       blocks.push({
@@ -99,14 +103,14 @@ export const runStepPage = definePage({
           ...prompt.messages.map((m, i) => `### ${i + 1}. ${m.role}\n\n${fenced(messageText(m.content))}`),
         ].join("\n\n"),
       });
-    else blocks.push({ md: `## The prompt of this step\n\n_${withoutPrompt(s)}_` });
+    else blocks.push({ md: `## The prompt of this step\n\n_${withoutPrompt(step)}_` });
     return {
-      title: `Step ${s.number} of run ${r.id}`,
+      title: `Step ${step.number} of run ${run.id}`,
       breadcrumb: [
-        ...agentCrumbs(a),
-        { label: "Runs", path: `/subagents/${a.handle}/runs` },
-        { label: r.id, path: runPath(a.handle, r.id) },
-        { label: `Step ${s.number}` },
+        ...agentCrumbs(agent),
+        { label: "Runs", path: `/subagents/${agent.handle}/runs` },
+        { label: run.id, path: runPath(agent.handle, run.id) },
+        { label: `Step ${step.number}` },
       ],
       blocks,
     };

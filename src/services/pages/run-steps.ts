@@ -20,10 +20,10 @@ export const ENDED: ReadonlySet<RunState> = new Set([
 ]);
 
 export function runState(
-  r: Pick<SubagentTaskRun, "status" | "stopRequestedAt"> & { pauseRequestedAt?: Date | null },
+  run: Pick<SubagentTaskRun, "status" | "stopRequestedAt"> & { pauseRequestedAt?: Date | null },
 ): RunState {
-  if (r.status !== "running") return r.status;
-  return r.stopRequestedAt ? "stopping" : r.pauseRequestedAt ? "pausing" : "running";
+  if (run.status !== "running") return run.status;
+  return run.stopRequestedAt ? "stopping" : run.pauseRequestedAt ? "pausing" : "running";
 }
 
 const STATE_WORDS: Partial<Record<RunState, string>> = {
@@ -42,77 +42,79 @@ export type StepRow = Pick<
 > & { replayed?: boolean };
 
 export const runPath = (handle: string, runId: string) => `/subagents/${handle}/runs/${runId}`;
-export const stepPath = (handle: string, runId: string, n: number) => `${runPath(handle, runId)}/steps/${n}`;
+export const stepPath = (handle: string, runId: string, stepNumber: number) =>
+  `${runPath(handle, runId)}/steps/${stepNumber}`;
 
-const detailOf = (s: Pick<StepRow, "detail">) => (s.detail ?? {}) as Record<string, unknown>;
+const detailOf = (step: Pick<StepRow, "detail">) => (step.detail ?? {}) as Record<string, unknown>;
 
-export function stepHead(s: StepRow): string {
-  const d = detailOf(s);
-  const head = `${s.number} · ${s.type}${s.path ? ` \`${s.path}\`` : ""}${d.ok === false ? " · **failed**" : ""}`;
+export function stepHead(step: StepRow): string {
+  const detail = detailOf(step);
+  const head = `${step.number} · ${step.type}${step.path ? ` \`${step.path}\`` : ""}${detail.ok === false ? " · **failed**" : ""}`;
   // A replay's copied steps say so: recorded by the original run, not done again.
-  if (s.replayed) return `${head} · replayed from the original run, not done again`;
+  if (step.replayed) return `${head} · replayed from the original run, not done again`;
   // A fallback model answered (runtime/fallback.ts): said on the step, since the run names its own model.
-  const by = typeof d.model === "string" ? ` · answered by fallback \`${mdEscape(d.model)}\`` : "";
-  return `${head} · ${s.inputTokens} in / ${s.outputTokens} out tokens · ${s.durationMs} ms${by}`;
+  const fallbackNote =
+    typeof detail.model === "string" ? ` · answered by fallback \`${mdEscape(detail.model)}\`` : "";
+  return `${head} · ${step.inputTokens} in / ${step.outputTokens} out tokens · ${step.durationMs} ms${fallbackNote}`;
 }
 
 /** What the model said and meant: its text beside the call, its reason, its note. */
-function stepWords(s: StepRow, d: Record<string, unknown>): string[] {
+function stepWords(step: StepRow, detail: Record<string, unknown>): string[] {
   const lines: string[] = [];
-  if (d.masked && typeof d.masked === "object")
-    lines.push(`Masked before the model saw this step: ${describeMasked(d.masked as MaskCounts)}.`, "");
-  if (s.modelText) lines.push("The model wrote:", "", quote(s.modelText), "");
-  if (typeof d.reason === "string" && d.reason) lines.push(`Why: ${mdEscape(d.reason)}`, "");
-  if (typeof d.note === "string" && d.note)
-    lines.push("Its note (its memory for this run):", "", quote(d.note), "");
+  if (detail.masked && typeof detail.masked === "object")
+    lines.push(`Masked before the model saw this step: ${describeMasked(detail.masked as MaskCounts)}.`, "");
+  if (step.modelText) lines.push("The model wrote:", "", quote(step.modelText), "");
+  if (typeof detail.reason === "string" && detail.reason) lines.push(`Why: ${mdEscape(detail.reason)}`, "");
+  if (typeof detail.note === "string" && detail.note)
+    lines.push("Its note (its memory for this run):", "", quote(detail.note), "");
   return lines;
 }
 
 /** What the step did and what came of it. */
-function stepOutcome(s: StepRow, d: Record<string, unknown>): string[] {
+function stepOutcome(step: StepRow, detail: Record<string, unknown>): string[] {
   const lines: string[] = [];
-  if (s.type === "execute")
+  if (step.type === "execute")
     lines.push(
-      `Action \`${String(d.action)}\` with:`,
+      `Action \`${String(detail.action)}\` with:`,
       "",
-      fenced(JSON.stringify(d.params ?? {}, null, 2).slice(0, 2000), "json"),
+      fenced(JSON.stringify(detail.params ?? {}, null, 2).slice(0, 2000), "json"),
       "",
     );
-  if (d.ok === false && d.error) lines.push(`Error: ${mdEscape(String(d.error))}`, "");
-  if (d.notice)
+  if (detail.ok === false && detail.error) lines.push(`Error: ${mdEscape(String(detail.error))}`, "");
+  if (detail.notice)
     lines.push(
-      `Result: ${mdEscape(String(d.notice))}${d.location ? ` → ${link(String(d.location), String(d.location))}` : ""}`,
+      `Result: ${mdEscape(String(detail.notice))}${detail.location ? ` → ${link(String(detail.location), String(detail.location))}` : ""}`,
       "",
     );
-  if (s.type === "finish") lines.push(quote(String(d.message ?? "")), "");
-  if (s.type === "ask_owner") lines.push("Asked:", "", quote(String(d.question ?? "")), "");
-  if (s.type === "answer") lines.push("Owner answered:", "", quote(String(d.answer ?? "")), "");
-  if (s.type === "approval")
+  if (step.type === "finish") lines.push(quote(String(detail.message ?? "")), "");
+  if (step.type === "ask_owner") lines.push("Asked:", "", quote(String(detail.question ?? "")), "");
+  if (step.type === "answer") lines.push("Owner answered:", "", quote(String(detail.answer ?? "")), "");
+  if (step.type === "approval")
     lines.push(
-      `Review of #${String(d.pending)} (\`${String(d.action)}\`): **${String(d.status)}**${d.message ? ` — ${mdEscape(String(d.message))}` : ""}`,
+      `Review of #${String(detail.pending)} (\`${String(detail.action)}\`): **${String(detail.status)}**${detail.message ? ` — ${mdEscape(String(detail.message))}` : ""}`,
       "",
     );
-  if (s.type === "error" && typeof d.reply === "string")
-    lines.push("The model replied:", "", fenced(d.reply.slice(0, 600)), "");
+  if (step.type === "error" && typeof detail.reply === "string")
+    lines.push("The model replied:", "", fenced(detail.reply.slice(0, 600)), "");
   // A reply with several tool calls: only the first ran, and the next prompt said so.
-  if (Array.isArray(d.unrun) && d.unrun.length)
+  if (Array.isArray(detail.unrun) && detail.unrun.length)
     lines.push(
-      `Not run (the reply called ${d.unrun.length + 1} tools; only the first runs, and the model was told): ${d.unrun.map((n) => `\`${String(n)}\``).join(", ")}`,
+      `Not run (the reply called ${detail.unrun.length + 1} tools; only the first runs, and the model was told): ${detail.unrun.map((n) => `\`${String(n)}\``).join(", ")}`,
       "",
     );
   return lines;
 }
 
 /** What the model said, what the step did and what came of it, in markdown. */
-export function stepText(s: StepRow): string {
-  const d = detailOf(s);
-  return [...stepWords(s, d), ...stepOutcome(s, d)].join("\n").trim();
+export function stepText(step: StepRow): string {
+  const detail = detailOf(step);
+  return [...stepWords(step, detail), ...stepOutcome(step, detail)].join("\n").trim();
 }
 
 /** The start of the page the step saw (fenced), its length, and a link to its whole page and prompt. */
-function stepPage(s: StepRow, detailPath: string) {
-  const d = detailOf(s);
-  const page = typeof d.page === "string" ? d.page : null;
+function stepPage(step: StepRow, detailPath: string) {
+  const detail = detailOf(step);
+  const page = typeof detail.page === "string" ? detail.page : null;
   return {
     length: page?.length ?? 0,
     start:
@@ -120,29 +122,31 @@ function stepPage(s: StepRow, detailPath: string) {
         ? null
         : fenced(page.length > PAGE_START ? `${page.slice(0, PAGE_START)}\n…` : page, "markdown"),
     more:
-      page !== null || d.prompt ? link(`The whole page and prompt of step ${s.number}`, detailPath) : null,
+      page !== null || detail.prompt
+        ? link(`The whole page and prompt of step ${step.number}`, detailPath)
+        : null,
   };
 }
 
-export function stepMarkdown(s: StepRow, detailPath: string): string {
-  const { length, start, more } = stepPage(s, detailPath);
+export function stepMarkdown(step: StepRow, detailPath: string): string {
+  const { length, start, more } = stepPage(step, detailPath);
   const seen = start && `Page seen (start, ${length} characters):\n\n${start}`;
-  return [`### ${stepHead(s)}`, stepText(s), seen, more].filter(Boolean).join("\n\n");
+  return [`### ${stepHead(step)}`, stepText(step), seen, more].filter(Boolean).join("\n\n");
 }
 
 /** A step as a fold: its headline always shows, the rest when open, the page it saw in a fold of its own. */
-export function stepHtml(s: StepRow, detailPath: string, open: boolean): string {
-  const { length, start, more } = stepPage(s, detailPath);
+export function stepHtml(step: StepRow, detailPath: string, open: boolean): string {
+  const { length, start, more } = stepPage(step, detailPath);
   const seen = start
     ? `<details class="seen"><summary>The page it saw (${length} characters)</summary>${markdownToHtml(start)}</details>`
     : "";
-  return `<details class="step" id="step-${s.number}" data-step="${s.number}"${open ? " open" : ""}><summary>${inlineHtml(stepHead(s))}</summary>${markdownToHtml(stepText(s))}${seen}${more ? `<p>${inlineHtml(more)}</p>` : ""}</details>`;
+  return `<details class="step" id="step-${step.number}" data-step="${step.number}"${open ? " open" : ""}><summary>${inlineHtml(stepHead(step))}</summary>${markdownToHtml(stepText(step))}${seen}${more ? `<p>${inlineHtml(more)}</p>` : ""}</details>`;
 }
 
 /** The steps section. `#run-steps` is where live steps are added. */
 export function stepsBlock(steps: StepRow[], handle: string, runId: string): Block {
   const head = `## Steps (${steps.length})`;
-  const detail = (s: StepRow) => stepPath(handle, runId, s.number);
+  const detail = (step: StepRow) => stepPath(handle, runId, step.number);
   const folded = steps.length > FOLD_AFTER ? steps.length - OPEN_AT_END : 0;
   const none = steps.length ? "" : "_No steps yet._";
   return {
@@ -168,33 +172,33 @@ export type ProgressRow = Partial<Pick<SubagentTaskRun, "pauseRequestedAt">> &
     | "completedAt"
   >;
 
-function duration(r: ProgressRow): string {
-  if (!r.startedAt) return "not started";
-  const end = r.completedAt ?? new Date();
-  return `${((end.getTime() - r.startedAt.getTime()) / 1000).toFixed(1)} s${r.completedAt ? "" : " so far"}`;
+function duration(run: ProgressRow): string {
+  if (!run.startedAt) return "not started";
+  const end = run.completedAt ?? new Date();
+  return `${((end.getTime() - run.startedAt.getTime()) / 1000).toFixed(1)} s${run.completedAt ? "" : " so far"}`;
 }
 
 /** What of the input the provider's prompt cache served or took in (both are inside "in"). */
-function cacheNote(r: ProgressRow): string {
+function cacheNote(run: ProgressRow): string {
   const parts = [
-    r.cachedTokens ? `${r.cachedTokens} cached` : "",
-    r.cacheWriteTokens ? `${r.cacheWriteTokens} written to cache` : "",
+    run.cachedTokens ? `${run.cachedTokens} cached` : "",
+    run.cacheWriteTokens ? `${run.cacheWriteTokens} written to cache` : "",
   ].filter(Boolean);
   return parts.length ? ` (${parts.join(", ")})` : "";
 }
 
 /** Status, steps, tokens, cost and time: the line that moves while a run works. */
-export function progressLine(r: ProgressRow): string {
-  const state = runState(r);
+export function progressLine(run: ProgressRow): string {
+  const state = runState(run);
   return [
-    `Status: **${STATE_WORDS[state] ?? state}**${r.stopReason && !STATE_WORDS[state] && state !== "paused" ? ` (${r.stopReason})` : ""}`,
-    `steps: ${r.stepsCount} of ${r.maxSteps}`,
-    `tokens: ${r.inputTokens} in${cacheNote(r)} / ${r.outputTokens} out`,
-    `cost: ${usd(r.costMicros)}`,
-    `time: ${duration(r)}`,
+    `Status: **${STATE_WORDS[state] ?? state}**${run.stopReason && !STATE_WORDS[state] && state !== "paused" ? ` (${run.stopReason})` : ""}`,
+    `steps: ${run.stepsCount} of ${run.maxSteps}`,
+    `tokens: ${run.inputTokens} in${cacheNote(run)} / ${run.outputTokens} out`,
+    `cost: ${usd(run.costMicros)}`,
+    `time: ${duration(run)}`,
   ].join(" · ");
 }
 
-export function progressHtml(r: ProgressRow): string {
-  return `<p id="run-progress" data-state="${runState(r)}">${inlineHtml(progressLine(r))}</p>`;
+export function progressHtml(run: ProgressRow): string {
+  return `<p id="run-progress" data-state="${runState(run)}">${inlineHtml(progressLine(run))}</p>`;
 }

@@ -31,62 +31,69 @@ interface Filters {
 }
 
 /** A UTC day as its first instant, or null when it is not a real YYYY-MM-DD date. */
-function day(s: string): Date | null {
-  const m = DAY.exec(s);
-  if (!m) return null;
-  const d = new Date(`${s}T00:00:00Z`);
-  return Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== s ? null : d;
+function day(text: string): Date | null {
+  const shape = DAY.exec(text);
+  if (!shape) return null;
+  const date = new Date(`${text}T00:00:00Z`);
+  return Number.isNaN(date.getTime()) || date.toISOString().slice(0, 10) !== text ? null : date;
 }
 
 function readFilters(query: Query, agents: Agent[]): Filters {
-  const v = (k: string) => query[k]?.trim() || undefined;
+  const given = (name: string) => query[name]?.trim() || undefined;
   const issues: { field: string; message: string }[] = [];
-  const f: Filters = { status: v("status"), trigger: v("trigger"), from: v("from"), to: v("to"), q: v("q") };
-  if (f.status && !STATUSES.includes(f.status as RunStatus))
+  const filters: Filters = {
+    status: given("status"),
+    trigger: given("trigger"),
+    from: given("from"),
+    to: given("to"),
+    q: given("q"),
+  };
+  if (filters.status && !STATUSES.includes(filters.status as RunStatus))
     issues.push({
       field: "status",
-      message: `“${f.status}” is not a run status: one of ${STATUSES.join(", ")}`,
+      message: `“${filters.status}” is not a run status: one of ${STATUSES.join(", ")}`,
     });
-  const handle = v("agent")?.replace(/^@/, "");
+  const handle = given("agent")?.replace(/^@/, "");
   if (handle) {
-    f.agent = agents.find((a) => a.handle === handle);
-    if (!f.agent) issues.push({ field: "agent", message: `you manage no agent @${handle}` });
+    filters.agent = agents.find((a) => a.handle === handle);
+    if (!filters.agent) issues.push({ field: "agent", message: `you manage no agent @${handle}` });
   }
-  if (f.trigger && !TRIGGERS.includes(f.trigger))
+  if (filters.trigger && !TRIGGERS.includes(filters.trigger))
     issues.push({
       field: "trigger",
-      message: `“${f.trigger}” is not a trigger: one of ${TRIGGERS.join(", ")}`,
+      message: `“${filters.trigger}” is not a trigger: one of ${TRIGGERS.join(", ")}`,
     });
-  for (const k of ["from", "to"] as const)
-    if (f[k] && !day(f[k]!)) issues.push({ field: k, message: "a date as YYYY-MM-DD" });
-  if (f.from && f.to && day(f.from) && day(f.to) && f.from > f.to)
+  for (const bound of ["from", "to"] as const)
+    if (filters[bound] && !day(filters[bound]!))
+      issues.push({ field: bound, message: "a date as YYYY-MM-DD" });
+  if (filters.from && filters.to && day(filters.from) && day(filters.to) && filters.from > filters.to)
     issues.push({ field: "to", message: "is before from" });
-  if (f.q && f.q.length > MAX_SEARCH)
+  if (filters.q && filters.q.length > MAX_SEARCH)
     issues.push({ field: "q", message: `at most ${MAX_SEARCH} characters` });
   if (issues.length) throw new ValidationError(issues, "These filters cannot be used");
-  return f;
+  return filters;
 }
 
-function whereOf(ctx: Ctx, f: Filters, agents: Agent[]): Prisma.SubagentTaskRunWhereInput {
-  const to = f.to ? day(f.to)! : undefined;
+function whereOf(ctx: Ctx, filters: Filters, agents: Agent[]): Prisma.SubagentTaskRunWhereInput {
+  const lastDay = filters.to ? day(filters.to)! : undefined;
   return {
     tenantId: ctx.tenant.id,
-    agentId: f.agent ? f.agent.id : { in: agents.map((a) => a.id) },
-    ...(f.status && { status: f.status as RunStatus }),
-    ...(f.trigger && { triggerKind: f.trigger }),
-    ...((f.from || to) && {
+    agentId: filters.agent ? filters.agent.id : { in: agents.map((a) => a.id) },
+    ...(filters.status && { status: filters.status as RunStatus }),
+    ...(filters.trigger && { triggerKind: filters.trigger }),
+    ...((filters.from || lastDay) && {
       createdAt: {
-        ...(f.from && { gte: day(f.from)! }),
-        ...(to && { lt: new Date(to.getTime() + 86_400_000) }),
+        ...(filters.from && { gte: day(filters.from)! }),
+        ...(lastDay && { lt: new Date(lastDay.getTime() + 86_400_000) }),
       },
     }),
-    ...(f.q && { task: { contains: f.q, mode: "insensitive" as const } }),
+    ...(filters.q && { task: { contains: filters.q, mode: "insensitive" as const } }),
   };
 }
 
 /** The filters as query parameters, for the pager's links. */
-function params(f: Filters): Record<string, string> {
-  const out: Record<string, string | undefined> = { ...f, agent: f.agent?.handle };
+function params(filters: Filters): Record<string, string> {
+  const out: Record<string, string | undefined> = { ...filters, agent: filters.agent?.handle };
   return Object.fromEntries(Object.entries(out).filter((e): e is [string, string] => Boolean(e[1])));
 }
 
@@ -96,8 +103,8 @@ async function inbox(ctx: Ctx, query: Query, paged: Paging) {
     select: { id: true, handle: true, name: true },
     orderBy: { handle: "asc" },
   });
-  const f = readFilters(query, agents);
-  const where = whereOf(ctx, f, agents);
+  const filters = readFilters(query, agents);
+  const where = whereOf(ctx, filters, agents);
   const [runs, total] = await Promise.all([
     ctx.db.subagentTaskRun.findMany({
       where,
@@ -107,7 +114,7 @@ async function inbox(ctx: Ctx, query: Query, paged: Paging) {
     }),
     ctx.db.subagentTaskRun.count({ where }),
   ]);
-  return { agents, f, runs, total };
+  return { agents, filters, runs, total };
 }
 
 type Inbox = Awaited<ReturnType<typeof inbox>>;
@@ -115,9 +122,9 @@ type Inbox = Awaited<ReturnType<typeof inbox>>;
 function table({ agents, runs }: Inbox): string {
   if (!runs.length) return "_No runs match._";
   const handle = new Map(agents.map((a) => [a.id, a.handle]));
-  const rows = runs.map((r) => {
-    const h = handle.get(r.agentId) ?? "?";
-    return `| ${link(when(r.createdAt), runPath(h, r.id))} | @${h} | **${runState(r)}**${r.stopReason && r.status !== "completed" ? ` (${mdEscape(r.stopReason)})` : ""} | ${triggerText(h, r)} | ${r.stepsCount} | ${r.inputTokens + r.outputTokens} | ${usd(r.costMicros)} | ${mdEscape(excerpt(r.task, 80))} |`;
+  const rows = runs.map((run) => {
+    const agentHandle = handle.get(run.agentId) ?? "?";
+    return `| ${link(when(run.createdAt), runPath(agentHandle, run.id))} | @${agentHandle} | **${runState(run)}**${run.stopReason && run.status !== "completed" ? ` (${mdEscape(run.stopReason)})` : ""} | ${triggerText(agentHandle, run)} | ${run.stepsCount} | ${run.inputTokens + run.outputTokens} | ${usd(run.costMicros)} | ${mdEscape(excerpt(run.task, 80))} |`;
   });
   return [
     "| queued | agent | status | trigger | steps | tokens | cost | task |",
@@ -128,35 +135,35 @@ function table({ agents, runs }: Inbox): string {
 
 function select(name: string, label: string, current: string | undefined, options: string[][]): string {
   const opts = [["", "any"], ...options].map(
-    ([v, l]) =>
-      `<option value="${escapeHtml(v!)}"${v === (current ?? "") ? " selected" : ""}>${escapeHtml(l!)}</option>`,
+    ([value, text]) =>
+      `<option value="${escapeHtml(value!)}"${value === (current ?? "") ? " selected" : ""}>${escapeHtml(text!)}</option>`,
   );
   return `<label>${label} <select name="${name}">${opts.join("")}</select></label>`;
 }
 
 /** The filters as a form (a GET: the address holds them), and in markdown as the parameters to send. */
-function filterBlock({ agents, f }: Inbox) {
+function filterBlock({ agents, filters }: Inbox) {
   const input = (name: keyof Filters, label: string, type: string) =>
-    `<label>${label} <input type="${type}" name="${name}" value="${escapeHtml(String(f[name] ?? ""))}"></label>`;
+    `<label>${label} <input type="${type}" name="${name}" value="${escapeHtml(String(filters[name] ?? ""))}"></label>`;
   const html = `<form method="get" action="/runs" class="filters">${select(
     "status",
     "Status",
-    f.status,
+    filters.status,
     STATUSES.map((s) => [s, s]),
   )}${select(
     "agent",
     "Agent",
-    f.agent?.handle,
+    filters.agent?.handle,
     agents.map((a) => [a.handle, `@${a.handle}`]),
   )}${select(
     "trigger",
     "Trigger",
-    f.trigger,
+    filters.trigger,
     TRIGGERS.map((t) => [t, t]),
   )}${input("from", "From", "date")}${input("to", "To", "date")}${input("q", "Task contains", "search")}<button type="submit">Filter</button> <a href="/runs">Clear</a></form>`;
-  const set = Object.entries(params(f));
-  const md = `Filter with ${code("?status=")} (${STATUSES.join(", ")}), ${code("?agent=")} (a handle), ${code("?trigger=")} (${TRIGGERS.join(", ")}), ${code("?from=")} and ${code("?to=")} (YYYY-MM-DD, UTC) and ${code("?q=")} (words of the task).${set.length ? ` Showing: ${set.map(([k, v]) => `${k} ${code(v)}`).join(", ")}.` : ""}`;
-  return { md, html };
+  const set = Object.entries(params(filters));
+  const markdown = `Filter with ${code("?status=")} (${STATUSES.join(", ")}), ${code("?agent=")} (a handle), ${code("?trigger=")} (${TRIGGERS.join(", ")}), ${code("?from=")} and ${code("?to=")} (YYYY-MM-DD, UTC) and ${code("?q=")} (words of the task).${set.length ? ` Showing: ${set.map(([name, value]) => `${name} ${code(value)}`).join(", ")}.` : ""}`;
+  return { md: markdown, html };
 }
 
 export const runsInboxPage = definePage({
@@ -177,7 +184,7 @@ export const runsInboxPage = definePage({
         },
         filterBlock(box),
         { md: table(box) },
-        { md: pager("/runs", paged, box.total, params(box.f)) },
+        { md: pager("/runs", paged, box.total, params(box.filters)) },
       ],
       live: { since: listDigest(box.runs, box.total) },
     };

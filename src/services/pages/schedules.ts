@@ -21,43 +21,46 @@ export function listSchedules(
 }
 
 /** `Mon 30 Nov 2026 09:00 Europe/Paris (2026-11-30 08:00 UTC)`, or why there is none. */
-export function nextFireText(s: AgentSchedule): string {
-  if (!s.enabled) return "paused";
-  if (!s.nextFireAt) return "never again";
-  const due = s.nextFireAt.getTime() <= Date.now() ? " — due, fires at the next sweep" : "";
-  return `${slotLabel(s.nextFireAt, s.timeZone)} (${when(s.nextFireAt)})${due}`;
+export function nextFireText(schedule: AgentSchedule): string {
+  if (!schedule.enabled) return "paused";
+  if (!schedule.nextFireAt) return "never again";
+  const due = schedule.nextFireAt.getTime() <= Date.now() ? " — due, fires at the next sweep" : "";
+  return `${slotLabel(schedule.nextFireAt, schedule.timeZone)} (${when(schedule.nextFireAt)})${due}`;
 }
 
-export function lastRunText(handle: string, s: Listed): string {
-  if (!s.lastRun || !s.lastFiredAt) return "none yet";
-  return `${link(`Run ${s.lastRun.id}`, `/subagents/${handle}/runs/${s.lastRun.id}`)} (**${s.lastRun.status}**) for ${slotLabel(s.lastFiredAt, s.timeZone)}`;
+export function lastRunText(handle: string, schedule: Listed): string {
+  if (!schedule.lastRun || !schedule.lastFiredAt) return "none yet";
+  return `${link(`Run ${schedule.lastRun.id}`, `/subagents/${handle}/runs/${schedule.lastRun.id}`)} (**${schedule.lastRun.status}**) for ${slotLabel(schedule.lastFiredAt, schedule.timeZone)}`;
 }
 
 /** One line per schedule, for the agent's own page. */
-export function scheduleLine(handle: string, s: Listed): string {
-  return `- ${link(`${s.cron} (${s.timeZone})`, `/subagents/${handle}/schedules#${s.id}`)} · next: ${nextFireText(s)} · last run: ${lastRunText(handle, s)}`;
+export function scheduleLine(handle: string, schedule: Listed): string {
+  return `- ${link(`${schedule.cron} (${schedule.timeZone})`, `/subagents/${handle}/schedules#${schedule.id}`)} · next: ${nextFireText(schedule)} · last run: ${lastRunText(handle, schedule)}`;
 }
 
-function scheduleBlocks(handle: string, s: Listed): Block[] {
-  const later = s.enabled && s.nextFireAt ? nextSlots(s.cron, s.timeZone, 2, s.nextFireAt) : [];
-  const md = [
-    `### ${code(s.cron)} in ${mdEscape(s.timeZone)}${s.enabled ? "" : " · **paused**"} {#${s.id}}`,
+function scheduleBlocks(handle: string, schedule: Listed): Block[] {
+  const later =
+    schedule.enabled && schedule.nextFireAt
+      ? nextSlots(schedule.cron, schedule.timeZone, 2, schedule.nextFireAt)
+      : [];
+  const markdown = [
+    `### ${code(schedule.cron)} in ${mdEscape(schedule.timeZone)}${schedule.enabled ? "" : " · **paused**"} {#${schedule.id}}`,
     "",
-    `Schedule \`${s.id}\` · added ${when(s.createdAt)}`,
+    `Schedule \`${schedule.id}\` · added ${when(schedule.createdAt)}`,
     "",
-    `- **Next fire time:** ${nextFireText(s)}`,
-    ...(later.length ? [`- **Then:** ${later.map((d) => slotLabel(d, s.timeZone)).join("; ")}`] : []),
-    `- **Last run:** ${lastRunText(handle, s)}`,
+    `- **Next fire time:** ${nextFireText(schedule)}`,
+    ...(later.length ? [`- **Then:** ${later.map((d) => slotLabel(d, schedule.timeZone)).join("; ")}`] : []),
+    `- **Last run:** ${lastRunText(handle, schedule)}`,
     "",
     "Task:",
     "",
-    quote(s.task),
+    quote(schedule.task),
   ].join("\n");
-  const fixed = { schedule: s.id };
+  const fixed = { schedule: schedule.id };
   return [
     // Its heading is the anchor a run's "what woke it" link lands on.
-    { md },
-    s.enabled
+    { md: markdown },
+    schedule.enabled
       ? { form: { action: "pause_schedule", fixed, label: "Pause" } }
       : { form: { action: "resume_schedule", fixed, label: "Resume" } },
     {
@@ -67,7 +70,7 @@ function scheduleBlocks(handle: string, s: Listed): Block[] {
         label: "Edit",
         style: "folded",
         fields: ["cron", "time_zone", "task"],
-        values: { cron: s.cron, time_zone: s.timeZone, task: s.task },
+        values: { cron: schedule.cron, time_zone: schedule.timeZone, task: schedule.task },
       },
     },
     { form: { action: "remove_schedule", fixed, label: "Remove" } },
@@ -80,17 +83,17 @@ export const schedulesPage = definePage({
   // Its actions act on one schedule, picked by the buttons beside each (pickedBeside).
   resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope) {
-    const a = scope.agent;
-    const schedules = await listSchedules(ctx.db, ctx.tenant.id, a.id);
+    const agent = scope.agent;
+    const schedules = await listSchedules(ctx.db, ctx.tenant.id, agent.id);
     return {
-      title: `${a.name}'s schedules`,
-      breadcrumb: [...agentCrumbs(a), { label: "Schedules" }],
+      title: `${agent.name}'s schedules`,
+      breadcrumb: [...agentCrumbs(agent), { label: "Schedules" }],
       blocks: [
         {
-          md: `Each schedule wakes ${mdEscape(a.name)} with its task at the times its cron expression names, read in its time zone (daylight saving included). Five fields: minute hour day-of-month month day-of-week, e.g. \`0 9 * * 1-5\` is every weekday at 9:00. At most once a minute. Each slot starts one run; after an outage a schedule fires once, not once per missed slot.${a.archivedAt ? "\n\n**This agent is archived: its schedules do not fire.**" : ""}${a.pausedAt ? "\n\n**This agent is paused: each slot is recorded as a skipped run.**" : ""}`,
+          md: `Each schedule wakes ${mdEscape(agent.name)} with its task at the times its cron expression names, read in its time zone (daylight saving included). Five fields: minute hour day-of-month month day-of-week, e.g. \`0 9 * * 1-5\` is every weekday at 9:00. At most once a minute. Each slot starts one run; after an outage a schedule fires once, not once per missed slot.${agent.archivedAt ? "\n\n**This agent is archived: its schedules do not fire.**" : ""}${agent.pausedAt ? "\n\n**This agent is paused: each slot is recorded as a skipped run.**" : ""}`,
         },
         ...(schedules.length
-          ? schedules.flatMap((s) => scheduleBlocks(a.handle, s))
+          ? schedules.flatMap((s) => scheduleBlocks(agent.handle, s))
           : [{ md: "_No schedules yet: add one to wake this agent on its own._" }]),
       ],
     };

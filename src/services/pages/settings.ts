@@ -16,24 +16,24 @@ export const settingsPage = definePage({
   actions: ["update_profile"],
   resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(_ctx, scope) {
-    const u = scope.user;
+    const user = scope.user;
     return {
       title: "Your settings",
-      breadcrumb: [home, { label: `@${u.handle}`, path: `/u/${u.handle}` }, { label: "Settings" }],
+      breadcrumb: [home, { label: `@${user.handle}`, path: `/u/${user.handle}` }, { label: "Settings" }],
       blocks: [
         {
-          md: `Name: **${mdEscape(u.name)}** · handle \`${u.handle}\`${u.email ? ` · email ${mdEscape(u.email)}` : ""}`,
+          md: `Name: **${mdEscape(user.name)}** · handle \`${user.handle}\`${user.email ? ` · email ${mdEscape(user.email)}` : ""}`,
         },
-        { md: u.bio ? quote(u.bio) : "_No bio yet._" },
+        { md: user.bio ? quote(user.bio) : "_No bio yet._" },
         {
-          md: `[Security](/u/${u.handle}/settings/security): where you are signed in, ending sessions, your password.`,
+          md: `[Security](/u/${user.handle}/settings/security): where you are signed in, ending sessions, your password.`,
         },
-        { md: `[API tokens](/u/${u.handle}/settings/tokens) let scripts and external agents act as you.` },
+        { md: `[API tokens](/u/${user.handle}/settings/tokens) let scripts and external agents act as you.` },
         {
-          md: `[Model API keys](/u/${u.handle}/settings/api-keys): your own OpenAI, Anthropic or OpenAI-compatible keys for your agents to call their model with.`,
+          md: `[Model API keys](/u/${user.handle}/settings/api-keys): your own OpenAI, Anthropic or OpenAI-compatible keys for your agents to call their model with.`,
         },
         {
-          md: `[Notifications](/u/${u.handle}/settings/notifications): how you hear of what your agents need — in the app, by mail at once, or in a daily digest. [Outgoing webhooks](/u/${u.handle}/settings/webhooks) tell a chat channel or a service.`,
+          md: `[Notifications](/u/${user.handle}/settings/notifications): how you hear of what your agents need — in the app, by mail at once, or in a daily digest. [Outgoing webhooks](/u/${user.handle}/settings/webhooks) tell a chat channel or a service.`,
         },
       ],
     };
@@ -45,9 +45,9 @@ export const tokensPage = definePage({
   actions: ["create_api_token", "revoke_api_token"],
   resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope, query) {
-    const u = scope.user;
+    const user = scope.user;
     const paged = paging(query);
-    const where = { userId: u.id, tenantId: ctx.tenant.id };
+    const where = { userId: user.id, tenantId: ctx.tenant.id };
     const [tokens, total] = await Promise.all([
       ctx.db.apiToken.findMany({
         where,
@@ -58,24 +58,24 @@ export const tokensPage = definePage({
       ctx.db.apiToken.count({ where }),
     ]);
     const now = new Date();
-    const status = (t: (typeof tokens)[number]) =>
-      t.revokedAt
-        ? `revoked ${when(t.revokedAt)}`
-        : t.expiresAt && t.expiresAt <= now
-          ? `expired ${when(t.expiresAt)}`
-          : t.expiresAt
-            ? `active, expires ${when(t.expiresAt)}`
+    const status = (token: (typeof tokens)[number]) =>
+      token.revokedAt
+        ? `revoked ${when(token.revokedAt)}`
+        : token.expiresAt && token.expiresAt <= now
+          ? `expired ${when(token.expiresAt)}`
+          : token.expiresAt
+            ? `active, expires ${when(token.expiresAt)}`
             : "active";
     const rows = tokens.map(
-      (t) =>
-        `| ${link(t.name, `/u/${u.handle}/settings/tokens/${t.id}`)} | \`cadre_${t.prefix}_…\` | ${t.scope} | \`${t.id}\` | ${when(t.createdAt)} | ${t.lastUsedAt ? when(t.lastUsedAt) : "never"} | ${status(t)} |`,
+      (token) =>
+        `| ${link(token.name, `/u/${user.handle}/settings/tokens/${token.id}`)} | \`cadre_${token.prefix}_…\` | ${token.scope} | \`${token.id}\` | ${when(token.createdAt)} | ${token.lastUsedAt ? when(token.lastUsedAt) : "never"} | ${status(token)} |`,
     );
     return {
       title: "API tokens",
       breadcrumb: [
         home,
-        { label: `@${u.handle}`, path: `/u/${u.handle}` },
-        { label: "Settings", path: `/u/${u.handle}/settings` },
+        { label: `@${user.handle}`, path: `/u/${user.handle}` },
+        { label: "Settings", path: `/u/${user.handle}/settings` },
         { label: "API tokens" },
       ],
       blocks: [
@@ -93,10 +93,10 @@ export const tokensPage = definePage({
         },
         ...tokens
           .filter((t) => !t.revokedAt)
-          .map((t) => ({
-            form: { action: "revoke_api_token", fixed: { id: t.id }, label: `Revoke “${t.name}”` },
+          .map((token) => ({
+            form: { action: "revoke_api_token", fixed: { id: token.id }, label: `Revoke “${token.name}”` },
           })),
-        { md: pager(`/u/${u.handle}/settings/tokens`, paged, total) },
+        { md: pager(`/u/${user.handle}/settings/tokens`, paged, total) },
       ],
     };
   },

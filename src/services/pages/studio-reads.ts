@@ -46,21 +46,22 @@ const noteLinesSql = (tenantId: string, studioId: Prisma.Sql, skip: number, take
      WHERE n.tenant_id = ${tenantId} AND n.studio_id = ${studioId}
      ORDER BY n.created_at DESC, n.id DESC OFFSET ${skip} LIMIT ${take}) x)`;
 
-const authorOf = (x: Author): Author => ({ name: x.name, handle: x.handle });
+const authorOf = (person: Author): Author => ({ name: person.name, handle: person.handle });
 
-const noteLine = (n: NoteRow): NoteLine => ({
-  id: n.id,
-  title: n.title,
-  createdAt: new Date(n.at),
-  pinned: n.pinned,
-  author: authorOf(n),
+const noteLine = (note: NoteRow): NoteLine => ({
+  id: note.id,
+  title: note.title,
+  createdAt: new Date(note.at),
+  pinned: note.pinned,
+  author: authorOf(note),
 });
 
 const countSql = (
   table: "notes" | "decisions" | "commitments" | "studio_members",
-  t: string,
-  s: Prisma.Sql,
-) => Prisma.sql`(SELECT count(*) FROM ${Prisma.raw(table)} WHERE studio_id = ${s} AND tenant_id = ${t})::int`;
+  tenantId: string,
+  studioId: Prisma.Sql,
+) =>
+  Prisma.sql`(SELECT count(*) FROM ${Prisma.raw(table)} WHERE studio_id = ${studioId} AND tenant_id = ${tenantId})::int`;
 
 interface Row {
   pinned: { id: string; title: string }[];
@@ -79,56 +80,56 @@ export async function studioOverview(
   ctx: Ctx,
   handle: string,
 ): Promise<{ studio: StudioScope; overview: StudioOverview }> {
-  const t = ctx.tenant.id;
-  const { studio, content: r } = await loadStudioWith<Row>(
+  const tenantId = ctx.tenant.id;
+  const { studio, content } = await loadStudioWith<Row>(
     ctx,
     handle,
     (studioId) => Prisma.sql`
     json_build_object(
       'pinned', (SELECT coalesce(json_agg(p ORDER BY p.pinned_at DESC), '[]') FROM (
          SELECT id, title, pinned_at FROM notes
-         WHERE tenant_id = ${t} AND studio_id = ${studioId} AND pinned_at IS NOT NULL
+         WHERE tenant_id = ${tenantId} AND studio_id = ${studioId} AND pinned_at IS NOT NULL
          ORDER BY pinned_at DESC LIMIT ${OVERVIEW_PINNED}) p),
-      'notes', ${noteLinesSql(t, studioId, 0, OVERVIEW_ITEMS)},
+      'notes', ${noteLinesSql(tenantId, studioId, 0, OVERVIEW_ITEMS)},
       'decisions', (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
          SELECT d.id, d.question, d.created_at, d.created_at AT TIME ZONE 'UTC' AS at, u.name, u.handle
          FROM decisions d JOIN users u ON u.id = d.author_id
-         WHERE d.tenant_id = ${t} AND d.studio_id = ${studioId}
+         WHERE d.tenant_id = ${tenantId} AND d.studio_id = ${studioId}
          ORDER BY d.created_at DESC, d.id DESC LIMIT ${OVERVIEW_ITEMS}) x),
       'commitments', (SELECT coalesce(json_agg(x ORDER BY x.created_at DESC, x.id DESC), '[]') FROM (
          SELECT c.id, c.title, c.critical_mass, c.activated_at IS NOT NULL AS activated, c.created_at,
            (SELECT count(*) FROM commitment_participants cp WHERE cp.commitment_id = c.id)::int AS joined
          FROM commitments c
-         WHERE c.tenant_id = ${t} AND c.studio_id = ${studioId}
+         WHERE c.tenant_id = ${tenantId} AND c.studio_id = ${studioId}
          ORDER BY c.created_at DESC, c.id DESC LIMIT ${OVERVIEW_ITEMS}) x),
       'agents', (SELECT coalesce(json_agg(a ORDER BY a.name), '[]') FROM (
          SELECT name, handle FROM users
-         WHERE tenant_id = ${t} AND owner_studio_id = ${studioId} AND archived_at IS NULL) a),
-      'n', ${countSql("notes", t, studioId)}, 'd', ${countSql("decisions", t, studioId)},
-      'c', ${countSql("commitments", t, studioId)}, 'm', ${countSql("studio_members", t, studioId)})`,
+         WHERE tenant_id = ${tenantId} AND owner_studio_id = ${studioId} AND archived_at IS NULL) a),
+      'n', ${countSql("notes", tenantId, studioId)}, 'd', ${countSql("decisions", tenantId, studioId)},
+      'c', ${countSql("commitments", tenantId, studioId)}, 'm', ${countSql("studio_members", tenantId, studioId)})`,
   );
-  return { studio, overview: overviewOf(r) };
+  return { studio, overview: overviewOf(content) };
 }
 
-function overviewOf(r: Row): StudioOverview {
+function overviewOf(row: Row): StudioOverview {
   return {
-    pinned: r.pinned.map((p) => ({ id: p.id, title: p.title })),
-    notes: r.notes.map(noteLine),
-    decisions: r.decisions.map((d) => ({
-      id: d.id,
-      question: d.question,
-      createdAt: new Date(d.at),
-      author: authorOf(d),
+    pinned: row.pinned.map((p) => ({ id: p.id, title: p.title })),
+    notes: row.notes.map(noteLine),
+    decisions: row.decisions.map((decision) => ({
+      id: decision.id,
+      question: decision.question,
+      createdAt: new Date(decision.at),
+      author: authorOf(decision),
     })),
-    commitments: r.commitments.map((c) => ({
-      id: c.id,
-      title: c.title,
-      criticalMass: c.critical_mass,
-      activated: c.activated,
-      joined: c.joined,
+    commitments: row.commitments.map((commitment) => ({
+      id: commitment.id,
+      title: commitment.title,
+      criticalMass: commitment.critical_mass,
+      activated: commitment.activated,
+      joined: commitment.joined,
     })),
-    counts: { notes: r.n, decisions: r.d, commitments: r.c, members: r.m },
-    agents: r.agents.map(authorOf),
+    counts: { notes: row.n, decisions: row.d, commitments: row.c, members: row.m },
+    agents: row.agents.map(authorOf),
   };
 }
 
@@ -138,12 +139,14 @@ export async function studioNotes(
   handle: string,
   page: { skip: number; take: number },
 ): Promise<{ studio: StudioScope; notes: NoteLine[]; total: number }> {
-  const t = ctx.tenant.id;
+  const tenantId = ctx.tenant.id;
   const { studio, content } = await loadStudioWith<{ notes: NoteRow[]; total: number }>(
     ctx,
     handle,
-    (studioId) => Prisma.sql`json_build_object('notes', ${noteLinesSql(t, studioId, page.skip, page.take)},
-      'total', ${countSql("notes", t, studioId)})`,
+    (
+      studioId,
+    ) => Prisma.sql`json_build_object('notes', ${noteLinesSql(tenantId, studioId, page.skip, page.take)},
+      'total', ${countSql("notes", tenantId, studioId)})`,
   );
   return { studio, notes: content.notes.map(noteLine), total: content.total };
 }

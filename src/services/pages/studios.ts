@@ -66,8 +66,8 @@ export const studiosPage = definePage({
     const list = memberships.length
       ? memberships
           .map(
-            (m) =>
-              `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} (\`${m.studio.handle}\`) — you are ${m.role}`,
+            (membership) =>
+              `- ${link(membership.studio.name, `/studios/${membership.studio.handle}`)} (\`${membership.studio.handle}\`) — you are ${membership.role}`,
           )
           .join("\n")
       : "_You are not a member of any studio yet. Create one, or join with an invite code._";
@@ -94,21 +94,21 @@ export const studioPage = defineReadPage({
   ],
   resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
   async view(ctx, params) {
-    const { studio: s, overview } = await studioOverview(ctx, params.studio);
-    const watch = await watchBlocks(ctx, { studio: s });
-    const agents = studioAgentBlocks(ctx, s, overview.agents);
+    const { studio, overview } = await studioOverview(ctx, params.studio);
+    const watch = await watchBlocks(ctx, { studio });
+    const agents = studioAgentBlocks(ctx, studio, overview.agents);
     const { pinned, notes, decisions, commitments, counts } = overview;
-    const base = `/studios/${s.handle}`;
-    const more = (n: number, shown: number, path: string, what: string) =>
-      n > shown ? `\n\n${link(`All ${n} ${what}`, path)}` : "";
-    const noteLine = (n: NoteLine) =>
-      `- ${link(n.title || "Untitled note", `${base}/notes/${n.id}`)} — ${who(n.author)}, ${when(n.createdAt)}${n.pinned ? " · pinned" : ""}`;
+    const base = `/studios/${studio.handle}`;
+    const more = (total: number, shown: number, path: string, what: string) =>
+      total > shown ? `\n\n${link(`All ${total} ${what}`, path)}` : "";
+    const noteLine = (note: NoteLine) =>
+      `- ${link(note.title || "Untitled note", `${base}/notes/${note.id}`)} — ${who(note.author)}, ${when(note.createdAt)}${note.pinned ? " · pinned" : ""}`;
     const view = {
-      title: s.name,
-      breadcrumb: [home, { label: "Studios", path: "/studios" }, { label: s.name }],
+      title: studio.name,
+      breadcrumb: [home, { label: "Studios", path: "/studios" }, { label: studio.name }],
       blocks: [
         {
-          md: `${s.description ? `${quote(s.description)}\n\n` : ""}Handle \`${s.handle}\` · you are ${s.role} · ${link(`${counts.members} members`, `${base}/members`)}`,
+          md: `${studio.description ? `${quote(studio.description)}\n\n` : ""}Handle \`${studio.handle}\` · you are ${studio.role} · ${link(`${counts.members} members`, `${base}/members`)}`,
         },
         ...watch,
         ...(pinned.length
@@ -126,8 +126,8 @@ export const studioPage = defineReadPage({
             decisions.length
               ? decisions
                   .map(
-                    (d) =>
-                      `- ${link(d.question, `${base}/decisions/${d.id}`)} — ${who(d.author)}, ${when(d.createdAt)}`,
+                    (decision) =>
+                      `- ${link(decision.question, `${base}/decisions/${decision.id}`)} — ${who(decision.author)}, ${when(decision.createdAt)}`,
                   )
                   .join("\n")
               : "_No decisions yet._"
@@ -138,8 +138,8 @@ export const studioPage = defineReadPage({
             commitments.length
               ? commitments
                   .map(
-                    (c) =>
-                      `- ${link(c.title, `${base}/commitments/${c.id}`)} — ${c.joined}/${c.criticalMass} joined${c.activated ? " · **active**" : ""}`,
+                    (commitment) =>
+                      `- ${link(commitment.title, `${base}/commitments/${commitment.id}`)} — ${commitment.joined}/${commitment.criticalMass} joined${commitment.activated ? " · **active**" : ""}`,
                   )
                   .join("\n")
               : "_No commitments yet._"
@@ -148,13 +148,13 @@ export const studioPage = defineReadPage({
         ...agents,
       ],
     };
-    return { scope: { studio: s }, view };
+    return { scope: { studio }, view };
   },
 });
 
 /** The agents the studio owns; for its admins, a form to create one and links to its keys and usage. */
-function studioAgentBlocks(ctx: Ctx, s: StudioScope, agents: StudioOverview["agents"]): Block[] {
-  const admin = s.role === "admin" && ctx.actor.kind === "person";
+function studioAgentBlocks(ctx: Ctx, studio: StudioScope, agents: StudioOverview["agents"]): Block[] {
+  const admin = studio.role === "admin" && ctx.actor.kind === "person";
   const list = agents.length
     ? agents
         .map(
@@ -162,7 +162,7 @@ function studioAgentBlocks(ctx: Ctx, s: StudioScope, agents: StudioOverview["age
         )
         .join("\n")
     : "_None yet._";
-  const base = `/studios/${s.handle}`;
+  const base = `/studios/${studio.handle}`;
   const blocks: Block[] = [
     {
       md: `## Its agents\n\nAgents the studio owns: every admin manages them, and they act only here.${admin ? ` ${link("Usage", `${base}/usage`)} · ${link("Model API keys", `${base}/settings/api-keys`)}` : ""}\n\n${list}`,
@@ -172,7 +172,7 @@ function studioAgentBlocks(ctx: Ctx, s: StudioScope, agents: StudioOverview["age
     blocks.push({
       form: {
         action: "create_subagent",
-        fixed: { studio: s.handle },
+        fixed: { studio: studio.handle },
         label: "Create an agent for this studio",
         style: "block",
         fields: ["name", "handle", "identity_prompt"],
@@ -186,58 +186,58 @@ export const membersPage = definePage({
   actions: ["update_member_role", "remove_member"],
   resolve: async (ctx, params) => ({ studio: await loadStudio(ctx, params.studio) }),
   async render(ctx, scope, query) {
-    const s = scope.studio;
+    const studio = scope.studio;
     const paged = paging(query, PER_PAGE);
     const [members, total] = await Promise.all([
       ctx.db.studioMember.findMany({
-        where: { studioId: s.id, tenantId: ctx.tenant.id },
+        where: { studioId: studio.id, tenantId: ctx.tenant.id },
         include: { user: true },
         orderBy: [{ role: "asc" }, { createdAt: "asc" }],
         skip: paged.skip,
         take: paged.take,
       }),
-      ctx.db.studioMember.count({ where: { studioId: s.id, tenantId: ctx.tenant.id } }),
+      ctx.db.studioMember.count({ where: { studioId: studio.id, tenantId: ctx.tenant.id } }),
     ]);
-    const admin = s.role === "admin";
+    const admin = studio.role === "admin";
     // One line per member, its buttons beside it for an admin: a role is changed or a member
     // removed by picking them, never by typing their handle.
-    const rows: Block[] = members.flatMap((m): Block[] => {
+    const rows: Block[] = members.flatMap((membership): Block[] => {
       const line: Block = {
-        md: `- **${mdEscape(m.user.name)}** ${link(`@${m.user.handle}`, `/u/${m.user.handle}`)} · ${m.user.kind === "subagent" ? "AI agent" : "person"} · **${m.role}** · since ${when(m.createdAt)}`,
+        md: `- **${mdEscape(membership.user.name)}** ${link(`@${membership.user.handle}`, `/u/${membership.user.handle}`)} · ${membership.user.kind === "subagent" ? "AI agent" : "person"} · **${membership.role}** · since ${when(membership.createdAt)}`,
       };
       if (!admin) return [line];
-      const other = m.role === "admin" ? "member" : "admin";
-      const self = m.userId === ctx.actor.id;
+      const other = membership.role === "admin" ? "member" : "admin";
+      const self = membership.userId === ctx.actor.id;
       return [
         line,
         {
           form: {
             action: "update_member_role",
-            fixed: { handle: m.user.handle, role: other },
+            fixed: { handle: membership.user.handle, role: other },
             label: other === "admin" ? "Make admin" : "Make member",
           },
         },
         {
           form: {
             action: "remove_member",
-            fixed: { handle: m.user.handle },
+            fixed: { handle: membership.user.handle },
             label: self ? "Leave the studio" : "Remove",
           },
         },
       ];
     });
     const invite =
-      s.role === "admin"
-        ? `Invite code: \`${s.inviteCode}\` — people join with \`join_studio\` on ${link("Studios", "/studios")}.`
+      studio.role === "admin"
+        ? `Invite code: \`${studio.inviteCode}\` — people join with \`join_studio\` on ${link("Studios", "/studios")}.`
         : "Ask a studio admin for the invite code to bring someone in.";
     return {
-      title: `Members of ${s.name}`,
-      breadcrumb: [...studioCrumbs(s), { label: "Members" }],
+      title: `Members of ${studio.name}`,
+      breadcrumb: [...studioCrumbs(studio), { label: "Members" }],
       blocks: [
         { md: invite },
         { md: `## ${plural(total, "member")}` },
         ...rows,
-        { md: pager(`/studios/${s.handle}/members`, paged, total) },
+        { md: pager(`/studios/${studio.handle}/members`, paged, total) },
       ],
     };
   },

@@ -32,12 +32,13 @@ export async function describeSubjects(ctx: Ctx, subs: AgentSubscription[]) {
     ...decisions.map((d) => [d.id, d.question] as const),
     ...commitments.map((c) => [c.id, c.title] as const),
   ]);
-  return (s: AgentSubscription) => {
-    const base = `/studios/${handle.get(s.studioId) ?? "?"}`;
-    if (s.subjectType === "studio") return { label: `studio #${handle.get(s.studioId)}`, path: base };
+  return (subscription: AgentSubscription) => {
+    const base = `/studios/${handle.get(subscription.studioId) ?? "?"}`;
+    if (subscription.subjectType === "studio")
+      return { label: `studio #${handle.get(subscription.studioId)}`, path: base };
     return {
-      label: `${s.subjectType} “${titles.get(s.subjectId) ?? s.subjectId}”`,
-      path: `${base}/${s.subjectType}s/${s.subjectId}`,
+      label: `${subscription.subjectType} “${titles.get(subscription.subjectId) ?? subscription.subjectId}”`,
+      path: `${base}/${subscription.subjectType}s/${subscription.subjectId}`,
     };
   };
 }
@@ -47,11 +48,11 @@ export const subscriptionsPage = definePage({
   actions: ["pause_subscription", "resume_subscription", "remove_subscription"],
   resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope) {
-    const a = scope.agent;
+    const agent = scope.agent;
     const [subs, runs] = await Promise.all([
-      ctx.db.agentSubscription.findMany({ where: { agentId: a.id }, orderBy: { createdAt: "asc" } }),
+      ctx.db.agentSubscription.findMany({ where: { agentId: agent.id }, orderBy: { createdAt: "asc" } }),
       ctx.db.subagentTaskRun.findMany({
-        where: { agentId: a.id, triggerKind: "subscription" },
+        where: { agentId: agent.id, triggerKind: "subscription" },
         orderBy: { createdAt: "desc" },
         take: 10,
       }),
@@ -59,37 +60,37 @@ export const subscriptionsPage = definePage({
     const subject = await describeSubjects(ctx, subs);
     const blocks: Block[] = [
       {
-        md: `What ${mdEscape(a.name)} watches. An event there (by anyone but ${mdEscape(a.name)}) starts one of its runs; events within ${agentConfig(a).subscription_window_seconds} s of the first become one run that lists them all. Subscribe it from any studio, note, decision or commitment page.`,
+        md: `What ${mdEscape(agent.name)} watches. An event there (by anyone but ${mdEscape(agent.name)}) starts one of its runs; events within ${agentConfig(agent).subscription_window_seconds} s of the first become one run that lists them all. Subscribe it from any studio, note, decision or commitment page.`,
       },
     ];
     if (!subs.length) blocks.push({ md: "_It watches nothing yet._" });
-    for (const s of subs) {
-      const where = subject(s);
+    for (const subscription of subs) {
+      const where = subject(subscription);
       blocks.push({
         md: [
-          `### ${where.label} {#${s.id}}`,
+          `### ${where.label} {#${subscription.id}}`,
           "",
-          `${link(where.path, where.path)} · wakes on ${s.events.join(", ")} · since ${when(s.createdAt)} · **${s.enabled ? "on" : "paused"}**`,
-          s.disabledReason ? `\nTurned off: ${mdEscape(s.disabledReason)}` : "",
+          `${link(where.path, where.path)} · wakes on ${subscription.events.join(", ")} · since ${when(subscription.createdAt)} · **${subscription.enabled ? "on" : "paused"}**`,
+          subscription.disabledReason ? `\nTurned off: ${mdEscape(subscription.disabledReason)}` : "",
         ].join("\n"),
       });
       blocks.push({
         form: {
-          action: s.enabled ? "pause_subscription" : "resume_subscription",
-          fixed: { subscription: s.id },
-          label: s.enabled ? "Pause" : "Resume",
+          action: subscription.enabled ? "pause_subscription" : "resume_subscription",
+          fixed: { subscription: subscription.id },
+          label: subscription.enabled ? "Pause" : "Resume",
         },
       });
       blocks.push({
-        form: { action: "remove_subscription", fixed: { subscription: s.id }, label: "Remove" },
+        form: { action: "remove_subscription", fixed: { subscription: subscription.id }, label: "Remove" },
       });
     }
     blocks.push({
-      md: `## Runs its subscriptions started\n\n${runs.length ? runs.map((r) => runLine(a.handle, r)).join("\n") : "_None yet._"}`,
+      md: `## Runs its subscriptions started\n\n${runs.length ? runs.map((r) => runLine(agent.handle, r)).join("\n") : "_None yet._"}`,
     });
     return {
-      title: `What ${a.name} watches`,
-      breadcrumb: [...agentCrumbs(a), { label: "Subscriptions" }],
+      title: `What ${agent.name} watches`,
+      breadcrumb: [...agentCrumbs(agent), { label: "Subscriptions" }],
       blocks,
     };
   },
@@ -129,12 +130,12 @@ export async function watchBlocks(ctx: Ctx, scope: Scope): Promise<Block[]> {
       md: `Watched by ${watchers.map((w) => `${link(`@${w.agent.handle}`, `/u/${w.agent.handle}`)} (${w.events.length === SUBSCRIPTION_EVENTS.length ? "everything" : w.events.join(", ")})`).join(", ")}.`,
     });
   const managed = new Set(mine.map((m) => m.handle));
-  for (const w of watchers.filter((x) => managed.has(x.agent.handle)))
+  for (const watcher of watchers.filter((x) => managed.has(x.agent.handle)))
     blocks.push({
       form: {
         action: "unsubscribe",
-        fixed: { agent: w.agent.handle },
-        label: `Stop @${w.agent.handle} watching`,
+        fixed: { agent: watcher.agent.handle },
+        label: `Stop @${watcher.agent.handle} watching`,
       },
     });
   if (mine.length)

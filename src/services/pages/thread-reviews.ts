@@ -42,36 +42,38 @@ export async function reviewBlocks(ctx: Ctx, threadId: string): Promise<Block[]>
     rows.map((r) => r.agentId),
   );
   const now = new Date();
-  return rows.reverse().flatMap((p): Block[] => {
-    const write = writeOf(p.actionName);
-    const whose = `@${p.agent.handle}'s ${write}`;
+  return rows.reverse().flatMap((pending): Block[] => {
+    const write = writeOf(pending.actionName);
+    const whose = `@${pending.agent.handle}'s ${write}`;
     const notDone = CONTENT.has(write) ? "Not posted" : "Not done";
-    const manages = managed.has(p.agentId);
-    if (p.status === "pending" && p.expiresAt > now) {
-      const text = (p.editedParams ?? p.params) as Record<string, unknown>;
+    const manages = managed.has(pending.agentId);
+    if (pending.status === "pending" && pending.expiresAt > now) {
+      const text = (pending.editedParams ?? pending.params) as Record<string, unknown>;
       const said = manages && typeof text.text === "string" ? `\n\n${quote(text.text)}` : "";
-      const which = manages ? link(`#${p.id}`, `/subagents/${p.agent.handle}/pending/${p.id}`) : "";
-      const md = `**${whose} is waiting for approval** (${which ? `${which}, ` : ""}\`${p.actionName}\`)${manages ? "" : " by its owner"}.${said}`;
-      const blocks: Block[] = [notice(md, "waiting")];
+      const which = manages
+        ? link(`#${pending.id}`, `/subagents/${pending.agent.handle}/pending/${pending.id}`)
+        : "";
+      const markdown = `**${whose} is waiting for approval** (${which ? `${which}, ` : ""}\`${pending.actionName}\`)${manages ? "" : " by its owner"}.${said}`;
+      const blocks: Block[] = [notice(markdown, "waiting")];
       if (manages)
-        blocks.push(...reviewForms(p.id, undefined, { approve: "Approve", reject: "Reject" }), {
-          md: link("Edit it before approving", `/subagents/${p.agent.handle}/pending/${p.id}`),
+        blocks.push(...reviewForms(pending.id, undefined, { approve: "Approve", reject: "Reject" }), {
+          md: link("Edit it before approving", `/subagents/${pending.agent.handle}/pending/${pending.id}`),
         });
       return blocks;
     }
     const why =
-      p.status === "rejected"
-        ? `was rejected by ${mdEscape(p.reviewedBy?.name ?? "its owner")}${p.reviewNote ? ` (${mdEscape(p.reviewNote)})` : ""}`
-        : p.status === "failed"
-          ? `was approved, but failed: ${mdEscape(p.error ?? "")}`
-          : p.error === AGENT_ARCHIVED
+      pending.status === "rejected"
+        ? `was rejected by ${mdEscape(pending.reviewedBy?.name ?? "its owner")}${pending.reviewNote ? ` (${mdEscape(pending.reviewNote)})` : ""}`
+        : pending.status === "failed"
+          ? `was approved, but failed: ${mdEscape(pending.error ?? "")}`
+          : pending.error === AGENT_ARCHIVED
             ? "expired: its agent was archived"
             : "expired before anyone approved it";
-    return [notice(`**${notDone}**: ${whose} (\`${p.actionName}\`) ${why}.`, "refused")];
+    return [notice(`**${notDone}**: ${whose} (\`${pending.actionName}\`) ${why}.`, "refused")];
   });
 }
 
 /** A notice in the thread, its markdown as is; in a browser, a box of its kind. */
-function notice(md: string, kind: "waiting" | "refused"): Block {
-  return { md, html: `<div class="review-notice ${kind}">${markdownToHtml(md)}</div>` };
+function notice(markdown: string, kind: "waiting" | "refused"): Block {
+  return { md: markdown, html: `<div class="review-notice ${kind}">${markdownToHtml(markdown)}</div>` };
 }

@@ -70,16 +70,16 @@ async function threadState(ctx: Ctx, type: SubjectType, id: string): Promise<Thr
         WHERE r.thread_id = ${id} AND r.tenant_id = ${ctx.tenant.id}
           AND p.status IN ('pending', 'rejected', 'expired', 'failed')), '[]') AS unposted`,
   );
-  const working = (row?.working ?? []).map((w): Working => {
-    const ended = UNFINISHED.includes(w.status);
+  const working = (row?.working ?? []).map((worker): Working => {
+    const ended = UNFINISHED.includes(worker.status);
     return {
-      run: w.run,
-      agentId: w.agentId,
-      handle: w.handle,
+      run: worker.run,
+      agentId: worker.agentId,
+      handle: worker.handle,
       state: ended
         ? "ended"
-        : runState({ status: w.status, stopRequestedAt: w.stopping ? new Date() : null }),
-      ...(ended && { ended: endingWords(w) }),
+        : runState({ status: worker.status, stopRequestedAt: worker.stopping ? new Date() : null }),
+      ...(ended && { ended: endingWords(worker) }),
     };
   });
   const comments = row?.comments ?? 0;
@@ -107,9 +107,11 @@ async function workingBlock(ctx: Ctx, working: Working[]): Promise<Block | null>
     ctx,
     working.map((w) => w.agentId),
   );
-  const lines = working.map((w) => {
-    const doing = `@${w.handle} ${w.ended ?? DOING[w.state] ?? w.state}`;
-    return managed.has(w.agentId) ? `${doing} — ${link("see its run", runPath(w.handle, w.run))}` : doing;
+  const lines = working.map((worker) => {
+    const doing = `@${worker.handle} ${worker.ended ?? DOING[worker.state] ?? worker.state}`;
+    return managed.has(worker.agentId)
+      ? `${doing} — ${link("see its run", runPath(worker.handle, worker.run))}`
+      : doing;
   });
   return {
     md: lines.map((l) => `- ${l}`).join("\n"),
@@ -143,10 +145,13 @@ const shared = sharedReads<ThreadState>();
 /** A thread's live feed: `changed`, with how many comments it has and who is working on it. */
 export function threadFeed(ctx: Ctx, type: SubjectType, id: string): LiveFeed {
   return changesFeed([`thread:${id}`], async () => {
-    const s = await shared(`${ctx.tenant.id}:${id}`, () => threadState(ctx, type, id));
+    const state = await shared(`${ctx.tenant.id}:${id}`, () => threadState(ctx, type, id));
     return {
-      digest: s.digest,
-      data: { comments: s.comments, working: s.working.map((w) => ({ agent: w.handle, state: w.state })) },
+      digest: state.digest,
+      data: {
+        comments: state.comments,
+        working: state.working.map((w) => ({ agent: w.handle, state: w.state })),
+      },
     };
   });
 }

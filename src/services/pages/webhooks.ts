@@ -11,26 +11,26 @@ import { runLine } from "./runs.ts";
 const RECENT_RUNS = 5;
 
 /** While a rotation's grace lasts, the old secret still signs: the owner sees until when. */
-const graceLine = (h: AgentWebhook) =>
-  h.previousSecretUntil && h.previousSecretUntil > new Date()
-    ? ` · the old secret is accepted until ${when(h.previousSecretUntil)}`
+const graceLine = (webhook: AgentWebhook) =>
+  webhook.previousSecretUntil && webhook.previousSecretUntil > new Date()
+    ? ` · the old secret is accepted until ${when(webhook.previousSecretUntil)}`
     : "";
 
 /** One webhook: what it is, where it is called, what it started; its section's id is the webhook's, so `#<id>` lands on it. */
-function card(handle: string, origin: string, h: AgentWebhook, runs: SubagentTaskRun[]): Block {
-  const md = [
-    `### ${mdEscape(h.name)} · ${h.enabled ? "enabled" : "**disabled** (deliveries answer 404)"} {#${h.id}}`,
+function card(handle: string, origin: string, webhook: AgentWebhook, runs: SubagentTaskRun[]): Block {
+  const markdown = [
+    `### ${mdEscape(webhook.name)} · ${webhook.enabled ? "enabled" : "**disabled** (deliveries answer 404)"} {#${webhook.id}}`,
     "",
-    `${code(`POST ${origin}/hooks/${h.id}`)}  `,
-    `id ${code(h.id)} · signed ${SCHEMES[h.signature].title} way (${code(SCHEMES[h.signature].header)}) · created ${when(h.createdAt)}${h.rotatedAt ? ` · secret rotated ${when(h.rotatedAt)}` : ""}${graceLine(h)} · last delivery ${h.lastDeliveryAt ? when(h.lastDeliveryAt) : "never"} · at most ${h.ratePerMinute} deliveries a minute`,
+    `${code(`POST ${origin}/hooks/${webhook.id}`)}  `,
+    `id ${code(webhook.id)} · signed ${SCHEMES[webhook.signature].title} way (${code(SCHEMES[webhook.signature].header)}) · created ${when(webhook.createdAt)}${webhook.rotatedAt ? ` · secret rotated ${when(webhook.rotatedAt)}` : ""}${graceLine(webhook)} · last delivery ${webhook.lastDeliveryAt ? when(webhook.lastDeliveryAt) : "never"} · at most ${webhook.ratePerMinute} deliveries a minute`,
     "",
-    h.instruction
-      ? `Instruction:\n\n${quote(h.instruction)}`
+    webhook.instruction
+      ? `Instruction:\n\n${quote(webhook.instruction)}`
       : "_No instruction: the agent reads each payload and decides._",
     "",
     `Recent runs it started:${runs.length ? `\n\n${runs.map((r) => runLine(handle, r)).join("\n")}` : " _none yet._"}`,
   ].join("\n");
-  return { md };
+  return { md: markdown };
 }
 
 export const webhooksPage = definePage({
@@ -46,16 +46,16 @@ export const webhooksPage = definePage({
   ],
   resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope) {
-    const a = scope.agent;
+    const agent = scope.agent;
     const hooks = await ctx.db.agentWebhook.findMany({
-      where: { tenantId: ctx.tenant.id, agentId: a.id },
+      where: { tenantId: ctx.tenant.id, agentId: agent.id },
       orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     });
     const runs = hooks.length
       ? await ctx.db.subagentTaskRun.findMany({
           where: {
             tenantId: ctx.tenant.id,
-            agentId: a.id,
+            agentId: agent.id,
             triggerKind: "webhook",
             triggerRef: { in: hooks.map((h) => h.id) },
           },
@@ -64,11 +64,16 @@ export const webhooksPage = definePage({
         })
       : [];
     const origin = ctx.origin ?? "";
-    const perHook = hooks.flatMap((h): Block[] => {
-      const fixed = { webhook_id: h.id };
+    const perHook = hooks.flatMap((webhook): Block[] => {
+      const fixed = { webhook_id: webhook.id };
       return [
-        card(a.handle, origin, h, runs.filter((r) => r.triggerRef === h.id).slice(0, RECENT_RUNS)),
-        ...(h.enabled
+        card(
+          agent.handle,
+          origin,
+          webhook,
+          runs.filter((r) => r.triggerRef === webhook.id).slice(0, RECENT_RUNS),
+        ),
+        ...(webhook.enabled
           ? [{ form: { action: "send_test_delivery", fixed, label: "Send a test delivery" } } as Block]
           : []),
         {
@@ -77,7 +82,7 @@ export const webhooksPage = definePage({
             fixed,
             label: "Change signature",
             fields: ["signature"],
-            values: { signature: h.signature },
+            values: { signature: webhook.signature },
           },
         },
         {
@@ -90,21 +95,21 @@ export const webhooksPage = definePage({
         },
         {
           form: {
-            action: h.enabled ? "disable_webhook" : "enable_webhook",
+            action: webhook.enabled ? "disable_webhook" : "enable_webhook",
             fixed,
-            label: h.enabled ? "Disable" : "Enable",
+            label: webhook.enabled ? "Disable" : "Enable",
           },
         },
         { form: { action: "delete_webhook", fixed, label: "Delete" } },
       ];
     });
     return {
-      title: `Webhooks of ${a.name}`,
-      breadcrumb: [...agentCrumbs(a), { label: "Webhooks" }],
+      title: `Webhooks of ${agent.name}`,
+      breadcrumb: [...agentCrumbs(agent), { label: "Webhooks" }],
       blocks: [
         {
           md: [
-            `Another system (GitHub, a CI job, a form) POSTs a JSON or text body to a webhook's URL and ${mdEscape(a.name)} starts a run: your instruction, then the body quoted as data (the first ${TASK_PAYLOAD_CHARS} characters), never as instructions. The answer is 202 with the run's address.`,
+            `Another system (GitHub, a CI job, a form) POSTs a JSON or text body to a webhook's URL and ${mdEscape(agent.name)} starts a run: your instruction, then the body quoted as data (the first ${TASK_PAYLOAD_CHARS} characters), never as instructions. The answer is 202 with the run's address.`,
             "",
             `Each delivery is signed with the webhook's secret (shown once, when you create or rotate it), the way you choose per webhook:`,
             "",

@@ -3,10 +3,10 @@
 // audience with one of these, and agents/policy/labels.ts compares the two.
 import type { Audience, Ctx, PageView, Scope, WriteAudience } from "./types.ts";
 
-export function audienceKey(a: Audience): string {
-  if ("studio" in a) return `s:${a.studio}`;
-  if ("people" in a) return `p:${[...a.people].sort().join(",")}`;
-  if ("managersOf" in a) return `m:${a.managersOf}`;
+export function audienceKey(audience: Audience): string {
+  if ("studio" in audience) return `s:${audience.studio}`;
+  if ("people" in audience) return `p:${[...audience.people].sort().join(",")}`;
+  if ("managersOf" in audience) return `m:${audience.managersOf}`;
   return "w";
 }
 
@@ -16,10 +16,10 @@ export function audienceKey(a: Audience): string {
  */
 export function narrowed(label: Audience[], sources: Audience[]): Audience[] | null {
   const have = new Set(label.map(audienceKey));
-  const added = sources.filter((s) => {
-    const k = audienceKey(s);
-    if (have.has(k)) return false;
-    have.add(k);
+  const added = sources.filter((source) => {
+    const key = audienceKey(source);
+    if (have.has(key)) return false;
+    have.add(key);
     return true;
   });
   return added.length ? [...label, ...added] : null;
@@ -29,13 +29,13 @@ export function narrowed(label: Audience[], sources: Audience[]): Audience[] | n
 export function parseLabel(raw: unknown): Audience[] {
   if (!Array.isArray(raw)) return [];
   return raw.filter(
-    (a): a is Audience =>
-      typeof a === "object" &&
-      a !== null &&
-      (typeof a.studio === "string" ||
-        (Array.isArray(a.people) && a.people.every((p: unknown) => typeof p === "string")) ||
-        typeof a.managersOf === "string" ||
-        a.workspace === true),
+    (entry): entry is Audience =>
+      typeof entry === "object" &&
+      entry !== null &&
+      (typeof entry.studio === "string" ||
+        (Array.isArray(entry.people) && entry.people.every((p: unknown) => typeof p === "string")) ||
+        typeof entry.managersOf === "string" ||
+        entry.workspace === true),
   );
 }
 

@@ -40,10 +40,10 @@ interface Parse {
 }
 const parses = new WeakMap<Lexer, Parse>();
 
-function parseOf(t: Tokenizer): Parse {
-  const p = parses.get(t.lexer) ?? { block: 0, inline: 0, containers: 0, quotes: new Map() };
-  parses.set(t.lexer, p);
-  return p;
+function parseOf(tokenizer: Tokenizer): Parse {
+  const parse = parses.get(tokenizer.lexer) ?? { block: 0, inline: 0, containers: 0, quotes: new Map() };
+  parses.set(tokenizer.lexer, parse);
+  return parse;
 }
 
 /**
@@ -59,16 +59,16 @@ function bounded<A extends [string, ...unknown[]], R>(
   deeper: (src: string) => undefined = () => undefined,
 ) {
   return function (this: Tokenizer, ...args: A): R | undefined {
-    const p = parseOf(this);
-    if (p[kind] >= MAX_NESTING) return deeper(args[0]);
-    if (kind === "block" && p.containers >= MAX_CONTAINERS) throw new TooManyContainers();
-    p[kind]++;
+    const parse = parseOf(this);
+    if (parse[kind] >= MAX_NESTING) return deeper(args[0]);
+    if (kind === "block" && parse.containers >= MAX_CONTAINERS) throw new TooManyContainers();
+    parse[kind]++;
     try {
       const token = original.apply(this, args);
-      if (token && kind === "block") p.containers++;
+      if (token && kind === "block") parse.containers++;
       return token;
     } finally {
-      p[kind]--;
+      parse[kind]--;
     }
   };
 }
@@ -123,16 +123,16 @@ const flat: TokenizerObject = { ...inline, blockquote: () => undefined, list: ()
 export function boundedMarked(options: MarkedExtension) {
   const full = new Marked(options, { tokenizer: nested });
   const plain = new Marked(options, { tokenizer: flat });
-  function attempt<T>(fn: (m: Marked) => T): T {
+  function attempt<T>(read: (instance: Marked) => T): T {
     try {
-      return fn(full);
+      return read(full);
     } catch (err) {
-      if (err instanceof TooManyContainers) return fn(plain);
+      if (err instanceof TooManyContainers) return read(plain);
       throw err;
     }
   }
   return {
-    lex: (md: string): Token[] => attempt((m) => m.lexer(md)),
-    parse: (md: string): string => attempt((m) => m.parse(md, { async: false })),
+    lex: (markdown: string): Token[] => attempt((m) => m.lexer(markdown)),
+    parse: (markdown: string): string => attempt((m) => m.parse(markdown, { async: false })),
   };
 }

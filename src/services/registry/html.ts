@@ -22,7 +22,7 @@ const EXTERNAL = /^(https?|mailto):/i;
 
 /** The link's text says where it goes already (an autolink, or the URL written out). */
 function showsDestination(text: string, href: string): boolean {
-  const bare = (s: string) => s.replace(/^(https?:\/\/|mailto:)/i, "").replace(/\/$/, "");
+  const bare = (link: string) => link.replace(/^(https?:\/\/|mailto:)/i, "").replace(/\/$/, "");
   return bare(text) === bare(href);
 }
 
@@ -74,18 +74,18 @@ const marked = boundedMarked({
 const STATUS_WORDS =
   /<strong>(queued|running|waiting|completed|failed|cancelled|timed_out|skipped|pending|approved|executed|rejected|expired|archived|paused)<\/strong>/g;
 
-export function markdownToHtml(md: string): string {
+export function markdownToHtml(markdown: string): string {
   // A wide table scrolls inside its card instead of running under the actions panel.
   return marked
-    .parse(md)
+    .parse(markdown)
     .replace(/<table>/g, '<div class="table-wrap"><table>')
     .replace(/<\/table>/g, "</table></div>")
     .replace(STATUS_WORDS, '<strong class="status status-$1">$1</strong>');
 }
 
 /** One line of markdown as inline HTML: what a `<summary>` or a `<p>` of our own holds. */
-export function inlineHtml(md: string): string {
-  return markdownToHtml(md)
+export function inlineHtml(markdown: string): string {
+  return markdownToHtml(markdown)
     .trim()
     .replace(/^<p>([\s\S]*)<\/p>$/, "$1");
 }
@@ -105,88 +105,94 @@ export interface Choice {
 
 /** A select's options, the grouped ones under their group's heading. */
 function optionsHtml(choices: Choice[], selected: string): string {
-  const option = (o: Choice) =>
-    `<option value="${escapeHtml(o.value)}"${selected === o.value ? " selected" : ""}>${escapeHtml(o.label)}</option>`;
+  const option = (choice: Choice) =>
+    `<option value="${escapeHtml(choice.value)}"${selected === choice.value ? " selected" : ""}>${escapeHtml(choice.label)}</option>`;
   const out: string[] = [];
   const groups = new Map<string, Choice[]>();
-  for (const o of choices) {
-    if (!o.group) out.push(option(o));
-    else if (groups.has(o.group)) groups.get(o.group)!.push(o);
-    else groups.set(o.group, [o]);
+  for (const choice of choices) {
+    if (!choice.group) out.push(option(choice));
+    else if (groups.has(choice.group)) groups.get(choice.group)!.push(choice);
+    else groups.set(choice.group, [choice]);
   }
-  for (const [g, list] of groups)
-    out.push(`<optgroup label="${escapeHtml(g)}">${list.map(option).join("")}</optgroup>`);
+  for (const [group, list] of groups)
+    out.push(`<optgroup label="${escapeHtml(group)}">${list.map(option).join("")}</optgroup>`);
   return out.join("");
 }
 
 /** "20,000": a limit as a person reads it. */
-export const count = (n: number) => n.toLocaleString("en-US");
+export const count = (quantity: number) => quantity.toLocaleString("en-US");
 
 /**
  * A text field's limit, said before it bites: `maxlength` for the browser, and a line that
  * names it, which public/forms.js turns into a live count as the person types.
  */
-function limitOf(f: Field, id: string, shown: boolean): { attr: string; note: string; describes?: string } {
-  if (!f.maxLength || f.secret) return { attr: "", note: "" };
-  const attr = ` maxlength="${f.maxLength}"`;
+function limitOf(
+  field: Field,
+  id: string,
+  shown: boolean,
+): { attr: string; note: string; describes?: string } {
+  if (!field.maxLength || field.secret) return { attr: "", note: "" };
+  const attr = ` maxlength="${field.maxLength}"`;
   if (!shown) return { attr, note: "" };
   return {
     attr,
-    note: `<small class="count" id="${id}-count" data-count-for="${id}" data-max="${f.maxLength}">Up to ${count(f.maxLength)} characters</small>`,
+    note: `<small class="count" id="${id}-count" data-count-for="${id}" data-max="${field.maxLength}">Up to ${count(field.maxLength)} characters</small>`,
     describes: `${id}-count`,
   };
 }
 
 function fieldInput(
-  f: Field,
+  field: Field,
   value: unknown,
   formId: string,
   opts: { choices?: Choice[]; error?: string; inline?: boolean; disabled?: string } = {},
 ): string {
   const { choices, error, disabled } = opts;
-  const id = `${formId}-${f.name}`;
-  const v = value === undefined || value === null ? (f.defaultValue ?? "") : value;
-  const req = f.required && f.type !== "boolean" ? " required" : "";
+  const id = `${formId}-${field.name}`;
+  const initial = value === undefined || value === null ? (field.defaultValue ?? "") : value;
+  const req = field.required && field.type !== "boolean" ? " required" : "";
   // Beside content (a Reply form) a one-line field's limit stays an attribute; a text area's is said.
   // A select's choices are within the limit already: no count to show under it.
-  const limit = choices ? { attr: "", note: "" } : limitOf(f, id, !opts.inline || f.multiline);
+  const limit = choices ? { attr: "", note: "" } : limitOf(field, id, !opts.inline || field.multiline);
   // The message sits at its field and the field points at it, so a screen reader reads both.
   const describedBy = [error ? `${id}-error` : "", limit.describes ?? ""].filter(Boolean).join(" ");
   const invalid =
     (error ? ' aria-invalid="true"' : "") + (describedBy ? ` aria-describedby="${describedBy}"` : "");
-  const label = `${escapeHtml(labelOf(f))}${f.required || f.type === "boolean" ? "" : ' <span class="optional">optional</span>'}`;
+  const label = `${escapeHtml(labelOf(field))}${field.required || field.type === "boolean" ? "" : ' <span class="optional">optional</span>'}`;
   // A select drawn from the data explains itself; the hint (written for callers who type the value) would not.
   const help =
-    f.description && !choices && !f.optionLabels ? `<small>${escapeHtml(f.description)}</small>` : "";
+    field.description && !choices && !field.optionLabels
+      ? `<small>${escapeHtml(field.description)}</small>`
+      : "";
   const err = error ? `<p class="field-error" id="${id}-error">${escapeHtml(error)}</p>` : "";
   // Greyed out, saying why: a choice the page shows but this form may not make.
   const why = disabled ? `<small class="disabled-why">${escapeHtml(disabled)}</small>` : "";
-  if (f.type === "boolean") {
-    const checked = v === true || v === "true" || v === "on" ? " checked" : "";
+  if (field.type === "boolean") {
+    const checked = initial === true || initial === "true" || initial === "on" ? " checked" : "";
     const off = disabled ? " disabled" : "";
-    return `<label class="check${off}" for="${id}"><input type="checkbox" id="${id}" name="${f.name}" value="true"${checked}${invalid}${off}> ${label}</label>${why || help}${err}`;
+    return `<label class="check${off}" for="${id}"><input type="checkbox" id="${id}" name="${field.name}" value="true"${checked}${invalid}${off}> ${label}</label>${why || help}${err}`;
   }
   let control: string;
-  if (f.secret) {
-    control = `<input type="password" id="${id}" name="${f.name}" value="" autocomplete="off"${req}${invalid}>`;
+  if (field.secret) {
+    control = `<input type="password" id="${id}" name="${field.name}" value="" autocomplete="off"${req}${invalid}>`;
   } else if (choices) {
-    control = `<select id="${id}" name="${f.name}"${req}${invalid}>${optionsHtml(choices, String(v))}</select>`;
-  } else if (f.type === "enum") {
-    const opts = f.options!.map(
-      (o) =>
-        `<option value="${escapeHtml(o)}"${String(v) === o ? " selected" : ""}>${escapeHtml(f.optionLabels?.[o] ?? o)}</option>`,
+    control = `<select id="${id}" name="${field.name}"${req}${invalid}>${optionsHtml(choices, String(initial))}</select>`;
+  } else if (field.type === "enum") {
+    const opts = field.options!.map(
+      (option) =>
+        `<option value="${escapeHtml(option)}"${String(initial) === option ? " selected" : ""}>${escapeHtml(field.optionLabels?.[option] ?? option)}</option>`,
     );
-    control = `<select id="${id}" name="${f.name}"${req}${invalid}>${opts.join("")}</select>`;
-  } else if (f.multiline) {
-    control = `<textarea id="${id}" name="${f.name}" rows="4"${limit.attr}${req}${invalid}>${escapeHtml(String(v))}</textarea>`;
+    control = `<select id="${id}" name="${field.name}"${req}${invalid}>${opts.join("")}</select>`;
+  } else if (field.multiline) {
+    control = `<textarea id="${id}" name="${field.name}" rows="4"${limit.attr}${req}${invalid}>${escapeHtml(String(initial))}</textarea>`;
   } else {
-    const type = f.type === "number" ? "number" : "text";
-    const step = f.type === "number" ? ' step="any"' : "";
-    control = `<input type="${type}"${step} id="${id}" name="${f.name}" value="${escapeHtml(String(v))}"${limit.attr}${req}${invalid}>`;
+    const type = field.type === "number" ? "number" : "text";
+    const step = field.type === "number" ? ' step="any"' : "";
+    control = `<input type="${type}"${step} id="${id}" name="${field.name}" value="${escapeHtml(String(initial))}"${limit.attr}${req}${invalid}>`;
   }
   if (disabled) {
     // A disabled control is not sent: its value is, so the form still saves as a whole.
-    control = `${control.replace(/^<(select|input|textarea)/, "<$1 disabled")}<input type="hidden" name="${f.name}" value="${escapeHtml(String(v))}">`;
+    control = `${control.replace(/^<(select|input|textarea)/, "<$1 disabled")}<input type="hidden" name="${field.name}" value="${escapeHtml(String(initial))}">`;
     return `<label for="${id}">${label}</label>${control}${why}${err}`;
   }
   return `<label for="${id}">${label}</label>${control}${limit.note}${help}${err}`;
@@ -195,10 +201,10 @@ function fieldInput(
 /** What went wrong that no field shown here can carry (the request as a whole, a fixed param), named by label. */
 function issuesHtml(issues: Issue[]): string {
   if (!issues.length) return "";
-  const items = issues.map((i) =>
-    i.label || i.field
-      ? `<li data-field="${escapeHtml(i.field)}"><strong>${escapeHtml(i.label ?? i.field)}</strong>: ${escapeHtml(i.message)}</li>`
-      : `<li>${escapeHtml(i.message)}</li>`,
+  const items = issues.map((issue) =>
+    issue.label || issue.field
+      ? `<li data-field="${escapeHtml(issue.field)}"><strong>${escapeHtml(issue.label ?? issue.field)}</strong>: ${escapeHtml(issue.message)}</li>`
+      : `<li>${escapeHtml(issue.message)}</li>`,
   );
   return `<div class="form-errors" role="alert"><ul>${items.join("")}</ul></div>`;
 }
@@ -221,60 +227,67 @@ interface FormOpts {
 
 /** The params' issues by the field they belong to (`params.text` is the `params` field's). */
 function issuesByField(issues: Issue[], shown: Set<string>) {
-  const at = new Map<string, string>();
+  const fieldIssues = new Map<string, string>();
   const rest: Issue[] = [];
-  for (const i of issues) {
-    const [top, ...path] = i.field.split(".");
+  for (const issue of issues) {
+    const [top, ...path] = issue.field.split(".");
     // A nested field shown on its own (`params.text`) carries its issue itself.
-    if (shown.has(i.field) && !at.has(i.field)) at.set(i.field, i.message);
-    else if (top && shown.has(top) && !at.has(top))
-      at.set(top, path.length ? `${path.join(".")}: ${i.message}` : i.message);
-    else rest.push(i);
+    if (shown.has(issue.field) && !fieldIssues.has(issue.field)) fieldIssues.set(issue.field, issue.message);
+    else if (top && shown.has(top) && !fieldIssues.has(top))
+      fieldIssues.set(top, path.length ? `${path.join(".")}: ${issue.message}` : issue.message);
+    else rest.push(issue);
   }
-  return { at, rest };
+  return { fieldIssues, rest };
 }
 
 /**
  * An action as a form. It posts to the page it is on (naming the action in `_action`), so a
  * mistake shows that page again, at its own address, with the message at the field.
  */
-export function actionForm(a: ActionDef, o: FormOpts): string {
-  const formId = `f-${a.name}-${Object.values(o.fixed ?? {}).join("-")}`.replace(/[^a-z0-9_-]/gi, "");
-  const state = o.state?.action === a.name ? o.state : undefined;
+export function actionForm(action: ActionDef, options: FormOpts): string {
+  const formId = `f-${action.name}-${Object.values(options.fixed ?? {}).join("-")}`.replace(
+    /[^a-z0-9_-]/gi,
+    "",
+  );
+  const state = options.state?.action === action.name ? options.state : undefined;
   const hidden = [
-    `<input type="hidden" name="_csrf" value="${escapeHtml(o.csrf)}">`,
-    `<input type="hidden" name="_action" value="${a.name}">`,
-    ...Object.entries(o.fixed ?? {}).map(
-      ([k, v]) => `<input type="hidden" name="${k}" value="${escapeHtml(v)}">`,
+    `<input type="hidden" name="_csrf" value="${escapeHtml(options.csrf)}">`,
+    `<input type="hidden" name="_action" value="${action.name}">`,
+    ...Object.entries(options.fixed ?? {}).map(
+      ([name, value]) => `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`,
     ),
   ];
-  const visible = fields(a.params).filter(
-    (f) => !(f.name in (o.fixed ?? {})) && (o.only ? o.only.includes(f.name) : !f.pickedBeside),
+  const visible = fields(action.params).filter(
+    (field) =>
+      !(field.name in (options.fixed ?? {})) &&
+      (options.only ? options.only.includes(field.name) : !field.pickedBeside),
   );
-  const nestedNames = visible.flatMap((f) =>
-    o.nested?.[f.name] ? fields(o.nested[f.name]!).map((n) => `${f.name}.${n.name}`) : [],
+  const nestedNames = visible.flatMap((field) =>
+    options.nested?.[field.name]
+      ? fields(options.nested[field.name]!).map((n) => `${field.name}.${n.name}`)
+      : [],
   );
   const shown = new Set([...visible.map((f) => f.name), ...nestedNames]);
-  const { at, rest } = issuesByField(state?.issues ?? [], shown);
+  const { fieldIssues, rest } = issuesByField(state?.issues ?? [], shown);
   // Inline forms sit beside content: their params explain themselves, so no help text.
-  const inputs = visible.map((f) => {
-    const inner = o.nested?.[f.name];
-    if (inner) return nestedInputs(f, inner, state?.values ?? {}, formId, at);
-    const field = o.inline ? { ...f, description: undefined } : f;
-    const error = at.get(f.name);
-    const input = fieldInput(field, state?.values[f.name], formId, {
-      choices: o.choices?.[f.name],
+  const inputs = visible.map((field) => {
+    const inner = options.nested?.[field.name];
+    if (inner) return nestedInputs(field, inner, state?.values ?? {}, formId, fieldIssues);
+    const shownField = options.inline ? { ...field, description: undefined } : field;
+    const error = fieldIssues.get(field.name);
+    const input = fieldInput(shownField, state?.values[field.name], formId, {
+      choices: options.choices?.[field.name],
       error,
-      inline: o.inline,
-      disabled: o.disabled?.[f.name],
+      inline: options.inline,
+      disabled: options.disabled?.[field.name],
     });
-    return `<div class="field field-${f.type}${error ? " has-error" : ""}">${input}</div>`;
+    return `<div class="field field-${field.type}${error ? " has-error" : ""}">${input}</div>`;
   });
   grouped(visible, inputs);
-  const label = escapeHtml(o.label ?? humanize(a.name));
-  const cls = `action-form${o.inline ? " inline" : ""}${a.destructive ? " destructive" : ""}`;
-  const button = `<button type="submit" name="_submit" value="1"${a.destructive ? ' class="danger"' : ""}>${label}</button>`;
-  return `<form method="post" action="${escapeHtml(o.path)}" class="${cls}" id="${formId}" data-action="${a.name}">${issuesHtml(rest)}${hidden.join("")}${inputs.join("")}${button}</form>`;
+  const label = escapeHtml(options.label ?? humanize(action.name));
+  const cls = `action-form${options.inline ? " inline" : ""}${action.destructive ? " destructive" : ""}`;
+  const button = `<button type="submit" name="_submit" value="1"${action.destructive ? ' class="danger"' : ""}>${label}</button>`;
+  return `<form method="post" action="${escapeHtml(options.path)}" class="${cls}" id="${formId}" data-action="${action.name}">${issuesHtml(rest)}${hidden.join("")}${inputs.join("")}${button}</form>`;
 }
 
 /**
@@ -283,39 +296,39 @@ export function actionForm(a: ActionDef, o: FormOpts): string {
  * the content (which comment a reply answers) is kept as it was, never typed.
  */
 function nestedInputs(
-  f: Field,
+  field: Field,
   schema: z.ZodObject,
   values: Record<string, unknown>,
   formId: string,
-  at: Map<string, string>,
+  fieldIssues: Map<string, string>,
 ): string {
-  const whole = (values[f.name] ?? {}) as Record<string, unknown>;
-  const parts = fields(schema).map((sf) => {
-    const name = `${f.name}.${sf.name}`;
-    const value = name in values ? values[name] : whole[sf.name];
-    if (sf.pickedBeside)
+  const whole = (values[field.name] ?? {}) as Record<string, unknown>;
+  const parts = fields(schema).map((subfield) => {
+    const name = `${field.name}.${subfield.name}`;
+    const value = name in values ? values[name] : whole[subfield.name];
+    if (subfield.pickedBeside)
       return value === undefined || value === null
         ? ""
         : `<input type="hidden" name="${escapeHtml(name)}" value="${escapeHtml(String(value))}">`;
-    const error = at.get(name);
-    const input = fieldInput({ ...sf, name, label: labelOf(sf) }, value, formId, { error });
-    return `<div class="field field-${sf.type}${error ? " has-error" : ""}">${input}</div>`;
+    const error = fieldIssues.get(name);
+    const input = fieldInput({ ...subfield, name, label: labelOf(subfield) }, value, formId, { error });
+    return `<div class="field field-${subfield.type}${error ? " has-error" : ""}">${input}</div>`;
   });
-  return `<fieldset class="group nested"><legend>${escapeHtml(labelOf(f))}</legend>${parts.join("")}</fieldset>`;
+  return `<fieldset class="group nested"><legend>${escapeHtml(labelOf(field))}</legend>${parts.join("")}</fieldset>`;
 }
 
 /** Consecutive fields of one group become one fieldset under the group's name (in place). */
 function grouped(visible: Field[], inputs: string[]) {
-  for (let i = visible.length - 1; i >= 0; i--) {
-    const g = visible[i]!.group;
-    if (!g || visible[i - 1]?.group === g) continue;
-    let end = i;
-    while (visible[end + 1]?.group === g) end++;
-    const body = inputs.slice(i, end + 1).join("");
+  for (let index = visible.length - 1; index >= 0; index--) {
+    const group = visible[index]!.group;
+    if (!group || visible[index - 1]?.group === group) continue;
+    let end = index;
+    while (visible[end + 1]?.group === group) end++;
+    const body = inputs.slice(index, end + 1).join("");
     inputs.splice(
-      i,
-      end - i + 1,
-      `<fieldset class="group"><legend>${escapeHtml(g)}</legend>${body}</fieldset>`,
+      index,
+      end - index + 1,
+      `<fieldset class="group"><legend>${escapeHtml(group)}</legend>${body}</fieldset>`,
     );
   }
 }
@@ -327,25 +340,31 @@ function grouped(visible: Field[], inputs: string[]) {
  * is a field here, asked now; what they picked beside the content rides along hidden.
  */
 export function confirmForm(
-  a: ActionDef,
-  o: { path: string; csrf: string; values: Record<string, unknown>; label: string; what?: string | null },
+  action: ActionDef,
+  options: {
+    path: string;
+    csrf: string;
+    values: Record<string, unknown>;
+    label: string;
+    what?: string | null;
+  },
 ): string {
-  const asked = fields(a.params).filter((f) => !f.pickedBeside);
+  const asked = fields(action.params).filter((f) => !f.pickedBeside);
   const askedNames = new Set(asked.map((f) => f.name));
   const hidden = [
-    ["_csrf", o.csrf],
-    ["_action", a.name],
+    ["_csrf", options.csrf],
+    ["_action", action.name],
     ["_confirm", "yes"],
-    ...Object.entries(o.values)
-      .filter(([k]) => !askedNames.has(k))
-      .flatMap(([k, v]) =>
-        (Array.isArray(v) ? v : [v]).filter((x) => x !== undefined).map((x) => [k, String(x)]),
+    ...Object.entries(options.values)
+      .filter(([name]) => !askedNames.has(name))
+      .flatMap(([name, value]) =>
+        (Array.isArray(value) ? value : [value]).filter((x) => x !== undefined).map((x) => [name, String(x)]),
       ),
-  ].map(([k, v]) => `<input type="hidden" name="${escapeHtml(k!)}" value="${escapeHtml(v!)}">`);
-  const formId = `confirm-${a.name}`;
+  ].map(([name, value]) => `<input type="hidden" name="${escapeHtml(name!)}" value="${escapeHtml(value!)}">`);
+  const formId = `confirm-${action.name}`;
   const inputs = asked.map(
-    (f) => `<div class="field field-${f.type}">${fieldInput(f, o.values[f.name], formId)}</div>`,
+    (f) => `<div class="field field-${f.type}">${fieldInput(f, options.values[f.name], formId)}</div>`,
   );
-  const what = o.what ? `<p class="confirm-what">${escapeHtml(o.what)}</p>` : "";
-  return `<section class="confirm" role="alertdialog" aria-labelledby="confirm-title"><h2 id="confirm-title">${escapeHtml(humanize(a.name))}?</h2>${what}<p>${escapeHtml(a.destructive ?? "")}</p><form method="post" action="${escapeHtml(o.path)}" data-action="${a.name}" class="confirm-form action-form">${hidden.join("")}${inputs.join("")}<button type="submit" class="danger">Yes, ${escapeHtml(o.label.charAt(0).toLowerCase() + o.label.slice(1))}</button> <a class="cancel" href="${escapeHtml(o.path)}">Cancel</a></form></section>`;
+  const what = options.what ? `<p class="confirm-what">${escapeHtml(options.what)}</p>` : "";
+  return `<section class="confirm" role="alertdialog" aria-labelledby="confirm-title"><h2 id="confirm-title">${escapeHtml(humanize(action.name))}?</h2>${what}<p>${escapeHtml(action.destructive ?? "")}</p><form method="post" action="${escapeHtml(options.path)}" data-action="${action.name}" class="confirm-form action-form">${hidden.join("")}${inputs.join("")}<button type="submit" class="danger">Yes, ${escapeHtml(options.label.charAt(0).toLowerCase() + options.label.slice(1))}</button> <a class="cancel" href="${escapeHtml(options.path)}">Cancel</a></form></section>`;
 }

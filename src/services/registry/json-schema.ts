@@ -39,22 +39,24 @@ function standard(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(standard);
   if (!node || typeof node !== "object") return node;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(node))
-    if (KEYWORDS.has(k))
-      out[k] =
-        k === "properties"
-          ? Object.fromEntries(Object.entries(v as object).map(([name, s]) => [name, standard(s)]))
-          : standard(v);
+  for (const [key, value] of Object.entries(node))
+    if (KEYWORDS.has(key))
+      out[key] =
+        key === "properties"
+          ? Object.fromEntries(
+              Object.entries(value as object).map(([name, property]) => [name, standard(property)]),
+            )
+          : standard(value);
   return out;
 }
 
-export function paramsJsonSchema(a: ActionDef): JsonSchema {
-  let schema = cache.get(a);
+export function paramsJsonSchema(action: ActionDef): JsonSchema {
+  let schema = cache.get(action);
   if (!schema) {
     // The input side (before transforms): what a caller sends.
-    const { $schema: _, ...rest } = z.toJSONSchema(a.params, { io: "input", unrepresentable: "any" });
+    const { $schema: _, ...rest } = z.toJSONSchema(action.params, { io: "input", unrepresentable: "any" });
     schema = standard(rest) as JsonSchema;
-    cache.set(a, schema);
+    cache.set(action, schema);
   }
   return schema;
 }

@@ -30,8 +30,8 @@ export function fenced(text: string, lang = ""): string {
  * code span, so mdEscape would show `my\_model`; only a table's `|` needs escaping there,
  * and a backtick cannot be escaped at all, so it becomes a quote.
  */
-export function code(s: string): string {
-  return `\`${s
+export function code(text: string): string {
+  return `\`${text
     .replace(/`/g, "'")
     .replace(/\|/g, "\\|")
     .replace(/\r\n|\r|\n/g, " ")}\``;
@@ -45,8 +45,8 @@ export function breadcrumbLine(crumbs: Crumb[]): string {
   return crumbs.map((c) => (c.path ? link(c.label, c.path) : mdEscape(c.label))).join(" › ");
 }
 
-export function actionLine(a: ActionDef): string {
-  return `- \`${a.name}\` (${signature(a.params)}) — ${a.description}`;
+export function actionLine(action: ActionDef): string {
+  return `- \`${action.name}\` (${signature(action.params)}) — ${action.description}`;
 }
 
 export function renderPageMarkdown(
@@ -60,7 +60,7 @@ export function renderPageMarkdown(
   const parts = [`# ${mdEscape(view.title)}`, breadcrumbLine(view.breadcrumb)];
   if (notice) parts.push(`**${notice}**`);
   if (help) parts.push(help);
-  for (const b of view.blocks) if ("md" in b && b.md.trim()) parts.push(b.md.trim());
+  for (const block of view.blocks) if ("md" in block && block.md.trim()) parts.push(block.md.trim());
   parts.push("## Actions");
   if (actions.length) {
     parts.push(actions.map(actionLine).join("\n"));
@@ -78,32 +78,32 @@ export function renderPageMarkdown(
 export function actionsSection(
   markdown: string,
 ): { at: number; lines: { name: string; line: string }[] } | null {
-  const at = markdown.lastIndexOf("\n## Actions\n");
-  if (at < 0) return null;
+  const start = markdown.lastIndexOf("\n## Actions\n");
+  if (start < 0) return null;
   const lines = markdown
-    .slice(at)
+    .slice(start)
     .split("\n")
     .flatMap((line) => {
       const name = /^- `([a-z_]+)` \(/.exec(line)?.[1];
       return name ? [{ name, line }] : [];
     });
-  return { at, lines };
+  return { at: start, lines };
 }
 
 export function actionsBase(path: string): string {
   return `${path === "/" ? "" : path}/actions`;
 }
 
-export function renderActionMarkdown(a: ActionDef, path: string, crumbs: Crumb[]): string {
-  const rows = fields(a.params).map(
-    (f) =>
-      `| ${f.name} | ${f.type === "enum" ? f.options!.join(" \\| ") : f.type} | ${f.required ? "yes" : "no"} | ${mdEscape(f.description ?? "")} |`,
+export function renderActionMarkdown(action: ActionDef, path: string, crumbs: Crumb[]): string {
+  const rows = fields(action.params).map(
+    (field) =>
+      `| ${field.name} | ${field.type === "enum" ? field.options!.join(" \\| ") : field.type} | ${field.required ? "yes" : "no"} | ${mdEscape(field.description ?? "")} |`,
   );
   return [
-    `# Action: ${a.name}`,
-    breadcrumbLine([...crumbs, { label: a.name }]),
-    a.description,
-    `Run it with \`POST ${actionsBase(path)}/${a.name}\` and a JSON or form body.`,
+    `# Action: ${action.name}`,
+    breadcrumbLine([...crumbs, { label: action.name }]),
+    action.description,
+    `Run it with \`POST ${actionsBase(path)}/${action.name}\` and a JSON or form body.`,
     rows.length
       ? ["| param | type | required | description |", "|---|---|---|---|", ...rows].join("\n")
       : "_This action takes no parameters._",

@@ -22,88 +22,97 @@ export function renderPageHtml(
   // Whether a form in the page shows the failure (then the panel does not repeat the form).
   const failedInPage = inline.some((b) => failsHere(b, opts.state));
   const content = view.blocks
-    .map((b) => {
-      if ("md" in b) return b.html ?? markdownToHtml(b.md);
-      const a = byName.get(b.form.action);
-      return a ? inlineForm(a, b, opts) : "";
+    .map((block) => {
+      if ("md" in block) return block.html ?? markdownToHtml(block.md);
+      const action = byName.get(block.form.action);
+      return action ? inlineForm(action, block, opts) : "";
     })
     .join("\n");
   // An action whose inline forms fix a required param (vote on *this* option) lives only inline;
   // one whose inline forms fix an optional param (reply_to) keeps its panel form without that param.
   const covered = new Set<string>();
   const hidden = new Map<string, Set<string>>();
-  for (const b of inline) {
-    const a = byName.get(b.form.action)!;
-    const required = fields(a.params)
+  for (const block of inline) {
+    const action = byName.get(block.form.action)!;
+    const required = fields(action.params)
       .filter((f) => f.required)
       .map((f) => f.name);
     // A form in the page that offers every param and fixes none (a folded one listing them all) stands in for the panel's.
     const complete =
-      !Object.keys(b.form.fixed).length && fields(a.params).every((f) => b.form.fields?.includes(f.name));
-    if (b.form.style === "block" || complete || Object.keys(b.form.fixed).some((k) => required.includes(k)))
-      covered.add(a.name);
-    for (const k of Object.keys(b.form.fixed)) hidden.set(a.name, (hidden.get(a.name) ?? new Set()).add(k));
+      !Object.keys(block.form.fixed).length &&
+      fields(action.params).every((f) => block.form.fields?.includes(f.name));
+    if (
+      block.form.style === "block" ||
+      complete ||
+      Object.keys(block.form.fixed).some((k) => required.includes(k))
+    )
+      covered.add(action.name);
+    for (const param of Object.keys(block.form.fixed))
+      hidden.set(action.name, (hidden.get(action.name) ?? new Set()).add(param));
   }
   // An action on one item of a list (its id picked by the buttons beside each, or a select the page
   // fills from the data) has no form of its own: the panel would ask a person to type an id.
-  const besideOnly = (a: ActionDef) => fields(a.params).some((f) => f.besideOnly);
-  const failedHere = (a: ActionDef) => opts.state?.action === a.name && !failedInPage;
+  const besideOnly = (action: ActionDef) => fields(action.params).some((f) => f.besideOnly);
+  const failedHere = (action: ActionDef) => opts.state?.action === action.name && !failedInPage;
   const shown = actions.filter((a) => (!covered.has(a.name) && !besideOnly(a)) || failedHere(a));
   const panel = shown.map((a, i) => panelAction(a, i, shown.length, hidden.get(a.name), opts)).join("\n");
   return { content, actions: panel };
 }
 
 function panelAction(
-  a: ActionDef,
-  i: number,
+  action: ActionDef,
+  index: number,
   count: number,
   skip: Set<string> | undefined,
   opts: RenderOpts,
 ) {
   // The first action (and the one that just failed) is open; the rest fold away so the panel stays short.
-  const open = opts.state ? opts.state.action === a.name : i === 0 || count <= 2;
-  const only = fields(a.params)
+  const open = opts.state ? opts.state.action === action.name : index === 0 || count <= 2;
+  const only = fields(action.params)
     .filter((f) => !skip?.has(f.name) && !f.pickedBeside)
     .map((f) => f.name);
   if (!only.length) {
     // Nothing to fill in: one button that says what it does.
-    const button = actionForm(a, {
+    const button = actionForm(action, {
       path: opts.path,
       csrf: opts.csrf,
       state: opts.state,
-      label: a.description,
+      label: action.description,
       only,
     });
-    return `<div class="action simple" id="action-${a.name}">${button}</div>`;
+    return `<div class="action simple" id="action-${action.name}">${button}</div>`;
   }
-  const current = a.current && opts.scope ? a.current(opts.scope) : undefined;
-  const state = opts.state ?? (current && { action: a.name, values: current, issues: [] });
-  const form = actionForm(a, { path: opts.path, csrf: opts.csrf, state, only });
-  return `<details class="action" id="action-${a.name}"${open ? " open" : ""}><summary>${escapeHtml(a.description)}</summary>${form}</details>`;
+  const current = action.current && opts.scope ? action.current(opts.scope) : undefined;
+  const state = opts.state ?? (current && { action: action.name, values: current, issues: [] });
+  const form = actionForm(action, { path: opts.path, csrf: opts.csrf, state, only });
+  return `<details class="action" id="action-${action.name}"${open ? " open" : ""}><summary>${escapeHtml(action.description)}</summary>${form}</details>`;
 }
 
-function failsHere(b: FormBlock, state?: FormState): boolean {
+function failsHere(block: FormBlock, state?: FormState): boolean {
   return (
-    state?.action === b.form.action && Object.entries(b.form.fixed).every(([k, v]) => state.values[k] === v)
+    state?.action === block.form.action &&
+    Object.entries(block.form.fixed).every(([param, value]) => state.values[param] === value)
   );
 }
 
-function inlineForm(a: ActionDef, b: FormBlock, opts: RenderOpts): string {
-  const failedHere = failsHere(b, opts.state);
-  const prefill = b.form.values ? { action: a.name, values: b.form.values, issues: [] } : undefined;
-  const form = actionForm(a, {
+function inlineForm(action: ActionDef, block: FormBlock, opts: RenderOpts): string {
+  const failedHere = failsHere(block, opts.state);
+  const prefill = block.form.values
+    ? { action: action.name, values: block.form.values, issues: [] }
+    : undefined;
+  const form = actionForm(action, {
     path: opts.path,
     csrf: opts.csrf,
-    fixed: b.form.fixed,
-    only: b.form.fields ?? (b.form.style === "block" ? fields(a.params).map((f) => f.name) : []),
-    label: b.form.label,
-    choices: b.form.choices,
-    disabled: b.form.disabled,
-    nested: b.form.nested,
-    inline: b.form.style === undefined || b.form.style === "inline",
+    fixed: block.form.fixed,
+    only: block.form.fields ?? (block.form.style === "block" ? fields(action.params).map((f) => f.name) : []),
+    label: block.form.label,
+    choices: block.form.choices,
+    disabled: block.form.disabled,
+    nested: block.form.nested,
+    inline: block.form.style === undefined || block.form.style === "inline",
     state: failedHere ? opts.state : prefill,
   });
-  return b.form.style === "folded"
-    ? `<details class="folded${b.form.depth ? ` depth-${b.form.depth}` : ""}"${failedHere ? " open" : ""}><summary>${escapeHtml(b.form.label)}</summary>${form}</details>`
+  return block.form.style === "folded"
+    ? `<details class="folded${block.form.depth ? ` depth-${block.form.depth}` : ""}"${failedHere ? " open" : ""}><summary>${escapeHtml(block.form.label)}</summary>${form}</details>`
     : form;
 }

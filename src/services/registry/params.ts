@@ -41,23 +41,23 @@ const ACRONYMS: Record<string, string> = { api: "API", url: "URL", usd: "USD", i
 
 /** `add_api_key` → "Add API key": a param or action name as a label. */
 export function humanize(name: string): string {
-  const s = name
+  const label = name
     .split("_")
     .map((w) => ACRONYMS[w] ?? w)
     .join(" ");
-  return s.charAt(0).toUpperCase() + s.slice(1);
+  return label.charAt(0).toUpperCase() + label.slice(1);
 }
 
 /** What a person sees a param called: its label, else its name made readable. */
-export function labelOf(f: Pick<Field, "name" | "label">): string {
-  return f.label ?? humanize(f.name);
+export function labelOf(field: Pick<Field, "name" | "label">): string {
+  return field.label ?? humanize(field.name);
 }
 
 type AnyZod = z.ZodType & { _zod: { def: Record<string, unknown> & { type: string } } };
 
 export function fields(schema: z.ZodObject): Field[] {
   return Object.entries(schema.shape).map(([name, raw]) => {
-    let t = raw as AnyZod;
+    let zodType = raw as AnyZod;
     let required = true;
     let defaultValue: unknown;
     type Meta = {
@@ -70,22 +70,23 @@ export function fields(schema: z.ZodObject): Field[] {
       clears?: boolean;
       group?: string;
     };
-    const meta = (z.globalRegistry.get(t) ?? {}) as Meta;
-    while (t._zod.def.type === "optional" || t._zod.def.type === "default") {
+    const meta = (z.globalRegistry.get(zodType) ?? {}) as Meta;
+    while (zodType._zod.def.type === "optional" || zodType._zod.def.type === "default") {
       required = false;
-      if (t._zod.def.type === "default") {
-        const dv = t._zod.def.defaultValue;
-        defaultValue = typeof dv === "function" ? (dv as () => unknown)() : dv;
+      if (zodType._zod.def.type === "default") {
+        const declaredDefault = zodType._zod.def.defaultValue;
+        defaultValue =
+          typeof declaredDefault === "function" ? (declaredDefault as () => unknown)() : declaredDefault;
       }
-      t = t._zod.def.innerType as AnyZod;
+      zodType = zodType._zod.def.innerType as AnyZod;
     }
-    const inner = (z.globalRegistry.get(t) ?? {}) as Meta;
-    const type = fieldType(t._zod.def.type);
+    const inner = (z.globalRegistry.get(zodType) ?? {}) as Meta;
+    const type = fieldType(zodType._zod.def.type);
     return {
       name,
       type,
       required,
-      options: type === "enum" ? (t as unknown as z.ZodEnum).options.map(String) : undefined,
+      options: type === "enum" ? (zodType as unknown as z.ZodEnum).options.map(String) : undefined,
       description: meta.description ?? inner.description ?? raw.description,
       multiline: Boolean(meta.multiline ?? inner.multiline),
       secret: Boolean(meta.secret ?? inner.secret),
@@ -96,7 +97,7 @@ export function fields(schema: z.ZodObject): Field[] {
       besideOnly: (meta.pickedBeside ?? inner.pickedBeside) === true,
       clears: Boolean(meta.clears ?? inner.clears),
       group: meta.group ?? inner.group,
-      maxLength: type === "string" ? ((t as unknown as z.ZodString).maxLength ?? undefined) : undefined,
+      maxLength: type === "string" ? ((zodType as unknown as z.ZodString).maxLength ?? undefined) : undefined,
     };
   });
 }
@@ -112,14 +113,14 @@ const signatures = new WeakMap<z.ZodObject, string>();
 
 /** `text: string, title?: string, role: admin|member`: every action line of every page shows one, so each schema's is kept. */
 export function signature(schema: z.ZodObject): string {
-  let s = signatures.get(schema);
-  if (s === undefined) {
-    s = fields(schema)
+  let described = signatures.get(schema);
+  if (described === undefined) {
+    described = fields(schema)
       .map((f) => `${f.name}${f.required ? "" : "?"}: ${f.type === "enum" ? f.options!.join("|") : f.type}`)
       .join(", ");
-    signatures.set(schema, s);
+    signatures.set(schema, described);
   }
-  return s;
+  return described;
 }
 
 const TRUE = new Set(["true", "on", "1", "yes"]);
@@ -131,16 +132,17 @@ function textIssues(value: unknown, field: string): Issue[] {
   // A loop, not recursion: a body nested a hundred thousand levels deep must not overflow the stack.
   const stack: [unknown, string][] = [[value, field]];
   while (stack.length) {
-    const [v, path] = stack.pop()!;
-    if (typeof v === "string") {
-      const problem = textProblem(v);
+    const [current, path] = stack.pop()!;
+    if (typeof current === "string") {
+      const problem = textProblem(current);
       if (problem) issues.push({ field: path, message: problem });
-    } else if (Array.isArray(v)) for (const [i, item] of v.entries()) stack.push([item, `${path}.${i}`]);
-    else if (v !== null && typeof v === "object")
-      for (const [k, item] of Object.entries(v)) {
-        const problem = textProblem(k);
+    } else if (Array.isArray(current))
+      for (const [index, item] of current.entries()) stack.push([item, `${path}.${index}`]);
+    else if (current !== null && typeof current === "object")
+      for (const [key, item] of Object.entries(current)) {
+        const problem = textProblem(key);
         if (problem) issues.push({ field: path, message: `a key ${problem}` });
-        else stack.push([item, `${path}.${k}`]);
+        else stack.push([item, `${path}.${key}`]);
       }
   }
   return issues;
@@ -151,14 +153,14 @@ function textIssues(value: unknown, field: string): Issue[] {
  * several values: a form repeats its field, JSON sends an array. Any other param given
  * twice is ambiguous (which one did the sender mean?), so it is refused, not guessed.
  */
-function single(f: Field, v: unknown, form: boolean): { value: unknown } | { issues: Issue[] } {
-  if (Array.isArray(v) && f.type !== "list") {
+function single(field: Field, value: unknown, form: boolean): { value: unknown } | { issues: Issue[] } {
+  if (Array.isArray(value) && field.type !== "list") {
     const message = form ? "sent more than once: it takes one value" : "must be a single value, not a list";
-    return { issues: [{ field: f.name, message }] };
+    return { issues: [{ field: field.name, message }] };
   }
-  const problems = textIssues(v, f.name);
+  const problems = textIssues(value, field.name);
   if (problems.length) return { issues: problems };
-  return { value: f.type === "list" && form && typeof v === "string" ? [v] : v };
+  return { value: field.type === "list" && form && typeof value === "string" ? [value] : value };
 }
 
 /**
@@ -169,16 +171,16 @@ function nestedFromForm(defs: Field[], body: Record<string, unknown>): Record<st
   const objects = new Set(defs.filter((f) => f.type === "object").map((f) => f.name));
   if (!objects.size) return body;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(body)) {
-    const dot = k.indexOf(".");
-    const top = dot > 0 ? k.slice(0, dot) : "";
+  for (const [key, value] of Object.entries(body)) {
+    const dot = key.indexOf(".");
+    const top = dot > 0 ? key.slice(0, dot) : "";
     if (!objects.has(top)) {
-      out[k] = v;
+      out[key] = value;
       continue;
     }
     out[top] ??= Object.create(null);
     const nested = out[top];
-    if (nested && typeof nested === "object") (nested as Record<string, unknown>)[k.slice(dot + 1)] = v;
+    if (nested && typeof nested === "object") (nested as Record<string, unknown>)[key.slice(dot + 1)] = value;
   }
   return out;
 }
@@ -200,29 +202,29 @@ export function parseParams<S extends z.ZodObject>(
     .filter((k) => !known.has(k))
     .map((k) => ({ field: k, message: `unknown parameter (expected: ${[...known].join(", ") || "none"})` }));
   const input: Record<string, unknown> = {};
-  for (const f of defs) {
-    const sent = single(f, body[f.name], opts.form);
+  for (const field of defs) {
+    const sent = single(field, body[field.name], opts.form);
     if ("issues" in sent) {
       issues.push(...sent.issues);
       continue;
     }
-    let v = sent.value;
-    if (typeof v === "string") {
-      if (f.type === "number") v = v.trim() === "" ? undefined : Number(v);
-      else if (f.type === "boolean")
-        v = TRUE.has(v.toLowerCase()) ? true : FALSE.has(v.toLowerCase()) ? false : v;
+    let value = sent.value;
+    if (typeof value === "string") {
+      if (field.type === "number") value = value.trim() === "" ? undefined : Number(value);
+      else if (field.type === "boolean")
+        value = TRUE.has(value.toLowerCase()) ? true : FALSE.has(value.toLowerCase()) ? false : value;
       // An emptied form field means "not given", except where emptying it is how a form clears the value.
-      else if (opts.form && v.trim() === "" && !f.required && !f.clears) v = undefined;
+      else if (opts.form && value.trim() === "" && !field.required && !field.clears) value = undefined;
     }
-    if (v === undefined && opts.form && f.type === "boolean") v = false;
-    if (v !== undefined) input[f.name] = v;
+    if (value === undefined && opts.form && field.type === "boolean") value = false;
+    if (value !== undefined) input[field.name] = value;
   }
   const result = schema.safeParse(input);
   if (!result.success) {
-    for (const i of result.error.issues) {
-      const field = i.path.join(".");
-      const missing = i.path.length === 1 && input[field] === undefined;
-      issues.push({ field, message: missing ? "required" : i.message });
+    for (const issue of result.error.issues) {
+      const field = issue.path.join(".");
+      const missing = issue.path.length === 1 && input[field] === undefined;
+      issues.push({ field, message: missing ? "required" : issue.message });
     }
   }
   if (issues.length) {
@@ -241,10 +243,10 @@ export function parseParams<S extends z.ZodObject>(
  */
 export function labelled(schema: z.ZodObject, err: ValidationError): ValidationError {
   const byName = new Map(fields(schema).map((f) => [f.name, f]));
-  const issues = err.issues.map((i) => {
-    if (i.label || !i.field) return i;
-    const top = byName.get(i.field.split(".")[0]!);
-    return top ? { ...i, label: labelOf(top) } : i;
+  const issues = err.issues.map((issue) => {
+    if (issue.label || !issue.field) return issue;
+    const top = byName.get(issue.field.split(".")[0]!);
+    return top ? { ...issue, label: labelOf(top) } : issue;
   });
   return new ValidationError(issues);
 }

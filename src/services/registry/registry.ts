@@ -67,7 +67,9 @@ export type Guard = (ctx: Ctx, action: ActionDef, scope: Scope) => Promise<strin
  * a lone surrogate) are dropped, so `/search?q=%00` finds nothing instead of failing.
  */
 function storableQuery(query: Query): Query {
-  return Object.fromEntries(Object.entries(query).map(([k, v]) => [k, v === undefined ? v : storable(v)]));
+  return Object.fromEntries(
+    Object.entries(query).map(([key, value]) => [key, value === undefined ? value : storable(value)]),
+  );
 }
 
 export function createRegistry(
@@ -78,64 +80,67 @@ export function createRegistry(
   const { guard, policy } = hooks;
   const match = createRouter(pages);
   const byName = new Map<string, ActionDef>();
-  for (const a of actions) {
-    if (byName.has(a.name)) throw new Error(`action ${a.name} defined twice`);
-    byName.set(a.name, a);
+  for (const action of actions) {
+    if (byName.has(action.name)) throw new Error(`action ${action.name} defined twice`);
+    byName.set(action.name, action);
   }
-  for (const p of pages)
-    for (const name of p.actions)
-      if (!byName.has(name)) throw new Error(`page ${p.pattern} lists unknown action ${name}`);
+  for (const pageDef of pages)
+    for (const name of pageDef.actions)
+      if (!byName.has(name)) throw new Error(`page ${pageDef.pattern} lists unknown action ${name}`);
 
   const handed = (ctx: Ctx): PageCtx => ({ ...ctx, actionDefs: byName });
 
   function page(path: string) {
-    const m = match(path);
-    if (!m) throw new NotFoundError(`No page at ${path}`);
-    return m;
+    const matched = match(path);
+    if (!matched) throw new NotFoundError(`No page at ${path}`);
+    return matched;
   }
 
   /**
    * A run woken by someone who does not manage its agent reads only what they could: the
    * page must resolve for each of them too, and answers the agent as it would answer them.
    */
-  async function withinViewers(ctx: Ctx, m: ReturnType<typeof page>) {
+  async function withinViewers(ctx: Ctx, matched: ReturnType<typeof page>) {
     for (const actor of ctx.viewers ?? [])
-      await m.page.resolve({ db: ctx.db, tenant: ctx.tenant, actor }, m.params);
+      await matched.page.resolve({ db: ctx.db, tenant: ctx.tenant, actor }, matched.params);
   }
 
   async function resolve(ctx: Ctx, path: string): Promise<Resolved> {
-    const m = page(path);
-    await withinViewers(ctx, m);
-    return { ...m, scope: await m.page.resolve(ctx, m.params) };
+    const matched = page(path);
+    await withinViewers(ctx, matched);
+    return { ...matched, scope: await matched.page.resolve(ctx, matched.params) };
   }
 
-  async function denial(ctx: Ctx, a: ActionDef, scope: Scope): Promise<string | null> {
+  async function denial(ctx: Ctx, action: ActionDef, scope: Scope): Promise<string | null> {
     // The token's scope first: it holds whoever the token's user is. Then the guard: an agent
     // refused a capability hears that, not an incidental check.
     return (
-      scopeDenial(ctx, a) ?? (guard ? await guard(ctx, a, scope) : null) ?? a.available?.(ctx, scope) ?? null
+      scopeDenial(ctx, action) ??
+      (guard ? await guard(ctx, action, scope) : null) ??
+      action.available?.(ctx, scope) ??
+      null
     );
   }
 
   /** The actions the actor can use on this page: the same list a page shows and execution enforces. */
-  async function available(ctx: Ctx, r: Resolved): Promise<ActionDef[]> {
-    const defs = r.page.actions.map((n) => byName.get(n)!);
-    const reasons = await Promise.all(defs.map((a) => denial(ctx, a, r.scope)));
+  async function available(ctx: Ctx, resolved: Resolved): Promise<ActionDef[]> {
+    const defs = resolved.page.actions.map((n) => byName.get(n)!);
+    const reasons = await Promise.all(defs.map((a) => denial(ctx, a, resolved.scope)));
     return defs.filter((_, i) => reasons[i] === null);
   }
 
   /** The action if the actor may use it here; 404 if the page has no such action, 403 with the reason otherwise. */
-  async function usable(ctx: Ctx, r: Resolved, name: string, path: string): Promise<ActionDef> {
-    const a = r.page.actions.includes(name) ? byName.get(name) : undefined;
-    if (!a) {
-      const names = (await available(ctx, r)).map((x) => `\`${x.name}\``);
+  async function usable(ctx: Ctx, resolved: Resolved, name: string, path: string): Promise<ActionDef> {
+    const action = resolved.page.actions.includes(name) ? byName.get(name) : undefined;
+    if (!action) {
+      const names = (await available(ctx, resolved)).map((x) => `\`${x.name}\``);
       throw new NotFoundError(
         `No action \`${name}\` on ${path}. ${names.length ? `Actions here: ${names.join(", ")}.` : "This page has no actions you can use."}`,
       );
     }
-    const reason = await denial(ctx, a, r.scope);
+    const reason = await denial(ctx, action, resolved.scope);
     if (reason) throw new ForbiddenError(`You cannot use \`${name}\` here: ${reason}`);
-    return a;
+    return action;
   }
 
   return {
@@ -155,19 +160,19 @@ export function createRegistry(
       raw: Query,
     ): Promise<{ view: PageView; actions: ActionDef[]; resolved: Resolved }> {
       const ctx = handed(caller);
-      const m = page(path);
+      const matched = page(path);
       const query = storableQuery(raw);
-      await withinViewers(ctx, m);
+      await withinViewers(ctx, matched);
       let read: { view: PageView; actions: ActionDef[]; resolved: Resolved };
-      if (m.page.view) {
-        const got = await m.page.view(ctx, m.params, query);
-        const resolved = { ...m, scope: got.scope };
+      if (matched.page.view) {
+        const got = await matched.page.view(ctx, matched.params, query);
+        const resolved = { ...matched, scope: got.scope };
         read = { view: got.view, actions: await available(ctx, resolved), resolved };
       } else {
-        const resolved = { ...m, scope: await m.page.resolve(ctx, m.params) };
+        const resolved = { ...matched, scope: await matched.page.resolve(ctx, matched.params) };
         // Independent reads: the page's content and which actions the actor may use.
         const [view, actions] = await Promise.all([
-          m.page.render(ctx, resolved.scope, query),
+          matched.page.render(ctx, resolved.scope, query),
           available(ctx, resolved),
         ]);
         read = { view, actions, resolved };
@@ -182,12 +187,12 @@ export function createRegistry(
      * see the page gets its 404, not its stream. 406 for a page with nothing live.
      */
     async live(ctx: Ctx, path: string, raw: Query): Promise<LiveFeed> {
-      const m = page(path);
-      await withinViewers(ctx, m);
-      const scope = await m.page.resolve(ctx, m.params);
-      if (!m.page.live)
+      const matched = page(path);
+      await withinViewers(ctx, matched);
+      const scope = await matched.page.resolve(ctx, matched.params);
+      if (!matched.page.live)
         throw new AppError(406, `${path} has no live updates: ask for it as text/html or text/markdown.`);
-      return m.page.live(ctx, scope, storableQuery(raw));
+      return matched.page.live(ctx, scope, storableQuery(raw));
     },
 
     async describe(ctx: Ctx, path: string, name: string): Promise<{ action: ActionDef; resolved: Resolved }> {
@@ -196,12 +201,12 @@ export function createRegistry(
     },
 
     /** The view of a page already resolved (an action's page, for its title and breadcrumb). */
-    async render(caller: Ctx, r: Resolved, query: Query): Promise<PageView> {
+    async render(caller: Ctx, resolved: Resolved, query: Query): Promise<PageView> {
       const ctx = handed(caller);
-      const view = r.page.view
-        ? (await r.page.view(ctx, r.params, query)).view
-        : await r.page.render(ctx, r.scope, query);
-      await ctx.flow?.read(pageSources(ctx, r.scope, view));
+      const view = resolved.page.view
+        ? (await resolved.page.view(ctx, resolved.params, query)).view
+        : await resolved.page.render(ctx, resolved.scope, query);
+      await ctx.flow?.read(pageSources(ctx, resolved.scope, view));
       return view;
     },
 

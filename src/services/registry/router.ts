@@ -21,32 +21,33 @@ export function createRouter(pages: PageDef[]) {
   // By number of segments, each list in the order above: a lookup tries only pages of the
   // path's length (an agent reads a page every step, and there are a hundred patterns).
   const byLength = new Map<number, Compiled[]>();
-  for (const c of compiled) {
-    const same = byLength.get(c.segments.length) ?? [];
-    same.push(c);
-    byLength.set(c.segments.length, same);
+  for (const entry of compiled) {
+    const same = byLength.get(entry.segments.length) ?? [];
+    same.push(entry);
+    byLength.set(entry.segments.length, same);
   }
 
   return function match(path: string): Match | null {
     const parts = path.split("/").filter(Boolean);
-    for (const c of byLength.get(parts.length) ?? []) if (fits(c.segments, parts)) return matched(c, parts);
+    for (const entry of byLength.get(parts.length) ?? [])
+      if (fits(entry.segments, parts)) return matched(entry, parts);
     return null;
   };
 }
 
 function fits(segments: string[], parts: string[]): boolean {
-  for (let i = 0; i < parts.length; i++) {
-    const seg = segments[i]!;
-    if (seg.startsWith(":") ? !SEGMENT.test(parts[i]!) : seg !== parts[i]) return false;
+  for (let index = 0; index < parts.length; index++) {
+    const seg = segments[index]!;
+    if (seg.startsWith(":") ? !SEGMENT.test(parts[index]!) : seg !== parts[index]) return false;
   }
   return true;
 }
 
-function matched(c: Compiled, parts: string[]): Match {
+function matched(entry: Compiled, parts: string[]): Match {
   const params: Record<string, string> = {};
-  for (let i = 0; i < parts.length; i++)
-    if (c.segments[i]!.startsWith(":")) params[c.segments[i]!.slice(1)] = parts[i]!;
-  return { page: c.page, params };
+  for (let index = 0; index < parts.length; index++)
+    if (entry.segments[index]!.startsWith(":")) params[entry.segments[index]!.slice(1)] = parts[index]!;
+  return { page: entry.page, params };
 }
 
 function score(segments: string[]): number {

@@ -8,11 +8,11 @@
 // A session is its person, and an agent's run in process is its agent: no scope applies.
 import type { ActionDef, Ctx } from "./types.ts";
 
-export function scopeDenial(ctx: Ctx, a: ActionDef): string | null {
+export function scopeDenial(ctx: Ctx, action: ActionDef): string | null {
   const auth = ctx.auth;
   if (auth?.via !== "token") return null;
-  if (auth.scope === "read" && a.writes) return "this API token may only read (its scope is `read`)";
-  if (!a.manage) return null;
+  if (auth.scope === "read" && action.writes) return "this API token may only read (its scope is `read`)";
+  if (!action.manage) return null;
   if (auth.scope !== "manage")
     return `managing tokens and keys needs a signed-in session or a token with the \`manage\` scope (this one is \`${auth.scope}\`)`;
   if (auth.mcp && !auth.mcp.manageOverMcp)
