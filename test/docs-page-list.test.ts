@@ -33,9 +33,9 @@ describe("the markdown API's page list", () => {
   });
 
   it("fails a page another engineer adds to the registry until it has its line", () => {
-    const problems = pageListProblems(file, markdown, [...patterns, "/settings/hostnames"]);
+    const problems = pageListProblems(file, markdown, [...patterns, "/settings/not-yet-listed"]);
     expect(problems).toHaveLength(1);
-    expect(problems[0]!.message).toContain('add a line "- `/settings/hostnames` — what it is"');
+    expect(problems[0]!.message).toContain('add a line "- `/settings/not-yet-listed` — what it is"');
   });
 
   it("fails a line for a page the registry no longer serves, and a page listed twice, at their lines", () => {
