@@ -89,7 +89,7 @@ async function alwaysAllow(
   checkedBreadth(params, allowAny, pending.actionName);
   const studio = studioHandleOf(pending.pagePath);
   const rule = allowRule(pending, params, studio, ctx.actor.handle);
-  await saveConfig(ctx, { agent: pending.agent }, (config) => {
+  await saveConfig(ctx, pending.agent, (config) => {
     const rules = ((config.rules as Rule[]) ?? []).filter((r) => r.name !== rule.name);
     config.rules = [rule, ...rules];
   });

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
 import { inStudio } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
@@ -9,6 +8,7 @@ import { optionalText, text } from "../validation.ts";
 
 export const createCommitment = defineAction({
   name: "create_commitment",
+  needs: ["studio"],
   description: "Propose a commitment that becomes active once enough people join",
   params: z.object({
     title: text(200),
@@ -23,7 +23,7 @@ export const createCommitment = defineAction({
   writes: true,
   audience: inStudio("commitment"),
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
+    const { studio } = scope;
     const c = await ctx.tx.commitment.create({
       data: {
         id: newId(),
@@ -51,13 +51,14 @@ export const createCommitment = defineAction({
 
 export const joinCommitment = defineAction({
   name: "join_commitment",
+  needs: ["studio", "commitment"],
   description: "Join this commitment",
   params: z.object({}),
   writes: true,
   audience: inStudio("commitment sign-up"),
   async execute(ctx, _p, scope) {
-    const studio = requireScope(scope.studio, "studio");
-    const c = requireScope(scope.commitment, "commitment");
+    const { studio } = scope;
+    const c = scope.commitment;
     // Lock the commitment so concurrent joins see each other and activation happens exactly once.
     await ctx.tx.$queryRaw`SELECT id FROM commitments WHERE id = ${c.id} FOR UPDATE`;
     const created = await ctx.tx.commitmentParticipant.createMany({

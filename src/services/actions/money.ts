@@ -3,7 +3,6 @@
 import { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../../lib/errors.ts";
-import { requireScope } from "../access.ts";
 import { agentsOf, keyHolder, keysOf, mayManage } from "../agents/core/ownership.ts";
 import { agentConfig, MAX_COST_LIMIT_USD, tenantSettings } from "../agents/core/settings.ts";
 import {
@@ -166,6 +165,7 @@ export const revokeApiKey = defineAction({
 
 export const setAgentApiKey = defineAction({
   name: "set_agent_api_key",
+  needs: ["agent"],
   description: "Choose who pays for its model calls: one of your keys, or the shared endpoint",
   params: z.object({
     api_key: z
@@ -182,7 +182,7 @@ export const setAgentApiKey = defineAction({
   audience: toAgentManagers("key choice"),
   available: ownerOnly,
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     let label = "the shared endpoint";
     if (params.api_key !== "shared") {
       const k = await ctx.tx.agentApiKey.findFirst({
@@ -198,7 +198,7 @@ export const setAgentApiKey = defineAction({
       if (k.revokedAt) throw new ValidationError([{ field: "api_key", message: `“${k.label}” is revoked` }]);
       label = `“${k.label}” (…${k.keyHint})`;
     }
-    await saveConfig(ctx, scope, (config) => {
+    await saveConfig(ctx, scope.agent, (config) => {
       if (params.api_key === "shared") delete config.api_key_id;
       else config.api_key_id = params.api_key;
     });
@@ -239,6 +239,7 @@ function parseThresholds(raw: string): number[] {
 
 export const setCostLimit = defineAction({
   name: "set_cost_limit",
+  needs: ["agent"],
   description: "Set its monthly cost limit and spend alerts",
   params: z.object({
     monthly_limit_usd: dollars.meta({
@@ -254,10 +255,10 @@ export const setCostLimit = defineAction({
   audience: toAgentManagers("cost limit"),
   available: ownerOnly,
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     const thresholds =
       params.alert_thresholds_usd === undefined ? undefined : parseThresholds(params.alert_thresholds_usd);
-    await saveConfig(ctx, scope, (config) => {
+    await saveConfig(ctx, scope.agent, (config) => {
       config.cost_limit_usd = params.monthly_limit_usd;
       if (thresholds) config.alert_thresholds_usd = thresholds;
     });

@@ -4,7 +4,6 @@
 // run continues from its recorded steps, with the steps, cost and working time it has left.
 import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
-import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import { requeue } from "../agents/core/runs.ts";
 import { emit } from "../events.ts";
@@ -21,6 +20,7 @@ function managers(ctx: Ctx, scope: Scope): string | null {
 
 export const pauseRun = defineAction({
   name: "pause_run",
+  needs: ["taskRun", "agent"],
   description: "Pause this run after its current step; resume it later where it stopped",
   params: z.object({}),
   writes: true,
@@ -35,8 +35,8 @@ export const pauseRun = defineAction({
     );
   },
   async execute(ctx, _p, scope) {
-    const run = requireScope(scope.taskRun, "run");
-    const agent = requireScope(scope.agent, "agent");
+    const run = scope.taskRun;
+    const { agent } = scope;
     const location = `/subagents/${agent.handle}/runs/${run.id}`;
     const now = new Date();
     const by = { pausedById: ctx.actor.id, pauseRequestedAt: now };
@@ -60,6 +60,7 @@ export const pauseRun = defineAction({
 
 export const resumeRun = defineAction({
   name: "resume_run",
+  needs: ["taskRun", "agent"],
   description: "Resume this paused run where it stopped",
   params: z.object({}),
   writes: true,
@@ -67,8 +68,8 @@ export const resumeRun = defineAction({
   available: (ctx, scope) =>
     managers(ctx, scope) ?? (scope.taskRun?.status === "paused" ? null : "the run is not paused"),
   async execute(ctx, _p, scope) {
-    const run = requireScope(scope.taskRun, "run");
-    const agent = requireScope(scope.agent, "agent");
+    const run = scope.taskRun;
+    const { agent } = scope;
     const location = `/subagents/${agent.handle}/runs/${run.id}`;
     // Locked: two resumes at once must not queue it twice.
     const [current] = await ctx.tx.$queryRaw<{ status: string }[]>`

@@ -2,7 +2,6 @@ import { z } from "zod";
 import { conflictOnDuplicate } from "../../db/prisma.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { requireScope } from "../access.ts";
 import { agentsLeaveWithOwner } from "../agents/core/owner-left.ts";
 import { emit } from "../events.ts";
 import { pausedNotice, pauseEndpointsOf } from "../reach/endpoints.ts";
@@ -87,6 +86,7 @@ export const joinStudio = defineAction({
 
 export const updateStudio = defineAction({
   name: "update_studio",
+  needs: ["studio"],
   description: "Rename the studio or change its description",
   params: z.object({
     name: optionalText(80).meta({ clears: true }),
@@ -97,7 +97,7 @@ export const updateStudio = defineAction({
   available: adminOnly,
   current: (scope) => ({ name: scope.studio?.name, description: scope.studio?.description }),
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
+    const { studio } = scope;
     if (params.name === undefined && params.description === undefined)
       throw new ValidationError([{ field: "", message: "give a name or a description to change" }]);
     if (params.name !== undefined && params.name.length === 0)
@@ -136,6 +136,7 @@ async function assertAnotherAdmin(ctx: Parameters<typeof updateStudio.execute>[0
 
 export const updateMemberRole = defineAction({
   name: "update_member_role",
+  needs: ["studio"],
   description: "Make a member an admin, or an admin a member",
   // Picked with the buttons beside each member: never typed, and no role is preselected.
   params: z.object({
@@ -146,7 +147,7 @@ export const updateMemberRole = defineAction({
   audience: inStudio("role change"),
   available: adminOnly,
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
+    const { studio } = scope;
     // Lock the studio's member rows so two demotions cannot both pass the last-admin check.
     await ctx.tx.$queryRaw`SELECT 1 FROM studio_members WHERE studio_id = ${studio.id} FOR UPDATE`;
     const m = await memberOf(ctx, studio.id, params.handle);
@@ -187,6 +188,7 @@ export const updateMemberRole = defineAction({
 
 export const removeMember = defineAction({
   name: "remove_member",
+  needs: ["studio"],
   destructive:
     "They lose access to the studio's notes, decisions and commitments until someone invites them again, and their agents leave it with them (their subscriptions there stop).",
   description: "Remove someone from the studio",
@@ -195,7 +197,7 @@ export const removeMember = defineAction({
   audience: inStudio("membership change"),
   available: adminOnly,
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
+    const { studio } = scope;
     await ctx.tx.$queryRaw`SELECT 1 FROM studio_members WHERE studio_id = ${studio.id} FOR UPDATE`;
     const m = await memberOf(ctx, studio.id, params.handle);
     if (m.role === "admin") await assertAnotherAdmin(ctx, studio.id);
