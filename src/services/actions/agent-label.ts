@@ -23,7 +23,7 @@ export const clearAgentLabel = defineAction({
   writes: true,
   audience: toAgentManagers("label"),
   available: managersOnly,
-  async execute(ctx, _p, scope) {
+  async execute(ctx, _params, scope) {
     const { agent } = scope;
     // Every token's too: a token's own label would bring it back (agentTokenFlow merges both).
     await ctx.tx.$executeRaw`UPDATE users SET agent_label = '[]' WHERE id = ${agent.id}`;

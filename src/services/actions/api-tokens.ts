@@ -62,12 +62,12 @@ export const revokeApiToken = defineAction({
   audience: toSelf("API token"),
   async execute(ctx, params, scope) {
     const { user } = scope;
-    const t = await ctx.tx.apiToken.findFirst({
+    const token = await ctx.tx.apiToken.findFirst({
       where: { id: params.id, userId: user.id, tenantId: ctx.tenant.id },
     });
-    if (!t) throw new NotFoundError(`No token ${params.id}`);
-    if (t.revokedAt) throw new ConflictError(`Token “${t.name}” is already revoked`);
-    await ctx.tx.apiToken.update({ where: { id: t.id }, data: { revokedAt: new Date() } });
-    return { status: 200, location: `/u/${user.handle}/settings/tokens`, notice: `Revoked “${t.name}”` };
+    if (!token) throw new NotFoundError(`No token ${params.id}`);
+    if (token.revokedAt) throw new ConflictError(`Token “${token.name}” is already revoked`);
+    await ctx.tx.apiToken.update({ where: { id: token.id }, data: { revokedAt: new Date() } });
+    return { status: 200, location: `/u/${user.handle}/settings/tokens`, notice: `Revoked “${token.name}”` };
   },
 });

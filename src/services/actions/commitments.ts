@@ -24,7 +24,7 @@ export const createCommitment = defineAction({
   audience: inStudio("commitment"),
   async execute(ctx, params, scope) {
     const { studio } = scope;
-    const c = await ctx.tx.commitment.create({
+    const commitment = await ctx.tx.commitment.create({
       data: {
         id: newId(),
         tenantId: ctx.tenant.id,
@@ -39,11 +39,11 @@ export const createCommitment = defineAction({
       type: "commitment.created",
       studioId: studio.id,
       subjectType: "commitment",
-      subjectId: c.id,
+      subjectId: commitment.id,
     });
     return {
       status: 201,
-      location: `/studios/${studio.handle}/commitments/${c.id}`,
+      location: `/studios/${studio.handle}/commitments/${commitment.id}`,
       notice: "Commitment proposed",
     };
   },
@@ -56,29 +56,29 @@ export const joinCommitment = defineAction({
   params: z.object({}),
   writes: true,
   audience: inStudio("commitment sign-up"),
-  async execute(ctx, _p, scope) {
+  async execute(ctx, _params, scope) {
     const { studio } = scope;
-    const c = scope.commitment;
+    const commitment = scope.commitment;
     // Lock the commitment so concurrent joins see each other and activation happens exactly once.
-    await ctx.tx.$queryRaw`SELECT id FROM commitments WHERE id = ${c.id} FOR UPDATE`;
+    await ctx.tx.$queryRaw`SELECT id FROM commitments WHERE id = ${commitment.id} FOR UPDATE`;
     const created = await ctx.tx.commitmentParticipant.createMany({
-      data: [{ commitmentId: c.id, userId: ctx.actor.id, tenantId: ctx.tenant.id }],
+      data: [{ commitmentId: commitment.id, userId: ctx.actor.id, tenantId: ctx.tenant.id }],
       skipDuplicates: true,
     });
     if (!created.count) throw new ConflictError("You have already joined this commitment");
-    const path = `/studios/${studio.handle}/commitments/${c.id}`;
+    const path = `/studios/${studio.handle}/commitments/${commitment.id}`;
     const event = {
       studioId: studio.id,
       subjectType: "commitment",
-      subjectId: c.id,
+      subjectId: commitment.id,
     };
     await emit(ctx, { ...event, type: "commitment.joined" });
     const current = await ctx.tx.commitment.findUniqueOrThrow({
-      where: { id: c.id },
+      where: { id: commitment.id },
       include: { _count: { select: { participants: true } } },
     });
     if (!current.activatedAt && current._count.participants >= current.criticalMass) {
-      await ctx.tx.commitment.update({ where: { id: c.id }, data: { activatedAt: new Date() } });
+      await ctx.tx.commitment.update({ where: { id: commitment.id }, data: { activatedAt: new Date() } });
       await emit(ctx, { ...event, type: "commitment.activated" });
       return {
         status: 200,

@@ -90,7 +90,7 @@ function pinAction(pin: boolean) {
     available: (ctx, scope) =>
       authorOrAdmin(ctx, scope) ??
       (Boolean(scope.note?.pinnedAt) === pin ? (pin ? "already pinned" : "not pinned") : null),
-    async execute(ctx, _p, scope) {
+    async execute(ctx, _params, scope) {
       const { note } = scope;
       // Pinning is not an edit: keep updatedAt, which the note page shows as "edited".
       await ctx.tx.note.update({
@@ -118,7 +118,7 @@ export const confirmRead = defineAction({
   params: z.object({}),
   writes: true,
   audience: inStudio("read confirmation"),
-  async execute(ctx, _p, scope) {
+  async execute(ctx, _params, scope) {
     const { note } = scope;
     // Idempotent: confirming twice keeps the first time and writes no second event.
     const created = await ctx.tx.noteRead.createMany({

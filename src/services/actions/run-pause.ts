@@ -26,32 +26,33 @@ export const pauseRun = defineAction({
   writes: true,
   audience: toAgentManagers("pause request"),
   available: (ctx, scope) => {
-    const r = scope.taskRun;
+    const run = scope.taskRun;
     return (
       managers(ctx, scope) ??
-      (r?.status === "queued" || (r?.status === "running" && !r.pauseRequestedAt && !r.stopRequestedAt)
+      (run?.status === "queued" ||
+      (run?.status === "running" && !run.pauseRequestedAt && !run.stopRequestedAt)
         ? null
         : "only a queued or running run can be paused")
     );
   },
-  async execute(ctx, _p, scope) {
+  async execute(ctx, _params, scope) {
     const run = scope.taskRun;
     const { agent } = scope;
     const location = `/subagents/${agent.handle}/runs/${run.id}`;
     const now = new Date();
-    const by = { pausedById: ctx.actor.id, pauseRequestedAt: now };
+    const pausedBy = { pausedById: ctx.actor.id, pauseRequestedAt: now };
     // The audit trail: who asked, when (the run's own `run.paused` follows when it pauses).
     await emit(ctx, { type: "run.pause_requested", subjectType: "run", subjectId: run.id });
     // Not claimed yet: paused at once (its job, if it comes, finds nothing to claim).
     const held = await ctx.tx.subagentTaskRun.updateMany({
       where: { id: run.id, status: "queued" },
-      data: { ...by, status: "paused", stopReason: "paused_by_owner" },
+      data: { ...pausedBy, status: "paused", stopReason: "paused_by_owner" },
     });
     if (held.count) return { status: 200, location, notice: "Run paused" };
     // Running: its worker's heartbeat sees the request, and the run pauses before its next model call.
     const asked = await ctx.tx.subagentTaskRun.updateMany({
       where: { id: run.id, status: "running", pauseRequestedAt: null, stopRequestedAt: null },
-      data: by,
+      data: pausedBy,
     });
     if (!asked.count) throw new ConflictError("The run is no longer running");
     return { status: 200, location, notice: "Pausing: the run pauses after its current step" };
@@ -67,7 +68,7 @@ export const resumeRun = defineAction({
   audience: toAgentManagers("resume"),
   available: (ctx, scope) =>
     managers(ctx, scope) ?? (scope.taskRun?.status === "paused" ? null : "the run is not paused"),
-  async execute(ctx, _p, scope) {
+  async execute(ctx, _params, scope) {
     const run = scope.taskRun;
     const { agent } = scope;
     const location = `/subagents/${agent.handle}/runs/${run.id}`;

@@ -75,7 +75,7 @@ export const stopRun = defineAction({
     (["queued", "running", "waiting", "paused"].includes(scope.taskRun?.status ?? "")
       ? null
       : "the run is not active"),
-  async execute(ctx, _p, scope) {
+  async execute(ctx, _params, scope) {
     const run = scope.taskRun;
     const { agent } = scope;
     const location = `/subagents/${agent.handle}/runs/${run.id}`;
@@ -115,7 +115,7 @@ export const retryRun = defineAction({
       : scope.agent && !mayManage(ctx.actor, scope.agent)
         ? "only the agent's managers retry its runs"
         : null),
-  async execute(ctx, _p, scope) {
+  async execute(ctx, _params, scope) {
     const run = scope.taskRun;
     const { agent } = scope;
     const queued = await retrySkipped(ctx.tx, ctx.tenant, agent, run);

@@ -86,19 +86,19 @@ export const updateSchedule = defineAction({
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const s = await loadSchedule(ctx, scope.agent, params.schedule);
-    const checked = checkSchedule(params.cron ?? s.cron, params.time_zone ?? s.timeZone);
+    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
+    const checked = checkSchedule(params.cron ?? schedule.cron, params.time_zone ?? schedule.timeZone);
     await ctx.tx.agentSchedule.update({
-      where: { id: s.id },
+      where: { id: schedule.id },
       data: {
         cron: checked.cron,
         timeZone: checked.timeZone,
-        task: params.task ?? s.task,
+        task: params.task ?? schedule.task,
         // A new rhythm starts from now; a paused schedule gets its slot when resumed.
-        nextFireAt: s.enabled ? checked.nextFireAt : null,
+        nextFireAt: schedule.enabled ? checked.nextFireAt : null,
       },
     });
-    return { status: 200, location: `${pagePath(scope)}#${s.id}`, notice: "Schedule saved" };
+    return { status: 200, location: `${pagePath(scope)}#${schedule.id}`, notice: "Schedule saved" };
   },
 });
 
@@ -111,9 +111,12 @@ export const pauseSchedule = defineAction({
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const s = await loadSchedule(ctx, scope.agent, params.schedule);
-    await ctx.tx.agentSchedule.update({ where: { id: s.id }, data: { enabled: false, nextFireAt: null } });
-    return { status: 200, location: `${pagePath(scope)}#${s.id}`, notice: "Schedule paused" };
+    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
+    await ctx.tx.agentSchedule.update({
+      where: { id: schedule.id },
+      data: { enabled: false, nextFireAt: null },
+    });
+    return { status: 200, location: `${pagePath(scope)}#${schedule.id}`, notice: "Schedule paused" };
   },
 });
 
@@ -126,11 +129,11 @@ export const resumeSchedule = defineAction({
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const s = await loadSchedule(ctx, scope.agent, params.schedule);
+    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
     // From now on: the slots it missed while paused are not made up.
-    const { nextFireAt } = checkSchedule(s.cron, s.timeZone);
-    await ctx.tx.agentSchedule.update({ where: { id: s.id }, data: { enabled: true, nextFireAt } });
-    return { status: 200, location: `${pagePath(scope)}#${s.id}`, notice: "Schedule resumed" };
+    const { nextFireAt } = checkSchedule(schedule.cron, schedule.timeZone);
+    await ctx.tx.agentSchedule.update({ where: { id: schedule.id }, data: { enabled: true, nextFireAt } });
+    return { status: 200, location: `${pagePath(scope)}#${schedule.id}`, notice: "Schedule resumed" };
   },
 });
 
@@ -144,8 +147,8 @@ export const removeSchedule = defineAction({
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const s = await loadSchedule(ctx, scope.agent, params.schedule);
-    await ctx.tx.agentSchedule.delete({ where: { id: s.id } });
+    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
+    await ctx.tx.agentSchedule.delete({ where: { id: schedule.id } });
     return { status: 200, location: pagePath(scope), notice: "Schedule removed" };
   },
 });

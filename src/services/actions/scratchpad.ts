@@ -55,7 +55,7 @@ export const clearScratchpad = defineAction({
   writes: true,
   audience: toAgentManagers("scratchpad"),
   available: managersOnly,
-  async execute(ctx, _p, scope) {
+  async execute(ctx, _params, scope) {
     const { agent } = scope;
     const base = { tenantId: ctx.tenant.id, agentId: agent.id, authorId: ctx.actor.id };
     await writeScratchpad(ctx.tx, { ...base, kind: "clear", text: "" });

@@ -120,12 +120,12 @@ export const updateStudio = defineAction({
 });
 
 async function memberOf(ctx: Parameters<typeof updateStudio.execute>[0], studioId: string, handle: string) {
-  const m = await ctx.tx.studioMember.findFirst({
+  const member = await ctx.tx.studioMember.findFirst({
     where: { studioId, tenantId: ctx.tenant.id, user: { handle } },
     include: { user: true },
   });
-  if (!m) throw new NotFoundError(`@${handle} is not a member of this studio`);
-  return m;
+  if (!member) throw new NotFoundError(`@${handle} is not a member of this studio`);
+  return member;
 }
 
 /** A studio must always keep an admin, or nobody could manage it again. */
@@ -150,24 +150,24 @@ export const updateMemberRole = defineAction({
     const { studio } = scope;
     // Lock the studio's member rows so two demotions cannot both pass the last-admin check.
     await ctx.tx.$queryRaw`SELECT 1 FROM studio_members WHERE studio_id = ${studio.id} FOR UPDATE`;
-    const m = await memberOf(ctx, studio.id, params.handle);
-    if (m.role === params.role)
+    const member = await memberOf(ctx, studio.id, params.handle);
+    if (member.role === params.role)
       return {
         status: 200,
         location: `/studios/${studio.handle}/members`,
         notice: `@${params.handle} is already ${params.role}`,
       };
-    if (m.role === "admin") await assertAnotherAdmin(ctx, studio.id);
+    if (member.role === "admin") await assertAnotherAdmin(ctx, studio.id);
     await ctx.tx.studioMember.update({
-      where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
+      where: { studioId_userId: { studioId: studio.id, userId: member.userId } },
       data: { role: params.role },
     });
     const paused =
-      m.role === "admin"
+      member.role === "admin"
         ? await pauseEndpointsOf(
             ctx.tx,
             studio.id,
-            m.userId,
+            member.userId,
             `@${params.handle} is no longer an admin of ${studio.name}`,
           )
         : 0;
@@ -175,7 +175,7 @@ export const updateMemberRole = defineAction({
       type: "member.role_changed",
       studioId: studio.id,
       subjectType: "user",
-      subjectId: m.userId,
+      subjectId: member.userId,
       payload: { role: params.role },
     });
     return {
@@ -199,33 +199,33 @@ export const removeMember = defineAction({
   async execute(ctx, params, scope) {
     const { studio } = scope;
     await ctx.tx.$queryRaw`SELECT 1 FROM studio_members WHERE studio_id = ${studio.id} FOR UPDATE`;
-    const m = await memberOf(ctx, studio.id, params.handle);
-    if (m.role === "admin") await assertAnotherAdmin(ctx, studio.id);
+    const member = await memberOf(ctx, studio.id, params.handle);
+    if (member.role === "admin") await assertAnotherAdmin(ctx, studio.id);
     await ctx.tx.studioMember.delete({
-      where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
+      where: { studioId_userId: { studioId: studio.id, userId: member.userId } },
     });
     const paused = await pauseEndpointsOf(
       ctx.tx,
       studio.id,
-      m.userId,
+      member.userId,
       `@${params.handle} left ${studio.name}`,
     );
     await emit(ctx, {
       type: "member.removed",
       studioId: studio.id,
       subjectType: "user",
-      subjectId: m.userId,
+      subjectId: member.userId,
     });
     // An agent never reads past its owner: theirs leave with them, in the same transaction.
     const left = await agentsLeaveWithOwner(
       ctx.tx,
-      { tenantId: ctx.tenant.id, actorId: ctx.actor.id, personId: m.userId },
+      { tenantId: ctx.tenant.id, actorId: ctx.actor.id, personId: member.userId },
       studio,
     );
     const agents = left.handles.length
       ? `, and ${left.handles.join(" and ")} ${left.handles.length === 1 ? "leaves" : "leave"} it too`
       : "";
-    const self = m.userId === ctx.actor.id;
+    const self = member.userId === ctx.actor.id;
     return {
       status: 200,
       location: self ? "/studios" : `/studios/${studio.handle}/members`,

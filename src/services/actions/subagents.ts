@@ -192,8 +192,8 @@ export const updateSubagent = defineAction({
         else delete config.model;
       }
       if (fallbacks) config.fallback_models = fallbacks;
-      for (const k of ["max_steps", "timeout_seconds", "subscription_window_seconds"] as const)
-        if (params[k] !== undefined) config[k] = params[k];
+      for (const field of ["max_steps", "timeout_seconds", "subscription_window_seconds"] as const)
+        if (params[field] !== undefined) config[field] = params[field];
     });
     if (params.name) await ctx.tx.user.update({ where: { id: agent.id }, data: { name: params.name } });
     return { status: 200, location: `/subagents/${agent.handle}`, notice: "Saved" };
@@ -264,7 +264,7 @@ function archiveAction(archive: boolean) {
     available: (ctx, scope) =>
       peopleOnly(ctx) ??
       (Boolean(scope.agent?.archivedAt) === archive ? (archive ? "already archived" : "not archived") : null),
-    async execute(ctx, _p, scope) {
+    async execute(ctx, _params, scope) {
       const { agent } = scope;
       await ctx.tx.user.update({
         where: { id: agent.id },

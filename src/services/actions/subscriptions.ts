@@ -16,17 +16,17 @@ import { handleSchema, idSchema } from "../validation.ts";
 export function watchedBy(scope: Scope) {
   const studio = requireScope(scope.studio, "studio");
   const base = `/studios/${studio.handle}`;
-  const on = (type: Subscribable, id: string, what: string) => ({
+  const subject = (type: Subscribable, id: string, what: string) => ({
     type,
     id,
     studioId: studio.id,
     what,
     path: type === "studio" ? base : `${base}/${type}s/${id}`,
   });
-  if (scope.note) return on("note", scope.note.id, "this note");
-  if (scope.decision) return on("decision", scope.decision.id, "this decision");
-  if (scope.commitment) return on("commitment", scope.commitment.id, "this commitment");
-  return on("studio", studio.id, `#${studio.handle}`);
+  if (scope.note) return subject("note", scope.note.id, "this note");
+  if (scope.decision) return subject("decision", scope.decision.id, "this decision");
+  if (scope.commitment) return subject("commitment", scope.commitment.id, "this commitment");
+  return subject("studio", studio.id, `#${studio.handle}`);
 }
 
 const agentParam = handleSchema
