@@ -13,7 +13,7 @@ import { AppError, TooManyRequestsError } from "../lib/errors.ts";
 import { isTransient } from "../lib/transient.ts";
 import { callMcpTool, mcpTools } from "../services/catalog/mcp-tools.ts";
 import type { Ctx } from "../services/registry/types.ts";
-import { ctxOf } from "./pages.ts";
+import { ctxOf } from "./page-context.ts";
 
 const VERSION = "0.1.0";
 const CHALLENGE = 'Bearer realm="cadre", error="invalid_token"';

@@ -8,7 +8,7 @@ import { Prisma } from "../generated/prisma/client.ts";
 import { loadAgent } from "../services/agents/core/ownership.ts";
 import { type UsageFilter, usageWhere, windowStart } from "../services/money/dashboard.ts";
 import { usageFilter } from "../services/pages/usage.ts";
-import { ctxOf } from "./pages.ts";
+import { ctxOf } from "./page-context.ts";
 
 const BATCH = 5000;
 const HEADER = [

@@ -2,7 +2,6 @@
 // agentTokenFlow): a manager's decision that what it read may go wherever it writes with
 // them, unreviewed. Worded as that decision, like editing its scratchpad.
 import { z } from "zod";
-import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import { emit } from "../events.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
@@ -15,6 +14,7 @@ const managersOnly = (ctx: Ctx, scope: Scope) =>
 
 export const clearAgentLabel = defineAction({
   name: "clear_agent_label",
+  needs: ["agent"],
   description:
     "Forget what its tokens and MCP sessions have read: what they write next is no longer held for your review, even if it repeats what they read",
   destructive:
@@ -23,8 +23,8 @@ export const clearAgentLabel = defineAction({
   writes: true,
   audience: toAgentManagers("label"),
   available: managersOnly,
-  async execute(ctx, _p, scope) {
-    const agent = requireScope(scope.agent, "agent");
+  async execute(ctx, _params, scope) {
+    const { agent } = scope;
     // Every token's too: a token's own label would bring it back (agentTokenFlow merges both).
     await ctx.tx.$executeRaw`UPDATE users SET agent_label = '[]' WHERE id = ${agent.id}`;
     await ctx.tx.$executeRaw`UPDATE api_tokens SET label = '[]' WHERE user_id = ${agent.id}`;

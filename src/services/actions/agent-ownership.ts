@@ -5,7 +5,6 @@ import { z } from "zod";
 import type { Prisma, Studio } from "../../generated/prisma/client.ts";
 import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
-import { requireScope } from "../access.ts";
 import { transferDisclosure } from "../agents/policy/transfer-disclosure.ts";
 import { emit } from "../events.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
@@ -55,6 +54,7 @@ export async function settleInStudio(ctx: ActionCtx, agentId: string, studio: St
 
 export const transferSubagent = defineAction({
   name: "transfer_subagent",
+  needs: ["agent"],
   description: "Give it to a studio you administer: the studio's admins then manage it together",
   destructive:
     "It stops being yours alone: the studio's admins manage it, it acts only in that studio, and it cannot be given back to you.",
@@ -75,11 +75,11 @@ export const transferSubagent = defineAction({
   available: (ctx: Ctx, scope) =>
     ctx.actor.kind !== "person"
       ? "only people transfer agents"
-      : scope.agent?.ownerStudioId
+      : scope.agent.ownerStudioId
         ? "it already belongs to a studio"
         : null,
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     const studio = await adminStudio(ctx, params.studio);
     const notice = await moveToStudio(ctx, agent, ctx.actor.id, studio, {
       clearMemory: params.clear_memory === true,
@@ -111,7 +111,7 @@ export async function moveToStudio(
   const disclosed = await transferDisclosure(ctx.tx, ctx.tenant.id, agent, studio.id);
   // Under the row's lock, like every config change: a personal key cannot follow it to the studio.
   let hadKey = false;
-  await saveConfig(ctx, { agent }, (config) => {
+  await saveConfig(ctx, agent, (config) => {
     hadKey = Boolean(config.api_key_id);
     delete config.api_key_id;
   });
@@ -138,6 +138,7 @@ export async function moveToStudio(
 
 export const setMemberRuns = defineAction({
   name: "set_member_runs",
+  needs: ["agent"],
   description: "Choose who gives a studio's agent tasks: every member of the studio, or only its admins",
   params: z.object({
     members_may_run: z.boolean().meta({
@@ -150,12 +151,12 @@ export const setMemberRuns = defineAction({
   available: (ctx: Ctx, scope) =>
     ctx.actor.kind !== "person"
       ? "only people configure agents"
-      : scope.agent && !scope.agent.ownerStudioId
+      : !scope.agent.ownerStudioId
         ? "only for a studio's agent: yours runs only for you"
         : null,
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
-    await saveConfig(ctx, scope, (config) => {
+    const { agent } = scope;
+    await saveConfig(ctx, agent, (config) => {
       config.members_may_run = params.members_may_run;
     });
     return {

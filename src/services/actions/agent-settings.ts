@@ -4,7 +4,6 @@ import { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { compilePattern, MAX_RULES_SIZE, patternSize } from "../../lib/rule-pattern.ts";
-import { requireScope } from "../access.ts";
 import { type AgentConfig, agentConfig, type Rule, tenantSettings } from "../agents/core/settings.ts";
 import {
   ALWAYS_ALLOWED,
@@ -43,10 +42,12 @@ export function levelOf(config: AgentConfig, action: string): Level {
 const permissionsSchema = () =>
   z.object({
     ...(Object.fromEntries(
-      GRANTABLE_GROUPS.flatMap((g) =>
-        g.actions.map(([a, label]) => [
-          a,
-          z.enum(LEVELS).meta({ label, description: a, group: g.group, optionLabels: LEVEL_LABELS }),
+      GRANTABLE_GROUPS.flatMap((grouped) =>
+        grouped.actions.map(([action, label]) => [
+          action,
+          z
+            .enum(LEVELS)
+            .meta({ label, description: action, group: grouped.group, optionLabels: LEVEL_LABELS }),
         ]),
       ),
     ) as Record<Grantable, z.ZodEnum<{ off: "off"; on: "on"; approval: "approval" }>>),
@@ -78,27 +79,30 @@ export function permissionsOf(config: AgentConfig): Record<string, unknown> {
 
 export async function saveConfig(
   ctx: ActionCtx,
-  scope: { agent?: { id: string; handle: string } },
+  agent: { id: string; handle: string },
   change: (config: Record<string, unknown>) => void,
 ) {
-  const agent = requireScope(scope.agent, "agent");
   // Re-read under a row lock: two settings forms saved at once must not lose each other's change.
   await ctx.tx.$queryRaw`SELECT id FROM users WHERE id = ${agent.id} FOR UPDATE`;
   const fresh = await ctx.tx.user.findUniqueOrThrow({ where: { id: agent.id } });
-  const cfg = { ...agentConfig(fresh) } as Record<string, unknown>;
-  change(cfg);
-  await ctx.tx.user.update({ where: { id: agent.id }, data: { agentConfig: cfg as Prisma.InputJsonValue } });
+  const config = { ...agentConfig(fresh) } as Record<string, unknown>;
+  change(config);
+  await ctx.tx.user.update({
+    where: { id: agent.id },
+    data: { agentConfig: config as Prisma.InputJsonValue },
+  });
   return `/subagents/${agent.handle}/settings`;
 }
 
 export const setCapabilities = defineAction({
   name: "set_capabilities",
+  needs: ["agent"],
   description: "Choose what it may do, what waits for your approval, and how reviews work",
   params: permissionsSchema(),
   writes: true,
   audience: toAgentManagers("setting"),
   available: peopleOnly,
-  current: (scope) => permissionsOf(agentConfig(requireScope(scope.agent, "agent"))),
+  current: (scope) => permissionsOf(agentConfig(scope.agent)),
   async execute(ctx, params, scope) {
     const granted = GRANTABLE.filter((a) => params[a] !== "off");
     const reviewed = GRANTABLE.filter((a) => params[a] === "approval");
@@ -107,7 +111,7 @@ export const setCapabilities = defineAction({
     const refused = granted.filter((a) => humanOnly.includes(a));
     if (refused.length)
       throw new ValidationError(refused.map((field) => ({ field, message: HUMAN_ONLY_WHY })));
-    const location = await saveConfig(ctx, scope, (config) => {
+    const location = await saveConfig(ctx, scope.agent, (config) => {
       config.capabilities = granted;
       config.requires_approval = reviewed;
       config.approval_mode = params.approval_mode;
@@ -145,27 +149,29 @@ export function parsePatterns(
   const bad = (line: number, message: string) =>
     new ValidationError([{ field, message: `line ${line}: ${message}` }]);
   const valid = ruleParams(ctx, action);
-  for (const [i, raw] of (textValue ?? "").split(/\r\n|\r|\n/).entries()) {
+  for (const [index, raw] of (textValue ?? "").split(/\r\n|\r|\n/).entries()) {
     const line = raw.trim();
+    const lineNumber = index + 1;
     if (!line) continue;
-    const eq = line.indexOf("=");
-    const name = eq > 0 ? line.slice(0, eq).trim() : "";
-    const pattern = eq > 0 ? line.slice(eq + 1).trim() : "";
-    if (!/^[a-z_]{1,64}$/.test(name) || !pattern) throw bad(i + 1, "write param=regex, e.g. text=(?i)budget");
+    const equals = line.indexOf("=");
+    const name = equals > 0 ? line.slice(0, equals).trim() : "";
+    const pattern = equals > 0 ? line.slice(equals + 1).trim() : "";
+    if (!/^[a-z_]{1,64}$/.test(name) || !pattern)
+      throw bad(lineNumber, "write param=regex, e.g. text=(?i)budget");
     if (!valid.includes(name)) {
       const listed = valid.length ? valid.join(", ") : "none";
       throw bad(
-        i + 1,
+        lineNumber,
         action === "*"
           ? `no action a rule can name has a param “${name}”; their params: ${listed}`
           : `\`${action}\` has no param “${name}”; its params: ${listed}`,
       );
     }
-    if (pattern.length > 200) throw bad(i + 1, "regex longer than 200");
+    if (pattern.length > 200) throw bad(lineNumber, "regex longer than 200");
     try {
       compilePattern(pattern);
     } catch (err) {
-      throw bad(i + 1, (err as Error).message);
+      throw bad(lineNumber, (err as Error).message);
     }
     out[name] = pattern;
   }
@@ -198,14 +204,15 @@ const ruleFields = {
  */
 export const tryRule = defineAction({
   name: "try_rule",
+  needs: ["agent"],
   description: "Try a rule on the agent's actions of the last 30 days, without saving it",
   params: z.object(ruleFields),
   writes: false,
   available: peopleOnly,
   async execute(ctx, params, scope) {
     parsePatterns(ctx, params.action, params.param_patterns);
-    const agent = requireScope(scope.agent, "agent");
-    const q = new URLSearchParams({
+    const { agent } = scope;
+    const tried = new URLSearchParams({
       try_action: params.action,
       try_decision: params.decision,
       ...(params.param_patterns && { try_patterns: params.param_patterns }),
@@ -213,7 +220,7 @@ export const tryRule = defineAction({
     });
     return {
       status: 200,
-      location: `/subagents/${agent.handle}/settings?${q}`,
+      location: `/subagents/${agent.handle}/settings?${tried}`,
       notice: "What this rule would have done is below; nothing was saved",
     };
   },
@@ -222,29 +229,30 @@ export const tryRule = defineAction({
 /** What an agent's rules cost to match, in RE2 instructions (a pattern saved before RE2 that cannot run: none). */
 function rulesSize(rules: Rule[]): number {
   let size = 0;
-  for (const r of rules)
-    for (const p of Object.values(r.params))
+  for (const rule of rules)
+    for (const pattern of Object.values(rule.params))
       try {
-        size += patternSize(p);
+        size += patternSize(pattern);
       } catch {}
   return size;
 }
 
 export const addRule = defineAction({
   name: "add_rule",
+  needs: ["agent"],
   description: "Add a policy rule (the first rule that matches decides)",
   params: z.object({ name: text(80), ...ruleFields }),
   writes: true,
   audience: toAgentManagers("rule"),
   available: peopleOnly,
-  async execute(ctx, p, scope) {
+  async execute(ctx, params, scope) {
     const rule: Rule = {
-      name: p.name,
-      action: p.action,
-      decision: p.decision,
-      params: parsePatterns(ctx, p.action, p.param_patterns),
+      name: params.name,
+      action: params.action,
+      decision: params.decision,
+      params: parsePatterns(ctx, params.action, params.param_patterns),
     };
-    const location = await saveConfig(ctx, scope, (config) => {
+    const location = await saveConfig(ctx, scope.agent, (config) => {
       const rules = [...((config.rules as Rule[]) ?? [])];
       if (rules.some((r) => r.name === rule.name))
         throw new ConflictError(`A rule named “${rule.name}” already exists`);
@@ -257,7 +265,7 @@ export const addRule = defineAction({
             message: `the agent's patterns together would be ${size} steps to match, at most ${MAX_RULES_SIZE}: remove a rule or simplify`,
           },
         ]);
-      rules.splice(Math.min((p.position ?? rules.length + 1) - 1, rules.length), 0, rule);
+      rules.splice(Math.min((params.position ?? rules.length + 1) - 1, rules.length), 0, rule);
       config.rules = rules;
     });
     return { status: 200, location, notice: `Rule “${rule.name}” added` };
@@ -266,6 +274,7 @@ export const addRule = defineAction({
 
 export const removeRule = defineAction({
   name: "remove_rule",
+  needs: ["agent"],
   destructive: "The rule no longer decides what the agent may do.",
   description: "Remove a policy rule",
   params: z.object({ name: text(80).meta({ label: "Rule", pickedBeside: true }) }),
@@ -273,7 +282,7 @@ export const removeRule = defineAction({
   audience: toAgentManagers("rule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const location = await saveConfig(ctx, scope, (config) => {
+    const location = await saveConfig(ctx, scope.agent, (config) => {
       const rules = (config.rules as Rule[]) ?? [];
       if (!rules.some((r) => r.name === params.name))
         throw new NotFoundError(`No rule named “${params.name}”`);

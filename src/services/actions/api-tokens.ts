@@ -1,7 +1,6 @@
 // Personal API tokens: made once and shown once, revoked by their owner (pages/api-token.ts, settings.ts).
 import { z } from "zod";
 import { ConflictError, NotFoundError } from "../../lib/errors.ts";
-import { requireScope } from "../access.ts";
 import { toSelf } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
 import { createApiToken } from "../tokens.ts";
@@ -15,6 +14,7 @@ const SCOPE_LABELS = {
 
 export const createApiTokenAction = defineAction({
   name: "create_api_token",
+  needs: ["user"],
   description: "Create a personal API token (shown once)",
   manage: true,
   params: z.object({
@@ -34,7 +34,7 @@ export const createApiTokenAction = defineAction({
   writes: true,
   audience: toSelf("API token"),
   async execute(ctx, params, scope) {
-    const user = requireScope(scope.user, "user");
+    const { user } = scope;
     const expiresAt = params.expires_in_days
       ? new Date(Date.now() + params.expires_in_days * 86_400_000)
       : null;
@@ -53,6 +53,7 @@ export const createApiTokenAction = defineAction({
 
 export const revokeApiToken = defineAction({
   name: "revoke_api_token",
+  needs: ["user"],
   manage: true,
   destructive: "Anything that signs in with this token is refused from now on. This cannot be undone.",
   description: "Revoke one of your API tokens",
@@ -60,13 +61,13 @@ export const revokeApiToken = defineAction({
   writes: true,
   audience: toSelf("API token"),
   async execute(ctx, params, scope) {
-    const user = requireScope(scope.user, "user");
-    const t = await ctx.tx.apiToken.findFirst({
+    const { user } = scope;
+    const token = await ctx.tx.apiToken.findFirst({
       where: { id: params.id, userId: user.id, tenantId: ctx.tenant.id },
     });
-    if (!t) throw new NotFoundError(`No token ${params.id}`);
-    if (t.revokedAt) throw new ConflictError(`Token “${t.name}” is already revoked`);
-    await ctx.tx.apiToken.update({ where: { id: t.id }, data: { revokedAt: new Date() } });
-    return { status: 200, location: `/u/${user.handle}/settings/tokens`, notice: `Revoked “${t.name}”` };
+    if (!token) throw new NotFoundError(`No token ${params.id}`);
+    if (token.revokedAt) throw new ConflictError(`Token “${token.name}” is already revoked`);
+    await ctx.tx.apiToken.update({ where: { id: token.id }, data: { revokedAt: new Date() } });
+    return { status: 200, location: `/u/${user.handle}/settings/tokens`, notice: `Revoked “${token.name}”` };
   },
 });

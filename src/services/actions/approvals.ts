@@ -42,14 +42,17 @@ async function lockOwned(ctx: ActionCtx, id: string, now: Date) {
     WHERE p.id = ${id} AND p.tenant_id = ${ctx.tenant.id} AND ${managedBySql("a", ctx.actor.id)}
     FOR UPDATE OF p`;
   if (!rows.length) throw new NotFoundError(`No pending action #${id}`);
-  const p = await ctx.tx.agentPendingAction.findUniqueOrThrow({ where: { id }, include: { agent: true } });
-  const expired = `#${id} expired at ${when(p.expiresAt)}: it will not run`;
-  if (rows[0]!.overdue && (await expirePending(ctx.tx, p)))
+  const pending = await ctx.tx.agentPendingAction.findUniqueOrThrow({
+    where: { id },
+    include: { agent: true },
+  });
+  const expired = `#${id} expired at ${when(pending.expiresAt)}: it will not run`;
+  if (rows[0]!.overdue && (await expirePending(ctx.tx, pending)))
     throw new ConflictError(expired, { commits: true });
-  if (p.status === "expired")
-    throw new ConflictError(p.error === AGENT_ARCHIVED ? `#${id} expired: ${AGENT_ARCHIVED}` : expired);
-  if (p.status !== "pending") throw new ConflictError(`#${id} is already ${p.status}`);
-  return p;
+  if (pending.status === "expired")
+    throw new ConflictError(pending.error === AGENT_ARCHIVED ? `#${id} expired: ${AGENT_ARCHIVED}` : expired);
+  if (pending.status !== "pending") throw new ConflictError(`#${id} is already ${pending.status}`);
+  return pending;
 }
 
 /** A review by one manager settles the request for all: their notifications of it are done. */
@@ -89,7 +92,7 @@ async function alwaysAllow(
   checkedBreadth(params, allowAny, pending.actionName);
   const studio = studioHandleOf(pending.pagePath);
   const rule = allowRule(pending, params, studio, ctx.actor.handle);
-  await saveConfig(ctx, { agent: pending.agent }, (config) => {
+  await saveConfig(ctx, pending.agent, (config) => {
     const rules = ((config.rules as Rule[]) ?? []).filter((r) => r.name !== rule.name);
     config.rules = [rule, ...rules];
   });
@@ -100,12 +103,19 @@ async function alwaysAllow(
 async function approve(
   ctx: ActionCtx,
   id: string,
-  o: { params?: Record<string, unknown>; alwaysAllow?: boolean; allowWhen?: string; allowAny?: boolean } = {},
+  options: {
+    params?: Record<string, unknown>;
+    alwaysAllow?: boolean;
+    allowWhen?: string;
+    allowAny?: boolean;
+  } = {},
 ) {
   const now = new Date();
   const pending = await lockOwned(ctx, id, now);
-  const edited = o.params ? editedParams(ctx, pending, o.params) : undefined;
-  const rule = o.alwaysAllow ? await alwaysAllow(ctx, pending, o.allowWhen, o.allowAny === true) : null;
+  const edited = options.params ? editedParams(ctx, pending, options.params) : undefined;
+  const rule = options.alwaysAllow
+    ? await alwaysAllow(ctx, pending, options.allowWhen, options.allowAny === true)
+    : null;
   await ctx.tx.agentPendingAction.update({
     where: { id: pending.id },
     data: {
@@ -184,12 +194,12 @@ export const approveAction = defineAction({
   audience: toAgentManagers("review"),
   available: reviewer,
   staysOnPage: true,
-  execute: (ctx, p) =>
-    approve(ctx, p.id, {
-      params: p.params,
-      alwaysAllow: p.always_allow,
-      allowWhen: p.allow_when,
-      allowAny: p.allow_any,
+  execute: (ctx, params) =>
+    approve(ctx, params.id, {
+      params: params.params,
+      alwaysAllow: params.always_allow,
+      allowWhen: params.allow_when,
+      allowAny: params.allow_any,
     }),
 });
 

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
 import { commentChain } from "../pages/comments.ts";
 import { inStudio } from "../registry/audiences.ts";
@@ -17,6 +16,7 @@ function subjectOf(scope: Scope) {
 
 export const addComment = defineAction({
   name: "add_comment",
+  needs: ["studio"],
   description: "Comment here, or reply to a comment",
   params: z.object({
     text: longText(10_000, "markdown; @handle mentions someone"),
@@ -30,7 +30,7 @@ export const addComment = defineAction({
   writes: true,
   audience: inStudio("comment"),
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
+    const { studio } = scope;
     const subject = subjectOf(scope);
     if (params.reply_to) {
       const parent = await ctx.tx.comment.findFirst({

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
 import { inStudio } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
@@ -9,6 +8,7 @@ import { optionalText, text } from "../validation.ts";
 
 export const createCommitment = defineAction({
   name: "create_commitment",
+  needs: ["studio"],
   description: "Propose a commitment that becomes active once enough people join",
   params: z.object({
     title: text(200),
@@ -23,8 +23,8 @@ export const createCommitment = defineAction({
   writes: true,
   audience: inStudio("commitment"),
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
-    const c = await ctx.tx.commitment.create({
+    const { studio } = scope;
+    const commitment = await ctx.tx.commitment.create({
       data: {
         id: newId(),
         tenantId: ctx.tenant.id,
@@ -39,11 +39,11 @@ export const createCommitment = defineAction({
       type: "commitment.created",
       studioId: studio.id,
       subjectType: "commitment",
-      subjectId: c.id,
+      subjectId: commitment.id,
     });
     return {
       status: 201,
-      location: `/studios/${studio.handle}/commitments/${c.id}`,
+      location: `/studios/${studio.handle}/commitments/${commitment.id}`,
       notice: "Commitment proposed",
     };
   },
@@ -51,33 +51,34 @@ export const createCommitment = defineAction({
 
 export const joinCommitment = defineAction({
   name: "join_commitment",
+  needs: ["studio", "commitment"],
   description: "Join this commitment",
   params: z.object({}),
   writes: true,
   audience: inStudio("commitment sign-up"),
-  async execute(ctx, _p, scope) {
-    const studio = requireScope(scope.studio, "studio");
-    const c = requireScope(scope.commitment, "commitment");
+  async execute(ctx, _params, scope) {
+    const { studio } = scope;
+    const commitment = scope.commitment;
     // Lock the commitment so concurrent joins see each other and activation happens exactly once.
-    await ctx.tx.$queryRaw`SELECT id FROM commitments WHERE id = ${c.id} FOR UPDATE`;
+    await ctx.tx.$queryRaw`SELECT id FROM commitments WHERE id = ${commitment.id} FOR UPDATE`;
     const created = await ctx.tx.commitmentParticipant.createMany({
-      data: [{ commitmentId: c.id, userId: ctx.actor.id, tenantId: ctx.tenant.id }],
+      data: [{ commitmentId: commitment.id, userId: ctx.actor.id, tenantId: ctx.tenant.id }],
       skipDuplicates: true,
     });
     if (!created.count) throw new ConflictError("You have already joined this commitment");
-    const path = `/studios/${studio.handle}/commitments/${c.id}`;
+    const path = `/studios/${studio.handle}/commitments/${commitment.id}`;
     const event = {
       studioId: studio.id,
       subjectType: "commitment",
-      subjectId: c.id,
+      subjectId: commitment.id,
     };
     await emit(ctx, { ...event, type: "commitment.joined" });
     const current = await ctx.tx.commitment.findUniqueOrThrow({
-      where: { id: c.id },
+      where: { id: commitment.id },
       include: { _count: { select: { participants: true } } },
     });
     if (!current.activatedAt && current._count.participants >= current.criticalMass) {
-      await ctx.tx.commitment.update({ where: { id: c.id }, data: { activatedAt: new Date() } });
+      await ctx.tx.commitment.update({ where: { id: commitment.id }, data: { activatedAt: new Date() } });
       await emit(ctx, { ...event, type: "commitment.activated" });
       return {
         status: 200,

@@ -9,7 +9,6 @@ import type { Db } from "../../db/prisma.ts";
 import type { Studio, User } from "../../generated/prisma/client.ts";
 import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
-import { requireScope } from "../access.ts";
 import { ensureAnotherAdmin } from "../accounts/admins.ts";
 import { recordSecurityEvent } from "../accounts/security-events.ts";
 import { expireAgentPending } from "../agents/policy/approvals.ts";
@@ -72,6 +71,7 @@ async function handoverStudio(ctx: ActionCtx, handle: string): Promise<Studio> {
 
 export const deactivatePerson = defineAction({
   name: "deactivate_person",
+  needs: ["user"],
   description:
     "Deactivate this person: their sessions and API tokens stop at once, they cannot sign in, and their agents are paused or handed to a studio. Nothing is deleted.",
   params: z.object({
@@ -93,8 +93,8 @@ export const deactivatePerson = defineAction({
         : scope.user.deactivatedAt
           ? "already deactivated"
           : null),
-  async confirmText(ctx, params, scope: Scope) {
-    const person = requireScope(scope.user, "user");
+  async confirmText(ctx, params, scope) {
+    const { user: person } = scope;
     const held = await whatTheyHold(ctx.db, person);
     const agents = held.agents.map((agent) => `@${agent.handle}`).join(", ");
     const where = typeof params.agents_to === "string" && params.agents_to ? params.agents_to : null;
@@ -108,7 +108,7 @@ export const deactivatePerson = defineAction({
     return `Deactivate ${person.name} (@${person.handle})? ${plural(held.sessions, "session")} and ${plural(held.tokens, "API token")} stop now, and they cannot sign in. ${agentsPart} Nothing is deleted.`;
   },
   async execute(ctx, params, scope) {
-    const person = requireScope(scope.user, "user");
+    const { user: person } = scope;
     const studio = params.agents_to ? await handoverStudio(ctx, params.agents_to) : null;
     const now = new Date();
     // Before any write, with the admins' rows locked: two admins deactivating each other at once
@@ -172,6 +172,7 @@ export const deactivatePerson = defineAction({
 
 export const reactivatePerson = defineAction({
   name: "reactivate_person",
+  needs: ["user"],
   description:
     "Reactivate this person: they can sign in again; their agents stay paused until they resume them",
   params: z.object({}),
@@ -180,7 +181,7 @@ export const reactivatePerson = defineAction({
   available: (ctx, scope) =>
     adminsOnly(ctx) ?? (scope.user?.deactivatedAt ? null : "only a deactivated person is reactivated"),
   async execute(ctx, _params, scope) {
-    const person = requireScope(scope.user, "user");
+    const { user: person } = scope;
     const opened = await ctx.tx.user.updateMany({
       where: { id: person.id, tenantId: ctx.tenant.id, deactivatedAt: { not: null } },
       data: { deactivatedAt: null },

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
 import { inStudio } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
@@ -11,6 +10,7 @@ const MAX_OPTIONS = 50;
 
 export const createDecision = defineAction({
   name: "create_decision",
+  needs: ["studio"],
   description: "Ask the studio to decide something",
   params: z.object({
     question: text(300),
@@ -20,7 +20,7 @@ export const createDecision = defineAction({
   writes: true,
   audience: inStudio("decision"),
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
+    const { studio } = scope;
     const titles = [
       ...new Set(
         (params.options ?? "")
@@ -68,13 +68,14 @@ export const createDecision = defineAction({
 
 export const addOption = defineAction({
   name: "add_option",
+  needs: ["studio", "decision"],
   description: "Add an option to this decision",
   params: z.object({ title: text(200) }),
   writes: true,
   audience: inStudio("option"),
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
-    const decision = requireScope(scope.decision, "decision");
+    const { studio } = scope;
+    const { decision } = scope;
     const count = await ctx.tx.decisionOption.count({ where: { decisionId: decision.id } });
     if (count >= MAX_OPTIONS) throw new ConflictError(`This decision already has ${MAX_OPTIONS} options`);
     const created = await ctx.tx.decisionOption.createMany({
@@ -107,6 +108,7 @@ export const addOption = defineAction({
 
 export const vote = defineAction({
   name: "vote",
+  needs: ["studio", "decision"],
   description: "Vote on an option: accept it, prefer it, or both",
   params: z.object({
     option_id: idSchema.meta({ description: "the option's id, from the results table", pickedBeside: true }),
@@ -116,8 +118,8 @@ export const vote = defineAction({
   writes: true,
   audience: inStudio("vote"),
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
-    const decision = requireScope(scope.decision, "decision");
+    const { studio } = scope;
+    const { decision } = scope;
     const option = await ctx.tx.decisionOption.findFirst({
       where: { id: params.option_id, decisionId: decision.id },
     });

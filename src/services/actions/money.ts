@@ -3,7 +3,6 @@
 import { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from "../../lib/errors.ts";
-import { requireScope } from "../access.ts";
 import { agentsOf, keyHolder, keysOf, mayManage } from "../agents/core/ownership.ts";
 import { agentConfig, MAX_COST_LIMIT_USD, tenantSettings } from "../agents/core/settings.ts";
 import {
@@ -84,7 +83,7 @@ export const addApiKey = defineAction({
         ]);
       baseUrl = PROVIDER_URLS[params.provider];
     }
-    const k = await createKey(ctx.tx, {
+    const apiKey = await createKey(ctx.tx, {
       tenantId: ctx.tenant.id,
       holder: holder.kind === "studio" ? { studioId: holder.id } : { ownerId: holder.id },
       label: params.label,
@@ -95,7 +94,7 @@ export const addApiKey = defineAction({
     return {
       status: 201,
       location: holder.path,
-      notice: `Added “${k.label}” (…${keyHint(params.key)}). Test it, then pick it on an agent's page.`,
+      notice: `Added “${apiKey.label}” (…${keyHint(params.key)}). Test it, then pick it on an agent's page.`,
     };
   },
 });
@@ -105,10 +104,12 @@ const pickedKey = idSchema.meta({ label: "Key", pickedBeside: true });
 
 async function ownKey(ctx: ActionCtx, scope: Scope, id: string) {
   const holder = keyHolder(scope);
-  const k = await ctx.tx.agentApiKey.findFirst({ where: { id, tenantId: ctx.tenant.id, ...holder.where } });
-  if (!k)
+  const apiKey = await ctx.tx.agentApiKey.findFirst({
+    where: { id, tenantId: ctx.tenant.id, ...holder.where },
+  });
+  if (!apiKey)
     throw new NotFoundError(`No API key ${id} ${holder.kind === "studio" ? "of this studio" : "of yours"}`);
-  return { holder, k };
+  return { holder, apiKey };
 }
 
 export const testApiKey = defineAction({
@@ -120,14 +121,14 @@ export const testApiKey = defineAction({
   callsOut: true,
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { holder, k } = await ownKey(ctx, scope, params.key_id);
-    if (k.revokedAt) throw new ConflictError(`“${k.label}” is revoked`);
-    const r = await testKey(ctx.tx, k);
+    const { holder, apiKey } = await ownKey(ctx, scope, params.key_id);
+    if (apiKey.revokedAt) throw new ConflictError(`“${apiKey.label}” is revoked`);
+    const tested = await testKey(ctx.tx, apiKey);
     return {
       status: 200,
       location: holder.path,
-      notice: `${r.ok ? "✓" : "✗"} “${k.label}” (…${k.keyHint}): ${r.message}`,
-      warning: !r.ok,
+      notice: `${tested.ok ? "✓" : "✗"} “${apiKey.label}” (…${apiKey.keyHint}): ${tested.message}`,
+      warning: !tested.ok,
     };
   },
 });
@@ -143,11 +144,11 @@ export const revokeApiKey = defineAction({
   audience: toSelf("API key"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { holder, k } = await ownKey(ctx, scope, params.key_id);
-    if (k.revokedAt) throw new ConflictError(`“${k.label}” is already revoked`);
+    const { holder, apiKey } = await ownKey(ctx, scope, params.key_id);
+    if (apiKey.revokedAt) throw new ConflictError(`“${apiKey.label}” is already revoked`);
     // The ciphertext goes too: a revoked key is never needed again.
     await ctx.tx.agentApiKey.update({
-      where: { id: k.id },
+      where: { id: apiKey.id },
       data: { revokedAt: new Date(), encryptedKey: new Uint8Array(0) },
     });
     const users = await ctx.tx.user.findMany({
@@ -155,17 +156,18 @@ export const revokeApiKey = defineAction({
       select: { handle: true, agentConfig: true },
       orderBy: { handle: "asc" },
     });
-    const using = users.filter((a) => agentConfig(a).api_key_id === k.id).map((a) => `@${a.handle}`);
+    const using = users.filter((a) => agentConfig(a).api_key_id === apiKey.id).map((a) => `@${a.handle}`);
     return {
       status: 200,
       location: holder.path,
-      notice: `Revoked “${k.label}”.${using.length ? ` ${using.join(", ")} used it: pick another key on their pages, or their runs fail.` : ""}`,
+      notice: `Revoked “${apiKey.label}”.${using.length ? ` ${using.join(", ")} used it: pick another key on their pages, or their runs fail.` : ""}`,
     };
   },
 });
 
 export const setAgentApiKey = defineAction({
   name: "set_agent_api_key",
+  needs: ["agent"],
   description: "Choose who pays for its model calls: one of your keys, or the shared endpoint",
   params: z.object({
     api_key: z
@@ -182,23 +184,24 @@ export const setAgentApiKey = defineAction({
   audience: toAgentManagers("key choice"),
   available: ownerOnly,
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     let label = "the shared endpoint";
     if (params.api_key !== "shared") {
-      const k = await ctx.tx.agentApiKey.findFirst({
+      const apiKey = await ctx.tx.agentApiKey.findFirst({
         where: { id: params.api_key, tenantId: ctx.tenant.id, ...keysOf(agent) },
       });
-      if (!k)
+      if (!apiKey)
         throw new ValidationError([
           {
             field: "api_key",
             message: agent.ownerStudioId ? "not one of its studio's keys" : "not one of your keys",
           },
         ]);
-      if (k.revokedAt) throw new ValidationError([{ field: "api_key", message: `“${k.label}” is revoked` }]);
-      label = `“${k.label}” (…${k.keyHint})`;
+      if (apiKey.revokedAt)
+        throw new ValidationError([{ field: "api_key", message: `“${apiKey.label}” is revoked` }]);
+      label = `“${apiKey.label}” (…${apiKey.keyHint})`;
     }
-    await saveConfig(ctx, scope, (config) => {
+    await saveConfig(ctx, scope.agent, (config) => {
       if (params.api_key === "shared") delete config.api_key_id;
       else config.api_key_id = params.api_key;
     });
@@ -239,6 +242,7 @@ function parseThresholds(raw: string): number[] {
 
 export const setCostLimit = defineAction({
   name: "set_cost_limit",
+  needs: ["agent"],
   description: "Set its monthly cost limit and spend alerts",
   params: z.object({
     monthly_limit_usd: dollars.meta({
@@ -254,10 +258,10 @@ export const setCostLimit = defineAction({
   audience: toAgentManagers("cost limit"),
   available: ownerOnly,
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     const thresholds =
       params.alert_thresholds_usd === undefined ? undefined : parseThresholds(params.alert_thresholds_usd);
-    await saveConfig(ctx, scope, (config) => {
+    await saveConfig(ctx, scope.agent, (config) => {
       config.cost_limit_usd = params.monthly_limit_usd;
       if (thresholds) config.alert_thresholds_usd = thresholds;
     });
@@ -286,10 +290,10 @@ export const setCostLimit = defineAction({
 
 /** Resuming an agent the limit paused, while still at the limit, would only pause it again. */
 export async function assertUnderLimit(ctx: ActionCtx, agentId: string) {
-  const b = await readBudget(ctx.tx, agentId);
-  if (b.spentMicros >= b.limitMicros)
+  const budget = await readBudget(ctx.tx, agentId);
+  if (budget.spentMicros >= budget.limitMicros)
     throw new ConflictError(
-      `It has spent ${usd(b.spentMicros)} of its ${usd(b.limitMicros)} limit this month: raise the limit first (on its usage page).`,
+      `It has spent ${usd(budget.spentMicros)} of its ${usd(budget.limitMicros)} limit this month: raise the limit first (on its usage page).`,
     );
 }
 
@@ -316,12 +320,12 @@ const sameModel = (pricing: object, model: string) =>
 async function changePricing(ctx: ActionCtx, change: (pricing: TenantPrices) => void) {
   if (!ctx.actor.tenantAdmin) throw new ForbiddenError("only workspace admins set prices");
   await ctx.tx.$queryRaw`SELECT id FROM tenants WHERE id = ${ctx.tenant.id} FOR UPDATE`;
-  const t = await ctx.tx.tenant.findUniqueOrThrow({ where: { id: ctx.tenant.id } });
-  const pricing = { ...tenantSettings(t).pricing };
+  const tenant = await ctx.tx.tenant.findUniqueOrThrow({ where: { id: ctx.tenant.id } });
+  const pricing = { ...tenantSettings(tenant).pricing };
   change(pricing);
-  const settings = (t.settings ?? {}) as Record<string, unknown>;
+  const settings = (tenant.settings ?? {}) as Record<string, unknown>;
   await ctx.tx.tenant.update({
-    where: { id: t.id },
+    where: { id: tenant.id },
     data: { settings: { ...settings, pricing } as Prisma.InputJsonValue },
   });
 }
@@ -343,7 +347,7 @@ export const setModelPrice = defineAction({
   available: adminOnly,
   async execute(ctx, params) {
     await changePricing(ctx, (pricing) => {
-      for (const k of sameModel(pricing, params.model)) delete pricing[k];
+      for (const model of sameModel(pricing, params.model)) delete pricing[model];
       pricing[params.model] = {
         input: params.input,
         cached_input: params.cached_input,
@@ -367,7 +371,7 @@ export const removeModelPrice = defineAction({
       // Own keys only: `in` would also find `constructor` and `toString` on an empty object.
       const names = sameModel(pricing, params.model);
       if (!names.length) throw new NotFoundError(`No workspace price for ${params.model}`);
-      for (const k of names) delete pricing[k];
+      for (const name of names) delete pricing[name];
     });
     return {
       status: 200,

@@ -1,14 +1,13 @@
 import { z } from "zod";
 import { ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { requireScope } from "../access.ts";
 import { emit } from "../events.ts";
 import { inStudio } from "../registry/audiences.ts";
-import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { type Ctx, defineAction, type Scope, type ScopeWith } from "../registry/types.ts";
 import { longText, optionalText } from "../validation.ts";
 
-const notePath = (scope: Scope) =>
-  `/studios/${requireScope(scope.studio, "studio").handle}/notes/${requireScope(scope.note, "note").id}`;
+const notePath = (scope: ScopeWith<"studio" | "note">) =>
+  `/studios/${scope.studio.handle}/notes/${scope.note.id}`;
 const authorOrAdmin = (ctx: Ctx, scope: Scope) =>
   scope.note?.authorId === ctx.actor.id || scope.studio?.role === "admin"
     ? null
@@ -16,6 +15,7 @@ const authorOrAdmin = (ctx: Ctx, scope: Scope) =>
 
 export const createNote = defineAction({
   name: "create_note",
+  needs: ["studio"],
   description: "Post a note in this studio",
   params: z.object({
     text: longText(20_000, "markdown; @handle mentions someone"),
@@ -24,7 +24,7 @@ export const createNote = defineAction({
   writes: true,
   audience: inStudio("note"),
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
+    const { studio } = scope;
     const note = await ctx.tx.note.create({
       data: {
         id: newId(),
@@ -47,6 +47,7 @@ export const createNote = defineAction({
 
 export const updateNote = defineAction({
   name: "update_note",
+  needs: ["note", "studio"],
   description: "Edit this note's title or text",
   params: z.object({
     text: longText(20_000).meta({ clears: true }).optional(),
@@ -58,7 +59,7 @@ export const updateNote = defineAction({
   available: (ctx, scope) =>
     scope.note?.authorId === ctx.actor.id ? null : "only the author can edit a note",
   async execute(ctx, params, scope) {
-    const note = requireScope(scope.note, "note");
+    const { note } = scope;
     if (params.text === undefined && params.title === undefined)
       throw new ValidationError([{ field: "", message: "give a text or a title to change" }]);
     await ctx.tx.note.update({
@@ -81,6 +82,7 @@ export const updateNote = defineAction({
 function pinAction(pin: boolean) {
   return defineAction({
     name: pin ? "pin_note" : "unpin_note",
+    needs: ["note", "studio"],
     description: pin ? "Pin this note to the top of the studio" : "Unpin this note",
     params: z.object({}),
     writes: true,
@@ -88,8 +90,8 @@ function pinAction(pin: boolean) {
     available: (ctx, scope) =>
       authorOrAdmin(ctx, scope) ??
       (Boolean(scope.note?.pinnedAt) === pin ? (pin ? "already pinned" : "not pinned") : null),
-    async execute(ctx, _p, scope) {
-      const note = requireScope(scope.note, "note");
+    async execute(ctx, _params, scope) {
+      const { note } = scope;
       // Pinning is not an edit: keep updatedAt, which the note page shows as "edited".
       await ctx.tx.note.update({
         where: { id: note.id },
@@ -111,12 +113,13 @@ export const unpinNote = pinAction(false);
 
 export const confirmRead = defineAction({
   name: "confirm_read",
+  needs: ["note", "studio"],
   description: "Confirm you have read this note",
   params: z.object({}),
   writes: true,
   audience: inStudio("read confirmation"),
-  async execute(ctx, _p, scope) {
-    const note = requireScope(scope.note, "note");
+  async execute(ctx, _params, scope) {
+    const { note } = scope;
     // Idempotent: confirming twice keeps the first time and writes no second event.
     const created = await ctx.tx.noteRead.createMany({
       data: [{ noteId: note.id, userId: ctx.actor.id, tenantId: ctx.tenant.id }],

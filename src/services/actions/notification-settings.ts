@@ -15,9 +15,9 @@ export const setNotifications = defineAction({
     "Choose how you hear of what your agents need: in the app, by mail at once, in a daily digest, or not at all",
   params: z.object(
     Object.fromEntries(
-      REACH_KINDS.map((k) => [
-        k,
-        z.enum(CHANNELS).meta({ label: KIND_LABELS[k], optionLabels: CHANNEL_LABELS }),
+      REACH_KINDS.map((kind) => [
+        kind,
+        z.enum(CHANNELS).meta({ label: KIND_LABELS[kind], optionLabels: CHANNEL_LABELS }),
       ]),
     ) as Record<ReachKind, z.ZodEnum<{ [C in (typeof CHANNELS)[number]]: C }>>,
   ),

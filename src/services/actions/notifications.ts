@@ -14,11 +14,11 @@ export const dismiss = defineAction({
   writes: true,
   audience: toSelf("notification dismissal"),
   async execute(ctx, params) {
-    const n = await ctx.tx.notification.updateMany({
+    const dismissed = await ctx.tx.notification.updateMany({
       where: { id: params.id, ...unreadOf(ctx.actor.id, ctx.tenant.id) },
       data: { dismissedAt: new Date() },
     });
-    if (!n.count) throw new NotFoundError(`No unread notification ${params.id}`);
+    if (!dismissed.count) throw new NotFoundError(`No unread notification ${params.id}`);
     return { status: 200, location: "/notifications", notice: "Dismissed" };
   },
 });
@@ -30,14 +30,14 @@ export const dismissAll = defineAction({
   writes: true,
   audience: toSelf("notification dismissal"),
   async execute(ctx) {
-    const n = await ctx.tx.notification.updateMany({
+    const dismissed = await ctx.tx.notification.updateMany({
       where: unreadOf(ctx.actor.id, ctx.tenant.id),
       data: { dismissedAt: new Date() },
     });
     return {
       status: 200,
       location: "/notifications",
-      notice: `Dismissed ${plural(n.count, "notification")}`,
+      notice: `Dismissed ${plural(dismissed.count, "notification")}`,
     };
   },
 });

@@ -31,12 +31,12 @@ export const EVENT_LABELS: Record<(typeof HOOK_EVENTS)[number], string> = {
 };
 
 /** A form field per event: `approval_requested` for `approval.requested` (a dot in a field name nests it). */
-export const eventFlag = (e: string) => e.replace(".", "_");
+export const eventFlag = (event: string) => event.replace(".", "_");
 
 const eventFlags = Object.fromEntries(
-  HOOK_EVENTS.map((e) => [
-    eventFlag(e),
-    z.boolean().optional().meta({ label: EVENT_LABELS[e], description: e, group: "Events" }),
+  HOOK_EVENTS.map((event) => [
+    eventFlag(event),
+    z.boolean().optional().meta({ label: EVENT_LABELS[event], description: event, group: "Events" }),
   ]),
 ) as Record<string, z.ZodOptional<z.ZodBoolean>>;
 
@@ -49,11 +49,11 @@ export const keptBy = (actorId: string) => ({
 });
 
 async function keptEndpoint(ctx: ActionCtx, id: string) {
-  const ep = await ctx.tx.outboundEndpoint.findFirst({
+  const endpoint = await ctx.tx.outboundEndpoint.findFirst({
     where: { id, tenantId: ctx.tenant.id, ...keptBy(ctx.actor.id) },
   });
-  if (!ep) throw new NotFoundError(`No outgoing webhook #${id}`);
-  return ep;
+  if (!endpoint) throw new NotFoundError(`No outgoing webhook #${id}`);
+  return endpoint;
 }
 
 const endpointId = idSchema.meta({
@@ -151,17 +151,17 @@ function switchAction(name: string, enabled: boolean) {
     audience: toSelf("outgoing webhook"),
     available: peopleOnly,
     async execute(ctx, params) {
-      const ep = await keptEndpoint(ctx, params.id);
+      const endpoint = await keptEndpoint(ctx, params.id);
       await ctx.tx.outboundEndpoint.update({
-        where: { id: ep.id },
+        where: { id: endpoint.id },
         data: enabled
           ? { enabled: true, failures: 0, disabledReason: null }
           : { enabled: false, disabledReason: `turned off by @${ctx.actor.handle}` },
       });
       return {
         status: 200,
-        location: endpointPath(ctx.actor.handle, ep.id),
-        notice: `“${ep.name}” is ${enabled ? "on" : "off"}`,
+        location: endpointPath(ctx.actor.handle, endpoint.id),
+        notice: `“${endpoint.name}” is ${enabled ? "on" : "off"}`,
       };
     },
   });
@@ -178,9 +178,9 @@ export const deleteOutgoingWebhook = defineAction({
   audience: toSelf("outgoing webhook"),
   available: peopleOnly,
   async execute(ctx, params) {
-    const ep = await keptEndpoint(ctx, params.id);
-    await ctx.tx.outboundEndpoint.delete({ where: { id: ep.id } });
-    return { status: 200, location: webhooksPath(ctx.actor.handle), notice: `Deleted “${ep.name}”` };
+    const endpoint = await keptEndpoint(ctx, params.id);
+    await ctx.tx.outboundEndpoint.delete({ where: { id: endpoint.id } });
+    return { status: 200, location: webhooksPath(ctx.actor.handle), notice: `Deleted “${endpoint.name}”` };
   },
 });
 
@@ -192,12 +192,12 @@ export const testOutgoingWebhook = defineAction({
   audience: toSelf("outgoing webhook"),
   available: peopleOnly,
   async execute(ctx, params) {
-    const ep = await keptEndpoint(ctx, params.id);
+    const endpoint = await keptEndpoint(ctx, params.id);
     // Through the outbox, as every delivery: the worker writes and sends it.
-    await emit(ctx, { type: ENDPOINT_TEST, subjectType: "endpoint", subjectId: ep.id });
+    await emit(ctx, { type: ENDPOINT_TEST, subjectType: "endpoint", subjectId: endpoint.id });
     return {
       status: 200,
-      location: endpointPath(ctx.actor.handle, ep.id),
+      location: endpointPath(ctx.actor.handle, endpoint.id),
       notice: "A test event is on its way: its delivery shows below in a moment",
     };
   },

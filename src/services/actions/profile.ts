@@ -1,13 +1,13 @@
 // A person's own name and bio (pages/settings.ts).
 import { z } from "zod";
 import { ValidationError } from "../../lib/errors.ts";
-import { requireScope } from "../access.ts";
 import { toWorkspace } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
 import { optionalText } from "../validation.ts";
 
 export const updateProfile = defineAction({
   name: "update_profile",
+  needs: ["user"],
   description: "Change your display name or bio",
   params: z.object({
     // A prefilled form sends every field: emptied, the bio clears and the name is refused.
@@ -18,7 +18,7 @@ export const updateProfile = defineAction({
   audience: toWorkspace("profile"),
   current: (scope) => ({ name: scope.user?.name, bio: scope.user?.bio }),
   async execute(ctx, params, scope) {
-    const user = requireScope(scope.user, "user");
+    const { user } = scope;
     if (params.name === undefined && params.bio === undefined)
       throw new ValidationError([{ field: "", message: "give a name or a bio to change" }]);
     if (params.name !== undefined && !params.name)

@@ -4,7 +4,6 @@
 // managers, through the one owner check; the step is the page's own, read by its loader
 // within the tenant, so the action takes no id at all.
 import { z } from "zod";
-import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import { replayRun as queueReplay, REPLAY_RULES, REPLAYABLE } from "../agents/triggers/replay.ts";
 import { assertInCatalogue } from "../money/catalogue.ts";
@@ -14,6 +13,7 @@ import { optionalText } from "../validation.ts";
 
 export const replayRun = defineAction({
   name: "replay_run",
+  needs: ["taskRun", "agent", "step"],
   description:
     "Re-run from here: a new run that remembers the steps before this one (copied, not done again) and goes on live from this step",
   params: z.object({
@@ -40,9 +40,9 @@ export const replayRun = defineAction({
           ? "only the agent's managers re-run its runs"
           : null,
   async execute(ctx, params, scope) {
-    const run = requireScope(scope.taskRun, "run");
-    const agent = requireScope(scope.agent, "agent");
-    const step = requireScope(scope.step, "step");
+    const run = scope.taskRun;
+    const { agent } = scope;
+    const { step } = scope;
     const model = params.model?.trim() || undefined;
     // Only the workspace's models, as for the agent's own (money/catalogue.ts).
     if (model) await assertInCatalogue(ctx.tx, ctx.tenant, { name: "model", label: "Model" }, [model]);

@@ -4,7 +4,6 @@
 // run continues from its recorded steps, with the steps, cost and working time it has left.
 import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
-import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import { requeue } from "../agents/core/runs.ts";
 import { emit } from "../events.ts";
@@ -21,37 +20,39 @@ function managers(ctx: Ctx, scope: Scope): string | null {
 
 export const pauseRun = defineAction({
   name: "pause_run",
+  needs: ["taskRun", "agent"],
   description: "Pause this run after its current step; resume it later where it stopped",
   params: z.object({}),
   writes: true,
   audience: toAgentManagers("pause request"),
   available: (ctx, scope) => {
-    const r = scope.taskRun;
+    const run = scope.taskRun;
     return (
       managers(ctx, scope) ??
-      (r?.status === "queued" || (r?.status === "running" && !r.pauseRequestedAt && !r.stopRequestedAt)
+      (run?.status === "queued" ||
+      (run?.status === "running" && !run.pauseRequestedAt && !run.stopRequestedAt)
         ? null
         : "only a queued or running run can be paused")
     );
   },
-  async execute(ctx, _p, scope) {
-    const run = requireScope(scope.taskRun, "run");
-    const agent = requireScope(scope.agent, "agent");
+  async execute(ctx, _params, scope) {
+    const run = scope.taskRun;
+    const { agent } = scope;
     const location = `/subagents/${agent.handle}/runs/${run.id}`;
     const now = new Date();
-    const by = { pausedById: ctx.actor.id, pauseRequestedAt: now };
+    const pausedBy = { pausedById: ctx.actor.id, pauseRequestedAt: now };
     // The audit trail: who asked, when (the run's own `run.paused` follows when it pauses).
     await emit(ctx, { type: "run.pause_requested", subjectType: "run", subjectId: run.id });
     // Not claimed yet: paused at once (its job, if it comes, finds nothing to claim).
     const held = await ctx.tx.subagentTaskRun.updateMany({
       where: { id: run.id, status: "queued" },
-      data: { ...by, status: "paused", stopReason: "paused_by_owner" },
+      data: { ...pausedBy, status: "paused", stopReason: "paused_by_owner" },
     });
     if (held.count) return { status: 200, location, notice: "Run paused" };
     // Running: its worker's heartbeat sees the request, and the run pauses before its next model call.
     const asked = await ctx.tx.subagentTaskRun.updateMany({
       where: { id: run.id, status: "running", pauseRequestedAt: null, stopRequestedAt: null },
-      data: by,
+      data: pausedBy,
     });
     if (!asked.count) throw new ConflictError("The run is no longer running");
     return { status: 200, location, notice: "Pausing: the run pauses after its current step" };
@@ -60,15 +61,16 @@ export const pauseRun = defineAction({
 
 export const resumeRun = defineAction({
   name: "resume_run",
+  needs: ["taskRun", "agent"],
   description: "Resume this paused run where it stopped",
   params: z.object({}),
   writes: true,
   audience: toAgentManagers("resume"),
   available: (ctx, scope) =>
     managers(ctx, scope) ?? (scope.taskRun?.status === "paused" ? null : "the run is not paused"),
-  async execute(ctx, _p, scope) {
-    const run = requireScope(scope.taskRun, "run");
-    const agent = requireScope(scope.agent, "agent");
+  async execute(ctx, _params, scope) {
+    const run = scope.taskRun;
+    const { agent } = scope;
     const location = `/subagents/${agent.handle}/runs/${run.id}`;
     // Locked: two resumes at once must not queue it twice.
     const [current] = await ctx.tx.$queryRaw<{ status: string }[]>`

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
-import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import { requeue } from "../agents/core/runs.ts";
 import { agentConfig, MAX_STEPS_LIMIT, resolveModel, tenantSettings } from "../agents/core/settings.ts";
@@ -16,6 +15,7 @@ const ownerOnly = (ctx: { actor: { kind: string } }) =>
 
 export const runTask = defineAction({
   name: "run_task",
+  needs: ["agent"],
   description: "Give it a task to do now",
   params: z.object({
     task: longText(10_000, "what it should do"),
@@ -40,7 +40,7 @@ export const runTask = defineAction({
             ? "the subagent is paused; resume it first"
             : null),
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     const config = agentConfig(agent);
     const settings = tenantSettings(ctx.tenant);
     // Through the dispatcher's guards like every trigger (`available` refused a paused agent
@@ -65,6 +65,7 @@ export const runTask = defineAction({
 
 export const stopRun = defineAction({
   name: "stop_run",
+  needs: ["taskRun", "agent"],
   description: "Stop this run",
   params: z.object({}),
   writes: true,
@@ -74,9 +75,9 @@ export const stopRun = defineAction({
     (["queued", "running", "waiting", "paused"].includes(scope.taskRun?.status ?? "")
       ? null
       : "the run is not active"),
-  async execute(ctx, _p, scope) {
-    const run = requireScope(scope.taskRun, "run");
-    const agent = requireScope(scope.agent, "agent");
+  async execute(ctx, _params, scope) {
+    const run = scope.taskRun;
+    const { agent } = scope;
     const location = `/subagents/${agent.handle}/runs/${run.id}`;
     // Not started, waiting or paused: cancel at once. Running: ask its worker, which sees it within a heartbeat and aborts.
     const now = new Date();
@@ -102,6 +103,7 @@ export const stopRun = defineAction({
 
 export const retryRun = defineAction({
   name: "retry_run",
+  needs: ["taskRun", "agent"],
   description: "Run this skipped trigger now (through the same guards; it may wait for the agent's rate)",
   params: z.object({}),
   writes: true,
@@ -113,9 +115,9 @@ export const retryRun = defineAction({
       : scope.agent && !mayManage(ctx.actor, scope.agent)
         ? "only the agent's managers retry its runs"
         : null),
-  async execute(ctx, _p, scope) {
-    const run = requireScope(scope.taskRun, "run");
-    const agent = requireScope(scope.agent, "agent");
+  async execute(ctx, _params, scope) {
+    const run = scope.taskRun;
+    const { agent } = scope;
     const queued = await retrySkipped(ctx.tx, ctx.tenant, agent, run);
     return {
       status: 201,
@@ -127,6 +129,7 @@ export const retryRun = defineAction({
 
 export const answerQuestion = defineAction({
   name: "answer_question",
+  needs: ["taskRun", "agent"],
   description: "Answer the agent's question; the run resumes",
   params: z.object({ answer: longText(5_000, "your answer") }),
   writes: true,
@@ -137,8 +140,8 @@ export const answerQuestion = defineAction({
       ? null
       : "the run is not waiting for an answer"),
   async execute(ctx, params, scope) {
-    const run = requireScope(scope.taskRun, "run");
-    const agent = requireScope(scope.agent, "agent");
+    const run = scope.taskRun;
+    const { agent } = scope;
     // Lock the run: two answers at once must not both resume it.
     const [current] = await ctx.tx.$queryRaw<{ status: string; steps_count: number }[]>`
       SELECT status, steps_count FROM subagent_task_runs WHERE id = ${run.id} FOR UPDATE`;

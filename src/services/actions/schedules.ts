@@ -4,10 +4,16 @@
 import { z } from "zod";
 import { NotFoundError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { requireScope } from "../access.ts";
 import { checkSchedule } from "../agents/automations/schedules.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
-import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import {
+  type ActionCtx,
+  type AgentScope,
+  type Ctx,
+  defineAction,
+  type Scope,
+  type ScopeWith,
+} from "../registry/types.ts";
 import { idSchema, longText } from "../validation.ts";
 
 const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");
@@ -27,11 +33,10 @@ const timeZone = z
 const task = longText(4000, "what the agent should do each time");
 const schedule = idSchema.meta({ label: "Schedule", pickedBeside: true });
 
-const pagePath = (scope: Scope) => `/subagents/${requireScope(scope.agent, "agent").handle}/schedules`;
+const pagePath = (scope: ScopeWith<"agent">) => `/subagents/${scope.agent.handle}/schedules`;
 
 /** The schedule, if it is one of this page's agent's; locked, so two edits of it apply one after the other. */
-async function loadSchedule(ctx: ActionCtx, scope: Scope, id: string) {
-  const agent = requireScope(scope.agent, "agent");
+async function loadSchedule(ctx: ActionCtx, agent: AgentScope, id: string) {
   const rows = await ctx.tx.$queryRaw<{ id: string }[]>`
     SELECT id FROM agent_schedules WHERE id = ${id} AND agent_id = ${agent.id} AND tenant_id = ${ctx.tenant.id}
     FOR UPDATE`;
@@ -41,13 +46,14 @@ async function loadSchedule(ctx: ActionCtx, scope: Scope, id: string) {
 
 export const addSchedule = defineAction({
   name: "add_schedule",
+  needs: ["agent"],
   description: "Add a schedule: a cron expression in a time zone, and a task",
   params: z.object({ cron, time_zone: timeZone.default("UTC"), task }),
   writes: true,
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     const checked = checkSchedule(params.cron, params.time_zone);
     const id = newId();
     await ctx.tx.agentSchedule.create({
@@ -68,6 +74,7 @@ export const addSchedule = defineAction({
 
 export const updateSchedule = defineAction({
   name: "update_schedule",
+  needs: ["agent"],
   description: "Change a schedule's cron expression, time zone or task",
   params: z.object({
     schedule,
@@ -79,54 +86,60 @@ export const updateSchedule = defineAction({
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const s = await loadSchedule(ctx, scope, params.schedule);
-    const checked = checkSchedule(params.cron ?? s.cron, params.time_zone ?? s.timeZone);
+    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
+    const checked = checkSchedule(params.cron ?? schedule.cron, params.time_zone ?? schedule.timeZone);
     await ctx.tx.agentSchedule.update({
-      where: { id: s.id },
+      where: { id: schedule.id },
       data: {
         cron: checked.cron,
         timeZone: checked.timeZone,
-        task: params.task ?? s.task,
+        task: params.task ?? schedule.task,
         // A new rhythm starts from now; a paused schedule gets its slot when resumed.
-        nextFireAt: s.enabled ? checked.nextFireAt : null,
+        nextFireAt: schedule.enabled ? checked.nextFireAt : null,
       },
     });
-    return { status: 200, location: `${pagePath(scope)}#${s.id}`, notice: "Schedule saved" };
+    return { status: 200, location: `${pagePath(scope)}#${schedule.id}`, notice: "Schedule saved" };
   },
 });
 
 export const pauseSchedule = defineAction({
   name: "pause_schedule",
+  needs: ["agent"],
   description: "Pause a schedule: it fires nothing until resumed",
   params: z.object({ schedule }),
   writes: true,
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const s = await loadSchedule(ctx, scope, params.schedule);
-    await ctx.tx.agentSchedule.update({ where: { id: s.id }, data: { enabled: false, nextFireAt: null } });
-    return { status: 200, location: `${pagePath(scope)}#${s.id}`, notice: "Schedule paused" };
+    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
+    await ctx.tx.agentSchedule.update({
+      where: { id: schedule.id },
+      data: { enabled: false, nextFireAt: null },
+    });
+    return { status: 200, location: `${pagePath(scope)}#${schedule.id}`, notice: "Schedule paused" };
   },
 });
 
 export const resumeSchedule = defineAction({
   name: "resume_schedule",
+  needs: ["agent"],
   description: "Resume a paused schedule from its next slot",
   params: z.object({ schedule }),
   writes: true,
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const s = await loadSchedule(ctx, scope, params.schedule);
+    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
     // From now on: the slots it missed while paused are not made up.
-    const { nextFireAt } = checkSchedule(s.cron, s.timeZone);
-    await ctx.tx.agentSchedule.update({ where: { id: s.id }, data: { enabled: true, nextFireAt } });
-    return { status: 200, location: `${pagePath(scope)}#${s.id}`, notice: "Schedule resumed" };
+    const { nextFireAt } = checkSchedule(schedule.cron, schedule.timeZone);
+    await ctx.tx.agentSchedule.update({ where: { id: schedule.id }, data: { enabled: true, nextFireAt } });
+    return { status: 200, location: `${pagePath(scope)}#${schedule.id}`, notice: "Schedule resumed" };
   },
 });
 
 export const removeSchedule = defineAction({
   name: "remove_schedule",
+  needs: ["agent"],
   destructive: "The agent is no longer woken on this schedule.",
   description: "Remove a schedule (its past runs stay)",
   params: z.object({ schedule }),
@@ -134,8 +147,8 @@ export const removeSchedule = defineAction({
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const s = await loadSchedule(ctx, scope, params.schedule);
-    await ctx.tx.agentSchedule.delete({ where: { id: s.id } });
+    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
+    await ctx.tx.agentSchedule.delete({ where: { id: schedule.id } });
     return { status: 200, location: pagePath(scope), notice: "Schedule removed" };
   },
 });

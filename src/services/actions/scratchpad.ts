@@ -1,7 +1,6 @@
 // A manager's corrections to an agent's scratchpad (its memory across runs): replace the
 // text, or clear it; and the agent's own update_scratchpad, which keeps it itself.
 import { z } from "zod";
-import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import { emit } from "../events.ts";
 import { toAgentManagers, toSelf } from "../registry/audiences.ts";
@@ -20,6 +19,7 @@ const memoryOf = (handle: string) => `/subagents/${handle}/memory`;
 
 export const editScratchpad = defineAction({
   name: "edit_scratchpad",
+  needs: ["agent"],
   description:
     "Replace its scratchpad with your text: it reads it at the start of every run, as your words (it may repeat them anywhere it writes)",
   params: z.object({
@@ -33,7 +33,7 @@ export const editScratchpad = defineAction({
   available: managersOnly,
   current: (scope) => ({ text: scope.agent?.scratchpad ?? "" }),
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     const base = { tenantId: ctx.tenant.id, agentId: agent.id, authorId: ctx.actor.id };
     const kind = params.text.trim() ? "edit" : "clear";
     await writeScratchpad(ctx.tx, { ...base, kind, text: params.text });
@@ -49,13 +49,14 @@ export const editScratchpad = defineAction({
 
 export const clearScratchpad = defineAction({
   name: "clear_scratchpad",
+  needs: ["agent"],
   description: "Empty its scratchpad: its next run starts with no notes from earlier runs",
   params: z.object({}),
   writes: true,
   audience: toAgentManagers("scratchpad"),
   available: managersOnly,
-  async execute(ctx, _p, scope) {
-    const agent = requireScope(scope.agent, "agent");
+  async execute(ctx, _params, scope) {
+    const { agent } = scope;
     const base = { tenantId: ctx.tenant.id, agentId: agent.id, authorId: ctx.actor.id };
     await writeScratchpad(ctx.tx, { ...base, kind: "clear", text: "" });
     await emit(ctx, { type: "scratchpad.cleared", subjectType: "user", subjectId: agent.id });

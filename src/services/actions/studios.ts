@@ -2,7 +2,6 @@ import { z } from "zod";
 import { conflictOnDuplicate } from "../../db/prisma.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { requireScope } from "../access.ts";
 import { agentsLeaveWithOwner } from "../agents/core/owner-left.ts";
 import { emit } from "../events.ts";
 import { pausedNotice, pauseEndpointsOf } from "../reach/endpoint-pause.ts";
@@ -100,6 +99,7 @@ export const joinStudio = defineAction({
 
 export const updateStudio = defineAction({
   name: "update_studio",
+  needs: ["studio"],
   description: "Rename the studio or change its description",
   params: z.object({
     name: optionalText(80).meta({ clears: true }),
@@ -110,7 +110,7 @@ export const updateStudio = defineAction({
   available: adminOnly,
   current: (scope) => ({ name: scope.studio?.name, description: scope.studio?.description }),
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
+    const { studio } = scope;
     if (params.name === undefined && params.description === undefined)
       throw new ValidationError([{ field: "", message: "give a name or a description to change" }]);
     if (params.name !== undefined && params.name.length === 0)
@@ -133,12 +133,12 @@ export const updateStudio = defineAction({
 });
 
 async function memberOf(ctx: Parameters<typeof updateStudio.execute>[0], studioId: string, handle: string) {
-  const m = await ctx.tx.studioMember.findFirst({
+  const member = await ctx.tx.studioMember.findFirst({
     where: { studioId, tenantId: ctx.tenant.id, user: { handle } },
     include: { user: true },
   });
-  if (!m) throw new NotFoundError(`@${handle} is not a member of this studio`);
-  return m;
+  if (!member) throw new NotFoundError(`@${handle} is not a member of this studio`);
+  return member;
 }
 
 /** A studio must always keep an admin, or nobody could manage it again. */
@@ -149,6 +149,7 @@ async function assertAnotherAdmin(ctx: Parameters<typeof updateStudio.execute>[0
 
 export const updateMemberRole = defineAction({
   name: "update_member_role",
+  needs: ["studio"],
   description: "Make a member an admin, or an admin a member",
   // Picked with the buttons beside each member: never typed, and no role is preselected.
   params: z.object({
@@ -159,25 +160,25 @@ export const updateMemberRole = defineAction({
   audience: inStudio("role change"),
   available: adminOnly,
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
+    const { studio } = scope;
     // Lock the studio's member rows so two demotions cannot both pass the last-admin check.
     await ctx.tx.$queryRaw`SELECT 1 FROM studio_members WHERE studio_id = ${studio.id} FOR UPDATE`;
-    const m = await memberOf(ctx, studio.id, params.handle);
-    if (m.role === params.role)
+    const member = await memberOf(ctx, studio.id, params.handle);
+    if (member.role === params.role)
       return {
         status: 200,
         location: `/studios/${studio.handle}/members`,
         notice: `@${params.handle} is already ${params.role}`,
       };
-    if (m.role === "admin") await assertAnotherAdmin(ctx, studio.id);
+    if (member.role === "admin") await assertAnotherAdmin(ctx, studio.id);
     await ctx.tx.studioMember.update({
-      where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
+      where: { studioId_userId: { studioId: studio.id, userId: member.userId } },
       data: { role: params.role },
     });
     const paused =
-      m.role === "admin"
+      member.role === "admin"
         ? await pauseEndpointsOf(ctx.tx, {
-            ...departureIn(ctx, studio, { id: m.userId, handle: params.handle }),
+            ...departureIn(ctx, studio, { id: member.userId, handle: params.handle }),
             why: `@${params.handle} is no longer an admin of ${studio.name}`,
           })
         : 0;
@@ -185,7 +186,7 @@ export const updateMemberRole = defineAction({
       type: "member.role_changed",
       studioId: studio.id,
       subjectType: "user",
-      subjectId: m.userId,
+      subjectId: member.userId,
       payload: { role: params.role },
     });
     return {
@@ -198,6 +199,7 @@ export const updateMemberRole = defineAction({
 
 export const removeMember = defineAction({
   name: "remove_member",
+  needs: ["studio"],
   destructive:
     "They lose access to the studio's notes, decisions and commitments until someone invites them again, and their agents leave it with them (their subscriptions there stop).",
   description: "Remove someone from the studio",
@@ -206,33 +208,33 @@ export const removeMember = defineAction({
   audience: inStudio("membership change"),
   available: adminOnly,
   async execute(ctx, params, scope) {
-    const studio = requireScope(scope.studio, "studio");
+    const { studio } = scope;
     await ctx.tx.$queryRaw`SELECT 1 FROM studio_members WHERE studio_id = ${studio.id} FOR UPDATE`;
-    const m = await memberOf(ctx, studio.id, params.handle);
-    if (m.role === "admin") await assertAnotherAdmin(ctx, studio.id);
+    const member = await memberOf(ctx, studio.id, params.handle);
+    if (member.role === "admin") await assertAnotherAdmin(ctx, studio.id);
     await ctx.tx.studioMember.delete({
-      where: { studioId_userId: { studioId: studio.id, userId: m.userId } },
+      where: { studioId_userId: { studioId: studio.id, userId: member.userId } },
     });
     const paused = await pauseEndpointsOf(ctx.tx, {
-      ...departureIn(ctx, studio, { id: m.userId, handle: params.handle }),
+      ...departureIn(ctx, studio, { id: member.userId, handle: params.handle }),
       why: `@${params.handle} left ${studio.name}`,
     });
     await emit(ctx, {
       type: "member.removed",
       studioId: studio.id,
       subjectType: "user",
-      subjectId: m.userId,
+      subjectId: member.userId,
     });
     // An agent never reads past its owner: theirs leave with them, in the same transaction.
     const left = await agentsLeaveWithOwner(
       ctx.tx,
-      { tenantId: ctx.tenant.id, actorId: ctx.actor.id, personId: m.userId },
+      { tenantId: ctx.tenant.id, actorId: ctx.actor.id, personId: member.userId },
       studio,
     );
     const agents = left.handles.length
       ? `, and ${left.handles.join(" and ")} ${left.handles.length === 1 ? "leaves" : "leave"} it too`
       : "";
-    const self = m.userId === ctx.actor.id;
+    const self = member.userId === ctx.actor.id;
     return {
       status: 200,
       location: self ? "/studios" : `/studios/${studio.handle}/members`,

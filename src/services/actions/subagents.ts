@@ -2,7 +2,6 @@ import { z } from "zod";
 import { conflictOnDuplicate } from "../../db/prisma.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { requireScope } from "../access.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import {
   agentConfig,
@@ -126,6 +125,7 @@ export const createSubagent = defineAction({
 
 export const updateSubagent = defineAction({
   name: "update_subagent",
+  needs: ["agent"],
   description: "Change its name, identity prompt, model, or step and time limits",
   params: z.object({
     name: optionalText(80).meta({ clears: true }),
@@ -176,7 +176,7 @@ export const updateSubagent = defineAction({
     };
   },
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     if (Object.values(params).every((v) => v === undefined))
       throw new ValidationError([{ field: "", message: "nothing to change" }]);
     if (params.name !== undefined && !params.name)
@@ -185,15 +185,15 @@ export const updateSubagent = defineAction({
     if (params.model) await assertInCatalogue(ctx.tx, ctx.tenant, MODEL_FIELD, [params.model]);
     if (fallbacks?.length) await assertInCatalogue(ctx.tx, ctx.tenant, FALLBACK_FIELD, fallbacks);
     // Under the row's lock (saveConfig): two managers saving at once never tear the config.
-    await saveConfig(ctx, scope, (config) => {
+    await saveConfig(ctx, scope.agent, (config) => {
       if (params.identity_prompt !== undefined) config.identity_prompt = params.identity_prompt;
       if (params.model !== undefined) {
         if (params.model) config.model = params.model;
         else delete config.model;
       }
       if (fallbacks) config.fallback_models = fallbacks;
-      for (const k of ["max_steps", "timeout_seconds", "subscription_window_seconds"] as const)
-        if (params[k] !== undefined) config[k] = params[k];
+      for (const field of ["max_steps", "timeout_seconds", "subscription_window_seconds"] as const)
+        if (params[field] !== undefined) config[field] = params[field];
     });
     if (params.name) await ctx.tx.user.update({ where: { id: agent.id }, data: { name: params.name } });
     return { status: 200, location: `/subagents/${agent.handle}`, notice: "Saved" };
@@ -202,6 +202,7 @@ export const updateSubagent = defineAction({
 
 export const addToStudio = defineAction({
   name: "add_to_studio",
+  needs: ["agent"],
   description: "Add it to one of your studios, so it can be mentioned there",
   // Chosen from a select of the studios you are in (its page fills it), never typed.
   params: z.object({
@@ -211,7 +212,7 @@ export const addToStudio = defineAction({
   audience: toAgentManagers("studio membership"),
   available: (ctx, scope) => peopleOnly(ctx) ?? ownStudioOnly(scope),
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     const studio = await ctx.tx.studio.findFirst({
       where: { tenantId: ctx.tenant.id, handle: params.studio, members: { some: { userId: ctx.actor.id } } },
     });
@@ -231,6 +232,7 @@ export const addToStudio = defineAction({
 
 export const removeFromStudio = defineAction({
   name: "remove_from_studio",
+  needs: ["agent"],
   description: "Take it out of a studio",
   params: z.object({
     studio: handleSchema.meta({ label: "Studio", description: "the studio's handle", pickedBeside: true }),
@@ -239,7 +241,7 @@ export const removeFromStudio = defineAction({
   audience: toAgentManagers("studio membership"),
   available: (ctx, scope) => peopleOnly(ctx) ?? ownStudioOnly(scope),
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     const removed = await ctx.tx.studioMember.deleteMany({
       where: { userId: agent.id, tenantId: ctx.tenant.id, studio: { handle: params.studio } },
     });
@@ -251,6 +253,7 @@ export const removeFromStudio = defineAction({
 function archiveAction(archive: boolean) {
   return defineAction({
     name: archive ? "archive_subagent" : "unarchive_subagent",
+    needs: ["agent"],
     destructive: archive
       ? "It stops answering mentions, subscriptions, schedules and webhooks, its queued runs are cancelled, and the actions waiting for your approval expire."
       : undefined,
@@ -261,8 +264,8 @@ function archiveAction(archive: boolean) {
     available: (ctx, scope) =>
       peopleOnly(ctx) ??
       (Boolean(scope.agent?.archivedAt) === archive ? (archive ? "already archived" : "not archived") : null),
-    async execute(ctx, _p, scope) {
-      const agent = requireScope(scope.agent, "agent");
+    async execute(ctx, _params, scope) {
+      const { agent } = scope;
       await ctx.tx.user.update({
         where: { id: agent.id },
         data: { archivedAt: archive ? new Date() : null },
@@ -290,6 +293,7 @@ export const unarchiveSubagent = archiveAction(false);
 function pauseAction(pause: boolean) {
   return defineAction({
     name: pause ? "pause_subagent" : "resume_subagent",
+    needs: ["agent"],
     description: pause
       ? "Pause it: triggers are recorded as skipped until you resume"
       : "Resume it: triggers start runs again",
@@ -302,7 +306,7 @@ function pauseAction(pause: boolean) {
       (scope.agent && !mayManage(ctx.actor, scope.agent) ? "only its owner can" : null) ??
       (Boolean(scope.agent?.pausedAt) === pause ? (pause ? "already paused" : "not paused") : null),
     async execute(ctx, params, scope) {
-      const agent = requireScope(scope.agent, "agent");
+      const { agent } = scope;
       const reason = (params as { reason?: string }).reason;
       if (!pause) {
         // Under the row's lock: the ledger may have paused it at its limit since the page was read.

@@ -9,24 +9,24 @@ import { requireScope } from "../access.ts";
 import { SUBSCRIPTION_EVENTS, type Subscribable } from "../agents/automations/subscriptions.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
-import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { type ActionCtx, type AgentScope, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, idSchema } from "../validation.ts";
 
 /** What a page's subscription is about (the page's own subject, else its studio), and the page. */
 export function watchedBy(scope: Scope) {
   const studio = requireScope(scope.studio, "studio");
   const base = `/studios/${studio.handle}`;
-  const on = (type: Subscribable, id: string, what: string) => ({
+  const subject = (type: Subscribable, id: string, what: string) => ({
     type,
     id,
     studioId: studio.id,
     what,
     path: type === "studio" ? base : `${base}/${type}s/${id}`,
   });
-  if (scope.note) return on("note", scope.note.id, "this note");
-  if (scope.decision) return on("decision", scope.decision.id, "this decision");
-  if (scope.commitment) return on("commitment", scope.commitment.id, "this commitment");
-  return on("studio", studio.id, `#${studio.handle}`);
+  if (scope.note) return subject("note", scope.note.id, "this note");
+  if (scope.decision) return subject("decision", scope.decision.id, "this decision");
+  if (scope.commitment) return subject("commitment", scope.commitment.id, "this commitment");
+  return subject("studio", studio.id, `#${studio.handle}`);
 }
 
 const agentParam = handleSchema
@@ -60,6 +60,7 @@ const eventFlags = z.object(
 
 export const subscribe = defineAction({
   name: "subscribe",
+  needs: ["studio"],
   description: "Have an agent watch this: what happens here starts one of its runs",
   params: z.object({ agent: agentParam }).extend(eventFlags.shape),
   writes: true,
@@ -102,6 +103,7 @@ export const subscribe = defineAction({
 
 export const unsubscribe = defineAction({
   name: "unsubscribe",
+  needs: ["studio"],
   description: "Stop an agent watching this",
   params: z.object({ agent: agentParam }),
   writes: true,
@@ -130,8 +132,7 @@ const peopleOnly = (ctx: Ctx) =>
   ctx.actor.kind === "person" ? null : "only people manage an agent's subscriptions";
 
 /** One of the page's agent's subscriptions (the page resolved the agent through the owner check). */
-async function ownSubscription(ctx: ActionCtx, scope: Scope, id: string) {
-  const agent = requireScope(scope.agent, "agent");
+async function ownSubscription(ctx: ActionCtx, agent: AgentScope, id: string) {
   const sub = await ctx.tx.agentSubscription.findFirst({
     where: { id, agentId: agent.id, tenantId: ctx.tenant.id },
   });
@@ -145,13 +146,14 @@ async function ownSubscription(ctx: ActionCtx, scope: Scope, id: string) {
 function toggle(enabled: boolean) {
   return defineAction({
     name: enabled ? "resume_subscription" : "pause_subscription",
+    needs: ["agent"],
     description: enabled ? "Resume this subscription" : "Pause this subscription",
     params: z.object({ subscription: pickedSubscription }),
     writes: true,
     audience: toAgentManagers("subscription"),
     available: peopleOnly,
     async execute(ctx, params, scope) {
-      const { sub, location } = await ownSubscription(ctx, scope, params.subscription);
+      const { sub, location } = await ownSubscription(ctx, scope.agent, params.subscription);
       await ctx.tx.agentSubscription.update({
         where: { id: sub.id },
         data: { enabled, disabledReason: null },
@@ -168,13 +170,14 @@ export const resumeSubscription = toggle(true);
 
 export const removeSubscription = defineAction({
   name: "remove_subscription",
+  needs: ["agent"],
   description: "Remove this subscription",
   params: z.object({ subscription: pickedSubscription }),
   writes: true,
   audience: toAgentManagers("subscription"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { sub, location } = await ownSubscription(ctx, scope, params.subscription);
+    const { sub, location } = await ownSubscription(ctx, scope.agent, params.subscription);
     await ctx.tx.agentSubscription.delete({ where: { id: sub.id } });
     return { status: 200, location, notice: "Subscription removed" };
   },

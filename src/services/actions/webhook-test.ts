@@ -5,7 +5,6 @@
 import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { requireScope } from "../access.ts";
 import { signedHeaders } from "../agents/automations/webhook-signatures.ts";
 import { checkDelivery, deliver, findWebhook, openSecret } from "../agents/automations/webhooks.ts";
 import { tenantSettings } from "../agents/core/settings.ts";
@@ -15,6 +14,7 @@ import { webhookId } from "./webhooks.ts";
 
 export const sendTestDelivery = defineAction({
   name: "send_test_delivery",
+  needs: ["agent"],
   description: "Send it a signed test delivery: a run starts as it would for its sender",
   params: z.object({ webhook_id: webhookId }),
   writes: true,
@@ -23,7 +23,7 @@ export const sendTestDelivery = defineAction({
   callsOut: true,
   available: (ctx) => (ctx.actor.kind === "person" ? null : "only people manage webhooks"),
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     const hook = await findWebhook(ctx.db, ctx.tenant.id, params.webhook_id);
     if (!hook || hook.agentId !== agent.id)
       throw new ConflictError(

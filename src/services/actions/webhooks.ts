@@ -6,13 +6,12 @@ import { z } from "zod";
 import type { WebhookSignature } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
-import { requireScope } from "../access.ts";
 import { SCHEMES } from "../agents/automations/webhook-signatures.ts";
 import { DEFAULT_RATE_PER_MINUTE, newSecret, sealSecret } from "../agents/automations/webhooks.ts";
 import { when } from "../pages/format.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
 import { fenced } from "../registry/markdown.ts";
-import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { type ActionCtx, type AgentScope, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";
 
 const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people manage webhooks");
@@ -87,6 +86,7 @@ const page = (handle: string) => `/subagents/${handle}/webhooks`;
 
 export const createWebhook = defineAction({
   name: "create_webhook",
+  needs: ["agent"],
   description: "Create a webhook: a URL and a secret another system signs its deliveries with",
   params: z.object({
     name: text(80).meta({ label: "Name", description: "who calls it, e.g. “GitHub issues”" }),
@@ -102,7 +102,7 @@ export const createWebhook = defineAction({
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const agent = requireScope(scope.agent, "agent");
+    const { agent } = scope;
     const id = newId();
     const secret = newSecret();
     const sealed = sealSecret(ctx.tenant.id, id, secret);
@@ -133,8 +133,7 @@ export const createWebhook = defineAction({
 
 const origin = (ctx: Ctx) => ctx.origin ?? "https://<your workspace's address>";
 
-async function ownWebhook(ctx: ActionCtx, scope: Scope, id: string) {
-  const agent = requireScope(scope.agent, "agent");
+async function ownWebhook(ctx: ActionCtx, agent: AgentScope, id: string) {
   const hook = await ctx.tx.agentWebhook.findFirst({
     where: { id, tenantId: ctx.tenant.id, agentId: agent.id },
   });
@@ -144,6 +143,7 @@ async function ownWebhook(ctx: ActionCtx, scope: Scope, id: string) {
 
 export const rotateWebhookSecret = defineAction({
   name: "rotate_webhook_secret",
+  needs: ["agent"],
   destructive: `Senders must switch to the new secret: the old one keeps working for ${ROTATION_GRACE_HOURS} hours (or stops at once, if you chose so), then deliveries signed with it are refused.`,
   description: `Give it a new secret (the old one works ${ROTATION_GRACE_HOURS} more hours, or stops now)`,
   params: z.object({
@@ -163,7 +163,7 @@ export const rotateWebhookSecret = defineAction({
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { agent, hook } = await ownWebhook(ctx, scope, params.webhook_id);
+    const { agent, hook } = await ownWebhook(ctx, scope.agent, params.webhook_id);
     const secret = newSecret();
     const sealed = sealSecret(ctx.tenant.id, hook.id, secret);
     const now = new Date();
@@ -196,13 +196,14 @@ export const rotateWebhookSecret = defineAction({
 
 export const setWebhookSignature = defineAction({
   name: "set_webhook_signature",
+  needs: ["agent"],
   description: "Choose how its sender signs deliveries: Cadre's header or GitHub's",
   params: z.object({ webhook_id: webhookId, signature: signatureParam }),
   writes: true,
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { agent, hook } = await ownWebhook(ctx, scope, params.webhook_id);
+    const { agent, hook } = await ownWebhook(ctx, scope.agent, params.webhook_id);
     await ctx.tx.agentWebhook.update({ where: { id: hook.id }, data: { signature: params.signature } });
     return {
       status: 200,
@@ -215,13 +216,14 @@ export const setWebhookSignature = defineAction({
 function toggle(enable: boolean) {
   return defineAction({
     name: enable ? "enable_webhook" : "disable_webhook",
+    needs: ["agent"],
     description: enable ? "Accept its deliveries again" : "Refuse its deliveries (404) until enabled",
     params: z.object({ webhook_id: webhookId }),
     writes: true,
     audience: toAgentManagers("webhook"),
     available: peopleOnly,
     async execute(ctx, params, scope) {
-      const { agent, hook } = await ownWebhook(ctx, scope, params.webhook_id);
+      const { agent, hook } = await ownWebhook(ctx, scope.agent, params.webhook_id);
       await ctx.tx.agentWebhook.update({ where: { id: hook.id }, data: { enabled: enable } });
       return {
         status: 200,
@@ -237,6 +239,7 @@ export const disableWebhook = toggle(false);
 
 export const deleteWebhook = defineAction({
   name: "delete_webhook",
+  needs: ["agent"],
   destructive: "Deliveries to its address are refused from now on. This cannot be undone.",
   description: "Delete it: its URL answers 404 from now on (the runs it started stay)",
   params: z.object({ webhook_id: webhookId }),
@@ -244,7 +247,7 @@ export const deleteWebhook = defineAction({
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { agent, hook } = await ownWebhook(ctx, scope, params.webhook_id);
+    const { agent, hook } = await ownWebhook(ctx, scope.agent, params.webhook_id);
     await ctx.tx.agentWebhook.delete({ where: { id: hook.id } });
     return { status: 200, location: page(agent.handle), notice: `Deleted “${hook.name}”` };
   },

@@ -91,25 +91,30 @@ export const setAgentLimits = defineAction({
         params.default_model,
       ]);
     const was = tenantSettings(ctx.tenant);
-    const changes = await saveAudited(ctx, (s) => {
+    const changes = await saveAudited(ctx, (settings) => {
       const out: Change[] = [];
       if (params.default_model !== undefined)
-        out.push(put(s, "default_model", params.default_model || undefined, was.default_model));
+        out.push(put(settings, "default_model", params.default_model || undefined, was.default_model));
       if (params.trigger_rate_per_minute !== undefined)
         out.push(
-          put(s, "trigger_rate_per_minute", params.trigger_rate_per_minute, was.trigger_rate_per_minute),
+          put(
+            settings,
+            "trigger_rate_per_minute",
+            params.trigger_rate_per_minute,
+            was.trigger_rate_per_minute,
+          ),
         );
       if (params.workspace_trigger_rate_per_minute !== undefined)
         out.push(
           put(
-            s,
+            settings,
             "workspace_trigger_rate_per_minute",
             params.workspace_trigger_rate_per_minute || undefined,
             was.workspace_trigger_rate_per_minute,
           ),
         );
       if (params.chain_depth_limit !== undefined)
-        out.push(put(s, "chain_depth_limit", params.chain_depth_limit, was.chain_depth_limit));
+        out.push(put(settings, "chain_depth_limit", params.chain_depth_limit, was.chain_depth_limit));
       return out;
     });
     return {
@@ -153,19 +158,23 @@ export const refreshModels = defineAction({
   async execute(ctx) {
     const refused = workspaceAdminsOnly(ctx);
     if (refused) throw new ForbiddenError(refused);
-    const r = await refreshListings(ctx.tx, ctx.tenant.id);
+    const listed = await refreshListings(ctx.tx, ctx.tenant.id);
     await emit(ctx, {
       type: SETTING_CHANGED,
       subjectType: "tenant",
       subjectId: ctx.tenant.id,
-      payload: { setting: "model_catalogue", from: null, to: `${r.models} models from ${r.keys} keys` },
+      payload: {
+        setting: "model_catalogue",
+        from: null,
+        to: `${listed.models} models from ${listed.keys} keys`,
+      },
     });
-    const failed = r.failed.map((f) => `“${f.label}”: ${f.why}`).join("; ");
+    const failed = listed.failed.map((f) => `“${f.label}”: ${f.why}`).join("; ");
     return {
       status: 200,
       location: "/settings/agents",
-      notice: `${r.keys ? `Asked ${r.keys} key(s): ${r.models} model(s) listed` : "No provider keys in the workspace: the catalogue is the price list"}${failed ? `. Not refreshed: ${failed}` : ""}`,
-      warning: r.failed.length > 0,
+      notice: `${listed.keys ? `Asked ${listed.keys} key(s): ${listed.models} model(s) listed` : "No provider keys in the workspace: the catalogue is the price list"}${failed ? `. Not refreshed: ${failed}` : ""}`,
+      warning: listed.failed.length > 0,
     };
   },
 });

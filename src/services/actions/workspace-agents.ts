@@ -16,8 +16,11 @@ import { type ActionCtx, type Ctx, defineAction } from "../registry/types.ts";
 export const perAction = () =>
   z.object(
     Object.fromEntries(
-      GRANTABLE_GROUPS.flatMap((g) =>
-        g.actions.map(([a, label]) => [a, z.boolean().meta({ label, description: a, group: g.group })]),
+      GRANTABLE_GROUPS.flatMap((grouped) =>
+        grouped.actions.map(([action, label]) => [
+          action,
+          z.boolean().meta({ label, description: action, group: grouped.group }),
+        ]),
       ),
     ) as Record<string, z.ZodBoolean>,
   );
@@ -30,10 +33,13 @@ export async function changeSettings(ctx: ActionCtx, change: (settings: Record<s
   const refused = workspaceAdminsOnly(ctx);
   if (refused) throw new ForbiddenError(refused);
   await ctx.tx.$queryRaw`SELECT id FROM tenants WHERE id = ${ctx.tenant.id} FOR UPDATE`;
-  const t = await ctx.tx.tenant.findUniqueOrThrow({ where: { id: ctx.tenant.id } });
-  const settings = { ...((t.settings ?? {}) as Record<string, unknown>) };
+  const tenant = await ctx.tx.tenant.findUniqueOrThrow({ where: { id: ctx.tenant.id } });
+  const settings = { ...((tenant.settings ?? {}) as Record<string, unknown>) };
   change(settings);
-  await ctx.tx.tenant.update({ where: { id: t.id }, data: { settings: settings as Prisma.InputJsonValue } });
+  await ctx.tx.tenant.update({
+    where: { id: tenant.id },
+    data: { settings: settings as Prisma.InputJsonValue },
+  });
 }
 
 export type Change = { setting: string; from: unknown; to: unknown };
@@ -41,26 +47,30 @@ export type Change = { setting: string; from: unknown; to: unknown };
 /** Saves the settings `change` returns changes for, and records each in the same transaction. */
 export async function saveAudited(
   ctx: ActionCtx,
-  change: (s: Record<string, unknown>) => Change[],
+  change: (settings: Record<string, unknown>) => Change[],
 ): Promise<Change[]> {
   let changes: Change[] = [];
-  await changeSettings(ctx, (s) => {
-    changes = change(s).filter((c) => JSON.stringify(c.from) !== JSON.stringify(c.to));
+  await changeSettings(ctx, (settings) => {
+    changes = change(settings).filter((c) => JSON.stringify(c.from) !== JSON.stringify(c.to));
   });
-  for (const c of changes)
+  for (const settingChange of changes)
     await emit(ctx, {
       type: SETTING_CHANGED,
       subjectType: "tenant",
       subjectId: ctx.tenant.id,
-      payload: { setting: c.setting, from: c.from ?? null, to: c.to ?? null } as never,
+      payload: {
+        setting: settingChange.setting,
+        from: settingChange.from ?? null,
+        to: settingChange.to ?? null,
+      } as never,
     });
   return changes;
 }
 
 /** Sets (or, undefined, removes) one setting, as a change when it moves. */
-export function put(s: Record<string, unknown>, key: string, to: unknown, effective: unknown): Change {
-  if (to === undefined) delete s[key];
-  else s[key] = to;
+export function put(settings: Record<string, unknown>, key: string, to: unknown, effective: unknown): Change {
+  if (to === undefined) delete settings[key];
+  else settings[key] = to;
   return { setting: key, from: effective, to };
 }
 

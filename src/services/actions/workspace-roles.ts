@@ -4,7 +4,6 @@
 // change is in the workspace's audit trail, both in the change's transaction.
 import { z } from "zod";
 import { ConflictError } from "../../lib/errors.ts";
-import { requireScope } from "../access.ts";
 import { ensureAnotherAdmin } from "../accounts/admins.ts";
 import { recordSecurityEvent } from "../accounts/security-events.ts";
 import { toWorkspace } from "../registry/audiences.ts";
@@ -17,6 +16,7 @@ const roleOf = (person: { tenantAdmin: boolean }): WorkspaceRole => (person.tena
 
 export const changeRole = defineAction({
   name: "change_role",
+  needs: ["user"],
   description:
     "Change this person's role in the workspace: admins manage its people, hostnames and settings; members do not",
   params: z.object({
@@ -27,7 +27,7 @@ export const changeRole = defineAction({
   }),
   writes: true,
   audience: toWorkspace("role change"),
-  available: (ctx, scope: Scope) =>
+  available: (ctx, scope) =>
     !ctx.actor.tenantAdmin
       ? "only workspace admins change people's roles"
       : scope.user?.kind !== "person"
@@ -35,7 +35,7 @@ export const changeRole = defineAction({
         : null,
   current: (scope) => ({ role: scope.user ? roleOf(scope.user) : "member" }),
   async execute(ctx, params, scope) {
-    const person = requireScope(scope.user, "user");
+    const { user: person } = scope;
     const from = roleOf(person);
     if (from === params.role) throw new ConflictError(`@${person.handle} is already a workspace ${from}.`);
     if (params.role === "member") await ensureAnotherAdmin(ctx.tx, person, "demoted");

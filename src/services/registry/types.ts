@@ -299,10 +299,22 @@ export interface ActionOutcome {
   pending?: { id: string; waits: boolean };
 }
 
-export interface ActionDef<S extends z.ZodObject = z.ZodObject> {
+/** A field of a page's scope an action may need (`agent`, `studio`, `taskRun`…). */
+export type ScopeField = keyof Scope;
+
+/** A page's scope with the fields an action needs there: checked before the action sees it. */
+export type ScopeWith<Needs extends ScopeField> = Scope & { [Field in Needs]-?: NonNullable<Scope[Field]> };
+
+export interface ActionDef<S extends z.ZodObject = z.ZodObject, Needs extends ScopeField = never> {
   name: string;
   description: string;
   params: S;
+  /**
+   * The scope fields the action acts on (`["studio", "note"]`): its functions receive them
+   * present, as every page it is listed on resolves them. A page without one is a mistake in
+   * the code, not in the request: it fails with "page scope is missing …" before the action runs.
+   */
+  needs?: readonly Needs[];
   writes: boolean;
   /** Required when it writes: who can read what it writes (a registry test holds every write to it). */
   audience?: WriteAudience;
@@ -314,7 +326,7 @@ export interface ActionDef<S extends z.ZodObject = z.ZodObject> {
    */
   manage?: true;
   /** null when the actor may use it on this scope, else the reason they may not. */
-  available?(ctx: Ctx, scope: Scope): string | null;
+  available?(ctx: Ctx, scope: ScopeWith<Needs>): string | null;
   /**
    * Cannot be undone (revoking a key, removing a member): what a person is about to lose, asked
    * before a browser form runs it (one more POST with `_confirm=yes`). Never asked of API,
@@ -325,14 +337,39 @@ export interface ActionDef<S extends z.ZodObject = z.ZodObject> {
    * What exactly this call would do, for its confirmation ("Reject @scout's reply on “Retro
    * day”…"), when the sentence above cannot say it; shown before it.
    */
-  confirmText?(ctx: Ctx, params: Record<string, unknown>, scope: Scope): Promise<string | null>;
+  confirmText?(ctx: Ctx, params: Record<string, unknown>, scope: ScopeWith<Needs>): Promise<string | null>;
   /** A browser form comes back to the page it was sent from (reviewing from a queue keeps the queue), not `location`. */
   staysOnPage?: boolean;
   /** The current values an edit form starts from (the note's text, the agent's model). */
-  current?(scope: Scope): Record<string, unknown>;
-  execute(ctx: ActionCtx, params: z.infer<S>, scope: Scope): Promise<ActionOutcome>;
+  current?(scope: ScopeWith<Needs>): Record<string, unknown>;
+  execute(ctx: ActionCtx, params: z.infer<S>, scope: ScopeWith<Needs>): Promise<ActionOutcome>;
 }
 
-export function defineAction<S extends z.ZodObject>(def: ActionDef<S>): ActionDef {
-  return def as unknown as ActionDef;
+/** The scope with the fields `needs` names, or the error of a page listing an action it cannot give it. */
+function scopeWith<Needs extends ScopeField>(needs: readonly Needs[], scope: Scope): ScopeWith<Needs> {
+  for (const field of needs)
+    if (scope[field] === undefined) throw new Error(`page scope is missing ${field}`);
+  return scope as ScopeWith<Needs>;
+}
+
+/**
+ * An action as the registry holds it. Whatever calls one of its functions with a scope (the
+ * registry running it, a page showing its form) goes through here, so the fields it `needs`
+ * are checked in this one place before any of its own code reads them.
+ */
+export function defineAction<S extends z.ZodObject, const Needs extends ScopeField = never>(
+  def: ActionDef<S, Needs>,
+): ActionDef {
+  const { needs, available, confirmText, current, execute, ...described } = def;
+  if (!needs?.length) return def as unknown as ActionDef;
+  const checked: ActionDef<S> = {
+    ...described,
+    execute: (ctx, params, scope) => execute(ctx, params, scopeWith(needs, scope)),
+    ...(available && { available: (ctx, scope) => available(ctx, scopeWith(needs, scope)) }),
+    ...(confirmText && {
+      confirmText: (ctx, params, scope) => confirmText(ctx, params, scopeWith(needs, scope)),
+    }),
+    ...(current && { current: (scope) => current(scopeWith(needs, scope)) }),
+  };
+  return { ...checked, needs } as unknown as ActionDef;
 }

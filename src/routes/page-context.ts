@@ -1,0 +1,74 @@
+// A request to a registry page as the registry sees it (its context), and the page shown back
+// in the request's format: what the GET and POST routes (pages.ts, page-actions.ts), MCP and
+// the CSV export share.
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Format } from "../http/format.ts";
+import { parseUrl } from "../http/page-target.ts";
+import { sendPage } from "../http/render.ts";
+import { UnauthorizedError } from "../lib/errors.ts";
+import { agentTokenFlow } from "../services/agents/policy/labels.ts";
+import { registry } from "../services/catalog/catalog.ts";
+import type { FormState } from "../services/registry/html.ts";
+import type { Ctx } from "../services/registry/types.ts";
+
+/** The request as a page/action context; also used by the CSV export. */
+export function ctxOf(req: FastifyRequest): Ctx {
+  if (!req.actor || !req.tenant) throw new UnauthorizedError();
+  const { tokenId } = req;
+  const db = req.server.prisma;
+  return {
+    db,
+    tenant: req.tenant,
+    actor: req.actor,
+    origin: `${req.protocol}://${req.headers.host}`,
+    // An agent acting with a token (the markdown API, MCP) carries a label like a run: the
+    // agent's, one for all its tokens and sessions (agents/policy/labels.ts agentTokenFlow).
+    ...(tokenId &&
+      req.actor.kind === "subagent" && {
+        flow: agentTokenFlow(
+          db,
+          { id: req.actor.id, agentLabel: req.agentLabel },
+          { id: tokenId, label: req.tokenLabel },
+        ),
+      }),
+    auth:
+      req.authVia === "token"
+        ? { via: "token", scope: req.tokenScope ?? "read" }
+        : { via: "session", ...(req.sessionId && { sessionId: req.sessionId }) },
+  };
+}
+
+/** What a page shows besides itself: an action's outcome, a form's state, a question or an alert. */
+export interface Shown {
+  status?: number;
+  notice?: string;
+  warning?: boolean;
+  secret?: string;
+  secretLabel?: string;
+  secretHelp?: string;
+  state?: FormState;
+  location?: string;
+  alert?: string;
+  confirm?: string;
+}
+
+/** The page at `url` (its path and query) in the request's format, with what the request brought. */
+export async function showPage(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  format: Format,
+  url: string,
+  extra: Shown = {},
+) {
+  const { path, query } = parseUrl(url);
+  const { view, actions, resolved } = await registry.view(ctxOf(req), path, query);
+  return sendPage(req, reply, {
+    status: extra.status ?? 200,
+    format,
+    path,
+    view,
+    actions,
+    scope: resolved.scope,
+    ...extra,
+  });
+}
