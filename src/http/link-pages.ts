@@ -46,7 +46,7 @@ ${state.alert ? `<div class="form-errors" role="alert">${escapeHtml(state.alert)
 ${o.intro ?? ""}
 <form method="post" class="action-form">
 <input type="hidden" name="_csrf" value="${escapeHtml(csrf)}">
-<div class="field"><label for="name">Your name</label><input id="name" name="name" value="${escapeHtml(state.name)}" autocomplete="name" required>${fieldError(state, "name")}</div>
+<div class="field"><label for="name">Your name</label><input type="text" id="name" name="name" value="${escapeHtml(state.name)}" autocomplete="name" required>${fieldError(state, "name")}</div>
 <div class="field"><label for="password">Password</label><input type="password" id="password" name="password" autocomplete="new-password" required minlength="10">${fieldError(state, "password")}
 <p class="hint">At least 10 characters; a few unrelated words together work well.</p></div>
 <button type="submit">${escapeHtml(o.button)}</button>

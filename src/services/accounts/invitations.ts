@@ -116,7 +116,9 @@ export async function openInvitation(
     data: { ...input.terms },
   });
   const role = input.terms.role === "admin" ? "an admin" : "a member";
-  const studios = input.studioNames.length ? `, in the studios ${input.studioNames.join(", ")}` : "";
+  const studios = input.studioNames.length
+    ? `, in the ${input.studioNames.length === 1 ? "studio" : "studios"} ${input.studioNames.join(", ")}`
+    : "";
   await queueAccountMail(tx, {
     tenantId: input.tenant.id,
     to: input.email,
