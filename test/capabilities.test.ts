@@ -29,7 +29,7 @@ import {
   reviewKeys,
   type Seed,
   seedPending,
-} from "./helpers/isolation.ts";
+} from "./helpers/isolation-seeds.ts";
 
 const db = testPrisma;
 let app: FastifyInstance;

@@ -29,7 +29,7 @@ import {
   seedVictim,
   snapshot,
   type Victim,
-} from "./helpers/isolation.ts";
+} from "./helpers/isolation-seeds.ts";
 
 const db = testPrisma();
 const byName = new Map(actions.map((a) => [a.name, a]));

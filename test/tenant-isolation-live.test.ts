@@ -22,7 +22,7 @@ import {
   seedVictim,
   type Victim,
   victimNeedles,
-} from "./helpers/isolation.ts";
+} from "./helpers/isolation-seeds.ts";
 import { openLive, portOf } from "./helpers/live.ts";
 import { type OwnerBound, ownerBoundCases, ownerLeaves, seedOwnerBound } from "./helpers/owner-bound.ts";
 

@@ -40,7 +40,7 @@ import {
   snapshot,
   type Victim,
   victimNeedles,
-} from "./helpers/isolation.ts";
+} from "./helpers/isolation-seeds.ts";
 import { mcpClient } from "./helpers/mcp.ts";
 import {
   type OwnerBound,
