@@ -21,15 +21,10 @@ import { createApiToken } from "../src/services/tokens.ts";
 import { requestsFor, stepsOf, userPrompt } from "./helpers/agent-scripts.ts";
 import { type Agent, type AgentEnv, makeAgent, startAgents, tool, waitForRun } from "./helpers/agents.ts";
 import { act, actionNames, buildTestApp, makeWorld, md, testPrisma, type World } from "./helpers/app.ts";
-import {
-  actionUrl,
-  concreteUrl,
-  deliverEvents,
-  probeBody,
-  reviewKeys,
-  type Seed,
-  seedPending,
-} from "./helpers/isolation-seeds.ts";
+import { actionUrl, concreteUrl, probeBody } from "./helpers/isolation-params.ts";
+import { reviewKeys, seedPending } from "./helpers/isolation-seed-agents.ts";
+import { deliverEvents } from "./helpers/isolation-seed-studio.ts";
+import type { Seed } from "./helpers/isolation-seeds.ts";
 
 const db = testPrisma;
 let app: FastifyInstance;
@@ -133,7 +128,7 @@ async function capabilityWorld() {
   await db().subagentTaskRunStep.create({
     data: { id: newId(), runId: run.id, tenantId: w.tenant.id, number: 1, type: "ask_owner", detail: {} },
   });
-  // And a second, the one the step page probes name (isolation.ts), where replay_run is offered to people only.
+  // And a second, the one the step page probes name (isolation-params.ts), where replay_run is offered to people only.
   await db().subagentTaskRunStep.create({
     data: { id: newId(), runId: run.id, tenantId: w.tenant.id, number: 2, type: "finish", detail: {} },
   });

@@ -2,7 +2,7 @@
 // each of its params given text Postgres cannot store (NUL, a lone UTF-16 surrogate) or
 // bytes that are not UTF-8, and each scalar param given as a list — as JSON with a token
 // (markdown), as a browser form (HTML) and in process, the way the navigator calls
-// actions. Every other param carries a valid value (test/helpers/isolation.ts), so the
+// actions. Every other param carries a valid value (test/helpers/isolation-params.ts), so the
 // bad one is the only thing wrong. Expected: a 400 naming that param, and nothing written.
 // A new action is swept as soon as a page lists it; one with params that no seeded
 // actor can use fails the suite.
@@ -21,15 +21,9 @@ import {
   postRaw,
   rawForm,
 } from "./helpers/bad-input.ts";
-import {
-  actionUrl,
-  concreteUrl,
-  probeBody,
-  type Seed,
-  seedVictim,
-  snapshot,
-  type Victim,
-} from "./helpers/isolation-seeds.ts";
+import { actionUrl, concreteUrl, probeBody } from "./helpers/isolation-params.ts";
+import { type Seed, seedVictim, type Victim } from "./helpers/isolation-seeds.ts";
+import { snapshot } from "./helpers/isolation-snapshot.ts";
 
 const db = testPrisma();
 const byName = new Map(actions.map((a) => [a.name, a]));

@@ -8,21 +8,10 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pages } from "../src/services/catalog/catalog.ts";
 import { buildTestApp, login, makeWorld, type World } from "./helpers/app.ts";
-import {
-  attackers,
-  type Caller,
-  concreteUrl,
-  existsInB,
-  handlesOf,
-  type InB,
-  MODES,
-  type Mode,
-  type Seed,
-  seedAttacker,
-  seedVictim,
-  type Victim,
-  victimNeedles,
-} from "./helpers/isolation-seeds.ts";
+import { attackers, type Caller, MODES, type Mode } from "./helpers/isolation-callers.ts";
+import { concreteUrl, existsInB, handlesOf, type InB } from "./helpers/isolation-params.ts";
+import { type Seed, seedAttacker, seedVictim, type Victim } from "./helpers/isolation-seeds.ts";
+import { victimNeedles } from "./helpers/isolation-snapshot.ts";
 import { openLive, portOf } from "./helpers/live.ts";
 import { type OwnerBound, ownerBoundCases, ownerLeaves, seedOwnerBound } from "./helpers/owner-bound.ts";
 

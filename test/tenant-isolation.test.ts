@@ -19,28 +19,24 @@ import {
   type World,
 } from "./helpers/app.ts";
 import {
-  actionUrl,
   attackers,
   type Caller,
-  concreteUrl,
-  existsInB,
   type Format,
-  foreignRowsMentioning,
   get,
-  handlesOf,
-  type InB,
-  leaks,
   MODES,
   type Mode,
   post,
+} from "./helpers/isolation-callers.ts";
+import {
+  actionUrl,
+  concreteUrl,
+  existsInB,
+  handlesOf,
+  type InB,
   probeBody,
-  type Seed,
-  seedAttacker,
-  seedVictim,
-  snapshot,
-  type Victim,
-  victimNeedles,
-} from "./helpers/isolation-seeds.ts";
+} from "./helpers/isolation-params.ts";
+import { type Seed, seedAttacker, seedVictim, type Victim } from "./helpers/isolation-seeds.ts";
+import { foreignRowsMentioning, leaks, snapshot, victimNeedles } from "./helpers/isolation-snapshot.ts";
 import { mcpClient } from "./helpers/mcp.ts";
 import {
   type OwnerBound,

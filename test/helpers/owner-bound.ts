@@ -6,7 +6,9 @@
 import { newId } from "../../src/lib/ids.ts";
 import { createApiToken } from "../../src/services/tokens.ts";
 import { act, testPrisma } from "./app.ts";
-import { addPerson, type Caller, deliverEvents, type Seed, type Victim } from "./isolation-seeds.ts";
+import type { Caller } from "./isolation-callers.ts";
+import { addPerson, deliverEvents } from "./isolation-seed-studio.ts";
+import type { Seed, Victim } from "./isolation-seeds.ts";
 
 export interface OwnerBound {
   /** A person who was in both of A's studios and left them by a side door (no action). */
