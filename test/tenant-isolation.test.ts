@@ -4,7 +4,6 @@
 // and HTML. Expected: 404 (403) or not-authenticated, none of A's data in any answer,
 // and not one row of A written. Positive controls show the same requests succeed for A.
 // A page, param or action the suite cannot build a request for fails it loudly.
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { actions, pages, registry } from "../src/services/catalog/catalog.ts";
@@ -21,11 +20,13 @@ import {
 import {
   attackers,
   type Caller,
+  excerpt,
   type Format,
   get,
   MODES,
   type Mode,
   post,
+  requestTally,
 } from "./helpers/isolation-callers.ts";
 import {
   actionUrl,
@@ -37,14 +38,6 @@ import {
 } from "./helpers/isolation-params.ts";
 import { type Seed, seedAttacker, seedVictim, type Victim } from "./helpers/isolation-seeds.ts";
 import { foreignRowsMentioning, leaks, snapshot, victimNeedles } from "./helpers/isolation-snapshot.ts";
-import { mcpClient } from "./helpers/mcp.ts";
-import {
-  type OwnerBound,
-  ownerBoundCases,
-  ownerLeaves,
-  searchesFor,
-  seedOwnerBound,
-} from "./helpers/owner-bound.ts";
 import { send } from "./helpers/webhooks.ts";
 
 const PAGE_FORMATS: Format[] = ["md", "md-suffix", "html"];
@@ -82,8 +75,7 @@ let asA: Map<string, { token: Caller; session: Caller }>;
 let needles: { onA: string[]; onB: string[] };
 let bHas: InB;
 const byName = new Map(actions.map((a) => [a.name, a]));
-const tally = new Map<string, number>();
-const count = (key: string) => tally.set(key, (tally.get(key) ?? 0) + 1);
+const { count, report } = requestTally("tenant isolation");
 /** A's two seeds: URLs that name A's objects. */
 const seeds = (): Seed[] => [A.shared, A.only];
 /** On B's host, also B's own pages with A's ids smuggled in as action params. */
@@ -112,14 +104,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const lines = [...tally].sort().map(([k, v]) => `  ${String(v).padStart(4)}  ${k}`);
-  const total = [...tally.values()].reduce((a, b) => a + b, 0);
-  console.info(`tenant isolation: ${total} requests\n${lines.join("\n")}`);
+  report();
   await app?.close();
 });
-
-const excerpt = (res: LightMyRequestResponse) =>
-  `${res.statusCode}${res.headers.location ? ` → ${res.headers.location}` : ""}: ${res.body.slice(0, 160).replace(/\s+/g, " ")}`;
 
 /** Runs `fn` for every seed, collecting failures instead of stopping at the first, then asserts there were none. */
 async function collect(fn: (seed: Seed, fail: (msg: string) => void) => Promise<void>, list = seeds()) {
@@ -567,80 +554,6 @@ describe("tenant B against tenant A", () => {
     expect(rows.map((r) => r.crossed)).toEqual([0, 0]);
     expect(rows.find((r) => r.tenant === B.tenant.id)?.n).toBeGreaterThan(100);
     expect(await foreignRowsMentioning(A.world.tenant.id, needles.onA)).toEqual({});
-  });
-});
-
-// Placed after B's sweep (whose snapshot must not see these writes) and before A's own actions
-// (which archive and remove what these seeds read).
-describe("owner-bound: an agent reads no studio its owner is not in", () => {
-  let bound: OwnerBound;
-  let control: { agent: number; studioAgent: number; read: boolean[] };
-  beforeAll(async () => {
-    bound = await seedOwnerBound(A);
-    const vaultNote = concreteUrl("/studios/:studio/notes/:note", A.only);
-    const agent = await get(app, bound.agent, vaultNote, "md");
-    // What the sweep then looks for was there to read: the vault's note, its name, its mention.
-    const before = await Promise.all(
-      ["/whoami", "/notifications"].map((url) => get(app, bound.agent, url, "md")),
-    );
-    await ownerLeaves(A, bound);
-    const studioAgent = await get(app, bound.studioAgent, vaultNote, "md");
-    control = {
-      agent: agent.statusCode,
-      studioAgent: studioAgent.statusCode,
-      read: [agent, ...before].map((res) => leaks(res, bound.needles.only, "").length > 0),
-    };
-    await app.listen({ port: 0, host: "127.0.0.1" });
-  });
-
-  it("control: before its owner left, the agent read the vault, its name and its mention; the vault's agent reads its own", () => {
-    expect(control).toEqual({ agent: 200, studioAgent: 200, read: [true, true, true] });
-  });
-
-  /** Every read of the page (and of its actions' descriptions) by each agent, beside its owner's. */
-  async function sweepPage(page: PageDef) {
-    const failures: string[] = [];
-    for (const { who, seed, needles } of ownerBoundCases(A, bound)) {
-      const url = concreteUrl(page.pattern, seed);
-      const urls = [url, ...page.actions.map((name) => actionUrl(url, name))];
-      if (page.pattern === "/search") urls.push(...searchesFor(A));
-      for (const target of urls) {
-        const owner = await get(app, bound.owner, target, "md");
-        const res = await get(app, who, target, "md");
-        count(`owner-bound: ${who.label.split(" @")[0]} GET → ${res.statusCode}`);
-        if (owner.statusCode === 404 && res.statusCode !== 404)
-          failures.push(`${who.label} GET ${target}: its owner reads 404, it ${excerpt(res)}`);
-        const leaked = leaks(res, needles, decodeURIComponent(target));
-        if (leaked.length)
-          failures.push(`${who.label} GET ${target}: reads ${leaked.join(", ")} — ${excerpt(res)}`);
-      }
-    }
-    expect(failures).toEqual([]);
-  }
-
-  for (const page of pages) it(page.pattern, () => sweepPage(page));
-
-  it("over MCP, read_page answers as the markdown API does, on every page", async () => {
-    const failures: string[] = [];
-    for (const caller of [bound.agent, bound.studioAgent]) {
-      const client = await mcpClient(app, A.world, caller.token!);
-      for (const { who, seed, needles } of ownerBoundCases(A, bound).filter((c) => c.who === caller))
-        for (const page of pages) {
-          const url = concreteUrl(page.pattern, seed);
-          const owner = await get(app, bound.owner, url, "md");
-          const read = (await client.callTool({
-            name: "read_page",
-            arguments: { path: url },
-          })) as CallToolResult;
-          const text = JSON.stringify(read.content);
-          count(`owner-bound: ${who.label.split(" @")[0]} MCP read_page → ${read.isError ? "error" : "ok"}`);
-          if (owner.statusCode === 404 && !read.isError) failures.push(`${who.label} MCP ${url}: read it`);
-          const leaked = needles.filter((n) => !url.includes(n) && text.includes(n));
-          if (leaked.length) failures.push(`${who.label} MCP ${url}: reads ${leaked.join(", ")}`);
-        }
-      await client.close();
-    }
-    expect(failures).toEqual([]);
   });
 });
 

@@ -1,6 +1,7 @@
 // Requests for the isolation sweep as a given credential on a given host: B's token and
-// session on B's host and on A's (the modes), and GET / POST in markdown or HTML.
-import type { FastifyInstance } from "fastify";
+// session on B's host and on A's (the modes), GET / POST in markdown or HTML, a response in
+// one line for a failure message, and the tally of requests a file prints at its end.
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { type Browser, login, type World } from "./app.ts";
 import type { Body } from "./isolation-params.ts";
 
@@ -22,6 +23,7 @@ export async function attackers(app: FastifyInstance, A: World, B: World): Promi
     "B session on A host": { label: "B session", host: A.host, browser: bBrowser },
   };
 }
+
 export type Format = "html" | "md" | "md-suffix";
 
 export interface Caller {
@@ -66,4 +68,21 @@ export async function post(app: FastifyInstance, c: Caller, url: string, format:
         ? JSON.stringify({ ...body.json, ...csrf })
         : new URLSearchParams({ ...body.form, ...csrf }).toString(),
   });
+}
+
+/** A response in one line, for a failure message. */
+export const excerpt = (res: LightMyRequestResponse) =>
+  `${res.statusCode}${res.headers.location ? ` → ${res.headers.location}` : ""}: ${res.body.slice(0, 160).replace(/\s+/g, " ")}`;
+
+/** Requests per kind, printed when a file of the sweep ends: how much it tried. */
+export function requestTally(title: string) {
+  const tally = new Map<string, number>();
+  return {
+    count: (key: string) => tally.set(key, (tally.get(key) ?? 0) + 1),
+    report() {
+      const lines = [...tally].sort().map(([k, v]) => `  ${String(v).padStart(4)}  ${k}`);
+      const total = [...tally.values()].reduce((a, b) => a + b, 0);
+      console.info(`${title}: ${total} requests\n${lines.join("\n")}`);
+    },
+  };
 }

@@ -1,3 +1,6 @@
+// From the registry to concrete requests for the isolation sweep: a URL for every page
+// pattern (PARAMS), whether it names something B has too, and a valid body for every action
+// (FIELDS), each taken from a seed.
 import { newId } from "../../src/lib/ids.ts";
 import { eventFlag } from "../../src/services/actions/outgoing-webhooks.ts";
 import { SUBSCRIPTION_EVENTS } from "../../src/services/agents/automations/subscriptions.ts";

@@ -1,3 +1,6 @@
+// Seeding for the isolation sweep: a person's or a studio's subagent, its runs, schedule,
+// settings, pending actions and review links, its webhook, and the money it spends (provider
+// keys, ledger rows), with an outgoing webhook of its owner's.
 import { newId } from "../../src/lib/ids.ts";
 import { pages } from "../../src/services/catalog/catalog.ts";
 import { mintReviewLinks } from "../../src/services/reach/review-links.ts";

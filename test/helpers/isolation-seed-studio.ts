@@ -1,3 +1,6 @@
+// Seeding for the isolation sweep: people beyond makeWorld's three, one studio's content
+// (a note, a decision, a commitment, their comments, a token and its audit trail), and the
+// events turned into notifications as the worker would.
 import { newId } from "../../src/lib/ids.ts";
 import { notifyForEvent } from "../../src/services/notifications.ts";
 import { hashPassword } from "../../src/services/passwords.ts";

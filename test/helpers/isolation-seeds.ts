@@ -1,3 +1,6 @@
+// The isolation sweep's two tenants (test/tenant-isolation.test.ts and its siblings): the
+// victim A, everything of it made through the registry, and the attacker B, whose own pages
+// carry A's ids as params. What one seed holds is `Seed`; the parts are in isolation-seed-*.ts.
 import { rebuildTotals } from "../../src/dev/seed-usage.ts";
 import { newId } from "../../src/lib/ids.ts";
 import { issueLink } from "../../src/services/accounts/one-time-links.ts";
@@ -122,6 +125,7 @@ async function invitationOf(w: World, email: string): Promise<string> {
   });
   return link.id;
 }
+
 /**
  * Tenant A, everything created through the registry: two studios (`general`, which B
  * also has, and one only A has), each with a note + comment + read, a decision with

@@ -2,7 +2,7 @@
 // owner is no longer a member of A's studios, though the agent still is, and a studio's agent
 // slipped into another studio. Each must get, on every page the registry has, the 404 its
 // owner (for the studio's agent: a person in no studio) gets, and read nothing of a studio it
-// may not read. Used by test/tenant-isolation.test.ts and test/tenant-isolation-live.test.ts.
+// may not read. Used by test/tenant-isolation-owner-bound.test.ts and test/tenant-isolation-live.test.ts.
 import { newId } from "../../src/lib/ids.ts";
 import { createApiToken } from "../../src/services/tokens.ts";
 import { act, testPrisma } from "./app.ts";
