@@ -4,40 +4,29 @@
 // redirect that delivers it. None is in any other HTTP answer (the forms post back to their own
 // address), a log line of the app or the worker, a job in Redis, or a row but the outbox's copy
 // of its own mail; the links' rows hold hashes.
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../src/app.ts";
 import { newId, sha256 } from "../src/lib/ids.ts";
 import { linkIn, mailTo } from "./helpers/account-mail.ts";
-import { type AgentEnv, startAgents } from "./helpers/agents.ts";
-import { csrfOf, fileDatabaseUrl, testConfig, testPrisma } from "./helpers/app.ts";
+import type { AgentEnv } from "./helpers/agents.ts";
+import { csrfOf } from "./helpers/app.ts";
+import { cadre } from "./helpers/cadre-cli.ts";
 import { databaseDump, redisDump } from "./helpers/dumps.ts";
-import { type Inbox, startInbox } from "./helpers/inbox.ts";
-import { captureLog } from "./helpers/logs.ts";
+import type { Inbox } from "./helpers/inbox.ts";
+import { type LeakStack, startLeakStack } from "./helpers/leak-stack.ts";
+import type { CapturedLog } from "./helpers/logs.ts";
 
-const run = promisify(execFile);
-const appLog: string[] = [];
-const workerLog = captureLog("trace");
+let stack: LeakStack;
 let app: FastifyInstance;
 let env: AgentEnv;
 let inbox: Inbox;
+let appLog: string[];
+let workerLog: CapturedLog;
 beforeAll(async () => {
-  inbox = await startInbox();
-  app = await buildApp({
-    config: testConfig({ LOG_LEVEL: "trace", SMTP_URL: inbox.url, SIGNUP: "open" }),
-    prisma: testPrisma(),
-    logger: { stream: { write: (line: string) => void appLog.push(line) } },
-  });
-  await app.ready();
-  env = await startAgents("links-leak", { SMTP_URL: inbox.url }, [], workerLog.logger);
+  stack = await startLeakStack("links-leak", { SIGNUP: "open" });
+  ({ app, env, inbox, appLog, workerLog } = stack);
 });
-afterAll(async () => {
-  await env?.close();
-  await app?.close();
-  await inbox?.close();
-});
+afterAll(() => stack?.close());
 
 /** A signed-out browser keeping its cookies per host; every answer is kept for the check. */
 function browser(seen: LightMyRequestResponse[]) {
@@ -97,23 +86,11 @@ describe("the leak test for set-up and sign-up tokens", () => {
   it("prints a set-up token once, from the CLI, mails it, and puts it nowhere else", async () => {
     const handle = `leak${newId(6)}`;
     const email = `alma@${handle}.test`;
-    const cli = await run(
-      "npx",
-      [
-        "--no-install",
-        "tsx",
-        "src/cli/cadre.ts",
-        "workspace",
-        "create",
-        "--handle",
-        handle,
-        "--name",
-        "Leak",
-        "--admin-email",
-        email,
-      ],
-      { env: { ...process.env, DATABASE_URL: fileDatabaseUrl(), SMTP_URL: inbox.url, LOG_LEVEL: "silent" } },
+    const cli = await cadre(
+      ["workspace", "create", "--handle", handle, "--name", "Leak", "--admin-email", email],
+      { SMTP_URL: inbox.url },
     );
+    expect(cli.code, cli.stderr).toBe(0);
     const printed = /\/setup\/([A-Za-z0-9_-]{20,})/.exec(cli.stdout)?.[1];
     expect(printed).toBeDefined();
     const token = printed!;

@@ -1,31 +1,16 @@
 // A workspace comes to exist from the operator's CLI (a real child process on this file's
 // database, mailing into the in-process SMTP inbox), its admin's set-up link works once, and
 // DEFAULT_WORKSPACE serves it on a bare host: the MCP SDK client on http://127.0.0.1:<port>/mcp.
-import { execFile } from "node:child_process";
 import type { AddressInfo } from "node:net";
-import { promisify } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.ts";
 import { newId } from "../src/lib/ids.ts";
 import { createApiToken } from "../src/services/tokens.ts";
-import { buildTestApp, fileDatabaseUrl, testConfig, testPrisma } from "./helpers/app.ts";
+import { buildTestApp, testConfig, testPrisma } from "./helpers/app.ts";
+import { cadre } from "./helpers/cadre-cli.ts";
 import { type Inbox, startInbox } from "./helpers/inbox.ts";
-
-const run = promisify(execFile);
-
-async function cadre(args: string[], env: Record<string, string> = {}) {
-  try {
-    const { stdout, stderr } = await run("npx", ["--no-install", "tsx", "src/cli/cadre.ts", ...args], {
-      env: { ...process.env, DATABASE_URL: fileDatabaseUrl(), PORT: "3700", LOG_LEVEL: "silent", ...env },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const failed = err as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
 
 const setupPathIn = (text: string) => /\/setup\/[A-Za-z0-9_-]{20,}/.exec(text)?.[0];
 

@@ -4,55 +4,29 @@
 // password and finds his sessions on his security page; then alice, a workspace admin,
 // deactivates him from his person page, through the confirmation that names what happens.
 // Screenshots: tmp/walk/ (look()) and /tmp/shots-accounts/.
-import { mkdirSync } from "node:fs";
-import { createServer } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mailTo } from "./helpers/account-mail.ts";
-import { type AgentEnv, makeAgent, startAgents } from "./helpers/agents.ts";
-import { buildTestApp, makeWorld, md, testPrisma, type World } from "./helpers/app.ts";
-import { contentText, launchChromium, logIn } from "./helpers/browser.ts";
-import { type Inbox, startInbox } from "./helpers/inbox.ts";
-import { look, type Walker, WIDTHS, walking } from "./helpers/walk.ts";
+import { makeAgent } from "./helpers/agents.ts";
+import { makeWorld, md, testPrisma, type World } from "./helpers/app.ts";
+import { contentText, logIn } from "./helpers/browser.ts";
+import type { Inbox } from "./helpers/inbox.ts";
+import { type MailWalk, startMailWalk } from "./helpers/mail-walk.ts";
+import { type Walker, WIDTHS, walking } from "./helpers/walk.ts";
 
-const SHOTS = "/tmp/shots-accounts/";
+let stack: MailWalk;
 let app: FastifyInstance;
-let env: AgentEnv;
 let inbox: Inbox;
 let browser: Browser;
 let port = 0;
-
-/** A free loopback port, so the web app's mails can link to the address it then listens on. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port: found } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return found;
-}
-
 beforeAll(async () => {
-  inbox = await startInbox();
-  port = await freePort();
-  app = await buildTestApp({ SMTP_URL: inbox.url, PUBLIC_PORT: String(port) });
-  await app.listen({ port, host: "127.0.0.1" });
-  env = await startAgents("walk-accounts", { SMTP_URL: inbox.url, PUBLIC_PORT: String(port) });
-  browser = await launchChromium();
-  mkdirSync(SHOTS, { recursive: true });
+  stack = await startMailWalk("walk-accounts", "/tmp/shots-accounts/");
+  ({ app, inbox, browser, port } = stack);
 });
-afterAll(async () => {
-  await browser?.close();
-  await env?.close();
-  await app?.close();
-  await inbox?.close();
-});
-
+afterAll(() => stack?.close());
+const shot = (walk: Walker, name: string) => stack.shot(walk, name);
 const baseOf = (w: World) => `http://${w.tenant.subdomain}.localhost:${port}`;
-async function shot(walk: Walker, name: string) {
-  await look(walk, name);
-  await walk.page.screenshot({ path: `${SHOTS}${walk.width}-${name}.png`, fullPage: true });
-}
 
 const NEW_PASSWORD = "copper swallows nest in autumn";
 

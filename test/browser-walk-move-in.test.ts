@@ -4,88 +4,38 @@
 // from the Invitations page; bob accepts from the mail as the SMTP server in this process
 // received it, later forgets his password and resets it by mail; the admin finds him on the
 // people page and deactivates him. Screenshots: tmp/walk/ (look()) and /tmp/shots-move-in/.
-import { execFile } from "node:child_process";
-import { mkdirSync } from "node:fs";
-import { createServer } from "node:net";
-import { promisify } from "node:util";
-import type { FastifyInstance } from "fastify";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
 import { mailTo } from "./helpers/account-mail.ts";
-import { type AgentEnv, startAgents } from "./helpers/agents.ts";
-import { buildTestApp, fileDatabaseUrl, testPrisma } from "./helpers/app.ts";
-import { contentText, launchChromium } from "./helpers/browser.ts";
-import { type Inbox, startInbox } from "./helpers/inbox.ts";
-import { look, type Walker, WIDTHS, walking } from "./helpers/walk.ts";
+import { testPrisma } from "./helpers/app.ts";
+import { contentText } from "./helpers/browser.ts";
+import { cadre } from "./helpers/cadre-cli.ts";
+import type { Inbox } from "./helpers/inbox.ts";
+import { type MailWalk, startMailWalk } from "./helpers/mail-walk.ts";
+import { type Walker, WIDTHS, walking } from "./helpers/walk.ts";
 
-const SHOTS = "/tmp/shots-move-in/";
 const ADMIN_PASSWORD = "lanterns drift over quiet harbours";
 const BOB_PASSWORD = "marbles tumble down the orchard steps";
 const BOB_NEW_PASSWORD = "copper swallows nest in autumn";
-const run = promisify(execFile);
-let app: FastifyInstance;
-let env: AgentEnv;
+let stack: MailWalk;
 let inbox: Inbox;
 let browser: Browser;
 let port = 0;
-
-/** A free loopback port, so the mails and the CLI's link point at the address the app then listens on. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port: found } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return found;
-}
-
 beforeAll(async () => {
-  inbox = await startInbox();
-  port = await freePort();
-  app = await buildTestApp({ SMTP_URL: inbox.url, PUBLIC_PORT: String(port) });
-  await app.listen({ port, host: "127.0.0.1" });
-  env = await startAgents("walk-move-in", { SMTP_URL: inbox.url, PUBLIC_PORT: String(port) });
-  browser = await launchChromium();
-  mkdirSync(SHOTS, { recursive: true });
+  stack = await startMailWalk("walk-move-in", "/tmp/shots-move-in/");
+  ({ inbox, browser, port } = stack);
 });
-afterAll(async () => {
-  await browser?.close();
-  await env?.close();
-  await app?.close();
-  await inbox?.close();
-});
-
-async function shot(walk: Walker, name: string) {
-  await look(walk, name);
-  await walk.page.screenshot({ path: `${SHOTS}${walk.width}-${name}.png`, fullPage: true });
-}
+afterAll(() => stack?.close());
+const shot = (walk: Walker, name: string) => stack.shot(walk, name);
 
 /** `bin/cadre workspace create`, as an operator types it: the set-up link it printed. */
 async function createWorkspace(handle: string, adminEmail: string): Promise<string> {
-  const { stdout } = await run(
-    "npx",
-    [
-      "--no-install",
-      "tsx",
-      "src/cli/cadre.ts",
-      "workspace",
-      "create",
-      "--handle",
-      handle,
-      "--name",
-      "Harbour Works",
-      "--admin-email",
-      adminEmail,
-    ],
-    {
-      env: {
-        ...process.env,
-        DATABASE_URL: fileDatabaseUrl(),
-        PUBLIC_PORT: String(port),
-        LOG_LEVEL: "silent",
-      },
-    },
+  const { code, stdout, stderr } = await cadre(
+    ["workspace", "create", "--handle", handle, "--name", "Harbour Works", "--admin-email", adminEmail],
+    { PUBLIC_PORT: String(port) },
   );
+  expect(code, stderr).toBe(0);
   const link = /https?:\/\/\S+\/setup\/[A-Za-z0-9_-]{20,}/.exec(stdout)?.[0];
   expect(link, stdout).toBeDefined();
   return link!;

@@ -5,36 +5,27 @@
 // copy of the invitation's own mail; the links' rows hold hashes.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../src/app.ts";
 import { sha256 } from "../src/lib/ids.ts";
 import { linkIn, mailTo } from "./helpers/account-mail.ts";
-import { type AgentEnv, startAgents } from "./helpers/agents.ts";
-import { csrfOf, makeWorld, md, testConfig, testPrisma } from "./helpers/app.ts";
+import type { AgentEnv } from "./helpers/agents.ts";
+import { csrfOf, makeWorld, md, testPrisma } from "./helpers/app.ts";
 import { databaseDump, redisDump } from "./helpers/dumps.ts";
-import { type Inbox, startInbox } from "./helpers/inbox.ts";
-import { captureLog } from "./helpers/logs.ts";
+import type { Inbox } from "./helpers/inbox.ts";
+import { type LeakStack, startLeakStack } from "./helpers/leak-stack.ts";
+import type { CapturedLog } from "./helpers/logs.ts";
 import { signInAs } from "./helpers/sessions.ts";
 
-const appLog: string[] = [];
-const workerLog = captureLog("trace");
+let stack: LeakStack;
 let app: FastifyInstance;
 let env: AgentEnv;
 let inbox: Inbox;
+let appLog: string[];
+let workerLog: CapturedLog;
 beforeAll(async () => {
-  inbox = await startInbox();
-  app = await buildApp({
-    config: testConfig({ LOG_LEVEL: "trace", SMTP_URL: inbox.url }),
-    prisma: testPrisma(),
-    logger: { stream: { write: (line: string) => void appLog.push(line) } },
-  });
-  await app.ready();
-  env = await startAgents("invite-leak", { SMTP_URL: inbox.url }, [], workerLog.logger);
+  stack = await startLeakStack("invite-leak");
+  ({ app, env, inbox, appLog, workerLog } = stack);
 });
-afterAll(async () => {
-  await env?.close();
-  await app?.close();
-  await inbox?.close();
-});
+afterAll(() => stack?.close());
 
 describe("the leak test for invitation tokens", () => {
   it("puts an invitation's token in its mail, the invite link's in the answer that made it, and nowhere else", async () => {

@@ -12,6 +12,7 @@ import { queueRun } from "../../src/services/agents/core/runs.ts";
 import { agentOf, userPrompt } from "./agent-scripts.ts";
 import { type Agent, tool } from "./agents.ts";
 import { fileDatabaseUrl, testPrisma, type World } from "./app.ts";
+import { freePort } from "./ports.ts";
 
 /** This file's database, as a client that says who it is (`application_name`). */
 export function namedUrl(name: string): string {
@@ -41,17 +42,6 @@ export async function terminateBackends(name: string): Promise<number> {
   } finally {
     await admin.end();
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /**

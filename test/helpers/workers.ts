@@ -2,7 +2,6 @@
 // kill one mid-run (SIGKILL: no shutdown hook runs, the run's lease simply stops being
 // renewed), and web servers (src/server.ts), for tests that need several.
 import { type ChildProcess, spawn } from "node:child_process";
-import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Queue } from "bullmq";
@@ -10,6 +9,7 @@ import { inject } from "vitest";
 import { createRedis } from "../../src/db/redis.ts";
 import { QUEUE_NAMES } from "../../src/jobs/queues.ts";
 import { waitFor } from "./app.ts";
+import { freePort } from "./ports.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const children = new Set<ChildProcess>();
@@ -88,14 +88,6 @@ export function spawnWorker(opts: {
 
 export interface WebProcess extends WorkerProcess {
   port: number;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** The web server (src/server.ts) on a free loopback port; ready once it answers /healthz. */
