@@ -48,7 +48,7 @@ ${errorBox(error)}
 </div>`;
 }
 
-function resetForm(csrf: string, token: string, error = ""): string {
+function resetForm(csrf: string, error = ""): string {
   return `<div class="login">
 ${errorBox(error)}
 <form method="post" class="action-form">
@@ -133,7 +133,7 @@ export default async function passwordResetRoutes(
         .send(
           "# Choose a new password\n\nPOST `password` here: it replaces the old one and ends every session.\n",
         );
-    return page(req, reply, "Choose a new password", resetForm(req.csrfToken, token));
+    return page(req, reply, "Choose a new password", resetForm(req.csrfToken));
   });
 
   app.post("/reset-password/:token", async (req, reply) => {
@@ -148,12 +148,7 @@ export default async function passwordResetRoutes(
     } catch (err) {
       if (markdown(req) || !(err instanceof ValidationError)) throw err;
       reply.code(400);
-      return page(
-        req,
-        reply,
-        "Choose a new password",
-        resetForm(req.csrfToken, token, err.issues[0]!.message),
-      );
+      return page(req, reply, "Choose a new password", resetForm(req.csrfToken, err.issues[0]!.message));
     }
     // Slow (scrypt): before the transaction, which then only writes.
     const passwordHash = await hashPassword(password);

@@ -84,7 +84,7 @@ export async function takeResetLink(
   const taken = await consumeLink(tx, tenantId, "reset", token);
   if (!taken.ok) return { refusal: taken.reason };
   const user = taken.link.userId ? await tx.user.findUnique({ where: { id: taken.link.userId } }) : null;
-  if (!user || user.kind !== "person" || user.archivedAt || user.deactivatedAt)
+  if (user?.kind !== "person" || user.archivedAt || user.deactivatedAt)
     return { refusal: "This account can no longer sign in: ask a workspace admin." };
   return { user };
 }

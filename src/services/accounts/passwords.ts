@@ -5,7 +5,6 @@
 import type { Db } from "../../db/prisma.ts";
 import type { User } from "../../generated/prisma/client.ts";
 import { ValidationError } from "../../lib/errors.ts";
-import { hashPassword } from "../passwords.ts";
 import { endSessions } from "../sessions.ts";
 import { revokeOpenLinks } from "./one-time-links.ts";
 import { checkPasswordStrength } from "./password-strength.ts";

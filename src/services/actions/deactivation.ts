@@ -13,7 +13,7 @@ import { ensureAnotherAdmin } from "../accounts/admins.ts";
 import { recordSecurityEvent } from "../accounts/security-events.ts";
 import { expireAgentPending } from "../agents/policy/approvals.ts";
 import { toWorkspace } from "../registry/audiences.ts";
-import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { type ActionCtx, type Ctx, defineAction } from "../registry/types.ts";
 import { endSessions } from "../sessions.ts";
 import { handleSchema } from "../validation.ts";
 import { moveToStudio } from "./agent-ownership.ts";

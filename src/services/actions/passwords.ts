@@ -3,7 +3,6 @@
 // for strength; every other session ends and the person is told by mail.
 import { z } from "zod";
 import { ValidationError } from "../../lib/errors.ts";
-import { textProblem } from "../../lib/text.ts";
 import { assertStrong, storePassword } from "../accounts/passwords.ts";
 import { hashPassword, verifyPassword } from "../passwords.ts";
 import { toSelf } from "../registry/audiences.ts";

@@ -11,7 +11,6 @@ import {
   type AgentScope,
   type Ctx,
   defineAction,
-  type Scope,
   type ScopeWith,
 } from "../registry/types.ts";
 import { idSchema, longText } from "../validation.ts";

@@ -11,7 +11,7 @@ import { DEFAULT_RATE_PER_MINUTE, newSecret, sealSecret } from "../agents/automa
 import { when } from "../pages/format.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
 import { fenced } from "../registry/markdown.ts";
-import { type ActionCtx, type AgentScope, type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { type ActionCtx, type AgentScope, type Ctx, defineAction } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";
 
 const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people manage webhooks");

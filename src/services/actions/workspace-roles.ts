@@ -7,7 +7,7 @@ import { ConflictError } from "../../lib/errors.ts";
 import { ensureAnotherAdmin } from "../accounts/admins.ts";
 import { recordSecurityEvent } from "../accounts/security-events.ts";
 import { toWorkspace } from "../registry/audiences.ts";
-import { defineAction, type Scope } from "../registry/types.ts";
+import { defineAction } from "../registry/types.ts";
 import { personPath } from "./deactivation.ts";
 
 export type WorkspaceRole = "member" | "admin";
