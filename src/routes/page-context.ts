@@ -4,11 +4,10 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Format } from "../http/format.ts";
 import { parseUrl } from "../http/page-target.ts";
-import { sendPage } from "../http/render.ts";
+import { type PageReply, sendPage } from "../http/render.ts";
 import { UnauthorizedError } from "../lib/errors.ts";
 import { agentTokenFlow } from "../services/agents/policy/labels.ts";
 import { registry } from "../services/catalog/catalog.ts";
-import type { FormState } from "../services/registry/html.ts";
 import type { Ctx } from "../services/registry/types.ts";
 
 /** The request as a page/action context; also used by the CSV export. */
@@ -39,18 +38,21 @@ export function ctxOf(req: FastifyRequest): Ctx {
 }
 
 /** What a page shows besides itself: an action's outcome, a form's state, a question or an alert. */
-export interface Shown {
-  status?: number;
-  notice?: string;
-  warning?: boolean;
-  secret?: string;
-  secretLabel?: string;
-  secretHelp?: string;
-  state?: FormState;
-  location?: string;
-  alert?: string;
-  confirm?: string;
-}
+export type Shown = Partial<
+  Pick<
+    PageReply,
+    | "status"
+    | "notice"
+    | "warning"
+    | "secret"
+    | "secretLabel"
+    | "secretHelp"
+    | "state"
+    | "location"
+    | "alert"
+    | "confirm"
+  >
+>;
 
 /** The page at `url` (its path and query) in the request's format, with what the request brought. */
 export async function showPage(
