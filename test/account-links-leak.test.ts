@@ -13,7 +13,7 @@ import { csrfOf } from "./helpers/app.ts";
 import { cadre } from "./helpers/cadre-cli.ts";
 import { databaseDump, redisDump } from "./helpers/dumps.ts";
 import type { Inbox } from "./helpers/inbox.ts";
-import { type LeakStack, startLeakStack } from "./helpers/leak-stack.ts";
+import { answers, expectClean, formsOf, type LeakStack, startLeakStack } from "./helpers/leak-stack.ts";
 import type { CapturedLog } from "./helpers/logs.ts";
 
 let stack: LeakStack;
@@ -56,18 +56,6 @@ function browser(seen: LightMyRequestResponse[]) {
   };
 }
 
-/** Each form of a token a leak could take: as is, and hex-encoded. */
-const formsOf = (token: string) => [token, Buffer.from(token).toString("hex")];
-
-function clean(where: string, texts: string[], tokens: string[]) {
-  for (const text of texts)
-    for (const needle of tokens.flatMap(formsOf))
-      expect(text.includes(needle), `${where}: ${text.slice(0, 300)}`).toBe(false);
-}
-
-const answers = (seen: LightMyRequestResponse[]) =>
-  seen.map((res) => `${JSON.stringify(res.headers)}\n${res.body}`);
-
 /** The tables that hold any form of these tokens. */
 async function tablesHolding(tokens: string[]) {
   const rows = await databaseDump();
@@ -95,7 +83,7 @@ describe("the leak test for set-up and sign-up tokens", () => {
     expect(printed).toBeDefined();
     const token = printed!;
     expect(cli.stdout.split(token)).toHaveLength(2);
-    clean("CLI stderr", [cli.stderr], [token]);
+    expectClean("CLI stderr", [cli.stderr], [token]);
     const link = linkIn(await mailTo(inbox, email, /Set up your account/), "Set up your account");
     expect(link).toBe(`/setup/${token}`);
 
@@ -117,11 +105,11 @@ describe("the leak test for set-up and sign-up tokens", () => {
     expect((await send("GET", host, link)).statusCode).toBe(410);
     expect((await send("GET", "localhost", link)).statusCode).toBeGreaterThanOrEqual(400);
 
-    clean("HTTP response", answers(seen), [token]);
+    expectClean("HTTP response", answers(seen), [token]);
     expect(appLog.some((line) => line.includes('"url":"/setup/[token]"'))).toBe(true);
-    clean("app log", appLog, [token]);
-    clean("worker log", workerLog.raw, [token]);
-    clean("Redis", await redisDump(env.config.REDIS_URL, env.config.QUEUE_PREFIX), [token]);
+    expectClean("app log", appLog, [token]);
+    expectClean("worker log", workerLog.raw, [token]);
+    expectClean("Redis", await redisDump(env.config.REDIS_URL, env.config.QUEUE_PREFIX), [token]);
     expect(await tablesHolding([token])).toEqual(["outbound_emails"]);
   }, 120_000);
 
@@ -160,11 +148,11 @@ describe("the leak test for set-up and sign-up tokens", () => {
     expect((await send("GET", host, link)).statusCode).toBe(410);
 
     const tokens = [token, handoverToken];
-    clean("HTTP response", answers(seen), tokens);
+    expectClean("HTTP response", answers(seen), tokens);
     expect(appLog.some((line) => line.includes('"url":"/signup/[token]"'))).toBe(true);
-    clean("app log", appLog, tokens);
-    clean("worker log", workerLog.raw, tokens);
-    clean("Redis", await redisDump(env.config.REDIS_URL, env.config.QUEUE_PREFIX), tokens);
+    expectClean("app log", appLog, tokens);
+    expectClean("worker log", workerLog.raw, tokens);
+    expectClean("Redis", await redisDump(env.config.REDIS_URL, env.config.QUEUE_PREFIX), tokens);
     expect(await tablesHolding([token])).toEqual(["outbound_emails"]);
     expect(await tablesHolding([handoverToken])).toEqual([]);
   }, 60_000);

@@ -1,6 +1,7 @@
 // The leak tests' stack (test/*-leak.test.ts): the web app and the workers, both logging at
 // trace level into lines the test then searches for tokens, both mailing into a new inbox.
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { expect } from "vitest";
 import { buildApp } from "../../src/app.ts";
 import { type AgentEnv, startAgents } from "./agents.ts";
 import { testConfig, testPrisma } from "./app.ts";
@@ -41,3 +42,17 @@ export async function startLeakStack(name: string, config: Record<string, string
     },
   };
 }
+
+/** Each form of a token a leak could take: as is, and hex-encoded. */
+export const formsOf = (token: string) => [token, Buffer.from(token).toString("hex")];
+
+/** No form of any of these tokens in any of these texts (`where` names them in a failure). */
+export function expectClean(where: string, texts: string[], tokens: string[]) {
+  for (const text of texts)
+    for (const needle of tokens.flatMap(formsOf))
+      expect(text.includes(needle), `${where}: ${text.slice(0, 300)}`).toBe(false);
+}
+
+/** Every answer as a leak could carry a token: its headers and its body. */
+export const answers = (seen: LightMyRequestResponse[]) =>
+  seen.map((res) => `${JSON.stringify(res.headers)}\n${res.body}`);
