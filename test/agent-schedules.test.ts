@@ -75,11 +75,11 @@ describe("adding and listing", () => {
     expect(s).toMatchObject({ cron: "30 6 * * *", timeZone: "UTC" });
     const html = (await browser.get(PAGE)).body;
     expect(html).toContain(`<h3 id="${s!.id}">`);
-    expect(html).toContain(`name="schedule" value="${s!.id}"`);
+    expect(html).toContain(`name="id" value="${s!.id}"`);
     expect(html).toContain('data-action="pause_schedule"');
     expect(html).toContain('data-action="remove_schedule"');
     // The schedule is chosen by its button, never typed: no panel form asks for an id.
-    expect(html).not.toMatch(/<input type="text"[^>]*name="schedule"/);
+    expect(html).not.toMatch(/<input type="text"[^>]*name="id"/);
   });
 
   it("the agent's page shows each schedule's next fire time and last run, linking to the schedules page", async () => {
@@ -163,23 +163,23 @@ describe("editing, pausing, removing", () => {
     let row = await db().agentSchedule.findUniqueOrThrow({ where: { id: s.id } });
     expect(row).toMatchObject({ cron: "0 18 * * *", timeZone: "Asia/Tokyo", task: "Digest" });
     expect(row.nextFireAt!.getUTCHours()).toBe(9);
-    const bad = await post("update_schedule", { schedule: s.id, cron: "* * * * * *" });
+    const bad = await post("update_schedule", { id: s.id, cron: "* * * * * *" });
     expect(bad.statusCode).toBe(400);
-    expect((await post("pause_schedule", { schedule: s.id })).statusCode).toBe(200);
+    expect((await post("pause_schedule", { id: s.id })).statusCode).toBe(200);
     row = await db().agentSchedule.findUniqueOrThrow({ where: { id: s.id } });
     expect(row).toMatchObject({ enabled: false, nextFireAt: null });
     expect((await md(app, w, w.alice, "GET", PAGE)).body).toContain("**Next fire time:** paused");
-    expect((await post("resume_schedule", { schedule: s.id })).statusCode).toBe(200);
+    expect((await post("resume_schedule", { id: s.id })).statusCode).toBe(200);
     row = await db().agentSchedule.findUniqueOrThrow({ where: { id: s.id } });
     expect(row.enabled).toBe(true);
     expect(row.nextFireAt!.getTime()).toBeGreaterThan(Date.now());
     const other = await addSchedule(app, w, "scout", { cron: "0 7 * * *", task: "Other" });
-    expect((await post("remove_schedule", { schedule: s.id })).statusCode).toBe(200);
+    expect((await post("remove_schedule", { id: s.id })).statusCode).toBe(200);
     expect(await db().agentSchedule.count({ where: { id: s.id } })).toBe(0);
     // Gone: a 404, whether or not another schedule is there.
-    expect((await post("pause_schedule", { schedule: s.id })).statusCode).toBe(404);
-    expect((await post("remove_schedule", { schedule: other.id })).statusCode).toBe(200);
-    const none = await post("pause_schedule", { schedule: other.id });
+    expect((await post("pause_schedule", { id: s.id })).statusCode).toBe(404);
+    expect((await post("remove_schedule", { id: other.id })).statusCode).toBe(200);
+    const none = await post("pause_schedule", { id: other.id });
     expect(none.statusCode).toBe(404);
   });
 
@@ -188,7 +188,7 @@ describe("editing, pausing, removing", () => {
     const a = await addSchedule(app, w, "scout", { cron: "0 9 * * *", task: "A" });
     const b = await addSchedule(app, w, "scout", { cron: "0 10 * * *", task: "B" });
     const browser = await login(app, w, w.alice);
-    expect((await browser.post(`${PAGE}/actions/pause_schedule`, { schedule: b.id })).statusCode).toBe(303);
+    expect((await browser.post(`${PAGE}/actions/pause_schedule`, { id: b.id })).statusCode).toBe(303);
     const rows = await db().agentSchedule.findMany({
       where: { id: { in: [a.id, b.id] } },
       orderBy: { task: "asc" },
@@ -203,10 +203,10 @@ describe("who may see and manage schedules", () => {
     const s = await addSchedule(app, w, "scout", { cron: "0 9 * * *", task: "Digest" });
     const bodies: Record<string, Record<string, unknown>> = {
       add_schedule: { cron: "0 9 * * *", task: "x" },
-      update_schedule: { schedule: s.id, task: "hijacked" },
-      pause_schedule: { schedule: s.id },
-      resume_schedule: { schedule: s.id },
-      remove_schedule: { schedule: s.id },
+      update_schedule: { id: s.id, task: "hijacked" },
+      pause_schedule: { id: s.id },
+      resume_schedule: { id: s.id },
+      remove_schedule: { id: s.id },
     };
     for (const who of [w.bob, w.carol, agent]) {
       expect((await md(app, w, who, "GET", PAGE)).statusCode).toBe(404);
@@ -305,7 +305,7 @@ describe("firing (sweeps called directly)", () => {
   it("a disabled schedule fires nothing, and neither does an archived agent's", async () => {
     const { w, agent, post } = await scheduleWorld(app);
     const off = await addSchedule(app, w, "scout", { cron: "0 9 * * *", task: "Off" });
-    await post("pause_schedule", { schedule: off.id });
+    await post("pause_schedule", { id: off.id });
     await db().agentSchedule.update({
       where: { id: off.id },
       data: { nextFireAt: new Date(Date.now() - 1000) },

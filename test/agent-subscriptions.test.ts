@@ -85,7 +85,7 @@ describe("subscribing", () => {
     const html = (await (await login(app, w, w.alice)).get("/subagents/scout/subscriptions")).body;
     expect(html).toContain(`id="${sub!.id}"`);
     // Pause and Remove are buttons beside each subscription: no side-panel form asks for an id.
-    expect(html).toContain(`name="subscription" value="${sub!.id}"`);
+    expect(html).toContain(`name="id" value="${sub!.id}"`);
     expect(html).not.toContain('id="action-remove_subscription"');
   });
 
@@ -274,19 +274,19 @@ describe("a subscription wakes its agent", () => {
     await act(w, w.alice, "/studios/general", "subscribe", { agent: "scout", created: true });
     const sub = await db().agentSubscription.findFirstOrThrow({ where: { agentId: scout.id } });
     const page = "/subagents/scout/subscriptions";
-    await act(w, w.alice, page, "pause_subscription", { subscription: sub.id });
+    await act(w, w.alice, page, "pause_subscription", { id: sub.id });
     await act(w, w.bob, "/studios/general", "create_note", { title: "While paused", text: "x" });
     await settled(w);
     expect(await subscriptionRuns(scout.id)).toEqual([]);
-    await act(w, w.alice, page, "resume_subscription", { subscription: sub.id });
+    await act(w, w.alice, page, "resume_subscription", { id: sub.id });
     await act(w, w.bob, "/studios/general", "create_note", { title: "Resumed", text: "x" });
     await settled(w);
     expect(await subscriptionRuns(scout.id)).toHaveLength(1);
     const stranger = await md(app, w, w.bob, "POST", `${page}/actions/remove_subscription`, {
-      subscription: sub.id,
+      id: sub.id,
     });
     expect(stranger.statusCode).toBe(404);
-    await act(w, w.alice, page, "remove_subscription", { subscription: sub.id });
+    await act(w, w.alice, page, "remove_subscription", { id: sub.id });
     expect(await db().agentSubscription.count({ where: { agentId: scout.id } })).toBe(0);
   });
 });

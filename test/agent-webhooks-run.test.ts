@@ -55,7 +55,7 @@ describe("a delivery runs the agent", () => {
       "POST",
       "/subagents/scout/webhooks/actions/rotate_webhook_secret",
       // The old one leaked: refused at once (a delivery signed with it below must be refused).
-      { webhook_id: hook.id, old_secret: "now" },
+      { id: hook.id, old_secret: "now" },
     );
     const secret = secretIn(rotated);
     const title = `Crash ${randomBytes(4).toString("hex")}`;

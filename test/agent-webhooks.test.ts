@@ -150,7 +150,7 @@ describe("POST /hooks/:id", () => {
     // Disabled: the very answer an unknown id gets, whatever the signature.
     const unknown = await cases[11]![1];
     await md(app, w, w.alice, "POST", "/subagents/scout/webhooks/actions/disable_webhook", {
-      webhook_id: hook.id,
+      id: hook.id,
     });
     const disabled = await send(app, w, hook.id, "{}", { secret: hook.secret });
     expect([disabled.statusCode, disabled.body]).toEqual([404, unknown.body]);
@@ -159,11 +159,11 @@ describe("POST /hooks/:id", () => {
     expect([row.lastDeliveryAt, row.windowCount]).toEqual([null, 0]);
     // Enabled again, it works; deleted, it is gone.
     await md(app, w, w.alice, "POST", "/subagents/scout/webhooks/actions/enable_webhook", {
-      webhook_id: hook.id,
+      id: hook.id,
     });
     expect((await send(app, w, hook.id, "{}", { secret: hook.secret })).statusCode).toBe(202);
     await md(app, w, w.alice, "POST", "/subagents/scout/webhooks/actions/delete_webhook", {
-      webhook_id: hook.id,
+      id: hook.id,
     });
     const deleted = await send(app, w, hook.id, "{}", { secret: hook.secret });
     expect([deleted.statusCode, deleted.body]).toEqual([404, unknown.body]);
@@ -301,7 +301,7 @@ describe("the webhooks page and its actions", () => {
       w.alice,
       "POST",
       "/subagents/scout/webhooks/actions/rotate_webhook_secret",
-      { webhook_id: hook.id, old_secret: "now" },
+      { id: hook.id, old_secret: "now" },
     );
     expect(rotated.statusCode).toBe(200);
     expect(rotated.body).toContain("deliveries signed with the old one are refused from now on");
@@ -325,8 +325,8 @@ describe("the webhooks page and its actions", () => {
       instruction: "y".repeat(4001),
     });
     expect(issuesOf(long.body)).toEqual({ instruction: "at most 4000 characters" });
-    const badId = await md(app, w, w.alice, "POST", `${base}/rotate_webhook_secret`, { webhook_id: "../x" });
-    expect([badId.statusCode, issuesOf(badId.body)]).toEqual([400, { webhook_id: "not a valid id" }]);
+    const badId = await md(app, w, w.alice, "POST", `${base}/rotate_webhook_secret`, { id: "../x" });
+    expect([badId.statusCode, issuesOf(badId.body)]).toEqual([400, { id: "not a valid id" }]);
     const browser = await login(app, w, w.alice);
     const form = await browser.post(`${base}/create_webhook`, { name: "" });
     expect(form.statusCode).toBe(400);
@@ -340,7 +340,7 @@ describe("the webhooks page and its actions", () => {
     for (const who of [w.bob, w.carol]) {
       expect((await md(app, w, who, "GET", base)).statusCode).toBe(404);
       const res = await md(app, w, who, "POST", `${base}/actions/rotate_webhook_secret`, {
-        webhook_id: hook.id,
+        id: hook.id,
       });
       expect(res.statusCode).toBe(404);
       expect(res.body).not.toContain("whsec_");
@@ -351,7 +351,7 @@ describe("the webhooks page and its actions", () => {
     await makeAgent(w, w.alice, "other");
     const theirs = await createHook(app, w, w.alice, "other");
     const cross = await md(app, w, w.alice, "POST", `${base}/actions/delete_webhook`, {
-      webhook_id: theirs.id,
+      id: theirs.id,
     });
     expect(cross.statusCode).toBe(404);
     expect(await db().agentWebhook.count({ where: { id: theirs.id } })).toBe(1);

@@ -194,12 +194,12 @@ describe("failures", () => {
     const { keyRow: k } = await anthropicAgent(w, fake, "tested");
     fake.setModels(["claude-haiku-4-5", "claude-sonnet-4-5"]);
     const url = "/u/alice/settings/api-keys/actions/test_api_key";
-    const ok = await md(app, w, w.alice, "POST", url, { key_id: k.id });
+    const ok = await md(app, w, w.alice, "POST", url, { id: k.id });
     expect(ok.body).toContain("The key works: the provider lists 2 model(s).");
     expect((await keyRow(k.id)).listedModels).toEqual(["claude-haiku-4-5", "claude-sonnet-4-5"]);
     expect(fake.requests.length).toBeGreaterThan(0);
     fake.setAcceptedKeys([]);
-    const refused = await md(app, w, w.alice, "POST", url, { key_id: k.id });
+    const refused = await md(app, w, w.alice, "POST", url, { id: k.id });
     expect(refused.body).toContain("The provider refused the key (401).");
   });
 });

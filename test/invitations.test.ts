@@ -123,7 +123,7 @@ describe("inviting by mail", () => {
     });
     const revoked = await alice.post(PAGE, {
       _action: "revoke_invitation",
-      invitation: pending.id,
+      id: pending.id,
       _confirm: "yes",
     });
     expect(revoked.statusCode).toBe(303);

@@ -129,7 +129,7 @@ describe("a ciphertext moved to another row", () => {
 
     // Any request would be refused, so "refused" would mean it called out with some key.
     p.setAcceptedKeys([]);
-    const res = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/test_api_key`, { key_id: b.id });
+    const res = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/test_api_key`, { id: b.id });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.body).toContain("✗ “Key B”");
     expect(res.body).toContain("cannot be decrypted with the server's keys");
@@ -289,7 +289,7 @@ describe("the keys page over HTTP", () => {
     expect(intrude.statusCode).toBe(404);
     for (const action of ["test_api_key", "revoke_api_key"]) {
       const res = await md(app, w, w.bob, "POST", `/u/bob/settings/api-keys/actions/${action}`, {
-        key_id: key.id,
+        id: key.id,
       });
       expect(res.statusCode, action).toBe(404);
       expect(res.body).toContain(`No API key ${key.id} of yours`);
@@ -339,7 +339,7 @@ describe("the keys page over HTTP", () => {
     );
     expect((await browser.get("/subagents/scout")).body).toContain("@scout now uses the shared endpoint");
 
-    await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/revoke_api_key`, { key_id: k.id });
+    await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/revoke_api_key`, { id: k.id });
     const revoked = await md(app, w, w.alice, "POST", "/subagents/scout/actions/set_agent_api_key", {
       api_key: k.id,
     });
@@ -443,7 +443,7 @@ describe("the base URL policy", () => {
       expect(await checkResolvedUrl(base)).toMatch(/resolves to a private address \(127\./);
       const k = await addKey(w, { base_url: base, key });
       // …but a test does not call it, and neither does a run.
-      const tested = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/test_api_key`, { key_id: k.id });
+      const tested = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/test_api_key`, { id: k.id });
       expect(tested.body).toMatch(/Not tested: .* resolves to a private address/);
       await makeAgent(w, w.alice, "scout", { api_key_id: k.id });
       const run = await runTask(w, "scout");
@@ -478,7 +478,7 @@ describe("test_api_key", () => {
     const p = await provider();
     const key = fakeKey();
     const k = await addKey(w, { base_url: p.url, key });
-    const test = () => md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/test_api_key`, { key_id: k.id });
+    const test = () => md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/test_api_key`, { id: k.id });
 
     p.setAcceptedKeys([key]);
     const ok = await test();
@@ -502,7 +502,7 @@ describe("test_api_key", () => {
     // A passing test clears the refusal, through the browser form this time.
     p.setAcceptedKeys([key]);
     const browser = await login(app, w, w.alice);
-    const form = await browser.post(`${KEYS_PAGE}/actions/test_api_key`, { key_id: k.id });
+    const form = await browser.post(`${KEYS_PAGE}/actions/test_api_key`, { id: k.id });
     expect(form.statusCode).toBe(303);
     expect((await browser.get(KEYS_PAGE)).body).toContain("The key works");
     expect(await keyRow(k.id)).toMatchObject({ lastTestOk: true, authFailedAt: null, authError: null });
@@ -513,14 +513,14 @@ describe("test_api_key", () => {
     const gone = await startFakeLlm();
     await gone.close();
     const k = await addKey(w, { base_url: gone.url, key: fakeKey() });
-    const res = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/test_api_key`, { key_id: k.id });
+    const res = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/test_api_key`, { id: k.id });
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain(`Could not reach ${gone.url}.`);
     expect(await keyRow(k.id)).toMatchObject({ lastTestOk: false, authFailedAt: null });
     expect(res.body).toContain("✗ test failed");
 
-    await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/revoke_api_key`, { key_id: k.id });
-    const again = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/test_api_key`, { key_id: k.id });
+    await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/revoke_api_key`, { id: k.id });
+    const again = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/test_api_key`, { id: k.id });
     expect(again.statusCode).toBe(409);
     expect(again.body).toContain("“Work” is revoked");
   });
@@ -628,7 +628,7 @@ describe("revoking a key", () => {
     await makeAgent(w, w.alice, "helper", { api_key_id: k.id });
     await makeAgent(w, w.alice, "idle");
 
-    const res = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/revoke_api_key`, { key_id: k.id });
+    const res = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/revoke_api_key`, { id: k.id });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.body).toContain(
       "Revoked “Work”. @helper, @scout used it: pick another key on their pages, or their runs fail.",
@@ -651,7 +651,7 @@ describe("revoking a key", () => {
     // No test or revoke buttons for a revoked key, and revoking twice is a conflict.
     const browser = await login(app, w, w.alice);
     expect((await browser.get(KEYS_PAGE)).body).not.toContain("Revoke “Work”");
-    const twice = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/revoke_api_key`, { key_id: k.id });
+    const twice = await md(app, w, w.alice, "POST", `${KEYS_PAGE}/actions/revoke_api_key`, { id: k.id });
     expect(twice.statusCode).toBe(409);
 
     // A key row that is gone altogether fails the same way.
@@ -740,12 +740,10 @@ describe("the leak test", () => {
     // Testing it: accepted, refused (both formats).
     const testUrl = `${KEYS_PAGE}/actions/test_api_key`;
     p.setAcceptedKeys([key]);
-    expect((await expectStatus(mdAs("POST", testUrl, { key_id: k.id }), 200)).body).toContain(
-      "The key works",
-    );
+    expect((await expectStatus(mdAs("POST", testUrl, { id: k.id }), 200)).body).toContain("The key works");
     await expectStatus(post(testUrl, { key_id: formKey.id }), 303);
     p.setAcceptedKeys(["sk-someone-else-entirely"]);
-    expect((await mdAs("POST", testUrl, { key_id: k.id })).body).toContain("The provider refused the key");
+    expect((await mdAs("POST", testUrl, { id: k.id })).body).toContain("The provider refused the key");
     p.setAcceptedKeys(null);
 
     // Picking it for the agent, both formats.

@@ -8,9 +8,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { takeFlash } from "../http/flash.ts";
 import { type Format, pageFormat, wantsEvents } from "../http/format.ts";
-import { parseUrl, splitAction } from "../http/page-target.ts";
+import { parseUrl, splitAction, targetOf } from "../http/page-target.ts";
 import { sendLayout } from "../http/render.ts";
 import { serveLive } from "../http/sse.ts";
+import { AppError, NotFoundError } from "../lib/errors.ts";
 import { backoffMs, isTransient, pause } from "../lib/transient.ts";
 import { registry } from "../services/catalog/catalog.ts";
 import { actionForm, escapeHtml } from "../services/registry/html.ts";
@@ -80,6 +81,31 @@ async function getPage(req: FastifyRequest, reply: FastifyReply) {
   });
 }
 
+/**
+ * PUT, PATCH or DELETE on a page: 405 naming what it answers (RFC 9110 wants `Allow`), not a
+ * 404 that says the page is not there. Read from the pattern alone, so it tells nothing of
+ * whether the thing the path names exists or may be seen.
+ */
+async function wrongMethod(req: FastifyRequest, reply: FastifyReply) {
+  let target: ReturnType<typeof targetOf> | null = null;
+  try {
+    target = targetOf(req.url);
+  } catch {
+    // %-escapes that are not UTF-8 name no page.
+  }
+  const page = target && registry.pageAt(target.page);
+  if (!target || !page) throw new NotFoundError(`No page at ${req.url}`);
+  const allow = target.action === undefined ? "GET, HEAD" : "GET, HEAD, POST";
+  reply.header("Allow", allow);
+  const actions = `${target.page === "/" ? "" : target.page}/actions/<name>`;
+  throw new AppError(
+    405,
+    target.action === undefined
+      ? `${req.method} is not allowed on ${target.page}: read it with GET, and use its actions with POST ${actions}.`
+      : `${req.method} is not allowed on an action: GET describes it, POST runs it.`,
+  );
+}
+
 export default async function pageRoutes(app: FastifyInstance) {
   // A read that met a dropped connection is read again once: a page is safe to repeat. After a
   // short pause, so that the pool has heard of its other connections that died with it.
@@ -95,4 +121,5 @@ export default async function pageRoutes(app: FastifyInstance) {
   });
 
   app.post("/*", { config: { reshowsOverLimitForms: true } }, postAction);
+  app.route({ method: ["PUT", "PATCH", "DELETE"], url: "/*", handler: wrongMethod });
 }

@@ -310,7 +310,9 @@ export interface Body {
 export function probeBody(action: ActionDef, page: PageDef, seed: Seed, v: Pick<Victim, "findme">): Body {
   const body: Body = { json: {}, form: {}, aRef: false };
   for (const f of fields(action.params)) {
-    const make = FIELDS[`${action.name}.${f.name}`] ?? FIELDS[f.name];
+    // A probe may still be keyed by the param's former name (`webhook_id`, now `id`).
+    const names = [f.name, ...(f.formerly ? [f.formerly] : [])];
+    const make = names.map((name) => FIELDS[`${action.name}.${name}`] ?? FIELDS[name]).find(Boolean);
     if (!make)
       throw new Error(
         `tenant-isolation: no probe value for param \`${f.name}\` of action \`${action.name}\`; add it to FIELDS in test/helpers/isolation-params.ts`,

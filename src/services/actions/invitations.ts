@@ -72,7 +72,7 @@ export const revokeInvitationAction = defineAction({
   name: "revoke_invitation",
   description: "Withdraw an invitation that is still open: the link in its mail stops working",
   params: z.object({
-    invitation: idSchema.meta({ description: "the invitation's id", pickedBeside: true }),
+    id: idSchema.meta({ description: "the invitation's id", pickedBeside: true, formerly: "invitation" }),
   }),
   writes: true,
   manage: true,
@@ -80,7 +80,7 @@ export const revokeInvitationAction = defineAction({
   destructive: "The link in their mail stops working; invite them again to send a new one.",
   available: adminsOnly,
   async execute(ctx, params) {
-    const email = await revokeInvitation(ctx.tx, ctx.tenant.id, params.invitation);
+    const email = await revokeInvitation(ctx.tx, ctx.tenant.id, params.id);
     return { status: 200, location: invitationsPath, notice: `Withdrew the invitation to ${email}.` };
   },
 });

@@ -100,7 +100,7 @@ export const addApiKey = defineAction({
 });
 
 /** A key is tested or revoked with the buttons beside it on the keys page, never by typing its id. */
-const pickedKey = idSchema.meta({ label: "Key", pickedBeside: true });
+const pickedKey = idSchema.meta({ label: "Key", pickedBeside: true, formerly: "key_id" });
 
 async function ownKey(ctx: ActionCtx, scope: Scope, id: string) {
   const holder = keyHolder(scope);
@@ -115,13 +115,13 @@ async function ownKey(ctx: ActionCtx, scope: Scope, id: string) {
 export const testApiKey = defineAction({
   name: "test_api_key",
   description: "Check that a key authenticates with its provider",
-  params: z.object({ key_id: pickedKey }),
+  params: z.object({ id: pickedKey }),
   writes: true,
   audience: toSelf("key test"),
   callsOut: true,
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { holder, apiKey } = await ownKey(ctx, scope, params.key_id);
+    const { holder, apiKey } = await ownKey(ctx, scope, params.id);
     if (apiKey.revokedAt) throw new ConflictError(`“${apiKey.label}” is revoked`);
     const tested = await testKey(ctx.tx, apiKey);
     return {
@@ -139,12 +139,12 @@ export const revokeApiKey = defineAction({
   destructive:
     "The key stops working at once: agents that use it fall back to no key until you pick another. This cannot be undone.",
   description: "Revoke a key: agents using it stop until you pick another",
-  params: z.object({ key_id: pickedKey }),
+  params: z.object({ id: pickedKey }),
   writes: true,
   audience: toSelf("API key"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { holder, apiKey } = await ownKey(ctx, scope, params.key_id);
+    const { holder, apiKey } = await ownKey(ctx, scope, params.id);
     if (apiKey.revokedAt) throw new ConflictError(`“${apiKey.label}” is already revoked`);
     // The ciphertext goes too: a revoked key is never needed again.
     await ctx.tx.agentApiKey.update({

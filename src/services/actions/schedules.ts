@@ -30,7 +30,7 @@ const timeZone = z
   .max(64, "at most 64 characters")
   .meta({ label: "Time zone", description: "IANA name, e.g. Europe/Paris" });
 const task = longText(4000, "what the agent should do each time");
-const schedule = idSchema.meta({ label: "Schedule", pickedBeside: true });
+const scheduleId = idSchema.meta({ label: "Schedule", pickedBeside: true, formerly: "schedule" });
 
 const pagePath = (scope: ScopeWith<"agent">) => `/subagents/${scope.agent.handle}/schedules`;
 
@@ -76,7 +76,7 @@ export const updateSchedule = defineAction({
   needs: ["agent"],
   description: "Change a schedule's cron expression, time zone or task",
   params: z.object({
-    schedule,
+    id: scheduleId,
     cron: cron.optional(),
     time_zone: timeZone.optional(),
     task: task.optional(),
@@ -85,7 +85,7 @@ export const updateSchedule = defineAction({
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
+    const schedule = await loadSchedule(ctx, scope.agent, params.id);
     const checked = checkSchedule(params.cron ?? schedule.cron, params.time_zone ?? schedule.timeZone);
     await ctx.tx.agentSchedule.update({
       where: { id: schedule.id },
@@ -105,12 +105,12 @@ export const pauseSchedule = defineAction({
   name: "pause_schedule",
   needs: ["agent"],
   description: "Pause a schedule: it fires nothing until resumed",
-  params: z.object({ schedule }),
+  params: z.object({ id: scheduleId }),
   writes: true,
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
+    const schedule = await loadSchedule(ctx, scope.agent, params.id);
     await ctx.tx.agentSchedule.update({
       where: { id: schedule.id },
       data: { enabled: false, nextFireAt: null },
@@ -123,12 +123,12 @@ export const resumeSchedule = defineAction({
   name: "resume_schedule",
   needs: ["agent"],
   description: "Resume a paused schedule from its next slot",
-  params: z.object({ schedule }),
+  params: z.object({ id: scheduleId }),
   writes: true,
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
+    const schedule = await loadSchedule(ctx, scope.agent, params.id);
     // From now on: the slots it missed while paused are not made up.
     const { nextFireAt } = checkSchedule(schedule.cron, schedule.timeZone);
     await ctx.tx.agentSchedule.update({ where: { id: schedule.id }, data: { enabled: true, nextFireAt } });
@@ -141,12 +141,12 @@ export const removeSchedule = defineAction({
   needs: ["agent"],
   destructive: "The agent is no longer woken on this schedule.",
   description: "Remove a schedule (its past runs stay)",
-  params: z.object({ schedule }),
+  params: z.object({ id: scheduleId }),
   writes: true,
   audience: toAgentManagers("schedule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const schedule = await loadSchedule(ctx, scope.agent, params.schedule);
+    const schedule = await loadSchedule(ctx, scope.agent, params.id);
     await ctx.tx.agentSchedule.delete({ where: { id: schedule.id } });
     return { status: 200, location: pagePath(scope), notice: "Schedule removed" };
   },

@@ -126,6 +126,7 @@ export const unsubscribe = defineAction({
 const pickedSubscription = idSchema.meta({
   description: "which subscription (the buttons beside each pick it)",
   pickedBeside: true,
+  formerly: "subscription",
 });
 
 const peopleOnly = (ctx: Ctx) =>
@@ -148,12 +149,12 @@ function toggle(enabled: boolean) {
     name: enabled ? "resume_subscription" : "pause_subscription",
     needs: ["agent"],
     description: enabled ? "Resume this subscription" : "Pause this subscription",
-    params: z.object({ subscription: pickedSubscription }),
+    params: z.object({ id: pickedSubscription }),
     writes: true,
     audience: toAgentManagers("subscription"),
     available: peopleOnly,
     async execute(ctx, params, scope) {
-      const { sub, location } = await ownSubscription(ctx, scope.agent, params.subscription);
+      const { sub, location } = await ownSubscription(ctx, scope.agent, params.id);
       await ctx.tx.agentSubscription.update({
         where: { id: sub.id },
         data: { enabled, disabledReason: null },
@@ -172,12 +173,12 @@ export const removeSubscription = defineAction({
   name: "remove_subscription",
   needs: ["agent"],
   description: "Remove this subscription",
-  params: z.object({ subscription: pickedSubscription }),
+  params: z.object({ id: pickedSubscription }),
   writes: true,
   audience: toAgentManagers("subscription"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { sub, location } = await ownSubscription(ctx, scope.agent, params.subscription);
+    const { sub, location } = await ownSubscription(ctx, scope.agent, params.id);
     await ctx.tx.agentSubscription.delete({ where: { id: sub.id } });
     return { status: 200, location, notice: "Subscription removed" };
   },

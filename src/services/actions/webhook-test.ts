@@ -16,7 +16,7 @@ export const sendTestDelivery = defineAction({
   name: "send_test_delivery",
   needs: ["agent"],
   description: "Send it a signed test delivery: a run starts as it would for its sender",
-  params: z.object({ webhook_id: webhookId }),
+  params: z.object({ id: webhookId }),
   writes: true,
   audience: toAgentManagers("webhook"),
   // Queued through the triggers' own transactions, as a delivery over HTTP is.
@@ -24,7 +24,7 @@ export const sendTestDelivery = defineAction({
   available: (ctx) => (ctx.actor.kind === "person" ? null : "only people manage webhooks"),
   async execute(ctx, params, scope) {
     const { agent } = scope;
-    const hook = await findWebhook(ctx.db, ctx.tenant.id, params.webhook_id);
+    const hook = await findWebhook(ctx.db, ctx.tenant.id, params.id);
     if (!hook || hook.agentId !== agent.id)
       throw new ConflictError(
         "This webhook takes no deliveries now (disabled, deleted, or its agent archived).",

@@ -20,6 +20,7 @@ export const webhookId = idSchema.meta({
   label: "Webhook",
   description: "which webhook (the buttons beside each pick it)",
   pickedBeside: true,
+  formerly: "webhook_id",
 });
 
 /**
@@ -147,7 +148,7 @@ export const rotateWebhookSecret = defineAction({
   destructive: `Senders must switch to the new secret: the old one keeps working for ${ROTATION_GRACE_HOURS} hours (or stops at once, if you chose so), then deliveries signed with it are refused.`,
   description: `Give it a new secret (the old one works ${ROTATION_GRACE_HOURS} more hours, or stops now)`,
   params: z.object({
-    webhook_id: webhookId,
+    id: webhookId,
     old_secret: z
       .enum(["grace", "now"])
       .default("grace")
@@ -163,7 +164,7 @@ export const rotateWebhookSecret = defineAction({
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { agent, hook } = await ownWebhook(ctx, scope.agent, params.webhook_id);
+    const { agent, hook } = await ownWebhook(ctx, scope.agent, params.id);
     const secret = newSecret();
     const sealed = sealSecret(ctx.tenant.id, hook.id, secret);
     const now = new Date();
@@ -198,12 +199,12 @@ export const setWebhookSignature = defineAction({
   name: "set_webhook_signature",
   needs: ["agent"],
   description: "Choose how its sender signs deliveries: Cadre's header or GitHub's",
-  params: z.object({ webhook_id: webhookId, signature: signatureParam }),
+  params: z.object({ id: webhookId, signature: signatureParam }),
   writes: true,
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { agent, hook } = await ownWebhook(ctx, scope.agent, params.webhook_id);
+    const { agent, hook } = await ownWebhook(ctx, scope.agent, params.id);
     await ctx.tx.agentWebhook.update({ where: { id: hook.id }, data: { signature: params.signature } });
     return {
       status: 200,
@@ -218,12 +219,12 @@ function toggle(enable: boolean) {
     name: enable ? "enable_webhook" : "disable_webhook",
     needs: ["agent"],
     description: enable ? "Accept its deliveries again" : "Refuse its deliveries (404) until enabled",
-    params: z.object({ webhook_id: webhookId }),
+    params: z.object({ id: webhookId }),
     writes: true,
     audience: toAgentManagers("webhook"),
     available: peopleOnly,
     async execute(ctx, params, scope) {
-      const { agent, hook } = await ownWebhook(ctx, scope.agent, params.webhook_id);
+      const { agent, hook } = await ownWebhook(ctx, scope.agent, params.id);
       await ctx.tx.agentWebhook.update({ where: { id: hook.id }, data: { enabled: enable } });
       return {
         status: 200,
@@ -242,12 +243,12 @@ export const deleteWebhook = defineAction({
   needs: ["agent"],
   destructive: "Deliveries to its address are refused from now on. This cannot be undone.",
   description: "Delete it: its URL answers 404 from now on (the runs it started stay)",
-  params: z.object({ webhook_id: webhookId }),
+  params: z.object({ id: webhookId }),
   writes: true,
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
-    const { agent, hook } = await ownWebhook(ctx, scope.agent, params.webhook_id);
+    const { agent, hook } = await ownWebhook(ctx, scope.agent, params.id);
     await ctx.tx.agentWebhook.delete({ where: { id: hook.id } });
     return { status: 200, location: page(agent.handle), notice: `Deleted “${hook.name}”` };
   },

@@ -135,3 +135,35 @@ export const usd = (micros: number | bigint, digits = 2) => {
   if (value > 0 && value < 0.01 && digits === 2) return `$${value.toFixed(4)}`;
   return `$${value.toFixed(digits)}`;
 };
+
+/** One precision for amounts shown together: cents, or hundredths of a cent when any is under a cent. */
+export function moneyDigits(amounts: readonly (number | bigint)[]): 2 | 4 {
+  return amounts.some((micros) => Number(micros) > 0 && Number(micros) < 10_000) ? 4 : 2;
+}
+
+/**
+ * A table's amounts and its total, in one precision and rounded so that the parts add up to
+ * the total as shown, the way a receipt's lines add up to its sum: each part is rounded down,
+ * then the units the total still lacks go to the parts that lost the most (largest remainder).
+ * A total that is not the sum of the parts (more was spent than the rows show) is rounded on
+ * its own, in the same precision.
+ */
+export function usdShares(
+  parts: readonly (number | bigint)[],
+  total = parts.reduce<number>((sum, micros) => sum + Number(micros), 0),
+): { parts: string[]; total: string; digits: 2 | 4 } {
+  const digits = moneyDigits([...parts, total]);
+  const perUnit = 10 ** (6 - digits);
+  const exact = parts.map((micros) => Number(micros) / perUnit);
+  const units = exact.map(Math.floor);
+  const wanted = Math.round(Number(total) / perUnit);
+  const missing = wanted - units.reduce((sum, unit) => sum + unit, 0);
+  const sumsUp = Number(total) === parts.reduce<number>((sum, micros) => sum + Number(micros), 0);
+  if (sumsUp && missing >= 0 && missing <= parts.length) {
+    const byRemainder = exact.map((value, index) => ({ index, left: value - units[index]! }));
+    byRemainder.sort((a, b) => b.left - a.left);
+    for (const { index } of byRemainder.slice(0, missing)) units[index]! += 1;
+  } else for (const [index, value] of exact.entries()) units[index] = Math.round(value);
+  const shown = (unit: number) => `$${(unit / 10 ** digits).toFixed(digits)}`;
+  return { parts: units.map(shown), total: shown(wanted), digits };
+}

@@ -61,7 +61,7 @@ export const invitationsPage = definePage({
     const revokeForms: Block[] = invitations.map((invitation) => ({
       form: {
         action: "revoke_invitation",
-        fixed: { invitation: invitation.id },
+        fixed: { id: invitation.id },
         label: `Withdraw the invitation to ${invitation.email}`,
       },
     }));

@@ -49,8 +49,8 @@ async function keyBlocks(ctx: Ctx, holder: KeyHolder): Promise<Block[]> {
     if (key.revokedAt) return [card];
     return [
       card,
-      { form: { action: "test_api_key", fixed: { key_id: key.id }, label: "Test" } },
-      { form: { action: "revoke_api_key", fixed: { key_id: key.id }, label: "Revoke" } },
+      { form: { action: "test_api_key", fixed: { id: key.id }, label: "Test" } },
+      { form: { action: "revoke_api_key", fixed: { id: key.id }, label: "Revoke" } },
     ];
   });
   return perKey.length ? perKey : [{ md: "_No keys yet: add one with the form._" }];

@@ -56,7 +56,7 @@ function scheduleBlocks(handle: string, schedule: Listed): Block[] {
     "",
     quote(schedule.task),
   ].join("\n");
-  const fixed = { schedule: schedule.id };
+  const fixed = { id: schedule.id };
   return [
     // Its heading is the anchor a run's "what woke it" link lands on.
     { md: markdown },

@@ -77,12 +77,12 @@ export const subscriptionsPage = definePage({
       blocks.push({
         form: {
           action: subscription.enabled ? "pause_subscription" : "resume_subscription",
-          fixed: { subscription: subscription.id },
+          fixed: { id: subscription.id },
           label: subscription.enabled ? "Pause" : "Resume",
         },
       });
       blocks.push({
-        form: { action: "remove_subscription", fixed: { subscription: subscription.id }, label: "Remove" },
+        form: { action: "remove_subscription", fixed: { id: subscription.id }, label: "Remove" },
       });
     }
     blocks.push({

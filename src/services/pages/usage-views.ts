@@ -2,7 +2,7 @@
 // settings), markdown and chart blocks out. The pages that load the data are in usage.ts.
 import { responsiveChart } from "../money/chart.ts";
 import { DAYS, projectMonth, type Slice, type Usage } from "../money/dashboard.ts";
-import { usd } from "../money/pricing.ts";
+import { usd, usdShares } from "../money/pricing.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
 import type { Block } from "../registry/types.ts";
@@ -63,14 +63,18 @@ const monthName = (date: Date) =>
 
 function dayTable(usage: Usage): string {
   const total = usage.last30;
+  const cost = usdShares(
+    usage.days.map((day) => day.costMicros),
+    total.costMicros,
+  );
   return [
     "| day | calls | input tokens | cached | output tokens | cost |",
     "|---|---|---|---|---|---|",
     ...usage.days.map(
-      (day) =>
-        `| ${day.day} | ${count(day.calls)} | ${count(day.input)} | ${count(day.cached)} | ${count(day.output)} | ${usd(day.costMicros)} |`,
+      (day, index) =>
+        `| ${day.day} | ${count(day.calls)} | ${count(day.input)} | ${count(day.cached)} | ${count(day.output)} | ${cost.parts[index]} |`,
     ),
-    `| **${DAYS} days** | **${count(total.calls)}** | **${count(total.input)}** | **${cachedOf(total)}** | **${count(total.output)}** | **${usd(total.costMicros)}** |`,
+    `| **${DAYS} days** | **${count(total.calls)}** | **${count(total.input)}** | **${cachedOf(total)}** | **${count(total.output)}** | **${cost.total}** |`,
   ].join("\n");
 }
 
@@ -119,9 +123,10 @@ function sliceLabel(slice: Slice, what: string): string {
 /** Usage by model or by key. */
 export function sliceTable(title: string, what: string, rows: Slice[]): string {
   if (!rows.length) return `## ${title}\n\n_No calls in the last ${DAYS} days._`;
+  const cost = usdShares(rows.map((slice) => slice.costMicros));
   const body = rows.map(
-    (slice) =>
-      `| ${sliceLabel(slice, what)} | ${count(slice.calls)} | ${count(slice.input)} | ${cachedOf(slice)} | ${count(slice.output)} | ${usd(slice.costMicros)} |`,
+    (slice, index) =>
+      `| ${sliceLabel(slice, what)} | ${count(slice.calls)} | ${count(slice.input)} | ${cachedOf(slice)} | ${count(slice.output)} | ${cost.parts[index]} |`,
   );
   const note = rows.some((slice) => slice.unpriced)
     ? `\n\n⚠ Some models have no price: their calls are recorded at $0. A workspace admin can price them on ${link("the price list", "/usage/pricing")}.`
@@ -158,21 +163,21 @@ export function topRunsTable(usage: Usage, readable: Set<string>, oneAgent = fal
 }
 
 /** Where the limit stands after spend at the limit has already paused the agent, or where the month is heading. */
-function paceWords(spent: number, projected: number, limitMicros?: number): string {
+function paceWords(spent: number, projected: number, limitMicros?: number, digits = 2): string {
   // Spend at the limit has already paused the agent (the ledger pauses it with the call that
   // gets there): say so, rather than that it will pause some day.
   if (limitMicros !== undefined && spent >= limitMicros)
     return "**limit reached**: it pauses and runs no more until its limit is raised";
   const over = limitMicros !== undefined && projected > limitMicros;
-  return `on pace for **${usd(projected)}** by month end${over ? " — **over the limit**: it will pause when it gets there" : ""}`;
+  return `on pace for **${usd(projected, digits)}** by month end${over ? " — **over the limit**: it will pause when it gets there" : ""}`;
 }
 
 /** The month so far, against a limit when there is one, and where it is heading. */
-export function monthLine(spent: number, now: Date, limitMicros?: number): string {
-  let soFar = `**${monthName(now)} so far: ${usd(spent)}**`;
+export function monthLine(spent: number, now: Date, limitMicros?: number, digits: 2 | 4 = 2): string {
+  let soFar = `**${monthName(now)} so far: ${usd(spent, digits)}**`;
   if (limitMicros !== undefined) {
     const percent = limitMicros > 0 ? Math.round((spent / limitMicros) * 100) : 100;
-    soFar += ` of its ${usd(limitMicros)} limit (${percent}%)`;
+    soFar += ` of its ${usd(limitMicros, digits)} limit (${percent}%)`;
   }
-  return [soFar, paceWords(spent, projectMonth(spent, now), limitMicros)].join(" · ");
+  return [soFar, paceWords(spent, projectMonth(spent, now), limitMicros, digits)].join(" · ");
 }

@@ -8,7 +8,7 @@ import { agentConfig, tenantSettings } from "../agents/core/settings.ts";
 import { readableRuns } from "../agents/policy/labels.ts";
 import { DAYS, loadUsage, projectMonth, type Usage, type UsageFilter } from "../money/dashboard.ts";
 import { toMicros } from "../money/ledger.ts";
-import { PRICE_LIST, PRICE_LIST_VERSION, type Price, usd, writeRate } from "../money/pricing.ts";
+import { PRICE_LIST, PRICE_LIST_VERSION, type Price, usd, usdShares, writeRate } from "../money/pricing.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
 import {
   type AgentScope,
@@ -118,22 +118,40 @@ interface OverviewFrame {
   csv: string | null;
 }
 
-function agentMonthRow(agent: Usage["agents"][number], now: Date, tenant: boolean): string {
+function agentMonthRow(
+  agent: Usage["agents"][number],
+  now: Date,
+  tenant: boolean,
+  money: { spent: string; digits: 2 | 4 },
+): string {
   const limit = Number(toMicros(agentConfig({ agentConfig: agent.agentConfig as object }).cost_limit_usd));
   const paused = agent.pausedKind === "cost_limit" ? "**paused at limit**" : "paused";
   const state = agent.pausedAt ? paused : "active";
   const owner = tenant ? ` ${agent.owner ? mdEscape(agent.owner) : "—"} |` : "";
-  return `| ${link(`@${agent.handle}`, `/subagents/${agent.handle}/usage`)} |${owner} ${usd(agent.costMicros)} | ${usd(limit)} | ${usd(projectMonth(agent.costMicros, now))} | ${count(agent.calls)} | ${state} |`;
+  return `| ${link(`@${agent.handle}`, `/subagents/${agent.handle}/usage`)} |${owner} ${money.spent} | ${usd(limit, money.digits)} | ${usd(projectMonth(agent.costMicros, now), money.digits)} | ${count(agent.calls)} | ${state} |`;
+}
+
+/** The month's spend as the header shows it and as each agent's row does: one precision, parts that add up. */
+function monthMoney(usage: Usage) {
+  return usdShares(
+    usage.agents.map((agent) => agent.costMicros),
+    usage.month.costMicros,
+  );
 }
 
 function agentsMonthTable(usage: Usage, tenant: boolean): string {
   if (!usage.agents.length) return "## Agents this month\n\n_No subagents yet._";
+  const money = monthMoney(usage);
   return [
     "## Agents this month",
     "",
     `| agent |${tenant ? " owner |" : ""} spent | limit | projected | calls | status |`,
     `|---|${tenant ? "---|" : ""}---|---|---|---|---|`,
-    ...usage.agents.map((agent) => agentMonthRow(agent, usage.now, tenant)),
+    ...usage.agents.map((agent, index) =>
+      agentMonthRow(agent, usage.now, tenant, { spent: money.parts[index]!, digits: money.digits }),
+    ),
+    "",
+    "Amounts are rounded to the cent (to a hundredth of a cent when one is smaller), so that the rows add up to the total as shown; the CSV has every call to the millionth of a dollar.",
   ].join("\n");
 }
 
@@ -141,7 +159,9 @@ function agentsMonthTable(usage: Usage, tenant: boolean): string {
 function overviewBlocks({ usage, readable }: ReadableUsage, frame: OverviewFrame): Block[] {
   const csv = frame.csv ? ` · ${link("Download CSV", frame.csv)} (every call, last ${DAYS} days)` : "";
   return [
-    { md: `${monthLine(usage.month.costMicros, usage.now)}\n\n${frame.intro}` },
+    {
+      md: `${monthLine(usage.month.costMicros, usage.now, undefined, monthMoney(usage).digits)}\n\n${frame.intro}`,
+    },
     { md: `${monthTokens(usage.month)}${csv} · ${link("Price list", "/usage/pricing")}` },
     { md: agentsMonthTable(usage, frame.tenant) },
     ...charts(usage),

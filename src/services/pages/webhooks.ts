@@ -65,7 +65,7 @@ export const webhooksPage = definePage({
       : [];
     const origin = ctx.origin ?? "";
     const perHook = hooks.flatMap((webhook): Block[] => {
-      const fixed = { webhook_id: webhook.id };
+      const fixed = { id: webhook.id };
       return [
         card(
           agent.handle,

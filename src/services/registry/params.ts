@@ -35,6 +35,11 @@ export interface Field {
   group?: string;
   /** The most characters a text param takes (its schema's `max`): a form says it before it bites. */
   maxLength?: number;
+  /**
+   * The name this param had before names were made one per idea (`webhook_id` is now `id`):
+   * still accepted from a caller that sends it, never shown (docs/markdown-api.md lists them).
+   */
+  formerly?: string;
 }
 
 const ACRONYMS: Record<string, string> = { api: "API", url: "URL", usd: "USD", id: "ID" };
@@ -69,6 +74,7 @@ export function fields(schema: z.ZodObject): Field[] {
       pickedBeside?: boolean | "field";
       clears?: boolean;
       group?: string;
+      formerly?: string;
     };
     const meta = (z.globalRegistry.get(zodType) ?? {}) as Meta;
     while (zodType._zod.def.type === "optional" || zodType._zod.def.type === "default") {
@@ -97,6 +103,7 @@ export function fields(schema: z.ZodObject): Field[] {
       besideOnly: (meta.pickedBeside ?? inner.pickedBeside) === true,
       clears: Boolean(meta.clears ?? inner.clears),
       group: meta.group ?? inner.group,
+      formerly: meta.formerly ?? inner.formerly,
       maxLength: type === "string" ? ((zodType as unknown as z.ZodString).maxLength ?? undefined) : undefined,
     };
   });
@@ -185,6 +192,18 @@ function nestedFromForm(defs: Field[], body: Record<string, unknown>): Record<st
   return out;
 }
 
+/** A body that names a param by its former name reads as if it used the new one (unless it sent both). */
+function formerNames(defs: Field[], body: Record<string, unknown>): Record<string, unknown> {
+  const renamed = defs.filter((field) => field.formerly && field.formerly in body && !(field.name in body));
+  if (!renamed.length) return body;
+  const out = { ...body };
+  for (const field of renamed) {
+    out[field.name] = out[field.formerly!];
+    delete out[field.formerly!];
+  }
+  return out;
+}
+
 /**
  * Validates a body against the schema. Form bodies send every value as a string and
  * leave unchecked boxes out, so strings are coerced to the declared type first.
@@ -197,7 +216,7 @@ export function parseParams<S extends z.ZodObject>(
 ): z.infer<S> {
   const defs = fields(schema);
   const known = new Set(defs.map((f) => f.name));
-  const body = opts.form ? nestedFromForm(defs, sent) : sent;
+  const body = formerNames(defs, opts.form ? nestedFromForm(defs, sent) : sent);
   const issues: Issue[] = Object.keys(body)
     .filter((k) => !known.has(k))
     .map((k) => ({ field: k, message: `unknown parameter (expected: ${[...known].join(", ") || "none"})` }));
