@@ -3,6 +3,7 @@
 // page is run-page.ts.
 import { RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { plural } from "../../lib/plural.ts";
+import { runTask } from "../actions/runs.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
 import { changesFeed, digestOf } from "../live/feed.ts";
 import { link, mdEscape } from "../registry/markdown.ts";
@@ -45,10 +46,11 @@ export const runFormPage = definePage({
   actions: ["run_task"],
   // A studio's agent whose admins let members run it: any member of the studio gives it tasks here.
   resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle, { members: "run" }) }),
-  render: async (_ctx, scope) => runFormView(scope.agent),
+  // The form's own refusal, said where the form would be: a page with no form and no reason leaves a person guessing.
+  render: async (ctx, scope) => runFormView(scope.agent, runTask.available?.(ctx, scope) ?? null),
 });
 
-function runFormView(agent: AgentScope): PageView {
+function runFormView(agent: AgentScope, refused: string | null): PageView {
   return {
     title: `Run a task with ${agent.name}`,
     breadcrumb: [...agentCrumbs(agent), { label: "Run" }],
@@ -56,6 +58,7 @@ function runFormView(agent: AgentScope): PageView {
       {
         md: `Describe what ${mdEscape(agent.name)} should do. It starts at \`/whoami\`, reads pages and uses actions like you would, and every step is recorded on the run's page.`,
       },
+      ...(refused ? [{ md: `**You cannot start a run now:** ${refused}.` }] : []),
     ],
   };
 }
