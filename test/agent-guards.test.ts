@@ -90,7 +90,7 @@ describe("triggers", () => {
     const run = await waitForRun(scout.id);
     expect(c.outcome.runs).toEqual([run.id]);
     expect(run).toMatchObject({ triggerKind: "thread", status: "completed" });
-    expect(run.task).toContain("commented in a thread you took part in");
+    expect(run.task).toContain(", in a thread you took part in, at ");
   });
 
   it("a mention inside a code span or code block does not trigger", async () => {

@@ -83,6 +83,8 @@ describe("an agent's token", () => {
     expect(text(await call("read_page", { path: t.secretPath }))).toContain(SECRET);
     const res = text(await call("add_comment", { page: t.bobNotePath, text: SECRET }));
     expect(res).toMatch(/Queued for approval as #\w+: This comment in General would show 1 person/);
+    // The disclosure is a sentence; the one after it starts with a capital.
+    expect(res).toMatch(/can read\. Your owner decides whether it may\./);
     expect((await testPrisma().comment.findMany({ where: { authorId: t.scout.id } })).length).toBe(0);
   });
 });

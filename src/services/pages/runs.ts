@@ -106,10 +106,10 @@ async function loadRuns(ctx: Ctx, scope: { agent: AgentScope }, query: Query) {
 
 type RunsData = Awaited<ReturnType<typeof loadRuns>>;
 
-/** "Show: All · queued · running …", the shown one in bold. */
+/** "Show: All · queued · running …", the shown one in bold and not a link. */
 function statusLinks(path: string, shown: RunStatus | undefined): string {
   const filters = [
-    link(shown ? "All" : "**All**", path),
+    shown ? link("All", path) : "**All**",
     ...STATUSES.map((status) =>
       status === shown ? `**${status}**` : link(status, `${path}?status=${status}`),
     ),

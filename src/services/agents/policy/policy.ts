@@ -225,10 +225,14 @@ async function hold(actx: ActionCtx, agent: AgentRow, cfg: AgentConfig, held: He
   });
   await emit(actx, { type: "approval.requested", subjectType: "pending_action", subjectId: id });
   const reviewer = agent.ownerStudioId ? "an admin of your studio" : "your owner";
+  // The disclosure is a sentence of its own: what follows it starts one.
+  const decides = held.disclosed
+    ? `${held.disclosed} ${reviewer.charAt(0).toUpperCase()}${reviewer.slice(1)} decides whether it may`
+    : `${reviewer} reviews it`;
   return {
     status: 202,
     location: held.path,
-    notice: `Queued for approval as #${id}: ${held.disclosed ? `${held.disclosed} ${reviewer} decides whether it may` : `${reviewer} reviews it`}${waits ? "; this run waits for the outcome" : ""}.`,
+    notice: `Queued for approval as #${id}: ${decides}${waits ? "; this run waits for the outcome" : ""}.`,
     pending: { id, waits },
   };
 }

@@ -19,17 +19,18 @@ import { noticeUnanswered } from "./refusals.ts";
 
 type Kind = "mention" | "reply" | "thread";
 
-const VERB: Record<Kind, string> = {
-  mention: "mentioned you",
-  reply: "replied to something you wrote",
-  thread: "commented in a thread you took part in",
+/** What they did, around where they did it ("a comment on “Plans”"), as one sentence. */
+const DID: Record<Kind, (where: string) => string> = {
+  mention: (where) => `mentioned you in ${where}`,
+  reply: (where) => `replied to something you wrote, in ${where}`,
+  thread: (where) => `wrote ${where}, in a thread you took part in,`,
 };
 
 export function triggerTask(kind: Kind, actor: Pick<User, "name" | "handle">, subject: Subject): string {
   const where =
     subject.kind === "comment" ? `a comment on “${subject.title}”` : `the ${subject.kind} “${subject.title}”`;
   return [
-    `${actor.name} (@${actor.handle}) ${VERB[kind]} in ${where} at ${subject.path}.`,
+    `${actor.name} (@${actor.handle}) ${DID[kind](where)} at ${subject.path}.`,
     subject.kind === "comment" ? `The comment (id \`${subject.id}\`) says:` : "It says:",
     quoteAsData(subject.text, 1500),
     `Open ${subject.path}, read it in context, and respond if a response is useful${subject.kind === "comment" ? ` — usually with \`add_comment\` and \`reply_to: "${subject.id}"\`` : " — usually with `add_comment`"}. If nothing needs doing, finish.`,
