@@ -62,7 +62,7 @@ describe("manual runs over HTTP", () => {
     expect(res.statusCode).toBe(201);
     const location = String(res.headers.location);
     expect(location).toMatch(/^\/subagents\/scout\/runs\/\w+$/);
-    expect(res.body).toContain("Run queued");
+    expect(res.body).toContain("You gave @scout this task.");
     const run = await waitForRun(scout.id);
     expect(location).toBe(`/subagents/scout/runs/${run.id}`);
     expect(run).toMatchObject({ status: "completed", triggerKind: "manual", initiatedById: w.alice.id });

@@ -140,7 +140,7 @@ describe("the queue", () => {
     const b = await login(app, w, w.alice);
     const res = await b.post("/approvals", { _action: "approve_action", id: p.id });
     expect([res.statusCode, res.headers.location]).toEqual([303, "/approvals"]);
-    expect((await b.get("/approvals")).body).toContain(`Approved #${p.id}: it runs in a moment`);
+    expect((await b.get("/approvals")).body).toContain(`You approved #${p.id}.`);
   });
 });
 

@@ -158,7 +158,7 @@ describe("approvals in the browser", () => {
 
     // Approve the comment: the queue stays the queue, and says so; its page then shows it executed.
     await page.getByRole("button", { name: `Approve #${c.id}` }).click();
-    await page.locator(".notice", { hasText: `Approved #${c.id}: it runs in a moment` }).waitFor();
+    await page.locator(".notice", { hasText: `You approved #${c.id}.` }).waitFor();
     expect(new URL(page.url()).pathname).toBe("/subagents/scout/pending");
     await page.goto(`${base}/subagents/scout/pending/${c.id}`);
     const executed = await waitFor(

@@ -69,7 +69,7 @@ describe("a studio's agent in the browser", () => {
       await page.screenshot({ path: `${TMP}browser-studio-agent-approvals.png`, fullPage: true });
       await page.getByRole("button", { name: `Approve #${pending.id}` }).click();
       // The queue stays the queue.
-      await page.locator(".notice", { hasText: `Approved #${pending.id}: it runs in a moment` }).waitFor();
+      await page.locator(".notice", { hasText: `You approved #${pending.id}.` }).waitFor();
       expect(new URL(page.url()).pathname).toBe("/approvals");
       const executed = await waitFor(
         () => db().agentPendingAction.findFirst({ where: { id: pending.id, status: "executed" } }),

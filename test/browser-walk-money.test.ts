@@ -57,7 +57,7 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       await look(walk, "review");
       await page.getByRole("button", { name: `Approve #${first!.id}` }).click();
       await page.locator(".notice").waitFor();
-      expect(await page.locator(".notice").textContent()).toBe(`Approved #${first!.id}: it runs in a moment`);
+      expect(await page.locator(".notice").textContent()).toBe(`You approved #${first!.id}.`);
       expect(await contentText(page)).not.toContain("as you edited them");
 
       await page.goto(`${base}/approvals`);

@@ -298,7 +298,7 @@ describe("/subagents/:handle/run: run_task", () => {
     expect(actions(page)).toEqual(["run_task"]);
     const T = "/subagents/runner/run/actions/run_task";
     const res = await A(T, { task: " Summarize the week ", max_steps: 3 });
-    check(res, 201, "**Run queued**", "Status: **queued**", "> Summarize the week");
+    check(res, 201, "**You gave @runner this task.**", "Status: **queued**", "> Summarize the week");
     expect(res.headers.location).toMatch(/^\/subagents\/runner\/runs\/\w+$/);
     const r = await run(last(res.headers.location));
     const want = { agentId: a.id, initiatedById: w.alice.id, triggerKind: "manual", status: "queued" };
@@ -368,7 +368,7 @@ describe("/subagents/:handle/runs and /subagents/:handle/runs/:run", () => {
     expect((await run(q2)).status).toBe("cancelled");
     check(await A(S(q1), {}), 403, "You cannot use `stop_run` here: the run is not active");
     check(await aliceB.post(S(q2), {}), 403, "the run is not active");
-    check(await A(S(a.blocker), {}), 200, "**Stopping: the run ends after its current step**");
+    check(await A(S(a.blocker), {}), 200, "**You asked it to stop after the step it was on.**");
     expect(await run(a.blocker)).toMatchObject({ status: "running", stopRequestedAt: expect.any(Date) });
   });
 

@@ -132,7 +132,8 @@ async function approve(
   return {
     status: 200 as const,
     location: pendingPath(pending.agent.handle, pending.id),
-    notice: `Approved #${pending.id}${edited ? " with your edits" : ""}: it runs in a moment${rule ? `. The rule “${rule.name}” now lets ${rule.breadth} through without review` : ""}`,
+    // What the person did, not what happens next: the page below shows that, live.
+    notice: `You approved #${pending.id}${edited ? " with your edits" : ""}${rule ? `. The rule “${rule.name}” now lets ${rule.breadth} through without review` : ""}.`,
   };
 }
 

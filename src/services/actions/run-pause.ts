@@ -55,7 +55,7 @@ export const pauseRun = defineAction({
       data: pausedBy,
     });
     if (!asked.count) throw new ConflictError("The run is no longer running");
-    return { status: 200, location, notice: "Pausing: the run pauses after its current step" };
+    return { status: 200, location, notice: "You asked it to pause after the step it was on." };
   },
 });
 

@@ -59,7 +59,11 @@ export const runTask = defineAction({
       timeoutSeconds: config.timeout_seconds,
     });
     if (!run) throw new ConflictError(`@${agent.handle} cannot start a run now: see its runs for why.`);
-    return { status: 201, location: `/subagents/${agent.handle}/runs/${run.id}`, notice: "Run queued" };
+    return {
+      status: 201,
+      location: `/subagents/${agent.handle}/runs/${run.id}`,
+      notice: `You gave @${agent.handle} this task.`,
+    };
   },
 });
 
@@ -97,7 +101,7 @@ export const stopRun = defineAction({
       data: { stopRequestedAt: now },
     });
     if (!requested.count) throw new ConflictError("The run has already ended");
-    return { status: 200, location, notice: "Stopping: the run ends after its current step" };
+    return { status: 200, location, notice: "You asked it to stop after the step it was on." };
   },
 });
 
