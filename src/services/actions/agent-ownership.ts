@@ -78,6 +78,23 @@ export const transferSubagent = defineAction({
       : scope.agent.ownerStudioId
         ? "it already belongs to a studio"
         : null,
+  // Irreversible, so the question names the studio in full (two may share a name) and who takes it.
+  async confirmText(ctx, params, scope) {
+    if (typeof params.studio !== "string") return null;
+    const studio = await ctx.db.studio.findFirst({
+      where: {
+        tenantId: ctx.tenant.id,
+        handle: params.studio,
+        members: { some: { userId: ctx.actor.id, role: "admin" } },
+      },
+      include: {
+        members: { where: { role: "admin" }, include: { user: true }, orderBy: { createdAt: "asc" } },
+      },
+    });
+    if (!studio) return null;
+    const admins = studio.members.map((member) => `${member.user.name} (@${member.user.handle})`);
+    return `Give @${scope.agent.handle} to the studio ${studio.name} (${studio.handle})? Its ${admins.length === 1 ? "admin" : "admins"}, ${admins.join(", ")}, will manage it from then on.`;
+  },
   async execute(ctx, params, scope) {
     const { agent } = scope;
     const studio = await adminStudio(ctx, params.studio);

@@ -53,6 +53,11 @@ export function agentCrumbs(agent: { handle: string; name: string }): Crumb[] {
   return [home, subagentsCrumb, { label: agent.name, path: `/subagents/${agent.handle}` }];
 }
 
+/** A studio as a picker or a confirmation names it: names may repeat ("General" twice), handles do not. */
+export function studioName(studio: { handle: string; name: string }): string {
+  return `${studio.name} (${studio.handle})`;
+}
+
 export function studioCrumbs(studio: { handle: string; name: string }): Crumb[] {
   return [
     home,

@@ -11,7 +11,7 @@ import {
 } from "../reach/preferences.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
 import { type Block, type Ctx, definePage } from "../registry/types.ts";
-import { home, when } from "./format.ts";
+import { home, studioName, when } from "./format.ts";
 import { ownSettings } from "./settings.ts";
 
 const crumbs = (handle: string, last: { label: string; path?: string }[]) => [
@@ -129,7 +129,7 @@ export const outgoingWebhooksPage = definePage({
                 { value: "", label: "Your agents" },
                 ...adminOf.map((studio) => ({
                   value: studio.handle,
-                  label: `${studio.name}'s agents (kept by its admins)`,
+                  label: `${studioName(studio)}: its agents, kept by its admins`,
                 })),
               ],
             },

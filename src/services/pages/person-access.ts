@@ -5,7 +5,7 @@ import { NotFoundError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
 import { mdEscape } from "../registry/markdown.ts";
 import type { PageDef } from "../registry/types.ts";
-import { home, when } from "./format.ts";
+import { home, studioName, when } from "./format.ts";
 
 /** One button to the other role: the role is the only choice, so the panel needs no form. */
 function roleForm(person: { handle: string; tenantAdmin: boolean }) {
@@ -77,7 +77,7 @@ export const personAccessPage: PageDef = {
                       { value: "", label: "Nobody: pause them until they come back" },
                       ...studios.map((studio) => ({
                         value: studio.handle,
-                        label: `The studio ${studio.name}`,
+                        label: `The studio ${studioName(studio)}`,
                       })),
                     ],
                   },

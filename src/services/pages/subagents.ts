@@ -16,7 +16,7 @@ import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
 import { type AgentScope, type Block, definePage, type PageCtx, type PageView } from "../registry/types.ts";
-import { home, type Paging, pager, paging, subagentsCrumb, when } from "./format.ts";
+import { home, type Paging, pager, paging, studioName, subagentsCrumb, when } from "./format.ts";
 import { modelChoices } from "./model-choices.ts";
 import { runLine } from "./runs.ts";
 import { listSchedules, scheduleLine } from "./schedules.ts";
@@ -129,7 +129,7 @@ function subagentsView(data: SubagentsData): PageView {
               { value: "", label: "You" },
               ...data.adminOf.map((studio) => ({
                 value: studio.handle,
-                label: `${studio.name} (its admins)`,
+                label: `${studioName(studio)}: its admins`,
               })),
             ],
           },
@@ -394,7 +394,9 @@ function studioBlocks(
   mine: { id: string; handle: string; name: string; members: { role: string }[] }[],
   disclosures: string[],
 ): Block[] {
-  const choices = (list: typeof mine) => ({ studio: list.map((s) => ({ value: s.handle, label: s.name })) });
+  const choices = (list: typeof mine) => ({
+    studio: list.map((studio) => ({ value: studio.handle, label: studioName(studio) })),
+  });
   const joinable = mine.filter((s) => !studios.some((m) => m.studioId === s.id));
   const adminOf = mine.filter((s) => s.members[0]?.role === "admin");
   const blocks: Block[] = [
@@ -411,7 +413,7 @@ function studioBlocks(
         form: {
           action: "remove_from_studio",
           fixed: { studio: membership.studio.handle },
-          label: `Take out of ${membership.studio.name}`,
+          label: `Take out of ${studioName(membership.studio)}`,
         },
       });
   }
