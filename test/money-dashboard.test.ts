@@ -8,7 +8,7 @@ import { rebuildTotals, seedUsage } from "../src/dev/seed-usage.ts";
 import { newId } from "../src/lib/ids.ts";
 import { projectMonth } from "../src/services/money/dashboard.ts";
 import { createKey } from "../src/services/money/keys.ts";
-import { PRICE_LIST_VERSION, usd } from "../src/services/money/pricing.ts";
+import { PRICE_LIST_VERSION, usd, usdShares } from "../src/services/money/pricing.ts";
 import { type Agent, makeAgent } from "./helpers/agents.ts";
 import {
   actionNames,
@@ -151,13 +151,24 @@ const inWindow = (rows: Spec[]) => rows.filter((r) => r.at >= windowStart());
 const thisMonth = (rows: Spec[]) => rows.filter((r) => r.at >= monthStart());
 
 /** The 30 lines of the daily table the rows should produce, oldest first. */
+/** The daily table's days and money: one precision for the table, days adding up to its total as shown (money-shares.test.ts). */
+function dayShares(rows: Spec[]) {
+  const days = Array.from({ length: 30 }, (_, i) => dayKey(new Date(windowStart().getTime() + i * DAY)));
+  const perDay = days.map((day) => sums(rows.filter((r) => dayKey(r.at) === day)));
+  return { days, perDay, cost: usdShares(perDay.map((s) => s.cost)) };
+}
+
 function dayLines(rows: Spec[]): string[] {
-  return Array.from({ length: 30 }, (_, i) => {
-    const day = dayKey(new Date(windowStart().getTime() + i * DAY));
-    const s = sums(rows.filter((r) => dayKey(r.at) === day));
-    return `| ${day} | ${n(s.calls)} | ${n(s.input)} | ${n(s.cached)} | ${n(s.output)} | ${usd(s.cost)} |`;
+  const { days, perDay, cost } = dayShares(rows);
+  return days.map((day, i) => {
+    const s = perDay[i]!;
+    return `| ${day} | ${n(s.calls)} | ${n(s.input)} | ${n(s.cached)} | ${n(s.output)} | ${cost.parts[i]} |`;
   });
 }
+
+/** The month's total as the header shows it: in the precision of the agents' rows under it. */
+const monthTotal = (byAgent: Spec[][]) =>
+  usdShares(byAgent.map((rows) => sums(thisMonth(rows)).cost)).total;
 
 // ---------------------------------------------------------------------------------------------
 // Reading pages
@@ -292,17 +303,19 @@ describe("the dashboards add up the ledger", () => {
     const mine = [...s.rows.alpha, ...s.rows.beta];
     const month = sums(thisMonth(mine));
     expect(page).toContain("# Your agents' usage");
-    expect(page).toContain(`**${monthName()} so far: ${usd(month.cost)}**`);
+    expect(month.cost).toBeGreaterThan(0);
+    expect(page).toContain(`**${monthName()} so far: ${monthTotal([s.rows.alpha, s.rows.beta])}**`);
     // Both agents, the costlier this month first; the projected column (checked to the cent
     // in its own test) is left out, as it moves with the clock.
-    const agentRow = (handle: string, rows: Spec[]) => {
+    const spent = usdShares([s.rows.alpha, s.rows.beta].map((rows) => sums(thisMonth(rows)).cost)).parts;
+    const agentRow = (handle: string, rows: Spec[], shown: string) => {
       const m = sums(thisMonth(rows));
       return {
         cost: m.cost,
-        line: `| [@${handle}](/subagents/${handle}/usage) | ${usd(m.cost)} | $100.00 | ${m.calls} | active |`,
+        line: `| [@${handle}](/subagents/${handle}/usage) | ${shown} | $100.00 | ${m.calls} | active |`,
       };
     };
-    const expected = [agentRow("alpha", s.rows.alpha), agentRow("beta", s.rows.beta)].sort(
+    const expected = [agentRow("alpha", s.rows.alpha, spent[0]!), agentRow("beta", s.rows.beta, spent[1]!)].sort(
       (a, b) => b.cost - a.cost,
     );
     const withoutProjection = (l: string) =>
@@ -423,7 +436,9 @@ describe("who sees whose usage", () => {
     expect(page).toContain("workspace admin");
     expect(page).toContain("](/usage?scope=mine)");
     const all = [...s.rows.alpha, ...s.rows.beta, ...s.rows.gamma];
-    expect(page).toContain(`**${monthName()} so far: ${usd(sums(thisMonth(all)).cost)}**`);
+    expect(page).toContain(
+      `**${monthName()} so far: ${monthTotal([s.rows.alpha, s.rows.beta, s.rows.gamma])}**`,
+    );
     const agents = tableRows(page, "Agents this month").map((l) => l.split(" | ").slice(0, 2).join(" | "));
     expect(agents).toHaveLength(3);
     expect(agents).toEqual(
@@ -607,7 +622,7 @@ describe("the CSV export", () => {
     // The page's "30 days" line says the same.
     const page = await body(s.w, s.w.alice, "/usage");
     expect(tableRows(page, "Last 30 days").at(-1)).toContain(`| **${want.length}** |`);
-    expect(tableRows(page, "Last 30 days").at(-1)).toContain(`**${usd(cost)}**`);
+    expect(tableRows(page, "Last 30 days").at(-1)).toContain(`**${dayShares(want).cost.total}**`);
     // Neither the row from one minute before the window nor the older one.
     expect(rows.map((r) => r[7])).not.toContain("9000");
     expect(rows.map((r) => r[7])).not.toContain("700");

@@ -122,13 +122,13 @@ function agentMonthRow(
   agent: Usage["agents"][number],
   now: Date,
   tenant: boolean,
-  money: { spent: string; digits: 2 | 4 },
+  spent: string,
 ): string {
   const limit = Number(toMicros(agentConfig({ agentConfig: agent.agentConfig as object }).cost_limit_usd));
   const paused = agent.pausedKind === "cost_limit" ? "**paused at limit**" : "paused";
   const state = agent.pausedAt ? paused : "active";
   const owner = tenant ? ` ${agent.owner ? mdEscape(agent.owner) : "—"} |` : "";
-  return `| ${link(`@${agent.handle}`, `/subagents/${agent.handle}/usage`)} |${owner} ${money.spent} | ${usd(limit, money.digits)} | ${usd(projectMonth(agent.costMicros, now), money.digits)} | ${count(agent.calls)} | ${state} |`;
+  return `| ${link(`@${agent.handle}`, `/subagents/${agent.handle}/usage`)} |${owner} ${spent} | ${usd(limit)} | ${usd(projectMonth(agent.costMicros, now))} | ${count(agent.calls)} | ${state} |`;
 }
 
 /** The month's spend as the header shows it and as each agent's row does: one precision, parts that add up. */
@@ -148,10 +148,10 @@ function agentsMonthTable(usage: Usage, tenant: boolean): string {
     `| agent |${tenant ? " owner |" : ""} spent | limit | projected | calls | status |`,
     `|---|${tenant ? "---|" : ""}---|---|---|---|---|`,
     ...usage.agents.map((agent, index) =>
-      agentMonthRow(agent, usage.now, tenant, { spent: money.parts[index]!, digits: money.digits }),
+      agentMonthRow(agent, usage.now, tenant, money.parts[index]!),
     ),
     "",
-    "Amounts are rounded to the cent (to a hundredth of a cent when one is smaller), so that the rows add up to the total as shown; the CSV has every call to the millionth of a dollar.",
+    "Amounts are rounded to the cent (to a hundredth of a cent when one is smaller), so that the spent column adds up to the month's total as shown; the CSV has every call to the millionth of a dollar.",
   ].join("\n");
 }
 
