@@ -167,10 +167,21 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: reviews, keys and money", (wi
       await page.goto(`${base}/subagents/scout/usage`);
       await look(walk, "agent-usage");
       const limit = () => page.locator('form[data-action="set_cost_limit"]');
-      await limit().getByLabel("Monthly limit (USD)").fill("-5");
+      // The field carries the schema's range (min="0"): the browser holds the form back itself.
+      const input = limit().getByLabel("Monthly limit (USD)");
+      expect(await input.getAttribute("min")).toBe("0");
+      await input.fill("-5");
+      await limit().getByRole("button").click();
+      expect(
+        await input.evaluate(
+          (el) => (el as unknown as { validity: { rangeUnderflow: boolean } }).validity.rangeUnderflow,
+        ),
+      ).toBe(true);
+      expect(new URL(page.url()).pathname).toBe("/subagents/scout/usage");
+      // Past the browser (no min: an old form, a script), the server says the same at the field.
+      await input.evaluate((el) => el.removeAttribute("min"));
       await limit().getByRole("button").click();
       await page.locator(".field-error").first().waitFor();
-      expect(new URL(page.url()).pathname).toBe("/subagents/scout/usage");
       expect(await limit().count()).toBe(1);
       expect(await fieldError(limit(), "Monthly limit (USD)")).toBe("at least 0");
       expect(await limit().getByLabel("Monthly limit (USD)").inputValue()).toBe("-5");

@@ -213,32 +213,28 @@ export const setAgentApiKey = defineAction({
   },
 });
 
-function parseThresholds(raw: string): number[] {
-  // A form leaves an emptied field out (unchanged), so "none" is how a form clears them.
+/** "1, $5 10": the amounts as typed; "none" is how a form clears them (an emptied field leaves them unchanged). */
+function thresholdParts(raw: string): string[] {
   if (/^none$/i.test(raw.trim())) return [];
-  const parts = raw
+  return raw
     .split(/[,\s]+/)
-    .map((s) => s.replace(/^\$/, ""))
+    .map((part) => part.replace(/^\$/, ""))
     .filter(Boolean);
-  const values = parts.map(Number);
-  const bad = parts.find((_, i) => !Number.isFinite(values[i]) || values[i]! <= 0);
-  if (bad !== undefined)
-    throw new ValidationError([
-      { field: "alert_thresholds_usd", message: `“${bad}” is not a positive amount` },
-    ]);
-  // Past any limit it could never alert, and a typo like 1e300 is no amount of money.
-  const huge = parts.find((_, i) => values[i]! > MAX_COST_LIMIT_USD);
-  if (huge !== undefined)
-    throw new ValidationError([
-      {
-        field: "alert_thresholds_usd",
-        message: `“${huge}” is more than ${usd(toMicros(MAX_COST_LIMIT_USD))}`,
-      },
-    ]);
-  if (values.length > 10)
-    throw new ValidationError([{ field: "alert_thresholds_usd", message: "at most 10 thresholds" }]);
-  return [...new Set(values)].sort((a, b) => a - b);
 }
+
+/** What is wrong with the thresholds, checked with the rest of the schema so a form is answered once. */
+function thresholdsProblem(raw: string): string | null {
+  const parts = thresholdParts(raw);
+  const bad = parts.find((part) => !Number.isFinite(Number(part)) || Number(part) <= 0);
+  if (bad !== undefined) return `“${bad}” is not a positive amount`;
+  // Past any limit it could never alert, and a typo like 1e300 is no amount of money.
+  const huge = parts.find((part) => Number(part) > MAX_COST_LIMIT_USD);
+  if (huge !== undefined) return `“${huge}” is more than ${usd(toMicros(MAX_COST_LIMIT_USD))}`;
+  return parts.length > 10 ? "at most 10 thresholds" : null;
+}
+
+const parseThresholds = (raw: string): number[] =>
+  [...new Set(thresholdParts(raw).map(Number))].sort((a, b) => a - b);
 
 export const setCostLimit = defineAction({
   name: "set_cost_limit",
@@ -249,10 +245,19 @@ export const setCostLimit = defineAction({
       label: "Monthly limit (USD)",
       description: "runs stop and it pauses when this month's spend reaches it",
     }),
-    alert_thresholds_usd: z.string().trim().max(200).optional().meta({
-      label: "Alert at (USD)",
-      description: "amounts that notify you once a month, e.g. 1, 5, 10, 50 (none: no alerts)",
-    }),
+    alert_thresholds_usd: z
+      .string()
+      .trim()
+      .max(200)
+      .superRefine((raw, check) => {
+        const problem = thresholdsProblem(raw);
+        if (problem) check.addIssue({ code: "custom", message: problem });
+      })
+      .optional()
+      .meta({
+        label: "Alert at (USD)",
+        description: "amounts that notify you once a month, e.g. 1, 5, 10, 50 (none: no alerts)",
+      }),
   }),
   writes: true,
   audience: toAgentManagers("cost limit"),

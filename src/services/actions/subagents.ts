@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { conflictOnDuplicate } from "../../db/prisma.ts";
-import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
+import { ConflictError, type Issue, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import {
@@ -12,7 +12,7 @@ import {
 } from "../agents/core/settings.ts";
 import { expireAgentPending } from "../agents/policy/approvals.ts";
 import { emit } from "../events.ts";
-import { assertInCatalogue } from "../money/catalogue.ts";
+import { catalogueIssues } from "../money/catalogue.ts";
 import { toAgentManagers, toSelf } from "../registry/audiences.ts";
 import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { handleSchema, longText, optionalText, text } from "../validation.ts";
@@ -41,23 +41,31 @@ const modelName = z
 const MODEL_FIELD = { name: "model", label: "Model" };
 const FALLBACK_FIELD = { name: "fallback_models", label: "Fallback models" };
 
-/** "a, b c": the fallback models as a list, each a model's name, a few at most. */
-function fallbackList(raw: string): string[] {
-  const names = [...new Set(raw.split(/[\s,]+/).filter(Boolean))];
+/** "a, b c": the fallback models as a list. */
+const fallbackList = (raw: string): string[] => [...new Set(raw.split(/[\s,]+/).filter(Boolean))];
+
+/** What is wrong with a list of fallback models, checked with the rest of the schema: each a model's name, a few at most. */
+function fallbackProblem(raw: string): string | null {
+  const names = fallbackList(raw);
   const bad = names.find((n) => !modelName.safeParse(n).success || n.length > 200);
-  if (bad)
-    throw new ValidationError([
-      {
-        ...FALLBACK_FIELD,
-        field: FALLBACK_FIELD.name,
-        message: `“${bad.slice(0, 40)}”: letters, digits and . / : @ - _ only`,
-      },
-    ]);
-  if (names.length > MAX_FALLBACK_MODELS)
-    throw new ValidationError([
-      { ...FALLBACK_FIELD, field: FALLBACK_FIELD.name, message: `at most ${MAX_FALLBACK_MODELS} models` },
-    ]);
-  return names;
+  if (bad) return `“${bad.slice(0, 40)}”: letters, digits and . / : @ - _ only`;
+  return names.length > MAX_FALLBACK_MODELS ? `at most ${MAX_FALLBACK_MODELS} models` : null;
+}
+
+/** The models a request names are ones the workspace offers: read from what was sent, so it runs beside the schema (ActionDef.check). */
+async function modelIssues(ctx: Ctx, sent: Record<string, unknown>): Promise<Issue[]> {
+  const model = typeof sent.model === "string" ? sent.model.trim() : "";
+  const fallbacks = typeof sent.fallback_models === "string" ? fallbackList(sent.fallback_models) : [];
+  const [models, fallback] = await Promise.all([
+    catalogueIssues(ctx.db, ctx.tenant, MODEL_FIELD, model ? [model] : []),
+    catalogueIssues(
+      ctx.db,
+      ctx.tenant,
+      FALLBACK_FIELD,
+      fallbacks.filter((n) => modelName.safeParse(n).success),
+    ),
+  ]);
+  return [...models, ...fallback];
 }
 
 export const createSubagent = defineAction({
@@ -78,6 +86,7 @@ export const createSubagent = defineAction({
   }),
   writes: true,
   audience: toSelf("agent"),
+  check: modelIssues,
   // On a studio's page: its admins create the studio's agents there.
   available: (ctx, scope) =>
     peopleOnly(ctx) ??
@@ -90,7 +99,6 @@ export const createSubagent = defineAction({
     // On a studio's page the studio owns what its admin creates there.
     const owner = params.studio ?? scope.studio?.handle;
     const studio = owner ? await adminStudio(ctx, owner) : null;
-    if (params.model) await assertInCatalogue(ctx.tx, ctx.tenant, MODEL_FIELD, [params.model]);
     const agent = await ctx.tx.user
       .create({
         data: {
@@ -143,6 +151,10 @@ export const updateSubagent = defineAction({
         description: `tried in order when its model's endpoint fails for good; up to ${MAX_FALLBACK_MODELS}, comma-separated`,
         clears: true,
       })
+      .superRefine((raw, check) => {
+        const problem = fallbackProblem(raw);
+        if (problem) check.addIssue({ code: "custom", message: problem });
+      })
       .optional(),
     max_steps: maxSteps.optional(),
     timeout_seconds: z
@@ -161,6 +173,7 @@ export const updateSubagent = defineAction({
   }),
   writes: true,
   audience: toAgentManagers("setting"),
+  check: modelIssues,
   available: peopleOnly,
   current(scope) {
     if (!scope.agent) return {};
@@ -182,8 +195,6 @@ export const updateSubagent = defineAction({
     if (params.name !== undefined && !params.name)
       throw new ValidationError([{ field: "name", message: "must not be empty" }]);
     const fallbacks = params.fallback_models === undefined ? undefined : fallbackList(params.fallback_models);
-    if (params.model) await assertInCatalogue(ctx.tx, ctx.tenant, MODEL_FIELD, [params.model]);
-    if (fallbacks?.length) await assertInCatalogue(ctx.tx, ctx.tenant, FALLBACK_FIELD, fallbacks);
     // Under the row's lock (saveConfig): two managers saving at once never tear the config.
     await saveConfig(ctx, scope.agent, (config) => {
       if (params.identity_prompt !== undefined) config.identity_prompt = params.identity_prompt;

@@ -8,7 +8,7 @@ import { ForbiddenError } from "../../lib/errors.ts";
 import { SETTING_CHANGED, tenantSettings } from "../agents/core/settings.ts";
 import { GRANTABLE } from "../agents/policy/capabilities.ts";
 import { emit } from "../events.ts";
-import { assertInCatalogue, refreshListings } from "../money/catalogue.ts";
+import { catalogueIssues, refreshListings } from "../money/catalogue.ts";
 import { toWorkspace } from "../registry/audiences.ts";
 import { defineAction } from "../registry/types.ts";
 import { type Change, perAction, put, saveAudited, workspaceAdminsOnly } from "./workspace-agents.ts";
@@ -85,11 +85,15 @@ export const setAgentLimits = defineAction({
   writes: true,
   audience: toWorkspace("workspace setting"),
   available: workspaceAdminsOnly,
+  // With the schema's checks, in one round (ActionDef.check).
+  check: (ctx, sent) =>
+    catalogueIssues(
+      ctx.db,
+      ctx.tenant,
+      { name: "default_model", label: "Default model" },
+      typeof sent.default_model === "string" && sent.default_model.trim() ? [sent.default_model.trim()] : [],
+    ),
   async execute(ctx, params) {
-    if (params.default_model)
-      await assertInCatalogue(ctx.tx, ctx.tenant, { name: "default_model", label: "Default model" }, [
-        params.default_model,
-      ]);
     const was = tenantSettings(ctx.tenant);
     const changes = await saveAudited(ctx, (settings) => {
       const out: Change[] = [];

@@ -6,7 +6,7 @@
 // the field, not a run that fails later.
 import type { Db } from "../../db/prisma.ts";
 import type { Tenant } from "../../generated/prisma/client.ts";
-import { ValidationError } from "../../lib/errors.ts";
+import { type Issue, ValidationError } from "../../lib/errors.ts";
 import { DecryptError } from "../../lib/secrets.ts";
 import { tenantSettings } from "../agents/core/settings.ts";
 import { checkResolvedUrl, listModels, PROVIDER_LABELS, type Provider } from "./keys.ts";
@@ -116,16 +116,17 @@ function inCatalogue(name: string, catalogue: CatalogueModel[]): boolean {
  * Refuses models the workspace's catalogue does not have: a 400 naming the field by its label,
  * with the closest names. `names` are the values as sent (several for fallback models).
  */
-export async function assertInCatalogue(
+/** The models of `names` the workspace does not offer, as the issue naming `field` (none: all on offer). */
+export async function catalogueIssues(
   db: Db,
   tenant: Pick<Tenant, "id" | "settings">,
   field: { name: string; label: string },
   names: string[],
-): Promise<void> {
-  if (!names.length) return;
+): Promise<Issue[]> {
+  if (!names.length) return [];
   const catalogue = await modelCatalogue(db, tenant);
   const unknown = names.filter((n) => !inCatalogue(n, catalogue));
-  if (!unknown.length) return;
+  if (!unknown.length) return [];
   const all = catalogue.map((m) => m.name);
   const message = unknown
     .map((name) => {
@@ -133,13 +134,23 @@ export async function assertInCatalogue(
       return `“${name}” is not in this workspace's model catalogue${near.length ? ` (did you mean ${near.join(", ")}?)` : ""}`;
     })
     .join("; ");
-  throw new ValidationError([
+  return [
     {
       field: field.name,
       label: field.label,
       message: `${message}. The models on offer are listed at /settings/agents`,
     },
-  ]);
+  ];
+}
+
+export async function assertInCatalogue(
+  db: Db,
+  tenant: Pick<Tenant, "id" | "settings">,
+  field: { name: string; label: string },
+  names: string[],
+): Promise<void> {
+  const issues = await catalogueIssues(db, tenant, field, names);
+  if (issues.length) throw new ValidationError(issues);
 }
 
 export interface Refreshed {

@@ -141,6 +141,12 @@ function limitOf(
   };
 }
 
+/** A number field's range and step from its schema, as `maxlength` is for text: the browser says it before the server must. */
+function numberAttrs(field: Field): string {
+  const range = `${field.min !== undefined ? ` min="${field.min}"` : ""}${field.max !== undefined ? ` max="${field.max}"` : ""}`;
+  return ` step="${field.whole ? 1 : "any"}"${range}`;
+}
+
 function fieldInput(
   field: Field,
   value: unknown,
@@ -187,7 +193,7 @@ function fieldInput(
     control = `<textarea id="${id}" name="${field.name}" rows="4"${limit.attr}${req}${invalid}>${escapeHtml(String(initial))}</textarea>`;
   } else {
     const type = field.type === "number" ? "number" : "text";
-    const step = field.type === "number" ? ' step="any"' : "";
+    const step = field.type === "number" ? numberAttrs(field) : "";
     control = `<input type="${type}"${step} id="${id}" name="${field.name}" value="${escapeHtml(String(initial))}"${limit.attr}${req}${invalid}>`;
   }
   if (disabled) {

@@ -40,6 +40,10 @@ export interface Field {
    * still accepted from a caller that sends it, never shown (docs/markdown-api.md lists them).
    */
   formerly?: string;
+  /** A number's range and whether it is whole (its schema's `min`, `max`, `int`): a form carries them as `min`, `max`, `step`. */
+  min?: number;
+  max?: number;
+  whole?: boolean;
 }
 
 const ACRONYMS: Record<string, string> = { api: "API", url: "URL", usd: "USD", id: "ID" };
@@ -104,9 +108,18 @@ export function fields(schema: z.ZodObject): Field[] {
       clears: Boolean(meta.clears ?? inner.clears),
       group: meta.group ?? inner.group,
       formerly: meta.formerly ?? inner.formerly,
+      ...(type === "number" && numberRange(zodType as unknown as z.ZodNumber)),
       maxLength: type === "string" ? ((zodType as unknown as z.ZodString).maxLength ?? undefined) : undefined,
     };
   });
+}
+
+function numberRange(schema: z.ZodNumber): Pick<Field, "min" | "max" | "whole"> {
+  const finite = (value: number | null | undefined) =>
+    typeof value === "number" && Number.isFinite(value) && Math.abs(value) < Number.MAX_SAFE_INTEGER
+      ? value
+      : undefined;
+  return { min: finite(schema.minValue), max: finite(schema.maxValue), whole: schema.isInt };
 }
 
 function fieldType(kind: string): FieldType {

@@ -229,6 +229,26 @@ export function createRegistry(
     },
   };
 
+  /**
+   * The params, or every problem with them at once: the schema's and the action's own checks
+   * (which read the database) both run before the first answer, so a person fixes a form once.
+   */
+  async function validated(ctx: Ctx, action: ActionDef, body: Record<string, unknown>, opts: RunOptions) {
+    let params: Record<string, unknown> | undefined;
+    let refused: ValidationError | undefined;
+    try {
+      params = parseParams(action.params, body, opts);
+    } catch (err) {
+      if (!(err instanceof ValidationError)) throw err;
+      refused = err;
+    }
+    const more = (await action.check?.(ctx, body)) ?? [];
+    const named = new Set(refused?.issues.map((issue) => issue.field));
+    const issues = [...(refused?.issues ?? []), ...more.filter((issue) => !named.has(issue.field))];
+    if (issues.length) throw labelled(action.params, new ValidationError(issues));
+    return params!;
+  }
+
   /** Validates, then executes in one transaction: the write, its event and audit rows commit together or not at all. */
   async function execute(
     ctx: Ctx,
@@ -238,7 +258,7 @@ export function createRegistry(
     body: Record<string, unknown>,
     opts: RunOptions,
   ): Promise<ActionOutcome> {
-    const params = parseParams(action.params, body, opts);
+    const params = await validated(ctx, action, body, opts);
     if (action.callsOut) {
       // A call to another service (testing a provider key) must not hold a transaction open.
       const actx: ActionCtx = { ...ctx, actionDefs: byName, tx: ctx.db, emitted: [], form: opts.form };

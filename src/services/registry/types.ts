@@ -15,6 +15,7 @@ import type {
   User,
   UserKind,
 } from "../../generated/prisma/client.ts";
+import type { Issue } from "../../lib/errors.ts";
 import type { LiveFeed } from "../live/feed.ts";
 
 export interface Actor {
@@ -320,6 +321,12 @@ export interface ActionDef<S extends z.ZodObject = z.ZodObject, Needs extends Sc
   audience?: WriteAudience;
   /** Waits on another service: runs outside a transaction, so its writes must each stand alone. */
   callsOut?: boolean;
+  /**
+   * Checks the schema cannot make, because they read the database (a model in the workspace's
+   * catalogue): given what was sent, whether or not the schema took it, so that every problem
+   * of a request is answered in one round (registry.ts `validated`).
+   */
+  check?(ctx: Ctx, sent: Record<string, unknown>): Promise<Issue[]>;
   /**
    * Makes or ends a credential (an API token, a provider key): a token needs the `manage`
    * scope for it, and MCP offers it only when the operator allows (token-scope.ts).
