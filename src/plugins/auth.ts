@@ -31,6 +31,8 @@ declare module "fastify" {
     /** What that token may do (services/registry/token-scope.ts). */
     tokenScope?: TokenScope;
     sessionId?: string;
+    /** When the session's person last proved it was them; one object per request (registry/step-up.ts). */
+    confirmation?: { at: Date };
     csrfToken: string;
   }
   interface FastifyContextConfig {
@@ -53,6 +55,7 @@ export default fp<{ secure: boolean; sessionSecret: string; sessionLimits: Sessi
     app.decorateRequest("agentLabel", undefined);
     app.decorateRequest("tokenScope", undefined);
     app.decorateRequest("sessionId", undefined);
+    app.decorateRequest("confirmation", undefined);
     app.decorateRequest("csrfToken", "");
 
     app.addHook("onRequest", async (req, reply) => {
@@ -87,6 +90,7 @@ export default fp<{ secure: boolean; sessionSecret: string; sessionLimits: Sessi
           req.actor = toActor(session.user);
           req.authVia = "session";
           req.sessionId = session.id;
+          req.confirmation = { at: session.confirmedAt };
           req.csrfToken = csrfToken(key, req.tenant.id, { kind: "session", sessionId: session.id });
           return;
         }

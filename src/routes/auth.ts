@@ -31,7 +31,7 @@ const loginBody = z.object({
  * Printable URL characters only: browsers drop tabs and newlines, so `/<TAB>/evil.com`
  * would become `//evil.com`, and other control or non-ASCII characters break the header.
  */
-function safeNext(next: string | undefined): string {
+export function safeNext(next: string | undefined): string {
   return next && /^\/(?!\/)[\w\-.~%!$&'()*+,;=:@/?#[\]]*$/.test(next) && !next.startsWith("/login")
     ? next
     : "/";

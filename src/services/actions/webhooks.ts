@@ -99,6 +99,7 @@ export const createWebhook = defineAction({
     }),
   }),
   writes: true,
+  confirmRecent: true,
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
@@ -160,6 +161,7 @@ export const rotateWebhookSecret = defineAction({
       }),
   }),
   writes: true,
+  confirmRecent: true,
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
