@@ -74,7 +74,9 @@ function sessionMd(w: World, browser: Browser, url: string, body: Record<string,
 
 const asksField = (res: LightMyRequestResponse) => res.body.includes('name="_reconfirm"');
 
-describe("a token behind re-confirmation, through the browser's form", () => {
+// The first sign-in of the file warms up what every later one reuses (scrypt, the strength
+// checker): on a busy shared machine that alone took over 30 s.
+describe("a token behind re-confirmation, through the browser's form", { timeout: 120_000 }, () => {
   it("is not asked within the window; after it, the form asks and the same POST runs with the password", async () => {
     const w = await makeWorld("su");
     const browser = await login(app, w, w.alice);
