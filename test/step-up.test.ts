@@ -3,7 +3,9 @@
 // confirmation is older than STEP_UP_MINUTES, in the same form and POST; never within the window,
 // never a token. The session's clock is moved back in the database, never slept through.
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
+import { Secret, TOTP } from "otpauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { acceptTotpCode, pendingTotp, startTotpEnrolment } from "../src/services/accounts/totp.ts";
 import { ALWAYS_BLOCKED } from "../src/services/agents/policy/capabilities.ts";
 import { actions, pages } from "../src/services/catalog/catalog.ts";
 import { createApiToken } from "../src/services/tokens.ts";
@@ -151,6 +153,45 @@ describe("a token behind re-confirmation, through the browser's form", { timeout
     expect(await tokenCount(w)).toBe(1);
     // Signing in is another count.
     await login(app, w, w.alice);
+  });
+});
+
+/** An authenticator app for `who`, confirmed with the code of the step before now: now's code is still unspent. */
+async function withAuthenticator(w: World, who: { id: string; handle: string }) {
+  const person = { id: who.id, tenantId: w.tenant.id, handle: who.handle };
+  await startTotpEnrolment(db(), person);
+  const pending = await pendingTotp(db(), person, w.tenant.name);
+  const authenticator = new TOTP({ secret: Secret.fromBase32(pending!.secret), digits: 6, period: 30 });
+  expect(
+    await acceptTotpCode(db(), person, authenticator.generate({ timestamp: Date.now() - 30_000 }), {
+      confirming: true,
+    }),
+  ).toBe(true);
+  return authenticator;
+}
+
+describe("with two-factor", () => {
+  it("a current authenticator code confirms instead of the password; the same code is not taken twice", async () => {
+    const w = await makeWorld("su");
+    const browser = await login(app, w, w.alice);
+    const authenticator = await withAuthenticator(w, w.alice);
+    await confirmedAgo(w, w.alice.id, 11);
+    const code = authenticator.generate();
+    const made = await browser.post(TOKENS, {
+      _action: "create_api_token",
+      name: "by code",
+      _reconfirm: code,
+    });
+    expect(made.statusCode).toBe(303);
+    expect(await tokenCount(w)).toBe(2);
+    await confirmedAgo(w, w.alice.id, 11);
+    const replayed = await browser.post(TOKENS, {
+      _action: "create_api_token",
+      name: "again",
+      _reconfirm: code,
+    });
+    expect(replayed.statusCode).toBe(400);
+    expect(await tokenCount(w)).toBe(2);
   });
 });
 

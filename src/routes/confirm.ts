@@ -7,11 +7,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
+import { safeNext } from "../http/sign-in.ts";
 import { AppError, ForbiddenError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { confirmationStale, proofsOf, sessionStepUp, stepUpMinutes } from "../services/accounts/step-up.ts";
 import { escapeHtml } from "../services/registry/html.ts";
 import { RECONFIRM_FIELD, RECONFIRM_LABEL } from "../services/registry/step-up.ts";
-import { safeNext } from "./auth.ts";
 import { ctxOf } from "./page-context.ts";
 
 const confirmBody = z.object({
@@ -62,7 +62,7 @@ export default async function confirmRoutes(app: FastifyInstance) {
     return sendLayout(req, reply, {
       title: TITLE,
       breadcrumb: [],
-      content: proofs.password ? confirmForm(req.csrfToken, next) : NO_PASSWORD,
+      content: proofs.password || proofs.totp ? confirmForm(req.csrfToken, next) : NO_PASSWORD,
       ...(!confirmationStale(req.confirmation?.at) && {
         notice: `You confirmed within the last ${stepUpMinutes()} minutes: nothing to do unless you want to start the time again.`,
       }),

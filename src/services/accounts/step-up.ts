@@ -18,6 +18,7 @@ import {
 import { verifyPassword } from "../passwords.ts";
 import { RECONFIRM_FIELD, RECONFIRM_LABEL, type StepUp } from "../registry/step-up.ts";
 import type { Ctx } from "../registry/types.ts";
+import { acceptTotpCode, hasTotp } from "./totp.ts";
 
 type StepUpSettings = ThrottleSettings & Pick<Config, "STEP_UP_MINUTES">;
 
@@ -50,11 +51,31 @@ export function confirmationStale(at: Date | undefined, now = Date.now()): boole
 /** What a person can confirm with: the /confirm page offers these, and says so when there is none. */
 export interface Proofs {
   password: boolean;
+  /** A confirmed authenticator app: its current code confirms too (once: a code is never taken twice). */
+  totp: boolean;
 }
 
 export async function proofsOf(db: Db, tenantId: string, userId: string): Promise<Proofs> {
   const person = await db.user.findFirst({ where: { id: userId, tenantId }, select: { passwordHash: true } });
-  return { password: Boolean(person?.passwordHash) };
+  return { password: Boolean(person?.passwordHash), totp: await hasTotp(db, { id: userId, tenantId }) };
+}
+
+/** Six digits (spaces allowed, as apps show them): tried as an authenticator's code, before the password. */
+const CODE = /^\s*\d{3}\s?\d{3}\s*$/;
+
+/** Whether the proof is the person's: a current authenticator code, or their password. */
+async function proves(db: Db, person: ConfirmAttempt, proof: string): Promise<boolean> {
+  if (
+    CODE.test(proof) &&
+    (await acceptTotpCode(db, { id: person.userId, tenantId: person.tenantId }, proof.replace(/\s/g, "")))
+  )
+    return true;
+  const row = await db.user.findFirst({
+    where: { id: person.userId, tenantId: person.tenantId },
+    select: { passwordHash: true },
+  });
+  // verifyPassword spends a real check's time even without a hash: no timing tells them apart.
+  return proof.length <= 1000 && verifyPassword(proof, row?.passwordHash ?? null);
 }
 
 export type Reconfirmed = { ok: true } | { ok: false; waitSeconds?: number };
@@ -71,13 +92,8 @@ export async function reconfirm(
 ): Promise<Reconfirmed> {
   const count = await countConfirmAttempt(db, settings, session);
   if (count.waitSeconds) return { ok: false, waitSeconds: count.waitSeconds };
-  const person = await db.user.findFirst({
-    where: { id: session.userId, tenantId: session.tenantId },
-    select: { passwordHash: true },
-  });
-  // verifyPassword spends a real check's time even without a hash: no timing tells them apart.
-  const right = proof.length <= 1000 && (await verifyPassword(proof, person?.passwordHash ?? null));
-  if (!right) return { ok: false, ...(count.lockSeconds && { waitSeconds: count.lockSeconds }) };
+  if (!(await proves(db, session, proof)))
+    return { ok: false, ...(count.lockSeconds && { waitSeconds: count.lockSeconds }) };
   await confirmSucceeded(db, session);
   await db.session.updateMany({
     where: { id: session.sessionId, tenantId: session.tenantId, userId: session.userId },
