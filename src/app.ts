@@ -22,17 +22,20 @@ import tenancy from "./plugins/tenancy.ts";
 import tracing from "./plugins/tracing.ts";
 import accountRoutes from "./routes/accounts.ts";
 import authRoutes from "./routes/auth.ts";
+import confirmRoutes from "./routes/confirm.ts";
 import healthRoutes from "./routes/health.ts";
 import invitationRoutes from "./routes/invitations.ts";
 import mcpRoutes from "./routes/mcp.ts";
 import pageRoutes from "./routes/pages.ts";
 import passwordResetRoutes from "./routes/password-reset.ts";
+import secondStepRoutes from "./routes/second-step.ts";
 import secretRoutes from "./routes/secrets.ts";
 import signupRoutes, { isSignupPath } from "./routes/signup.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
 import { configureHostnames } from "./services/accounts/hostnames.ts";
 import { signupPolicy } from "./services/accounts/signup.ts";
+import { configureStepUp } from "./services/accounts/step-up.ts";
 import { configureKeyring } from "./services/money/keyring.ts";
 import { setMailConfigured } from "./services/reach/preferences.ts";
 
@@ -48,6 +51,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { config } = opts;
   configureKeyring(config);
   configureHostnames(config);
+  configureStepUp(config);
   setMailConfigured(Boolean(config.SMTP_URL));
   const app = Fastify({
     logger: loggerOptions(opts),
@@ -151,6 +155,7 @@ async function registerAppPlugins(app: FastifyInstance, config: Config) {
     secure,
     sessionSecret: config.SESSION_SECRET,
     sessionLimits: sessionLimitsOf(config),
+    origin: config,
   });
   await app.register(rateLimit, {
     redisUrl: config.REDIS_URL,
@@ -166,6 +171,8 @@ async function registerRoutes(app: FastifyInstance, config: Config) {
   const sessionLimits = sessionLimitsOf(config);
   await app.register(healthRoutes);
   await app.register(authRoutes, { sessionLimits, throttle: config, origin: config });
+  await app.register(confirmRoutes);
+  await app.register(secondStepRoutes, { throttle: config });
   await app.register(passwordResetRoutes, { sessionLimits, throttle: config, origin: config });
   await app.register(accountRoutes, { sessionLimits });
   await app.register(signupRoutes, {

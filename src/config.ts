@@ -105,6 +105,16 @@ const schema = z.object({
     .positive()
     .max(24 * 366)
     .default(24 * 30),
+  // Sensitive changes (actions marked confirmRecent: tokens, provider keys, webhook secrets,
+  // agents' capabilities and rules, workspace settings) ask a person on a session for their
+  // password or a two-factor code when they last confirmed longer ago than this
+  // (services/accounts/step-up.ts): a session left open on a shared computer is not enough.
+  STEP_UP_MINUTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(24 * 60)
+    .default(10),
   // Live pages (server-sent events): a comment line this often keeps an idle stream open
   // through proxies; a stream ends after its maximum age and the browser reconnects, so a
   // viewer who lost the right to see a page stops seeing it within that time.

@@ -32,6 +32,8 @@ export interface PageReply {
   scope?: Scope;
   /** A destructive action's confirmation step (trusted markup), shown above the page. */
   confirm?: string;
+  /** The actions whose forms ask the session to re-confirm first (registry/step-up.ts). */
+  reconfirm?: ReadonlySet<string>;
 }
 
 export async function sendPage(req: FastifyRequest, reply: FastifyReply, pageReply: PageReply) {
@@ -54,6 +56,7 @@ export async function sendPage(req: FastifyRequest, reply: FastifyReply, pageRep
     csrf: req.csrfToken,
     state: pageReply.state,
     scope: pageReply.scope,
+    reconfirm: pageReply.reconfirm,
   });
   return sendLayout(req, reply, {
     title: pageReply.view.title,

@@ -7,10 +7,11 @@ import { BODY_LIMIT, tooLarge } from "../http/body-parsers.ts";
 import { setFlash } from "../http/flash.ts";
 import { type Format, isFormBody, pageFormat } from "../http/format.ts";
 import { parseUrl, splitAction } from "../http/page-target.ts";
-import { AppError, type Issue, ValidationError } from "../lib/errors.ts";
+import { AppError, type Issue, TooManyRequestsError, ValidationError } from "../lib/errors.ts";
 import { registry } from "../services/catalog/catalog.ts";
 import { confirmForm, count } from "../services/registry/html.ts";
 import { fields, humanize, parseParams } from "../services/registry/params.ts";
+import { RECONFIRM_FIELD } from "../services/registry/step-up.ts";
 import type { ActionOutcome, Ctx } from "../services/registry/types.ts";
 import { stashSecret } from "../services/reveals.ts";
 import { ctxOf, showPage } from "./page-context.ts";
@@ -27,6 +28,8 @@ interface Posted {
   target: { page: string; action: string };
   body: Record<string, unknown>;
   confirm: unknown;
+  /** The person's password or code re-confirming it is them (registry/step-up.ts); never a param, never shown again. */
+  reconfirm: string | undefined;
   ctx: Ctx;
 }
 
@@ -43,8 +46,21 @@ export async function postAction(req: FastifyRequest, reply: FastifyReply) {
     // Not awaited: a failure showing the result is not a mistake in the form.
     return answer(req, reply, posted, outcome, revealId);
   } catch (err) {
+    const failed = reconfirmFailed(posted, err);
+    if (failed) return askToConfirm(req, reply, posted.target, posted.body, failed);
     return reshowMistake(req, reply, posted, err);
   }
+}
+
+/**
+ * A destructive action's confirmation step whose re-confirmation failed (a wrong password, too
+ * many): the step again, saying why, since that is where the field is. Anything else: null.
+ */
+function reconfirmFailed(posted: Posted, err: unknown): { status: number; failed: string } | null {
+  if (!(posted.named && posted.format === "html" && posted.confirm === "yes")) return null;
+  if (err instanceof TooManyRequestsError) return { status: 429, failed: err.message };
+  const issue = err instanceof ValidationError && err.issues.find((i) => i.field === RECONFIRM_FIELD);
+  return issue ? { status: 400, failed: issue.message } : null;
 }
 
 /** The action, page and params of a POST; throws 405, 401 or 400 in that order. */
@@ -64,10 +80,12 @@ function readPost(req: FastifyRequest): Posted {
   const ctx = ctxOf(req);
   if (!parsed.success)
     throw new ValidationError([{ field: "", message: "the body must be a JSON object or a form" }]);
-  const { _csrf, _submit, ...sent } = parsed.data;
+  // The proof a session re-confirms with comes out first, whoever sent it: it is no param.
+  const { _csrf, _submit, [RECONFIRM_FIELD]: proof, ...sent } = parsed.data;
   // `_action` and `_confirm` belong to the browser's form only; a JSON client's body is all params.
   const { _action, _confirm, ...formBody } = sent;
-  return { format, form, named, target, body: form ? formBody : sent, confirm: _confirm, ctx };
+  const reconfirm = typeof proof === "string" ? proof : undefined;
+  return { format, form, named, target, body: form ? formBody : sent, confirm: _confirm, reconfirm, ctx };
 }
 
 /** Only a browser's form asks first: a client that names the action in the URL means it. */
@@ -81,11 +99,12 @@ function asksFirst({ named, format, confirm, target }: Posted): boolean {
  * Runs the action. A browser's new secret is stashed in the transaction that made it: a token
  * is never created without the one page that can show it.
  */
-async function runPosted(req: FastifyRequest, { format, form, target, body, ctx }: Posted) {
+async function runPosted(req: FastifyRequest, { format, form, target, body, reconfirm, ctx }: Posted) {
   const sessionId = format === "html" && form ? req.sessionId : undefined;
   let revealId: string | undefined;
   const outcome = await registry.run(ctx, target.page, target.action, body, {
     form,
+    reconfirm,
     inTx: async (tx, done) => {
       if (!done.secret || !sessionId) return;
       revealId = await stashSecret(
@@ -136,6 +155,7 @@ async function reshowMistake(req: FastifyRequest, reply: FastifyReply, posted: P
   if (!(format === "html" && form && err instanceof AppError && err.status < 500 && err.status !== 401))
     throw err;
   const issues = err instanceof ValidationError ? err.issues : [{ field: "", message: err.message }];
+  if (err instanceof TooManyRequestsError) reply.header("Retry-After", String(err.retryAfterSeconds));
   try {
     return await showPage(req, reply, format, target.page, {
       status: err.status,
@@ -158,6 +178,7 @@ async function askToConfirm(
   reply: FastifyReply,
   target: { page: string; action: string },
   body: Record<string, unknown>,
+  reconfirmed?: { status: number; failed: string },
 ) {
   const ctx = ctxOf(req);
   const { action, resolved } = await registry.describe(ctx, target.page, target.action);
@@ -182,8 +203,9 @@ async function askToConfirm(
     values: body,
     label: humanize(action.name),
     what: await action.confirmText?.(ctx, body, resolved.scope),
+    ...(registry.asksConfirmation(ctx, action) && { reconfirm: { failed: reconfirmed?.failed } }),
   });
-  return showPage(req, reply, "html", target.page, { confirm });
+  return showPage(req, reply, "html", target.page, { confirm, status: reconfirmed?.status ?? 200 });
 }
 
 /**

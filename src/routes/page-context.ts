@@ -33,7 +33,11 @@ export function ctxOf(req: FastifyRequest): Ctx {
     auth:
       req.authVia === "token"
         ? { via: "token", scope: req.tokenScope ?? "read" }
-        : { via: "session", ...(req.sessionId && { sessionId: req.sessionId }) },
+        : {
+            via: "session",
+            ...(req.sessionId && { sessionId: req.sessionId }),
+            ...(req.confirmation && { confirmation: req.confirmation }),
+          },
   };
 }
 
@@ -63,8 +67,17 @@ export async function showPage(
   extra: Shown = {},
 ) {
   const { path, query } = parseUrl(url);
-  const { view, actions, resolved } = await registry.view(ctxOf(req), path, query);
+  const ctx = ctxOf(req);
+  const { view, actions, resolved } = await registry.view(ctx, path, query);
+  // Only a browser's forms ask for the field; markdown clients read the 403 that names it.
+  const reconfirm =
+    format === "html"
+      ? new Set(
+          actions.filter((action) => registry.asksConfirmation(ctx, action)).map((action) => action.name),
+        )
+      : undefined;
   return sendPage(req, reply, {
+    reconfirm,
     status: extra.status ?? 200,
     format,
     path,

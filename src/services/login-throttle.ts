@@ -49,10 +49,11 @@ export interface AttemptCount {
 function rules(throttleSettings: ThrottleSettings) {
   const window = throttleSettings.LOGIN_WINDOW_SECONDS;
   const cap = Math.max(throttleSettings.LOGIN_ADDRESS_MAX_LOCK_SECONDS, window);
-  const limit = Prisma.sql`(CASE t.scope WHEN 'account' THEN ${throttleSettings.LOGIN_ACCOUNT_MAX_FAILURES}::int
-    ELSE ${throttleSettings.LOGIN_ADDRESS_MAX_FAILURES}::int END)`;
-  const span = Prisma.sql`make_interval(secs => CASE t.scope WHEN 'account' THEN ${window}::float8
-    ELSE LEAST(${window}::float8 * power(2, t.strikes), ${cap}::float8) END)`;
+  // An address's window grows; every other scope (an account, a person's re-confirmations) keeps its own.
+  const limit = Prisma.sql`(CASE t.scope WHEN 'address' THEN ${throttleSettings.LOGIN_ADDRESS_MAX_FAILURES}::int
+    ELSE ${throttleSettings.LOGIN_ACCOUNT_MAX_FAILURES}::int END)`;
+  const span = Prisma.sql`make_interval(secs => CASE t.scope WHEN 'address'
+    THEN LEAST(${window}::float8 * power(2, t.strikes), ${cap}::float8) ELSE ${window}::float8 END)`;
   const windowEnd = Prisma.sql`(t.window_start + ${span})`;
   // Past this, the next attempt starts afresh with no strikes: the row can go.
   const forgotten = Prisma.sql`(${windowEnd} + make_interval(secs => ${window}::float8))`;
@@ -95,6 +96,44 @@ export async function loginSucceeded(db: Db, attempt: LoginAttempt): Promise<voi
     WHERE tenant_id = ${attempt.tenantId} AND scope = 'account' AND key = ${sha256(attempt.email)}`;
   await db.$executeRaw`UPDATE login_throttles SET failures = failures - 1
     WHERE tenant_id = ${attempt.tenantId} AND scope = 'address' AND key = ${addressKey(attempt.address)} AND failures > 0`;
+}
+
+/** Whose re-confirmations are counted (accounts/step-up.ts): a person, in their workspace. */
+export interface ConfirmAttempt {
+  tenantId: string;
+  userId: string;
+}
+
+/**
+ * A re-confirmation before a sensitive change, counted as an account's login is (same limit,
+ * same window that never grows) but in its own scope, `confirm`, per person: whoever holds a
+ * stolen session can guess no faster than at the login form, and mistakes at one never lock
+ * the other. Counted before the proof is checked, like a login.
+ */
+export async function countConfirmAttempt(
+  db: Db,
+  settings: ThrottleSettings,
+  attempt: ConfirmAttempt,
+): Promise<AttemptCount> {
+  const { limit, windowEnd } = rules(settings);
+  const ended = Prisma.sql`now() >= ${windowEnd}`;
+  const [row] = await db.$queryRaw<{ failures: number; lim: number; seconds: number }[]>`
+    INSERT INTO login_throttles AS t (tenant_id, scope, key, failures, window_start, strikes)
+    VALUES (${attempt.tenantId}, 'confirm', ${attempt.userId}, 1, now(), 0)
+    ON CONFLICT (tenant_id, scope, key) DO UPDATE SET
+      failures = CASE WHEN ${ended} THEN 1 ELSE t.failures + 1 END,
+      window_start = CASE WHEN ${ended} THEN now() ELSE t.window_start END
+    RETURNING t.failures, ${limit} AS lim,
+      GREATEST(1, ceil(extract(epoch FROM ${windowEnd} - now())))::int AS seconds`;
+  if (!row) return {};
+  if (row.failures > row.lim) return { waitSeconds: row.seconds };
+  return row.failures >= row.lim ? { lockSeconds: row.seconds } : {};
+}
+
+/** The proof was right: the person's re-confirmations start over. */
+export async function confirmSucceeded(db: Db, attempt: ConfirmAttempt): Promise<void> {
+  await db.$executeRaw`DELETE FROM login_throttles
+    WHERE tenant_id = ${attempt.tenantId} AND scope = 'confirm' AND key = ${attempt.userId}`;
 }
 
 /** Deletes rows that no longer change anything (the maintenance job runs it). */

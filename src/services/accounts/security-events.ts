@@ -17,6 +17,11 @@ export type SecurityEventKind =
   | "sessions_ended"
   | "deactivated"
   | "reactivated"
+  | "two_factor_enabled"
+  | "two_factor_disabled"
+  | "recovery_codes_regenerated"
+  | "recovery_code_used"
+  | "two_factor_policy_changed"
   | (string & {});
 
 const SUBJECTS: Record<string, string> = {
@@ -29,6 +34,11 @@ const SUBJECTS: Record<string, string> = {
   sessions_ended: "Your other Cadre sessions were ended",
   deactivated: "Your Cadre account was deactivated",
   reactivated: "Your Cadre account was reactivated",
+  two_factor_enabled: "Two-factor was turned on for your account",
+  two_factor_disabled: "Two-factor was turned off on your account",
+  recovery_codes_regenerated: "New recovery codes for your account",
+  recovery_code_used: "A recovery code was used on your account",
+  two_factor_policy_changed: "Your workspace's two-factor requirement changed",
 };
 
 export interface SecurityEventInput {

@@ -100,6 +100,7 @@ export const setCapabilities = defineAction({
   description: "Choose what it may do, what waits for your approval, and how reviews work",
   params: permissionsSchema(),
   writes: true,
+  confirmRecent: true,
   audience: toAgentManagers("setting"),
   available: peopleOnly,
   current: (scope) => permissionsOf(agentConfig(scope.agent)),
@@ -243,6 +244,7 @@ export const addRule = defineAction({
   description: "Add a policy rule (the first rule that matches decides)",
   params: z.object({ name: text(80), ...ruleFields }),
   writes: true,
+  confirmRecent: true,
   audience: toAgentManagers("rule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
@@ -279,6 +281,7 @@ export const removeRule = defineAction({
   description: "Remove a policy rule",
   params: z.object({ name: text(80).meta({ label: "Rule", pickedBeside: true }) }),
   writes: true,
+  confirmRecent: true,
   audience: toAgentManagers("rule"),
   available: peopleOnly,
   async execute(ctx, params, scope) {

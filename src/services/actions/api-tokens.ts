@@ -32,6 +32,7 @@ export const createApiTokenAction = defineAction({
       .meta({ label: "Expires in (days)", description: "empty: until you revoke it" }),
   }),
   writes: true,
+  confirmRecent: true,
   audience: toSelf("API token"),
   async execute(ctx, params, scope) {
     const { user } = scope;

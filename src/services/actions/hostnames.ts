@@ -31,6 +31,7 @@ export const addHostname = defineAction({
     }),
   }),
   writes: true,
+  confirmRecent: true,
   audience: toWorkspace("workspace hostname"),
   available: adminsOnly,
   async execute(ctx, params) {
@@ -62,6 +63,7 @@ export const removeHostname = defineAction({
     }),
   }),
   writes: true,
+  confirmRecent: true,
   audience: toWorkspace("workspace hostname"),
   available: adminsOnly,
   destructive: "Requests to this hostname stop reaching the workspace at once.",

@@ -100,6 +100,7 @@ export const setInviteLinkAction = defineAction({
     studios: studiosParam,
   }),
   writes: true,
+  confirmRecent: true,
   manage: true,
   audience: toWorkspace("invite link"),
   available: adminsOnly,

@@ -60,6 +60,7 @@ export const addApiKey = defineAction({
       }),
   }),
   writes: true,
+  confirmRecent: true,
   audience: toSelf("API key"),
   available: peopleOnly,
   async execute(ctx, params, scope) {

@@ -83,6 +83,7 @@ export const createOutgoingWebhook = defineAction({
     ...eventFlags,
   }),
   writes: true,
+  confirmRecent: true,
   audience: toSelf("outgoing webhook"),
   available: peopleOnly,
   async execute(ctx, params) {

@@ -100,6 +100,7 @@ export const createWebhook = defineAction({
     }),
   }),
   writes: true,
+  confirmRecent: true,
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, params, scope) {
@@ -161,6 +162,7 @@ export const rotateWebhookSecret = defineAction({
       }),
   }),
   writes: true,
+  confirmRecent: true,
   audience: toAgentManagers("webhook"),
   available: peopleOnly,
   async execute(ctx, params, scope) {

@@ -134,6 +134,7 @@ export const setDefaultCapabilities = defineAction({
   description: "Choose what a new agent in this workspace may do besides reading",
   params: perAction(),
   writes: true,
+  confirmRecent: true,
   audience: toWorkspace("workspace setting"),
   available: workspaceAdminsOnly,
   async execute(ctx, params) {

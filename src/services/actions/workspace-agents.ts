@@ -79,6 +79,7 @@ export const setHumanOnly = defineAction({
   description: "Choose which content actions no agent in this workspace may be granted",
   params: perAction(),
   writes: true,
+  confirmRecent: true,
   audience: toWorkspace("workspace setting"),
   available: workspaceAdminsOnly,
   async execute(ctx, params) {

@@ -26,6 +26,7 @@ export const changeRole = defineAction({
     }),
   }),
   writes: true,
+  confirmRecent: true,
   audience: toWorkspace("role change"),
   available: (ctx, scope) =>
     !ctx.actor.tenantAdmin

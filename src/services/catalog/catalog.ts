@@ -1,5 +1,6 @@
 // Every page and action of the workspace, in one list: the registry is built from it.
 
+import { sessionStepUp } from "../accounts/step-up.ts";
 import { clearAgentLabel } from "../actions/agent-label.ts";
 import { setMemberRuns, transferSubagent } from "../actions/agent-ownership.ts";
 import { addRule, removeRule, setCapabilities, tryRule } from "../actions/agent-settings.ts";
@@ -290,4 +291,8 @@ function byReach(all: ActionDef[]): ActionDef[] {
     .map((x) => x.a);
 }
 
-export const registry = createRegistry(pages, byReach(actions), { guard: agentGuard, policy: agentPolicy });
+export const registry = createRegistry(pages, byReach(actions), {
+  guard: agentGuard,
+  policy: agentPolicy,
+  stepUp: sessionStepUp,
+});

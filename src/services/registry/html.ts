@@ -5,6 +5,7 @@ import type { z } from "zod";
 import type { Issue } from "../../lib/errors.ts";
 import { boundedMarked } from "./bounded-marked.ts";
 import { type Field, fields, humanize, labelOf } from "./params.ts";
+import { RECONFIRM_FIELD, RECONFIRM_LABEL } from "./step-up.ts";
 import type { ActionDef } from "./types.ts";
 
 export function escapeHtml(text: string): string {
@@ -229,6 +230,19 @@ interface FormOpts {
   nested?: Record<string, z.ZodObject>;
   /** Fields shown greyed out, with why (a capability the workspace keeps for people). */
   disabled?: Record<string, string>;
+  /** The session must re-confirm before this action runs: the form asks for it (registry/step-up.ts). */
+  reconfirm?: boolean;
+}
+
+/**
+ * The field a session re-confirms with: a password input, never prefilled (a mistake shows
+ * the form again without it), its problem at it. Not a param: it is checked before the action.
+ */
+function reconfirmInput(formId: string, error?: string): string {
+  const id = `${formId}-reconfirm`;
+  const described = error ? `${id}-error ${id}-why` : `${id}-why`;
+  const err = error ? `<p class="field-error" id="${id}-error">${escapeHtml(error)}</p>` : "";
+  return `<div class="field field-reconfirm${error ? " has-error" : ""}"><label for="${id}">${RECONFIRM_LABEL}</label><input type="password" id="${id}" name="${RECONFIRM_FIELD}" value="" autocomplete="current-password" required${error ? ' aria-invalid="true"' : ""} aria-describedby="${described}"><small id="${id}-why">A sensitive change: confirm it is you, as you last did a while ago.</small>${err}</div>`;
 }
 
 /** The params' issues by the field they belong to (`params.text` is the `params` field's). */
@@ -273,7 +287,9 @@ export function actionForm(action: ActionDef, options: FormOpts): string {
       ? fields(options.nested[field.name]!).map((n) => `${field.name}.${n.name}`)
       : [],
   );
-  const shown = new Set([...visible.map((f) => f.name), ...nestedNames]);
+  // A destructive action asks in its confirmation step instead, where it runs (confirmForm).
+  const asks = Boolean(options.reconfirm && !action.destructive);
+  const shown = new Set([...visible.map((f) => f.name), ...nestedNames, ...(asks ? [RECONFIRM_FIELD] : [])]);
   const { fieldIssues, rest } = issuesByField(state?.issues ?? [], shown);
   // Inline forms sit beside content: their params explain themselves, so no help text.
   const inputs = visible.map((field) => {
@@ -290,6 +306,7 @@ export function actionForm(action: ActionDef, options: FormOpts): string {
     return `<div class="field field-${field.type}${error ? " has-error" : ""}">${input}</div>`;
   });
   grouped(visible, inputs);
+  if (asks) inputs.push(reconfirmInput(formId, fieldIssues.get(RECONFIRM_FIELD)));
   const label = escapeHtml(options.label ?? humanize(action.name));
   const cls = `action-form${options.inline ? " inline" : ""}${action.destructive ? " destructive" : ""}`;
   const button = `<button type="submit" name="_submit" value="1"${action.destructive ? ' class="danger"' : ""}>${label}</button>`;
@@ -353,6 +370,8 @@ export function confirmForm(
     values: Record<string, unknown>;
     label: string;
     what?: string | null;
+    /** The session must re-confirm: asked here, where the action runs; `failed`, what went wrong last time. */
+    reconfirm?: { failed?: string };
   },
 ): string {
   const asked = fields(action.params).filter((f) => !f.pickedBeside);
@@ -371,6 +390,7 @@ export function confirmForm(
   const inputs = asked.map(
     (f) => `<div class="field field-${f.type}">${fieldInput(f, options.values[f.name], formId)}</div>`,
   );
+  if (options.reconfirm) inputs.push(reconfirmInput(formId, options.reconfirm.failed));
   const what = options.what ? `<p class="confirm-what">${escapeHtml(options.what)}</p>` : "";
   return `<section class="confirm" role="alertdialog" aria-labelledby="confirm-title"><h2 id="confirm-title">${escapeHtml(humanize(action.name))}?</h2>${what}<p>${escapeHtml(action.destructive ?? "")}</p><form method="post" action="${escapeHtml(options.path)}" data-action="${action.name}" class="confirm-form action-form">${hidden.join("")}${inputs.join("")}<button type="submit" class="danger">Yes, ${escapeHtml(options.label.charAt(0).toLowerCase() + options.label.slice(1))}</button> <a class="cancel" href="${escapeHtml(options.path)}">Cancel</a></form></section>`;
 }

@@ -10,6 +10,8 @@ interface RenderOpts {
   state?: FormState;
   /** What the page resolved: an edit form starts from its current values (`ActionDef.current`). */
   scope?: Scope;
+  /** The actions whose forms ask the session to re-confirm first (registry/step-up.ts). */
+  reconfirm?: ReadonlySet<string>;
 }
 
 export function renderPageHtml(
@@ -79,12 +81,19 @@ function panelAction(
       state: opts.state,
       label: action.description,
       only,
+      reconfirm: opts.reconfirm?.has(action.name),
     });
     return `<div class="action simple" id="action-${action.name}">${button}</div>`;
   }
   const current = action.current && opts.scope ? action.current(opts.scope) : undefined;
   const state = opts.state ?? (current && { action: action.name, values: current, issues: [] });
-  const form = actionForm(action, { path: opts.path, csrf: opts.csrf, state, only });
+  const form = actionForm(action, {
+    path: opts.path,
+    csrf: opts.csrf,
+    state,
+    only,
+    reconfirm: opts.reconfirm?.has(action.name),
+  });
   return `<details class="action" id="action-${action.name}"${open ? " open" : ""}><summary>${escapeHtml(action.description)}</summary>${form}</details>`;
 }
 
@@ -111,6 +120,7 @@ function inlineForm(action: ActionDef, block: FormBlock, opts: RenderOpts): stri
     nested: block.form.nested,
     inline: block.form.style === undefined || block.form.style === "inline",
     state: failedHere ? opts.state : prefill,
+    reconfirm: opts.reconfirm?.has(action.name),
   });
   return block.form.style === "folded"
     ? `<details class="folded${block.form.depth ? ` depth-${block.form.depth}` : ""}"${failedHere ? " open" : ""}><summary>${escapeHtml(block.form.label)}</summary>${form}</details>`

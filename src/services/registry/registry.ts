@@ -8,6 +8,7 @@ import type { LiveFeed } from "../live/feed.ts";
 import { pageSources } from "./audiences.ts";
 import { labelled, parseParams } from "./params.ts";
 import { createRouter } from "./router.ts";
+import { asksConfirmation, type StepUp } from "./step-up.ts";
 import { scopeDenial } from "./token-scope.ts";
 import type {
   ActionCtx,
@@ -33,6 +34,8 @@ export interface RunOptions {
   approved?: boolean;
   /** The agent's stated reason, kept with a queued action. */
   reason?: string;
+  /** What a person on a session sent to re-confirm it is them (`_reconfirm`), for a `confirmRecent` action (step-up.ts). */
+  reconfirm?: string;
 }
 
 /**
@@ -75,9 +78,9 @@ function storableQuery(query: Query): Query {
 export function createRegistry(
   pages: PageDef[],
   actions: ActionDef[],
-  hooks: { guard?: Guard; policy?: Policy } = {},
+  hooks: { guard?: Guard; policy?: Policy; stepUp?: StepUp } = {},
 ) {
-  const { guard, policy } = hooks;
+  const { guard, policy, stepUp } = hooks;
   const match = createRouter(pages);
   const byName = new Map<string, ActionDef>();
   for (const action of actions) {
@@ -148,6 +151,11 @@ export function createRegistry(
     pages,
     resolve,
     available,
+
+    /** Whether `action` asks this actor to re-confirm first: its forms show the field (step-up.ts). */
+    asksConfirmation(ctx: Ctx, action: ActionDef): boolean {
+      return asksConfirmation(stepUp, ctx, action);
+    },
 
     /** The page whose pattern `path` matches, without loading or authorizing anything; null if none. */
     pageAt(path: string): PageDef | null {
@@ -220,6 +228,9 @@ export function createRegistry(
     ): Promise<ActionOutcome> {
       const resolved = await resolve(ctx, path);
       const action = await usable(ctx, resolved, name, path);
+      // Must come after `usable` (who may not use the action hears that, not "confirm it is
+      // you") and before anything runs. The one place a session is asked to re-confirm.
+      if (stepUp && asksConfirmation(stepUp, ctx, action)) await stepUp.confirm(ctx, opts.reconfirm);
       try {
         return await execute(ctx, path, resolved, action, body, opts);
       } catch (err) {

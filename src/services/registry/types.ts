@@ -116,7 +116,16 @@ export interface Primed {
  * managing credentials needs the operator's leave besides (`manageOverMcp`, MCP_MANAGE_ACTIONS).
  */
 export type RequestAuth =
-  | { via: "session" /** Which one: "end my other sessions" keeps it. */; sessionId?: string }
+  | {
+      via: "session";
+      /** Which one: "end my other sessions" keeps it. */
+      sessionId?: string;
+      /**
+       * When its person last proved it was them (signing in, re-confirming): one object for
+       * the request, so a re-confirmation in it is seen by the page that answers (step-up.ts).
+       */
+      confirmation?: { at: Date };
+    }
   | { via: "token"; scope: TokenScope; mcp?: { manageOverMcp: boolean } };
 
 /** What an action's transaction wrote, for the run's resource record. */
@@ -332,6 +341,13 @@ export interface ActionDef<S extends z.ZodObject = z.ZodObject, Needs extends Sc
    * scope for it, and MCP offers it only when the operator allows (token-scope.ts).
    */
   manage?: true;
+  /**
+   * Changes what guards the workspace or its credentials (a token, a provider key, a signing
+   * secret, an agent's capabilities and rules, workspace settings): a person on a session whose
+   * last confirmation is older than STEP_UP_MINUTES confirms it is them, in the same form
+   * (registry/step-up.ts). A token needs the `manage` scope for it, as for `manage`.
+   */
+  confirmRecent?: true;
   /** null when the actor may use it on this scope, else the reason they may not. */
   available?(ctx: Ctx, scope: ScopeWith<Needs>): string | null;
   /**
