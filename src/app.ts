@@ -29,6 +29,7 @@ import pageRoutes from "./routes/pages.ts";
 import passwordResetRoutes from "./routes/password-reset.ts";
 import secretRoutes from "./routes/secrets.ts";
 import signupRoutes, { isSignupPath } from "./routes/signup.ts";
+import ssoRoutes from "./routes/sso.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
 import { configureHostnames } from "./services/accounts/hostnames.ts";
@@ -167,6 +168,7 @@ async function registerRoutes(app: FastifyInstance, config: Config) {
   await app.register(healthRoutes);
   await app.register(authRoutes, { sessionLimits, throttle: config, origin: config });
   await app.register(passwordResetRoutes, { sessionLimits, throttle: config, origin: config });
+  await app.register(ssoRoutes, { sessionLimits, origin: config });
   await app.register(accountRoutes, { sessionLimits });
   await app.register(signupRoutes, {
     policy: signupPolicy(config.SIGNUP),

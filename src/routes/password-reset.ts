@@ -15,6 +15,7 @@ import {
   takeResetLink,
 } from "../services/accounts/password-reset.ts";
 import { assertStrong, storePassword } from "../services/accounts/passwords.ts";
+import { passwordRefusal } from "../services/accounts/sso-settings.ts";
 import { countAttempt, loginSucceeded, type ThrottleSettings } from "../services/login-throttle.ts";
 import { hashPassword } from "../services/passwords.ts";
 import { escapeHtml } from "../services/registry/html.ts";
@@ -70,6 +71,23 @@ export default async function passwordResetRoutes(
   const markdown = (req: FastifyRequest) => negotiate(req, req.url.split("?")[0]!).format === "markdown";
   const page = (req: FastifyRequest, reply: FastifyReply, title: string, content: string) =>
     sendLayout(req, reply, { title, breadcrumb: [], content });
+
+  // A workspace that signs in with its identity provider only has no passwords to reset:
+  // every step of a reset says so, a link mailed before SSO only was turned on included.
+  app.addHook("preHandler", async (req, reply) => {
+    const path = req.url.split("?")[0]!;
+    if (!/^\/(forgot-password|reset-password\/)/.test(path) || !req.tenant) return;
+    const reason = await passwordRefusal(app.prisma, req.tenant.id);
+    if (!reason) return;
+    if (markdown(req)) throw new AppError(403, reason);
+    reply.code(403);
+    return page(
+      req,
+      reply,
+      "Passwords are turned off",
+      message(reason, { href: "/login", label: "Back to log in" }),
+    );
+  });
 
   app.get("/forgot-password", async (req, reply) => {
     if (markdown(req))

@@ -17,6 +17,8 @@ export type SecurityEventKind =
   | "sessions_ended"
   | "deactivated"
   | "reactivated"
+  | "sso_linked"
+  | "sso_joined"
   | (string & {});
 
 const SUBJECTS: Record<string, string> = {
@@ -29,6 +31,8 @@ const SUBJECTS: Record<string, string> = {
   sessions_ended: "Your other Cadre sessions were ended",
   deactivated: "Your Cadre account was deactivated",
   reactivated: "Your Cadre account was reactivated",
+  sso_linked: "Your Cadre account was linked to single sign-on",
+  sso_joined: "You joined a Cadre workspace",
 };
 
 export interface SecurityEventInput {

@@ -87,6 +87,7 @@ import {
 } from "../actions/workspace-agent-settings.ts";
 import { setHumanOnly } from "../actions/workspace-agents.ts";
 import { changeRole } from "../actions/workspace-roles.ts";
+import { removeSsoProvider, setSsoProvider } from "../actions/workspace-sso.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
 import { agentMemoryPage } from "../pages/agent-memory.ts";
 import { agentSettingsPage } from "../pages/agent-settings.ts";
@@ -121,6 +122,7 @@ import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "../page
 import { webhooksPage } from "../pages/webhooks.ts";
 import { workspaceAgentsPage } from "../pages/workspace-agents.ts";
 import { peoplePage } from "../pages/workspace-people.ts";
+import { workspaceSsoPage } from "../pages/workspace-sso.ts";
 import { createRegistry } from "../registry/registry.ts";
 import type { ActionDef } from "../registry/types.ts";
 
@@ -173,6 +175,7 @@ export const pages = [
   personAccessPage,
   hostnamesPage,
   invitationsPage,
+  workspaceSsoPage,
 ];
 
 export const actions = [
@@ -274,6 +277,8 @@ export const actions = [
   invitePeopleAction,
   revokeInvitationAction,
   setInviteLinkAction,
+  setSsoProvider,
+  removeSsoProvider,
 ];
 
 /**
