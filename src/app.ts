@@ -27,6 +27,7 @@ import invitationRoutes from "./routes/invitations.ts";
 import mcpRoutes from "./routes/mcp.ts";
 import pageRoutes from "./routes/pages.ts";
 import passwordResetRoutes from "./routes/password-reset.ts";
+import secondStepRoutes from "./routes/second-step.ts";
 import secretRoutes from "./routes/secrets.ts";
 import signupRoutes, { isSignupPath } from "./routes/signup.ts";
 import ssoRoutes from "./routes/sso.ts";
@@ -152,6 +153,7 @@ async function registerAppPlugins(app: FastifyInstance, config: Config) {
     secure,
     sessionSecret: config.SESSION_SECRET,
     sessionLimits: sessionLimitsOf(config),
+    origin: config,
   });
   await app.register(rateLimit, {
     redisUrl: config.REDIS_URL,
@@ -167,6 +169,7 @@ async function registerRoutes(app: FastifyInstance, config: Config) {
   const sessionLimits = sessionLimitsOf(config);
   await app.register(healthRoutes);
   await app.register(authRoutes, { sessionLimits, throttle: config, origin: config });
+  await app.register(secondStepRoutes, { throttle: config });
   await app.register(passwordResetRoutes, { sessionLimits, throttle: config, origin: config });
   await app.register(ssoRoutes, { sessionLimits, origin: config });
   await app.register(accountRoutes, { sessionLimits });

@@ -99,3 +99,5 @@ export const revealAad = (tenantId: string, id: string) => `cadre:secret_reveal:
 
 /** What binds a workspace's OpenID Connect client secret to its provider row. */
 export const ssoSecretAad = (tenantId: string, id: string) => `cadre:sso_provider:${tenantId}:${id}`;
+/** What binds a person's TOTP seed to them: moved to another row or workspace, it does not open. */
+export const totpSeedAad = (tenantId: string, userId: string) => `cadre:totp_seed:${tenantId}:${userId}`;

@@ -8,16 +8,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
+import { beginSession, safeNext } from "../http/sign-in.ts";
 import { AppError } from "../lib/errors.ts";
-import { randomToken } from "../lib/ids.ts";
 import { type OriginConfig, workspaceOrigin } from "../lib/origin.ts";
-import { noteBrowser } from "../services/accounts/known-browsers.ts";
-import { recordSecurityEvent } from "../services/accounts/security-events.ts";
 import { redirectUriFor } from "../services/accounts/sso-settings.ts";
 import { finishSsoLogin, startSsoLogin } from "../services/accounts/sso-sign-in.ts";
 import { escapeHtml } from "../services/registry/html.ts";
-import { createSession, type SessionLimits } from "../services/sessions.ts";
-import { safeNext } from "./auth.ts";
+import type { SessionLimits } from "../services/sessions.ts";
 
 const startQuery = z.object({ next: z.string().max(2000).optional() });
 
@@ -66,40 +63,7 @@ export default async function ssoRoutes(
       origin: workspaceOrigin(opts.origin, req.tenant!.subdomain),
     });
     if ("refusal" in outcome) return refused(req, reply, outcome.refusal);
-    await beginSsoSession(req, reply, outcome.user);
-    return reply.redirect(safeNext(outcome.next), 303);
+    // The identity provider answers for the second factor: method "sso" skips Cadre's own.
+    return beginSession(app, req, reply, outcome.user, { method: "sso", next: safeNext(outcome.next) });
   });
-
-  /**
-   * The session, the browser remembered and the notice of a new one, as /login makes them.
-   * TODO(totp): replace with the shared beginSession(..., method "sso") once it is merged; the
-   * identity provider answers for the second factor, so SSO skips it.
-   */
-  async function beginSsoSession(
-    req: FastifyRequest,
-    reply: FastifyReply,
-    user: Parameters<typeof noteBrowser>[1] & { id: string },
-  ) {
-    let browserId = app.cookieJar.read(req, "browser");
-    if (!browserId || !/^[A-Za-z0-9_-]{32,64}$/.test(browserId)) browserId = randomToken(24);
-    app.cookieJar.set(reply, "browser", browserId, { expires: new Date(Date.now() + 365 * 86_400_000) });
-    const from = { userAgent: req.headers["user-agent"] ?? "", ipAddress: req.ip };
-    const { token, expiresAt } = await app.prisma.$transaction(async (tx) => {
-      const session = await createSession(tx, req.tenant!.id, user.id, opts.sessionLimits, from);
-      const news = await noteBrowser(tx, user, browserId, from);
-      if (news)
-        await recordSecurityEvent(tx, {
-          tenantId: req.tenant!.id,
-          userId: user.id,
-          actorId: user.id,
-          kind: "new_sign_in",
-          detail: `${news} If it was not you, end that session on your security page and tell your admin.`,
-          address: req.ip,
-          origin: workspaceOrigin(opts.origin, req.tenant!.subdomain),
-        });
-      return session;
-    });
-    app.cookieJar.set(reply, "session", token, { signed: true, expires: expiresAt });
-    app.cookieJar.clear(reply, "csrf");
-  }
 }
