@@ -31,6 +31,7 @@ import passwordResetRoutes from "./routes/password-reset.ts";
 import secondStepRoutes from "./routes/second-step.ts";
 import secretRoutes from "./routes/secrets.ts";
 import signupRoutes, { isSignupPath } from "./routes/signup.ts";
+import ssoRoutes from "./routes/sso.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
 import { configureHostnames } from "./services/accounts/hostnames.ts";
@@ -174,6 +175,7 @@ async function registerRoutes(app: FastifyInstance, config: Config) {
   await app.register(confirmRoutes);
   await app.register(secondStepRoutes, { throttle: config });
   await app.register(passwordResetRoutes, { sessionLimits, throttle: config, origin: config });
+  await app.register(ssoRoutes, { sessionLimits, origin: config });
   await app.register(accountRoutes, { sessionLimits });
   await app.register(signupRoutes, {
     policy: signupPolicy(config.SIGNUP),

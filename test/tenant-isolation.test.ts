@@ -61,6 +61,8 @@ const NO_CONTENT = new Set([
   "/settings/agents",
   // Hostnames are lower-case: A's mark, upper-case, cannot be in one.
   "/settings/hostnames",
+  // Single sign-on: the seeds set none, so A's page shows only that it is not set up.
+  "/settings/sso",
   "/u/:handle/settings/notifications",
   "/u/:handle/settings/security",
 ]);

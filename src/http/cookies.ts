@@ -10,6 +10,8 @@ const NAMES = {
   csrf: "cadre_csrf",
   flash: "cadre_flash",
   browser: "cadre_browser",
+  // An SSO sign-in under way: names its row (services/accounts/sso-sign-in.ts) for minutes.
+  sso: "cadre_sso",
 } as const;
 export type CookieKind = keyof typeof NAMES;
 

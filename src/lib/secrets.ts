@@ -97,5 +97,7 @@ export const webhookSecretAad = (tenantId: string, id: string) => `cadre:agent_w
 /** What binds a secret waiting to be shown once (a form's new token or webhook secret) to its row. */
 export const revealAad = (tenantId: string, id: string) => `cadre:secret_reveal:${tenantId}:${id}`;
 
+/** What binds a workspace's OpenID Connect client secret to its provider row. */
+export const ssoSecretAad = (tenantId: string, id: string) => `cadre:sso_provider:${tenantId}:${id}`;
 /** What binds a person's TOTP seed to them: moved to another row or workspace, it does not open. */
 export const totpSeedAad = (tenantId: string, userId: string) => `cadre:totp_seed:${tenantId}:${userId}`;

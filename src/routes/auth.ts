@@ -1,11 +1,13 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import type { Db } from "../db/prisma.ts";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import { beginSession, safeNext, stepPath } from "../http/sign-in.ts";
 import { TooManyRequestsError, UnauthorizedError } from "../lib/errors.ts";
 import type { OriginConfig } from "../lib/origin.ts";
 import { textProblem } from "../lib/text.ts";
+import { passwordsOffReason, ssoProviderOf } from "../services/accounts/sso-settings.ts";
 import { countAttempt, loginSucceeded, type ThrottleSettings } from "../services/login-throttle.ts";
 import { verifyPassword } from "../services/passwords.ts";
 import { escapeHtml } from "../services/registry/html.ts";
@@ -24,9 +26,25 @@ const loginBody = z.object({
   _csrf: z.string().optional(),
 });
 
-function loginForm(csrf: string, next: string, email = "", error = ""): string {
+/** The workspace's single sign-on as the log-in page offers it (routes/sso.ts); null: none set. */
+interface LoginSso {
+  name: string;
+  /** Passwords are refused here: the form for one is not shown. */
+  only: boolean;
+}
+
+function ssoButton(sso: LoginSso, next: string): string {
+  const href = `/login/sso${next === "/" ? "" : `?next=${encodeURIComponent(next)}`}`;
+  return `<p><a class="button sso" href="${escapeHtml(href)}">Sign in with ${escapeHtml(sso.name)}</a></p>
+${sso.only ? `<p class="hint">This workspace signs in with ${escapeHtml(sso.name)} only: passwords are turned off here.</p>` : ""}`;
+}
+
+function loginForm(csrf: string, next: string, email = "", error = "", sso: LoginSso | null = null): string {
+  const errors = error ? `<div class="form-errors" role="alert">${escapeHtml(error)}</div>` : "";
+  if (sso?.only) return `<div class="login">\n${errors}\n${ssoButton(sso, next)}</div>`;
   return `<div class="login">
-${error ? `<div class="form-errors" role="alert">${escapeHtml(error)}</div>` : ""}
+${errors}
+${sso ? ssoButton(sso, next) : ""}
 <form method="post" action="/login" class="action-form">
 <input type="hidden" name="_csrf" value="${escapeHtml(csrf)}">
 <input type="hidden" name="next" value="${escapeHtml(next)}">
@@ -37,6 +55,11 @@ ${error ? `<div class="form-errors" role="alert">${escapeHtml(error)}</div>` : "
 <p class="hint"><a href="/forgot-password">Forgot your password?</a></p>
 <p class="hint">Agents and scripts use a personal API token instead: <code>Authorization: Bearer &lt;token&gt;</code>.</p>
 </div>`;
+}
+
+async function loginSso(db: Db, tenantId: string): Promise<LoginSso | null> {
+  const provider = await ssoProviderOf(db, tenantId);
+  return provider && { name: provider.displayName, only: provider.ssoOnly };
 }
 
 /** "Too many failed logins" with the wait in words a person can act on. */
@@ -70,7 +93,7 @@ export default async function authRoutes(
     return sendLayout(req, reply, {
       title: `Log in to ${req.tenant!.name}`,
       breadcrumb: [],
-      content: loginForm(req.csrfToken, next),
+      content: loginForm(req.csrfToken, next, "", "", await loginSso(app.prisma, req.tenant!.id)),
     });
   });
 
@@ -86,9 +109,12 @@ export default async function authRoutes(
       return sendLayout(req, reply, {
         title: `Log in to ${req.tenant!.name}`,
         breadcrumb: [],
-        content: loginForm(req.csrfToken, next, body.email, message),
+        content: loginForm(req.csrfToken, next, body.email, message, sso),
       });
     };
+    const sso = await loginSso(app.prisma, req.tenant!.id);
+    // Before the throttle and the password check: no password is tried here at all.
+    if (sso?.only) return refuse(passwordsOffReason(sso.name));
     const attempt = { tenantId: req.tenant!.id, email: body.email, address: req.ip };
     const count = await countAttempt(app.prisma, opts.throttle, attempt);
     if (count.waitSeconds) return refuse(tooMany(count.waitSeconds), count.waitSeconds);

@@ -3,7 +3,7 @@
 // (routes/invitations.ts). One transaction takes the link, makes the account and writes the
 // security event with its mails, so a weak password or a refusal leaves everything as it was.
 import { conflictOnDuplicate, type Db, type PrismaClient } from "../../db/prisma.ts";
-import type { User } from "../../generated/prisma/client.ts";
+import type { OneTimeLink, User } from "../../generated/prisma/client.ts";
 import { newId } from "../../lib/ids.ts";
 import { hashPassword } from "../passwords.ts";
 import { freePersonHandle } from "./handles.ts";
@@ -28,42 +28,61 @@ export async function acceptInvitation(
   return db.$transaction(async (tx) => {
     const taken = await consumeLink(tx, input.tenantId, "invite", input.token);
     if (!taken.ok) return { refusal: taken.reason };
-    const link = taken.link;
-    const email = link.email ?? "";
-    // Someone made an account for this address meanwhile (the CLI, another invitation):
-    // never a second one. The link is withdrawn, which commits with this answer.
-    if (await tx.user.findUnique({ where: { tenantId_email: { tenantId: input.tenantId, email } } })) {
-      await tx.oneTimeLink.update({ where: { id: link.id }, data: { usedAt: null, revokedAt: new Date() } });
-      return { refusal: alreadyHere(email) };
-    }
-    checkNameAndPassword(input, [email]);
-    const terms = termsOf(link);
-    const user = await tx.user
-      .create({
-        data: {
-          id: newId(),
-          tenantId: input.tenantId,
-          handle: await freePersonHandle(tx, input.tenantId, email),
-          name: input.name.trim(),
-          email,
-          kind: "person",
-          passwordHash,
-          tenantAdmin: terms.role === "admin",
-        },
-      })
-      .catch(conflictOnDuplicate(alreadyHere(email)));
-    // Studios deleted since the invitation are skipped; the rest are joined now.
-    const studios = await tx.studio.findMany({
-      where: { tenantId: input.tenantId, id: { in: terms.studios } },
-      select: { id: true, name: true },
-    });
-    await tx.studioMember.createMany({
-      data: studios.map((studio) => ({ studioId: studio.id, userId: user.id, tenantId: input.tenantId })),
-      skipDuplicates: true,
-    });
-    await announce(tx, { user, inviterId: link.createdById, role: terms.role, studios, ...input });
-    return { user };
+    return joinByInvitation(tx, taken.link, { ...input, passwordHash });
   });
+}
+
+/**
+ * The account an invitation taken in this transaction makes: with the invitation's role and
+ * studios, and its event. `passwordHash` null: a person who signs in through the workspace's
+ * identity provider (sso-sign-in.ts) and has no password here.
+ */
+export async function joinByInvitation(
+  tx: Db,
+  link: OneTimeLink,
+  input: {
+    tenantId: string;
+    name: string;
+    password?: string;
+    passwordHash: string | null;
+    address?: string;
+    origin?: string;
+  },
+): Promise<AcceptOutcome> {
+  const email = link.email ?? "";
+  // Someone made an account for this address meanwhile (the CLI, another invitation):
+  // never a second one. The link is withdrawn, which commits with this answer.
+  if (await tx.user.findUnique({ where: { tenantId_email: { tenantId: input.tenantId, email } } })) {
+    await tx.oneTimeLink.update({ where: { id: link.id }, data: { usedAt: null, revokedAt: new Date() } });
+    return { refusal: alreadyHere(email) };
+  }
+  if (input.passwordHash) checkNameAndPassword({ name: input.name, password: input.password ?? "" }, [email]);
+  const terms = termsOf(link);
+  const user = await tx.user
+    .create({
+      data: {
+        id: newId(),
+        tenantId: input.tenantId,
+        handle: await freePersonHandle(tx, input.tenantId, email),
+        name: input.name.trim(),
+        email,
+        kind: "person",
+        passwordHash: input.passwordHash,
+        tenantAdmin: terms.role === "admin",
+      },
+    })
+    .catch(conflictOnDuplicate(alreadyHere(email)));
+  // Studios deleted since the invitation are skipped; the rest are joined now.
+  const studios = await tx.studio.findMany({
+    where: { tenantId: input.tenantId, id: { in: terms.studios } },
+    select: { id: true, name: true },
+  });
+  await tx.studioMember.createMany({
+    data: studios.map((studio) => ({ studioId: studio.id, userId: user.id, tenantId: input.tenantId })),
+    skipDuplicates: true,
+  });
+  await announce(tx, { user, inviterId: link.createdById, role: terms.role, studios, ...input });
+  return { user };
 }
 
 /** The audit trail's event, mailed to the new person, and a word to whoever invited them. */

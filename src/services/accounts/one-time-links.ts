@@ -155,6 +155,33 @@ export async function consumeLink(
   return { ok: true, link: { ...checked.link, usedAt: now } };
 }
 
+/**
+ * Takes the open invitation for an address without its token, in the caller's transaction:
+ * for a person the workspace's identity provider vouches for (sso-sign-in.ts), whose verified
+ * address is what the invitation was sent to. Null when none is open, or another took it first.
+ */
+export async function consumeOpenInvitation(
+  tx: Db,
+  tenantId: string,
+  email: string,
+): Promise<OneTimeLink | null> {
+  const now = new Date();
+  const open = {
+    tenantId,
+    purpose: "invite" as const,
+    email: email.toLowerCase(),
+    usedAt: null,
+    revokedAt: null,
+  };
+  const link = await tx.oneTimeLink.findFirst({
+    where: { ...open, expiresAt: { gt: now } },
+    orderBy: { createdAt: "desc" },
+  });
+  if (!link) return null;
+  const taken = await tx.oneTimeLink.updateMany({ where: { id: link.id, ...open }, data: { usedAt: now } });
+  return taken.count ? { ...link, usedAt: now } : null;
+}
+
 /** Withdraws a link of this workspace that is still open; false when there was none. */
 export async function revokeLink(tx: Db, tenantId: string, linkId: string): Promise<boolean> {
   const revoked = await tx.oneTimeLink.updateMany({

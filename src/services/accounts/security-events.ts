@@ -17,6 +17,8 @@ export type SecurityEventKind =
   | "sessions_ended"
   | "deactivated"
   | "reactivated"
+  | "sso_linked"
+  | "sso_joined"
   | "two_factor_enabled"
   | "two_factor_disabled"
   | "recovery_codes_regenerated"
@@ -34,6 +36,8 @@ const SUBJECTS: Record<string, string> = {
   sessions_ended: "Your other Cadre sessions were ended",
   deactivated: "Your Cadre account was deactivated",
   reactivated: "Your Cadre account was reactivated",
+  sso_linked: "Your Cadre account was linked to single sign-on",
+  sso_joined: "You joined a Cadre workspace",
   two_factor_enabled: "Two-factor was turned on for your account",
   two_factor_disabled: "Two-factor was turned off on your account",
   recovery_codes_regenerated: "New recovery codes for your account",

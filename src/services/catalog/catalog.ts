@@ -88,6 +88,7 @@ import {
 } from "../actions/workspace-agent-settings.ts";
 import { setHumanOnly } from "../actions/workspace-agents.ts";
 import { changeRole } from "../actions/workspace-roles.ts";
+import { removeSsoProvider, setSsoProvider } from "../actions/workspace-sso.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
 import { agentMemoryPage } from "../pages/agent-memory.ts";
 import { agentSettingsPage } from "../pages/agent-settings.ts";
@@ -122,6 +123,7 @@ import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "../page
 import { webhooksPage } from "../pages/webhooks.ts";
 import { workspaceAgentsPage } from "../pages/workspace-agents.ts";
 import { peoplePage } from "../pages/workspace-people.ts";
+import { workspaceSsoPage } from "../pages/workspace-sso.ts";
 import { createRegistry } from "../registry/registry.ts";
 import type { ActionDef } from "../registry/types.ts";
 
@@ -174,6 +176,7 @@ export const pages = [
   personAccessPage,
   hostnamesPage,
   invitationsPage,
+  workspaceSsoPage,
 ];
 
 export const actions = [
@@ -275,6 +278,8 @@ export const actions = [
   invitePeopleAction,
   revokeInvitationAction,
   setInviteLinkAction,
+  setSsoProvider,
+  removeSsoProvider,
 ];
 
 /**

@@ -32,6 +32,9 @@ export const ALWAYS_BLOCKED = [
   "invite_people",
   "revoke_invitation",
   "set_invite_link",
+  // How people sign in (single sign-on, SSO only): account security, never an agent's.
+  "set_sso_provider",
+  "remove_sso_provider",
   "create_subagent",
   "update_subagent",
   "add_to_studio",
