@@ -1,5 +1,6 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
+import type { User } from "../generated/prisma/client.ts";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import { TooManyRequestsError, UnauthorizedError } from "../lib/errors.ts";
@@ -9,6 +10,7 @@ import { textProblem } from "../lib/text.ts";
 import { noteBrowser } from "../services/accounts/known-browsers.ts";
 import { recordSecurityEvent } from "../services/accounts/security-events.ts";
 import { countAttempt, loginSucceeded, type ThrottleSettings } from "../services/login-throttle.ts";
+import { passkeySignInForm } from "../services/pages/security-passkeys.ts";
 import { verifyPassword } from "../services/passwords.ts";
 import { escapeHtml } from "../services/registry/html.ts";
 import { createSession, deleteSession, type SessionLimits } from "../services/sessions.ts";
@@ -31,7 +33,7 @@ const loginBody = z.object({
  * Printable URL characters only: browsers drop tabs and newlines, so `/<TAB>/evil.com`
  * would become `//evil.com`, and other control or non-ASCII characters break the header.
  */
-function safeNext(next: string | undefined): string {
+export function safeNext(next: string | undefined): string {
   return next && /^\/(?!\/)[\w\-.~%!$&'()*+,;=:@/?#[\]]*$/.test(next) && !next.startsWith("/login")
     ? next
     : "/";
@@ -47,6 +49,7 @@ ${error ? `<div class="form-errors" role="alert">${escapeHtml(error)}</div>` : "
 <div class="field"><label for="password">Password</label><input type="password" id="password" name="password" autocomplete="current-password" required></div>
 <button type="submit">Log in</button>
 </form>
+${passkeySignInForm(next)}
 <p class="hint"><a href="/forgot-password">Forgot your password?</a></p>
 <p class="hint">Agents and scripts use a personal API token instead: <code>Authorization: Bearer &lt;token&gt;</code>.</p>
 </div>`;
@@ -61,6 +64,43 @@ function tooMany(seconds: number): string {
         ? `${Math.ceil(seconds / 60)} minutes`
         : `${Math.ceil(seconds / 3600)} hours`;
   return `Too many failed logins: try again in ${wait}.`;
+}
+
+/**
+ * Signs a person in on this browser once they proved who they are (a password, a passkey):
+ * the session cookie, the browser remembered, and the notice of a browser never seen before.
+ */
+export async function beginSession(
+  app: FastifyInstance,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  user: User,
+  opts: { sessionLimits: SessionLimits; origin: OriginConfig },
+): Promise<void> {
+  // A random id the browser keeps across sessions (a year): a sign-in from one never seen is news to its person.
+  let browserId = app.cookieJar.read(req, "browser");
+  if (!browserId || !/^[A-Za-z0-9_-]{32,64}$/.test(browserId)) browserId = randomToken(24);
+  app.cookieJar.set(reply, "browser", browserId, { expires: new Date(Date.now() + 365 * 86_400_000) });
+  const from = { userAgent: req.headers["user-agent"] ?? "", ipAddress: req.ip };
+  // The session, the browser remembered and the notice of a new one: together or not at all.
+  const { token, expiresAt } = await app.prisma.$transaction(async (tx) => {
+    const session = await createSession(tx, req.tenant!.id, user.id, opts.sessionLimits, from);
+    const news = await noteBrowser(tx, user, browserId, from);
+    if (news)
+      await recordSecurityEvent(tx, {
+        tenantId: req.tenant!.id,
+        userId: user.id,
+        actorId: user.id,
+        kind: "new_sign_in",
+        detail: `${news} If it was not you, end that session on your security page and change your password.`,
+        address: req.ip,
+        origin: workspaceOrigin(opts.origin, req.tenant!.subdomain),
+      });
+    return session;
+  });
+  app.cookieJar.set(reply, "session", token, { signed: true, expires: expiresAt });
+  // From here on the forms carry the session's token; the pre-session one is spent.
+  app.cookieJar.clear(reply, "csrf");
 }
 
 export default async function authRoutes(
@@ -120,30 +160,7 @@ export default async function authRoutes(
     // Told only to whoever knows the password: the account exists, and is closed.
     if (user.deactivatedAt)
       return refuse("This account has been deactivated: a workspace admin can reactivate it.");
-    // A random id the browser keeps across sessions (a year): a sign-in from one never seen is news to its person.
-    let browserId = app.cookieJar.read(req, "browser");
-    if (!browserId || !/^[A-Za-z0-9_-]{32,64}$/.test(browserId)) browserId = randomToken(24);
-    app.cookieJar.set(reply, "browser", browserId, { expires: new Date(Date.now() + 365 * 86_400_000) });
-    const from = { userAgent: req.headers["user-agent"] ?? "", ipAddress: req.ip };
-    // The session, the browser remembered and the notice of a new one: together or not at all.
-    const { token, expiresAt } = await app.prisma.$transaction(async (tx) => {
-      const session = await createSession(tx, req.tenant!.id, user.id, opts.sessionLimits, from);
-      const news = await noteBrowser(tx, user, browserId, from);
-      if (news)
-        await recordSecurityEvent(tx, {
-          tenantId: req.tenant!.id,
-          userId: user.id,
-          actorId: user.id,
-          kind: "new_sign_in",
-          detail: `${news} If it was not you, end that session on your security page and change your password.`,
-          address: req.ip,
-          origin: workspaceOrigin(opts.origin, req.tenant!.subdomain),
-        });
-      return session;
-    });
-    app.cookieJar.set(reply, "session", token, { signed: true, expires: expiresAt });
-    // From here on the forms carry the session's token; the pre-session one is spent.
-    app.cookieJar.clear(reply, "csrf");
+    await beginSession(app, req, reply, user, opts);
     return reply.redirect(next, 303);
   });
 

@@ -17,6 +17,8 @@ export type SecurityEventKind =
   | "sessions_ended"
   | "deactivated"
   | "reactivated"
+  | "passkey_added"
+  | "passkey_removed"
   | (string & {});
 
 const SUBJECTS: Record<string, string> = {
@@ -29,6 +31,8 @@ const SUBJECTS: Record<string, string> = {
   sessions_ended: "Your other Cadre sessions were ended",
   deactivated: "Your Cadre account was deactivated",
   reactivated: "Your Cadre account was reactivated",
+  passkey_added: "A passkey was added to your Cadre account",
+  passkey_removed: "A passkey was removed from your Cadre account",
 };
 
 export interface SecurityEventInput {

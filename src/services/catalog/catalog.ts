@@ -31,6 +31,7 @@ import {
   enableOutgoingWebhook,
   testOutgoingWebhook,
 } from "../actions/outgoing-webhooks.ts";
+import { removePasskey, renamePasskey } from "../actions/passkeys.ts";
 import { changePassword } from "../actions/passwords.ts";
 import { updateProfile } from "../actions/profile.ts";
 import { replayRun } from "../actions/replay.ts";
@@ -264,6 +265,8 @@ export const actions = [
   setDefaultCapabilities,
   refreshModels,
   changePassword,
+  renamePasskey,
+  removePasskey,
   endSession,
   endOtherSessions,
   deactivatePerson,
