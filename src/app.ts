@@ -28,6 +28,7 @@ import mcpRoutes from "./routes/mcp.ts";
 import pageRoutes from "./routes/pages.ts";
 import passkeyRoutes from "./routes/passkeys.ts";
 import passwordResetRoutes from "./routes/password-reset.ts";
+import secondStepRoutes from "./routes/second-step.ts";
 import secretRoutes from "./routes/secrets.ts";
 import signupRoutes, { isSignupPath } from "./routes/signup.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
@@ -152,6 +153,7 @@ async function registerAppPlugins(app: FastifyInstance, config: Config) {
     secure,
     sessionSecret: config.SESSION_SECRET,
     sessionLimits: sessionLimitsOf(config),
+    origin: config,
   });
   await app.register(rateLimit, {
     redisUrl: config.REDIS_URL,
@@ -167,6 +169,7 @@ async function registerRoutes(app: FastifyInstance, config: Config) {
   const sessionLimits = sessionLimitsOf(config);
   await app.register(healthRoutes);
   await app.register(authRoutes, { sessionLimits, throttle: config, origin: config });
+  await app.register(secondStepRoutes, { throttle: config });
   await app.register(passwordResetRoutes, { sessionLimits, throttle: config, origin: config });
   await app.register(accountRoutes, { sessionLimits });
   await app.register(signupRoutes, {
@@ -180,6 +183,6 @@ async function registerRoutes(app: FastifyInstance, config: Config) {
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });
   await app.register(secretRoutes);
-  await app.register(passkeyRoutes, { sessionLimits, origin: config });
+  await app.register(passkeyRoutes);
   await app.register(pageRoutes);
 }

@@ -96,3 +96,6 @@ export const webhookSecretAad = (tenantId: string, id: string) => `cadre:agent_w
 
 /** What binds a secret waiting to be shown once (a form's new token or webhook secret) to its row. */
 export const revealAad = (tenantId: string, id: string) => `cadre:secret_reveal:${tenantId}:${id}`;
+
+/** What binds a person's TOTP seed to them: moved to another row or workspace, it does not open. */
+export const totpSeedAad = (tenantId: string, userId: string) => `cadre:totp_seed:${tenantId}:${userId}`;

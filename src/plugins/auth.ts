@@ -4,11 +4,12 @@
 // before there is one (the login form), to a random pre-session cookie (src/http/csrf.ts).
 import type { FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
-import type { TokenScope } from "../generated/prisma/client.ts";
+import type { SessionStage, TokenScope, User } from "../generated/prisma/client.ts";
 import { type CookieJar, cookieJar } from "../http/cookies.ts";
 import { csrfKey, csrfToken, sameToken } from "../http/csrf.ts";
 import { ForbiddenError, UnauthorizedError } from "../lib/errors.ts";
 import { randomToken } from "../lib/ids.ts";
+import type { OriginConfig } from "../lib/origin.ts";
 import { NO_WORKSPACE } from "../services/login-throttle.ts";
 import { type Actor, toActor } from "../services/registry/types.ts";
 import { findSession, type SessionLimits } from "../services/sessions.ts";
@@ -18,6 +19,8 @@ import { PUBLIC_PREFIXES } from "./tenancy.ts";
 declare module "fastify" {
   interface FastifyInstance {
     cookieJar: CookieJar;
+    /** What a new session is made with (http/sign-in.ts). */
+    signInSettings: { sessionLimits: SessionLimits; origin: OriginConfig };
   }
   interface FastifyRequest {
     actor?: Actor;
@@ -31,6 +34,11 @@ declare module "fastify" {
     /** What that token may do (services/registry/token-scope.ts). */
     tokenScope?: TokenScope;
     sessionId?: string;
+    /**
+     * A session short of full (the second step, enrolment): no actor, so every page answers
+     * as signed out; only the step's own routes and sign-out read it.
+     */
+    pendingSession?: { id: string; stage: Exclude<SessionStage, "full">; user: User };
     csrfToken: string;
   }
   interface FastifyContextConfig {
@@ -41,11 +49,17 @@ declare module "fastify" {
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-export default fp<{ secure: boolean; sessionSecret: string; sessionLimits: SessionLimits }>(
+export default fp<{
+  secure: boolean;
+  sessionSecret: string;
+  sessionLimits: SessionLimits;
+  origin: OriginConfig;
+}>(
   async (app, opts) => {
     const jar = cookieJar(opts.secure);
     const key = csrfKey(opts.sessionSecret);
     app.decorate("cookieJar", jar);
+    app.decorate("signInSettings", { sessionLimits: opts.sessionLimits, origin: opts.origin });
     app.decorateRequest("actor", undefined);
     app.decorateRequest("authVia", undefined);
     app.decorateRequest("tokenId", undefined);
@@ -53,6 +67,7 @@ export default fp<{ secure: boolean; sessionSecret: string; sessionLimits: Sessi
     app.decorateRequest("agentLabel", undefined);
     app.decorateRequest("tokenScope", undefined);
     app.decorateRequest("sessionId", undefined);
+    app.decorateRequest("pendingSession", undefined);
     app.decorateRequest("csrfToken", "");
 
     app.addHook("onRequest", async (req, reply) => {
@@ -83,6 +98,12 @@ export default fp<{ secure: boolean; sessionSecret: string; sessionLimits: Sessi
       const unsigned = raw ? req.unsignCookie(raw) : null;
       if (unsigned?.valid && unsigned.value) {
         const session = await findSession(app.prisma, req.tenant.id, unsigned.value, opts.sessionLimits);
+        // Its forms (the code, sign-out) carry the session's token; nothing else sees it signed in.
+        if (session && session.stage !== "full") {
+          req.pendingSession = { id: session.id, stage: session.stage, user: session.user };
+          req.csrfToken = csrfToken(key, req.tenant.id, { kind: "session", sessionId: session.id });
+          return;
+        }
         if (session) {
           req.actor = toActor(session.user);
           req.authVia = "session";
@@ -111,7 +132,7 @@ export default fp<{ secure: boolean; sessionSecret: string; sessionLimits: Sessi
     // keep it, so Back after logging out (or the next person at a shared computer) finds nothing.
     // Every answer, redirects and errors included: a 404 says what exists, a flash what was done.
     app.addHook("onSend", async (req, reply) => {
-      if (req.actor) reply.header("cache-control", "no-store");
+      if (req.actor || req.pendingSession) reply.header("cache-control", "no-store");
     });
 
     app.addHook("preHandler", async (req) => {

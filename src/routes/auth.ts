@@ -3,17 +3,15 @@ import { z } from "zod";
 import type { User } from "../generated/prisma/client.ts";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
+import { beginSession, safeNext, stepPath } from "../http/sign-in.ts";
 import { TooManyRequestsError, UnauthorizedError } from "../lib/errors.ts";
-import { randomToken } from "../lib/ids.ts";
-import { type OriginConfig, workspaceOrigin } from "../lib/origin.ts";
+import type { OriginConfig } from "../lib/origin.ts";
 import { textProblem } from "../lib/text.ts";
-import { noteBrowser } from "../services/accounts/known-browsers.ts";
-import { recordSecurityEvent } from "../services/accounts/security-events.ts";
 import { countAttempt, loginSucceeded, type ThrottleSettings } from "../services/login-throttle.ts";
 import { passkeySignInForm } from "../services/pages/security-passkeys.ts";
 import { verifyPassword } from "../services/passwords.ts";
 import { escapeHtml } from "../services/registry/html.ts";
-import { createSession, deleteSession, type SessionLimits } from "../services/sessions.ts";
+import { deleteSession, type SessionLimits } from "../services/sessions.ts";
 
 const loginBody = z.object({
   // A NUL would reach Postgres' lookup and fail as a 500; such an email is just a wrong one.
@@ -27,17 +25,6 @@ const loginBody = z.object({
   next: z.string().max(2000).optional(),
   _csrf: z.string().optional(),
 });
-
-/**
- * Only local paths: `next` must never send someone to another site after logging in.
- * Printable URL characters only: browsers drop tabs and newlines, so `/<TAB>/evil.com`
- * would become `//evil.com`, and other control or non-ASCII characters break the header.
- */
-export function safeNext(next: string | undefined): string {
-  return next && /^\/(?!\/)[\w\-.~%!$&'()*+,;=:@/?#[\]]*$/.test(next) && !next.startsWith("/login")
-    ? next
-    : "/";
-}
 
 function loginForm(csrf: string, next: string, email = "", error = ""): string {
   return `<div class="login">
@@ -66,43 +53,6 @@ function tooMany(seconds: number): string {
   return `Too many failed logins: try again in ${wait}.`;
 }
 
-/**
- * Signs a person in on this browser once they proved who they are (a password, a passkey):
- * the session cookie, the browser remembered, and the notice of a browser never seen before.
- */
-export async function beginSession(
-  app: FastifyInstance,
-  req: FastifyRequest,
-  reply: FastifyReply,
-  user: User,
-  opts: { sessionLimits: SessionLimits; origin: OriginConfig },
-): Promise<void> {
-  // A random id the browser keeps across sessions (a year): a sign-in from one never seen is news to its person.
-  let browserId = app.cookieJar.read(req, "browser");
-  if (!browserId || !/^[A-Za-z0-9_-]{32,64}$/.test(browserId)) browserId = randomToken(24);
-  app.cookieJar.set(reply, "browser", browserId, { expires: new Date(Date.now() + 365 * 86_400_000) });
-  const from = { userAgent: req.headers["user-agent"] ?? "", ipAddress: req.ip };
-  // The session, the browser remembered and the notice of a new one: together or not at all.
-  const { token, expiresAt } = await app.prisma.$transaction(async (tx) => {
-    const session = await createSession(tx, req.tenant!.id, user.id, opts.sessionLimits, from);
-    const news = await noteBrowser(tx, user, browserId, from);
-    if (news)
-      await recordSecurityEvent(tx, {
-        tenantId: req.tenant!.id,
-        userId: user.id,
-        actorId: user.id,
-        kind: "new_sign_in",
-        detail: `${news} If it was not you, end that session on your security page and change your password.`,
-        address: req.ip,
-        origin: workspaceOrigin(opts.origin, req.tenant!.subdomain),
-      });
-    return session;
-  });
-  app.cookieJar.set(reply, "session", token, { signed: true, expires: expiresAt });
-  // From here on the forms carry the session's token; the pre-session one is spent.
-  app.cookieJar.clear(reply, "csrf");
-}
-
 export default async function authRoutes(
   app: FastifyInstance,
   opts: { sessionLimits: SessionLimits; throttle: ThrottleSettings; origin: OriginConfig },
@@ -118,6 +68,8 @@ export default async function authRoutes(
         );
     }
     if (req.actor) return reply.redirect(next, 303);
+    // Half signed in: the step it still needs, not the password again.
+    if (req.pendingSession) return reply.redirect(stepPath(req.pendingSession.stage, next), 303);
     return sendLayout(req, reply, {
       title: `Log in to ${req.tenant!.name}`,
       breadcrumb: [],
@@ -160,12 +112,12 @@ export default async function authRoutes(
     // Told only to whoever knows the password: the account exists, and is closed.
     if (user.deactivatedAt)
       return refuse("This account has been deactivated: a workspace admin can reactivate it.");
-    await beginSession(app, req, reply, user, opts);
-    return reply.redirect(next, 303);
+    return beginSession(app, req, reply, user, { method: "password", next });
   });
 
   app.post("/logout", async (req, reply) => {
-    if (req.sessionId) await deleteSession(app.prisma, req.sessionId);
+    const sessionId = req.sessionId ?? req.pendingSession?.id;
+    if (sessionId) await deleteSession(app.prisma, sessionId);
     app.cookieJar.clear(reply, "session");
     return reply.redirect("/login", 303);
   });

@@ -8,9 +8,9 @@ import { readFileSync } from "node:fs";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { setFlash } from "../http/flash.ts";
+import { beginSession, safeNext } from "../http/sign-in.ts";
 import { ForbiddenError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { sha256 } from "../lib/ids.ts";
-import type { OriginConfig } from "../lib/origin.ts";
 import { textProblem } from "../lib/text.ts";
 import {
   addPasskey,
@@ -22,8 +22,6 @@ import {
 } from "../services/accounts/passkeys.ts";
 import { securityPath } from "../services/actions/sessions.ts";
 import { BROWSER_BUNDLE_PATH } from "../services/pages/security-passkeys.ts";
-import type { SessionLimits } from "../services/sessions.ts";
-import { beginSession, safeNext } from "./auth.ts";
 
 /** The browser half of @simplewebauthn, served as it ships, under /assets like our own scripts. */
 const BROWSER_BUNDLE = new URL(
@@ -80,10 +78,7 @@ function refusedBody(error: z.ZodError): ValidationError {
   );
 }
 
-export default async function passkeyRoutes(
-  app: FastifyInstance,
-  opts: { sessionLimits: SessionLimits; origin: OriginConfig },
-) {
+export default async function passkeyRoutes(app: FastifyInstance) {
   const bundle = readFileSync(BROWSER_BUNDLE);
   app.get(BROWSER_BUNDLE_PATH, (_req, reply) =>
     reply.type("text/javascript; charset=utf-8").header("cache-control", "public, max-age=3600").send(bundle),
@@ -139,7 +134,7 @@ export default async function passkeyRoutes(
     if (user.kind !== "person" || user.archivedAt) throw passkeyRefused("this passkey signs nobody in here");
     if (user.deactivatedAt)
       throw passkeyRefused("this account has been deactivated: a workspace admin can reactivate it");
-    await beginSession(app, req, reply, user, opts);
-    return reply.send({ location: safeNext(parsed.data.next) });
+    // A user-verified passkey is two factors on its own: the session starts full.
+    return beginSession(app, req, reply, user, { method: "passkey", next: safeNext(parsed.data.next) });
   });
 }

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
+import { stepPath } from "../http/sign-in.ts";
 import { AppError, TooManyRequestsError, ValidationError } from "../lib/errors.ts";
 import { type OriginConfig, workspaceOrigin } from "../lib/origin.ts";
 import { textProblem } from "../lib/text.ts";
@@ -15,6 +16,7 @@ import {
   takeResetLink,
 } from "../services/accounts/password-reset.ts";
 import { assertStrong, storePassword } from "../services/accounts/passwords.ts";
+import { stageFor } from "../services/accounts/sign-in.ts";
 import { countAttempt, loginSucceeded, type ThrottleSettings } from "../services/login-throttle.ts";
 import { hashPassword } from "../services/passwords.ts";
 import { escapeHtml } from "../services/registry/html.ts";
@@ -155,10 +157,19 @@ export default async function passwordResetRoutes(
     const outcome = await app.prisma.$transaction(async (tx) => {
       const taken = await takeResetLink(tx, req.tenant!.id, token);
       if ("refusal" in taken) return taken;
-      const session = await createSession(tx, req.tenant!.id, taken.user.id, opts.sessionLimits, {
-        userAgent: req.headers["user-agent"] ?? "",
-        ipAddress: req.ip,
-      });
+      // A reset proves the mailbox, not the second factor: the session still needs its step.
+      const stage = await stageFor(tx, taken.user, "password");
+      const session = {
+        stage,
+        ...(await createSession(
+          tx,
+          req.tenant!.id,
+          taken.user.id,
+          opts.sessionLimits,
+          { userAgent: req.headers["user-agent"] ?? "", ipAddress: req.ip },
+          { stage },
+        )),
+      };
       await storePassword(tx, taken.user, passwordHash, {
         kind: "password_reset",
         keep: session.id,
@@ -181,7 +192,7 @@ export default async function passwordResetRoutes(
         .type("text/markdown; charset=utf-8")
         .header("Vary", "Accept")
         .send("# Password set\n\nYour new password works now; every other session ended.\n");
-    return reply.redirect("/", 303);
+    return reply.redirect(outcome.session.stage === "full" ? "/" : stepPath(outcome.session.stage, "/"), 303);
   });
 
   /** A link that cannot be used: which way it failed, and what to do, in the request's format. */

@@ -4,7 +4,14 @@
 // security page, a password change or reset, a deactivation) — ending deletes the row, so the
 // cookie is dead on its next request.
 import type { Db } from "../db/prisma.ts";
+import type { SessionStage, SignInMethod } from "../generated/prisma/client.ts";
 import { newId, randomToken, sha256 } from "../lib/ids.ts";
+
+/**
+ * A session short of full (the second step, enrolment) lives this long: enough to open an
+ * authenticator app, too short to be worth stealing.
+ */
+export const HALF_SESSION_MINUTES = 10;
 
 /** Seen at most this often: a person clicking around should not write a row per request. */
 const LAST_SEEN_RESOLUTION_MS = 60_000;
@@ -26,10 +33,16 @@ export async function createSession(
   userId: string,
   limits: SessionLimits,
   from: SignInFrom,
+  how: { stage?: SessionStage; method?: SignInMethod } = {},
 ) {
   const token = randomToken(32);
-  const expiresAt = new Date(Date.now() + limits.absoluteHours * 3600_000);
-  await db.user.updateMany({ where: { id: userId, tenantId }, data: { lastSeenAt: new Date() } });
+  const stage = how.stage ?? "full";
+  const expiresAt = new Date(
+    Date.now() + (stage === "full" ? limits.absoluteHours * 3600_000 : HALF_SESSION_MINUTES * 60_000),
+  );
+  // Not signed in yet: a half session does not count as the person being seen.
+  if (stage === "full")
+    await db.user.updateMany({ where: { id: userId, tenantId }, data: { lastSeenAt: new Date() } });
   const row = await db.session.create({
     data: {
       id: newId(),
@@ -40,12 +53,31 @@ export async function createSession(
       // Bounded: a header is whatever the client sends.
       userAgent: from.userAgent.slice(0, 500),
       ipAddress: from.ipAddress.slice(0, 100),
+      stage,
+      method: how.method ?? "password",
     },
   });
   return { token, expiresAt, id: row.id };
 }
 
-/** A live session of a live person in this tenant, or null; touches its last-seen time now and then. */
+/**
+ * A half session that passed its step becomes full, under a new token: whatever saw the
+ * old cookie (before the second factor) holds nothing. Null when it is gone or already full.
+ */
+export async function promoteSession(db: Db, id: string, limits: SessionLimits) {
+  const token = randomToken(32);
+  const expiresAt = new Date(Date.now() + limits.absoluteHours * 3600_000);
+  const { count } = await db.session.updateMany({
+    where: { id, stage: { not: "full" }, expiresAt: { gt: new Date() } },
+    data: { stage: "full", tokenHash: sha256(token), expiresAt, lastSeenAt: new Date() },
+  });
+  return count ? { token, expiresAt } : null;
+}
+
+/**
+ * A live session of a live person in this tenant, or null; touches its last-seen time now and
+ * then. Its `stage` says whether it is signed in (full) or on the way (plugins/auth.ts).
+ */
 export async function findSession(db: Db, tenantId: string, token: string, limits: SessionLimits) {
   const session = await db.session.findUnique({
     where: { tokenHash: sha256(token) },

@@ -73,6 +73,7 @@ const tenant: Tenant = {
   subdomain: "acme",
   name: "Acme",
   settings: {},
+  twoFactorPolicy: "off",
   createdAt: new Date("2026-01-01T00:00:00Z"),
 };
 

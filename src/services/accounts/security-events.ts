@@ -19,6 +19,11 @@ export type SecurityEventKind =
   | "reactivated"
   | "passkey_added"
   | "passkey_removed"
+  | "two_factor_enabled"
+  | "two_factor_disabled"
+  | "recovery_codes_regenerated"
+  | "recovery_code_used"
+  | "two_factor_policy_changed"
   | (string & {});
 
 const SUBJECTS: Record<string, string> = {
@@ -33,6 +38,11 @@ const SUBJECTS: Record<string, string> = {
   reactivated: "Your Cadre account was reactivated",
   passkey_added: "A passkey was added to your Cadre account",
   passkey_removed: "A passkey was removed from your Cadre account",
+  two_factor_enabled: "Two-factor was turned on for your account",
+  two_factor_disabled: "Two-factor was turned off on your account",
+  recovery_codes_regenerated: "New recovery codes for your account",
+  recovery_code_used: "A recovery code was used on your account",
+  two_factor_policy_changed: "Your workspace's two-factor requirement changed",
 };
 
 export interface SecurityEventInput {
