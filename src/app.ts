@@ -27,6 +27,7 @@ import healthRoutes from "./routes/health.ts";
 import invitationRoutes from "./routes/invitations.ts";
 import mcpRoutes from "./routes/mcp.ts";
 import pageRoutes from "./routes/pages.ts";
+import passkeyRoutes from "./routes/passkeys.ts";
 import passwordResetRoutes from "./routes/password-reset.ts";
 import secondStepRoutes from "./routes/second-step.ts";
 import secretRoutes from "./routes/secrets.ts";
@@ -188,5 +189,6 @@ async function registerRoutes(app: FastifyInstance, config: Config) {
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });
   await app.register(secretRoutes);
+  await app.register(passkeyRoutes);
   await app.register(pageRoutes);
 }

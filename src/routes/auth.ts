@@ -1,6 +1,7 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Db } from "../db/prisma.ts";
+import type { User } from "../generated/prisma/client.ts";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import { beginSession, safeNext, stepPath } from "../http/sign-in.ts";
@@ -9,6 +10,7 @@ import type { OriginConfig } from "../lib/origin.ts";
 import { textProblem } from "../lib/text.ts";
 import { passwordsOffReason, ssoProviderOf } from "../services/accounts/sso-settings.ts";
 import { countAttempt, loginSucceeded, type ThrottleSettings } from "../services/login-throttle.ts";
+import { passkeySignInForm } from "../services/pages/security-passkeys.ts";
 import { verifyPassword } from "../services/passwords.ts";
 import { escapeHtml } from "../services/registry/html.ts";
 import { deleteSession, type SessionLimits } from "../services/sessions.ts";
@@ -52,6 +54,7 @@ ${sso ? ssoButton(sso, next) : ""}
 <div class="field"><label for="password">Password</label><input type="password" id="password" name="password" autocomplete="current-password" required></div>
 <button type="submit">Log in</button>
 </form>
+${passkeySignInForm(next)}
 <p class="hint"><a href="/forgot-password">Forgot your password?</a></p>
 <p class="hint">Agents and scripts use a personal API token instead: <code>Authorization: Bearer &lt;token&gt;</code>.</p>
 </div>`;

@@ -198,6 +198,9 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "remove_member.handle": (s) => ({ value: s.memberTarget, aRef: true }),
   "dismiss.id": (s) => ({ value: s.notification, aRef: true }),
   "end_session.id": (s) => ({ value: s.session, aRef: true }),
+  // rename_passkey then remove_passkey on the security page: the passkey the probe renames is the one it removes.
+  "rename_passkey.id": (s) => ({ value: s.passkey ?? NO_KEY, aRef: true }),
+  "remove_passkey.id": (s) => ({ value: s.passkey ?? NO_KEY, aRef: true }),
   // The new password is the old one: every probe after it still signs in with it.
   current_password: () => ({ value: PASSWORD }),
   new_password: () => ({ value: PASSWORD }),

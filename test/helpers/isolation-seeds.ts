@@ -40,6 +40,8 @@ export interface Seed {
   notification: string;
   /** A session of the actor, the one end_session targets (never used to authenticate). */
   session: string;
+  /** A passkey of the actor, the one rename_passkey and remove_passkey name (absent: they name one nobody has). */
+  passkey?: string;
   /** An open invitation of A's, the one revoke_invitation withdraws (absent: it names one nobody has). */
   invitation?: string;
   /** A second API token of the actor, the one revoke_api_token targets (never used to authenticate). */
@@ -223,6 +225,21 @@ export async function seedVictim(w: World): Promise<Victim> {
         },
       )
     ).id;
+  // A passkey row as registration leaves one: its key is never checked by rename or remove.
+  const passkeyOf = async (p: Person) =>
+    (
+      await db.passkey.create({
+        data: {
+          id: newId(),
+          tenantId: w.tenant.id,
+          userId: p.id,
+          credentialId: newId(22),
+          publicKey: new Uint8Array(77),
+          name: "Laptop",
+          deviceType: "singleDevice",
+        },
+      })
+    ).id;
   const notification = async (p: Person) =>
     (
       await must(
@@ -264,6 +281,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       hostname,
       notification: await notification(w.alice),
       session: await sessionOf(w.alice),
+      passkey: await passkeyOf(w.alice),
       invitation: await invitationOf(w, `invited-shared-${rand}@example.test`),
     },
     only: {
@@ -283,6 +301,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       hostname,
       notification: await notification(zed),
       session: await sessionOf(zed),
+      passkey: await passkeyOf(zed),
       invitation: await invitationOf(w, `invited-only-${rand}@example.test`),
     },
   };

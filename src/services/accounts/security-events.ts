@@ -19,6 +19,8 @@ export type SecurityEventKind =
   | "reactivated"
   | "sso_linked"
   | "sso_joined"
+  | "passkey_added"
+  | "passkey_removed"
   | "two_factor_enabled"
   | "two_factor_disabled"
   | "recovery_codes_regenerated"
@@ -38,6 +40,8 @@ const SUBJECTS: Record<string, string> = {
   reactivated: "Your Cadre account was reactivated",
   sso_linked: "Your Cadre account was linked to single sign-on",
   sso_joined: "You joined a Cadre workspace",
+  passkey_added: "A passkey was added to your Cadre account",
+  passkey_removed: "A passkey was removed from your Cadre account",
   two_factor_enabled: "Two-factor was turned on for your account",
   two_factor_disabled: "Two-factor was turned off on your account",
   recovery_codes_regenerated: "New recovery codes for your account",

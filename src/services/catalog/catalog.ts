@@ -32,6 +32,7 @@ import {
   enableOutgoingWebhook,
   testOutgoingWebhook,
 } from "../actions/outgoing-webhooks.ts";
+import { removePasskey, renamePasskey } from "../actions/passkeys.ts";
 import { changePassword } from "../actions/passwords.ts";
 import { updateProfile } from "../actions/profile.ts";
 import { replayRun } from "../actions/replay.ts";
@@ -268,6 +269,8 @@ export const actions = [
   setDefaultCapabilities,
   refreshModels,
   changePassword,
+  renamePasskey,
+  removePasskey,
   endSession,
   endOtherSessions,
   deactivatePerson,

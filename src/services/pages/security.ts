@@ -2,11 +2,13 @@
 // forms that end a session or all the others, and change their password. Like every settings
 // page it exists only for its owner.
 import type { Session } from "../../generated/prisma/client.ts";
+import { passkeysOf } from "../accounts/passkeys.ts";
 import { currentSession } from "../actions/sessions.ts";
 import { code, mdEscape } from "../registry/markdown.ts";
 import type { Block, PageDef } from "../registry/types.ts";
 import { browserName } from "../sessions.ts";
 import { home, when } from "./format.ts";
+import { passkeyBlocks } from "./security-passkeys.ts";
 import { ownSettings } from "./settings.ts";
 
 type Listed = Pick<Session, "id" | "userAgent" | "ipAddress" | "createdAt" | "lastSeenAt" | "expiresAt">;
@@ -27,7 +29,7 @@ export function sessionsTable(sessions: Listed[], current: string | undefined): 
 
 export const securityPage: PageDef = {
   pattern: "/u/:handle/settings/security",
-  actions: ["end_session", "end_other_sessions", "change_password"],
+  actions: ["end_session", "end_other_sessions", "change_password", "rename_passkey", "remove_passkey"],
   resolve: (ctx, params) => ownSettings(ctx, params.handle!),
   async render(ctx, scope) {
     const user = scope.user!;
@@ -38,6 +40,7 @@ export const securityPage: PageDef = {
       orderBy: { lastSeenAt: "desc" },
       take: 100,
     });
+    const passkeys = await passkeysOf(ctx.db, ctx.tenant.id, user.id);
     const others = sessions.filter((s) => s.id !== current);
     const endForms: Block[] = others.map((s) => ({
       form: {
@@ -67,6 +70,7 @@ export const securityPage: PageDef = {
           md: `## Password\n\nChanging it needs the one you have now. Forgot it? Sign out and use “Forgot your password?” on the sign-in page. [API tokens](/u/${user.handle}/settings/tokens) are not ended by a password change: revoke them there.`,
         },
         { form: { action: "change_password", fixed: {}, label: "Change password", style: "block" } },
+        ...passkeyBlocks(passkeys),
       ],
     };
   },

@@ -22,6 +22,8 @@ export const ALWAYS_BLOCKED = [
   "change_password",
   "end_session",
   "end_other_sessions",
+  "rename_passkey",
+  "remove_passkey",
   "deactivate_person",
   "reactivate_person",
   // Who administers the workspace and where it answers: its people's to decide.
