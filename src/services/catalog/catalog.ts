@@ -1,6 +1,7 @@
 // Every page and action of the workspace, in one list: the registry is built from it.
 
 import { clearAgentLabel } from "../actions/agent-label.ts";
+import { muteAgentMentions, unmuteAgentMentions } from "../actions/agent-mention-mutes.ts";
 import { setMemberRuns, transferSubagent } from "../actions/agent-ownership.ts";
 import { addRule, removeRule, setCapabilities, tryRule } from "../actions/agent-settings.ts";
 import { createApiTokenAction, revokeApiToken } from "../actions/api-tokens.ts";
@@ -251,6 +252,8 @@ export const actions = [
   deleteWebhook,
   setHumanOnly,
   setNotifications,
+  muteAgentMentions,
+  unmuteAgentMentions,
   createOutgoingWebhook,
   enableOutgoingWebhook,
   disableOutgoingWebhook,
