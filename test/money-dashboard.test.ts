@@ -167,8 +167,7 @@ function dayLines(rows: Spec[]): string[] {
 }
 
 /** The month's total as the header shows it: in the precision of the agents' rows under it. */
-const monthTotal = (byAgent: Spec[][]) =>
-  usdShares(byAgent.map((rows) => sums(thisMonth(rows)).cost)).total;
+const monthTotal = (byAgent: Spec[][]) => usdShares(byAgent.map((rows) => sums(thisMonth(rows)).cost)).total;
 
 // ---------------------------------------------------------------------------------------------
 // Reading pages
@@ -315,9 +314,10 @@ describe("the dashboards add up the ledger", () => {
         line: `| [@${handle}](/subagents/${handle}/usage) | ${shown} | $100.00 | ${m.calls} | active |`,
       };
     };
-    const expected = [agentRow("alpha", s.rows.alpha, spent[0]!), agentRow("beta", s.rows.beta, spent[1]!)].sort(
-      (a, b) => b.cost - a.cost,
-    );
+    const expected = [
+      agentRow("alpha", s.rows.alpha, spent[0]!),
+      agentRow("beta", s.rows.beta, spent[1]!),
+    ].sort((a, b) => b.cost - a.cost);
     const withoutProjection = (l: string) =>
       l
         .split(" | ")

@@ -1,7 +1,6 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Db } from "../db/prisma.ts";
-import type { User } from "../generated/prisma/client.ts";
 import { negotiate } from "../http/format.ts";
 import { sendLayout } from "../http/render.ts";
 import { beginSession, safeNext, stepPath } from "../http/sign-in.ts";

@@ -16,8 +16,8 @@ import {
   takeResetLink,
 } from "../services/accounts/password-reset.ts";
 import { assertStrong, storePassword } from "../services/accounts/passwords.ts";
-import { passwordRefusal } from "../services/accounts/sso-settings.ts";
 import { stageFor } from "../services/accounts/sign-in.ts";
+import { passwordRefusal } from "../services/accounts/sso-settings.ts";
 import { countAttempt, loginSucceeded, type ThrottleSettings } from "../services/login-throttle.ts";
 import { hashPassword } from "../services/passwords.ts";
 import { escapeHtml } from "../services/registry/html.ts";

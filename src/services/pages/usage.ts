@@ -118,12 +118,7 @@ interface OverviewFrame {
   csv: string | null;
 }
 
-function agentMonthRow(
-  agent: Usage["agents"][number],
-  now: Date,
-  tenant: boolean,
-  spent: string,
-): string {
+function agentMonthRow(agent: Usage["agents"][number], now: Date, tenant: boolean, spent: string): string {
   const limit = Number(toMicros(agentConfig({ agentConfig: agent.agentConfig as object }).cost_limit_usd));
   const paused = agent.pausedKind === "cost_limit" ? "**paused at limit**" : "paused";
   const state = agent.pausedAt ? paused : "active";
@@ -147,9 +142,7 @@ function agentsMonthTable(usage: Usage, tenant: boolean): string {
     "",
     `| agent |${tenant ? " owner |" : ""} spent | limit | projected | calls | status |`,
     `|---|${tenant ? "---|" : ""}---|---|---|---|---|`,
-    ...usage.agents.map((agent, index) =>
-      agentMonthRow(agent, usage.now, tenant, money.parts[index]!),
-    ),
+    ...usage.agents.map((agent, index) => agentMonthRow(agent, usage.now, tenant, money.parts[index]!)),
     "",
     "Amounts are rounded to the cent (to a hundredth of a cent when one is smaller), so that the spent column adds up to the month's total as shown; the CSV has every call to the millionth of a dollar.",
   ].join("\n");
