@@ -6,13 +6,14 @@ import { registry } from "../src/services/catalog/catalog.ts";
 import { fields, parseParams } from "../src/services/registry/params.ts";
 
 describe("param names", () => {
-  it("a row an action acts on is `id`: no other param names an id, but a vote's option", () => {
+  it("a row an action acts on is `id`: no other param names an id, but a vote's option and an SSO client's", () => {
     const odd = [...registry.actions.values()].flatMap((action) =>
       fields(action.params)
         .filter((field) => /(^|_)id$/.test(field.name) && field.name !== "id")
         .map((field) => `${action.name}.${field.name}`),
     );
-    expect(odd).toEqual(["vote.option_id"]);
+    // The identity provider's own word for it: what an admin copies from there.
+    expect(odd.sort()).toEqual(["set_sso_provider.client_id", "vote.option_id"]);
   });
 
   it("no action shows a former name", () => {
