@@ -171,7 +171,15 @@ describe("guards", () => {
     expect(skipped[0]!.error).toMatch(/^10 of its triggers were already waiting for its rate \(3 a minute\)/);
     // Bob is told plainly, linked to that run.
     const told = await waitFor(() =>
-      db().notification.findFirst({ where: { userId: w.bob.id, actorId: scout.id, kind: "agent" } }),
+      // Its own notice: runs that did get to look at the note tell Bob of themselves too.
+      db().notification.findFirst({
+        where: {
+          userId: w.bob.id,
+          actorId: scout.id,
+          kind: "agent",
+          path: `/subagents/scout/runs/${skipped[0]!.id}`,
+        },
+      }),
     );
     expect(told).toMatchObject({
       path: `/subagents/scout/runs/${skipped[0]!.id}`,

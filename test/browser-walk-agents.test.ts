@@ -102,7 +102,9 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: people and agents", (width) =
 
       // Added to a studio from a select of hers: no handle to type.
       const add = page.locator('form[data-action="add_to_studio"]');
-      expect(await add.locator("select[name=studio] option").allTextContents()).toEqual(["General"]);
+      expect(await add.locator("select[name=studio] option").allTextContents()).toEqual([
+        "General (general)",
+      ]);
       await add.getByRole("button", { name: "Add to studio" }).click();
       await page.locator(".notice", { hasText: "Added to General" }).waitFor();
 

@@ -330,12 +330,13 @@ describe("the dashboards add up the ledger", () => {
       ...dayLines(mine),
       expect.stringMatching(/^\| \*\*30 days\*\* \| \*\*8\*\* \|/),
     ]);
+    // One precision for the table: the row under a cent puts every row in hundredths of a cent.
     expect(tableRows(page, "By model")).toEqual([
-      "| `claude-sonnet-4-5` | 1 | 4,000 | 1,000 (25 %) | 500 | $2.00 |",
-      "| `gpt-4o` | 2 | 3,600 | 0 | 460 | $1.80 |",
-      "| `gpt-4o-mini` | 3 | 3,100 | 200 (6 %) | 410 | $1.26 |",
+      "| `claude-sonnet-4-5` | 1 | 4,000 | 1,000 (25 %) | 500 | $2.0000 |",
+      "| `gpt-4o` | 2 | 3,600 | 0 | 460 | $1.8000 |",
+      "| `gpt-4o-mini` | 3 | 3,100 | 200 (6 %) | 410 | $1.2600 |",
       "| `@cmd-model` | 1 | 100 | 0 | 10 | $0.0004 |",
-      "| ⚠ `house_model` (no price: counted as $0) | 1 | 500 | 0 | 50 | $0.00 |",
+      "| ⚠ `house_model` (no price: counted as $0) | 1 | 500 | 0 | 50 | $0.0000 |",
     ]);
     expect(tableRows(page, "By key")).toEqual([
       "| Work key \\(…1234\\) | 2 | 5,000 | 1,200 (24 %) | 600 | $2.50 |",

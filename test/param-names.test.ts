@@ -17,17 +17,13 @@ describe("param names", () => {
   });
 
   it("no action shows a former name", () => {
-    const former = new Set(["webhook_id", "key_id", "schedule", "subscription", "invitation", "query"]);
+    const former = new Set(["webhook_id", "key_id", "schedule", "subscription", "invitation"]);
     const shown = [...registry.actions.values()].flatMap((action) =>
       fields(action.params)
         .filter((field) => former.has(field.name))
         .map((field) => `${action.name}.${field.name}`),
     );
     expect(shown).toEqual([]);
-  });
-
-  it("search takes q, as the search page's address does", () => {
-    expect(fields(registry.actions.get("search")!.params).map((field) => field.name)).toEqual(["q"]);
   });
 
   it.each([

@@ -153,11 +153,11 @@ describe("queries", () => {
 
 describe("the search action", () => {
   it("runs from markdown, JSON and a browser form", async () => {
-    const res = await md(app, w, w.bob, "POST", "/search/actions/search", { q: "quokka" });
+    const res = await md(app, w, w.bob, "POST", "/search/actions/search", { query: "quokka" });
     expect(res.statusCode).toBe(200);
     expect(hits(res.body)).toHaveLength(4);
     const b = await login(app, w, w.bob);
-    const form = await b.post("/search/actions/search", { q: "adopt quokka" });
+    const form = await b.post("/search/actions/search", { query: "adopt quokka" });
     expect(form.statusCode).toBe(303);
     expect(form.headers.location).toBe("/search?q=adopt+quokka");
     const page = await b.get(form.headers.location as string);
@@ -168,16 +168,16 @@ describe("the search action", () => {
   });
 
   it("rejects an empty or unknown param with 400, in both formats", async () => {
-    const res = await md(app, w, w.bob, "POST", "/search/actions/search", { q: " ", term: "x" });
+    const res = await md(app, w, w.bob, "POST", "/search/actions/search", { query: " ", q: "x" });
     expect(res.statusCode).toBe(400);
-    expect(res.body).toContain("`q`: must not be empty");
-    expect(res.body).toContain("`term`: unknown parameter");
-    const long = await md(app, w, w.bob, "POST", "/search/actions/search", { q: "x".repeat(201) });
-    expect(long.body).toContain("`q`: at most 200 characters");
+    expect(res.body).toContain("`query`: must not be empty");
+    expect(res.body).toContain("`q`: unknown parameter");
+    const long = await md(app, w, w.bob, "POST", "/search/actions/search", { query: "x".repeat(201) });
+    expect(long.body).toContain("`query`: at most 200 characters");
     const b = await login(app, w, w.bob);
-    const form = await b.post("/search/actions/search", { q: "" });
+    const form = await b.post("/search/actions/search", { query: "" });
     expect(form.statusCode).toBe(400);
-    expect(issuesOf(form.body).q).toBe("must not be empty");
+    expect(issuesOf(form.body).query).toBe("must not be empty");
   });
 });
 

@@ -261,6 +261,13 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   invitation: (s) => ({ value: s.invitation ?? NO_KEY, aRef: true }),
   link: () => ({ value: "on" }),
   allowed_domains: () => ({ value: "example.test" }),
+  // An issuer nobody answers at: saving is refused (400, discovery failed) before it writes, for
+  // A as for B; test/sso.test.ts saves one against a real OpenID Provider.
+  "set_sso_provider.display_name": () => ({ value: `${PROBE} SSO` }),
+  "set_sso_provider.issuer": () => ({ value: "http://127.0.0.1:9/" }),
+  "set_sso_provider.client_id": () => ({ value: "probe-client" }),
+  "set_sso_provider.client_secret": () => ({ value: `${PROBE}-client-secret` }),
+  "set_sso_provider.sso_only": () => ({ value: false }),
   "set_cost_limit.monthly_limit_usd": () => ({ value: 50 }),
   "set_cost_limit.alert_thresholds_usd": () => ({ value: "1, 5" }),
   // set_model_price then remove_model_price on the same page: the price the probe sets is the one it removes.

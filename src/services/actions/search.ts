@@ -6,9 +6,9 @@ import { text } from "../validation.ts";
 export const searchAction = defineAction({
   name: "search",
   description: "Search notes, decisions, commitments and comments in your studios",
-  params: z.object({ q: text(200).meta({ label: "Search for", formerly: "query" }) }),
+  params: z.object({ query: text(200) }),
   writes: false,
   async execute(_ctx, params) {
-    return { status: 200, location: `/search?${new URLSearchParams({ q: params.q })}`, notice: "" };
+    return { status: 200, location: `/search?${new URLSearchParams({ q: params.query })}`, notice: "" };
   },
 });
