@@ -6,8 +6,6 @@ import type { Job } from "bullmq";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventProcessor } from "../src/jobs/process-event.ts";
-import { dispatchTriggers } from "../src/services/agents/triggers/dispatcher.ts";
-import { readEvent } from "../src/services/subjects.ts";
 import {
   commentBy,
   processed,
@@ -193,23 +191,37 @@ describe("guards", () => {
     expect(requestsFor(env, w)).toHaveLength(3);
   });
 
-  it("two agents mentioning each other do not relay: a handle an agent writes is a quote, it wakes nobody", async () => {
+  it("chain depth: two agents mentioning each other stop at depth 3 with a skipped chain_depth run", async () => {
     const w = await makeWorld();
     const scout = await makeAgent(w, w.alice, "scout");
     const echo = await makeAgent(w, w.alice, "echo");
     env.llm.setScript(respondScript((me) => (me === "scout" ? "@echo your turn" : "@scout your turn")));
     const path = await noteBy(w, w.alice);
     await comment(w, w.bob, path, "@scout start the relay");
-    expect(await waitForRun(scout.id)).toMatchObject({ status: "completed", chainDepth: 0 });
-    const said = await waitFor(() => db().comment.findFirst({ where: { authorId: scout.id } }));
-    expect(said.text).toBe("@echo your turn");
-    // Handled again here, whatever the worker did with it: it wakes nobody.
-    const event = await db().event.findFirstOrThrow({
-      where: { subjectId: said.id, type: "comment.created" },
+    const stopped = await waitForRun(echo.id, (s) => s === "skipped", 15_000);
+    expect(stopped).toMatchObject({ stopReason: "chain_depth", chainDepth: 3, triggerKind: "mention" });
+    expect(stopped.error).toBe("Agent-to-agent chain reached the depth limit (3).");
+    const scoutRuns = await settled(scout.id, 2);
+    const echoRuns = await settled(echo.id, 2);
+    expect(scoutRuns.map((r) => [r.chainDepth, r.status])).toEqual([
+      [0, "completed"],
+      [2, "completed"],
+    ]);
+    expect(echoRuns.map((r) => [r.chainDepth, r.status])).toEqual([
+      [1, "completed"],
+      [3, "skipped"],
+    ]);
+    const said = await db().comment.findMany({
+      where: { authorId: { in: [scout.id, echo.id] } },
+      orderBy: { createdAt: "asc" },
     });
-    const read = (await readEvent(db(), event.id))!;
-    expect(await dispatchTriggers(db(), read.event, read.subject!)).toEqual([]);
-    expect(await runsOf(echo.id)).toEqual([]);
+    expect(said.map((c) => c.text)).toEqual(["@echo your turn", "@scout your turn", "@echo your turn"]);
+    // The skipped run belongs to the last comment, written by scout's depth-2 run.
+    const lastEvent = await db().event.findFirstOrThrow({
+      where: { subjectId: said[2]!.id, type: "comment.created" },
+    });
+    expect(stopped.triggerEventId).toBe(lastEvent.id);
+    expect(lastEvent.runId).toBe(scoutRuns[1]!.id);
   });
 
   it("an archived agent does not run; a mention of it is recorded as skipped and the person told", async () => {

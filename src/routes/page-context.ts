@@ -8,7 +8,6 @@ import { type PageReply, sendPage } from "../http/render.ts";
 import { UnauthorizedError } from "../lib/errors.ts";
 import { agentTokenFlow } from "../services/agents/policy/labels.ts";
 import { registry } from "../services/catalog/catalog.ts";
-import { markOpened } from "../services/notifications.ts";
 import type { Ctx } from "../services/registry/types.ts";
 
 /** The request as a page/action context; also used by the CSV export. */
@@ -70,9 +69,6 @@ export async function showPage(
   const { path, query } = parseUrl(url);
   const ctx = ctxOf(req);
   const { view, actions, resolved } = await registry.view(ctx, path, query);
-  // A person who opens what a notification points at has read it (its link, or the page itself).
-  if (ctx.actor.kind === "person" && (extra.status ?? 200) === 200)
-    await markOpened(ctx.db, ctx.tenant.id, ctx.actor.id, path);
   // Only a browser's forms ask for the field; markdown clients read the 403 that names it.
   const reconfirm =
     format === "html"

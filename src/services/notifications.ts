@@ -11,18 +11,6 @@ import { loadSubject, readEvent, type Subject } from "./subjects.ts";
 /** A person's notifications not yet dismissed: the menu's badge, their page and "dismiss all" count the same ones. */
 export const unreadOf = (userId: string, tenantId: string) => ({ userId, tenantId, dismissedAt: null });
 
-/**
- * A person opened `path`: their unread notifications pointing there are read. One statement
- * on the unread index, and almost always nothing to change; it never fails the page.
- */
-export async function markOpened(db: PrismaClient, tenantId: string, userId: string, path: string) {
-  await hotQuery(
-    db,
-    Prisma.sql`UPDATE notifications SET dismissed_at = now()
-      WHERE tenant_id = ${tenantId} AND user_id = ${userId} AND dismissed_at IS NULL AND path = ${path}`,
-  ).catch(() => undefined);
-}
-
 /** `subject` may be passed when the caller already loaded it (the event worker shares it with the dispatcher). */
 export async function notifyForEvent(
   db: PrismaClient,
@@ -38,8 +26,7 @@ export async function notifyForEvent(
   if (!content || !stored.studioId) return 0;
 
   const recipients = new Map<string, NotificationKind>();
-  const writer = await writerOf(db, stored, parseMentions(content.text));
-  const handles = mentionedBy(writer, writer.handles);
+  const handles = parseMentions(content.text);
   const authors = [content.parentAuthorId, content.subjectAuthorId].filter((a): a is string => Boolean(a));
   // A notification quotes the text: only people who can read it where it was written get one
   // (an author who has since left the studio does not).
@@ -64,8 +51,6 @@ export async function notifyForEvent(
   )
     recipients.set(content.subjectAuthorId, "comment");
   recipients.delete(stored.actorId);
-  if (writer.agent)
-    for (const userId of writer.mutedBy) if (recipients.get(userId) === "mention") recipients.delete(userId);
   if (!recipients.size) return 0;
 
   const excerpt = content.text.replace(/\s+/g, " ").trim().slice(0, 500);
@@ -81,46 +66,6 @@ export async function notifyForEvent(
       excerpt,
     })),
   );
-}
-
-/** Who wrote an event's content: a person, or an agent with the waker of its run and who muted its mentions. */
-interface Writer {
-  agent: boolean;
-  /** The handle of the person whose trigger started the run that wrote it (null: none, or not a person). */
-  wakerHandle: string | null;
-  /** Of the people it mentions, those who muted this agent's mentions, or every agent's. */
-  mutedBy: string[];
-}
-
-async function writerOf(
-  db: Db,
-  event: Pick<Event, "actorId" | "runId" | "tenantId">,
-  handles: string[],
-): Promise<Writer & { handles: string[] }> {
-  const [row] = await hotQuery<Writer>(
-    db,
-    Prisma.sql`
-    SELECT u.kind = 'subagent' AS agent,
-      (SELECT w.handle FROM subagent_task_runs r JOIN users w ON w.id = r.initiated_by_id AND w.kind = 'person'
-        WHERE r.id = ${event.runId}) AS "wakerHandle",
-      CASE WHEN u.kind = 'subagent' THEN ARRAY(SELECT m.id FROM users m WHERE m.tenant_id = ${event.tenantId}
-        AND m.handle = ANY(${handles}::text[]) AND (m.mute_agent_mentions OR u.id = ANY(m.muted_agent_ids)))
-      ELSE '{}'::text[] END AS "mutedBy"
-    FROM users u WHERE u.id = ${event.actorId}`,
-  );
-  return { ...(row ?? { agent: false, wakerHandle: null, mutedBy: [] }), handles };
-}
-
-/**
- * The handles in a text that reach someone. A person's all do. An agent's text quotes handles
- * more often than it addresses them ("Hi @alice!", "as @scout said"), and two agents greeting
- * each other woke each other until the chain limit: in what an agent writes, only the person
- * whose words woke its run is reached (it is answering them); every other handle notifies and
- * wakes nobody. An agent hands work to another through the thread or a reply, not a quote.
- */
-export function mentionedBy(writer: Pick<Writer, "agent" | "wakerHandle">, handles: string[]): string[] {
-  if (!writer.agent) return handles;
-  return handles.filter((handle) => handle === writer.wakerHandle);
 }
 
 export interface NewNotification {

@@ -1,5 +1,4 @@
-// Dismissing the actor's own notifications, one or all ("mark all read"; pages/notifications.ts).
-// Opening what one points at reads it too (notifications.ts markOpened).
+// Dismissing the actor's own notifications, one or all (pages/notifications.ts).
 import { z } from "zod";
 import { NotFoundError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
@@ -26,7 +25,7 @@ export const dismiss = defineAction({
 
 export const dismissAll = defineAction({
   name: "dismiss_all",
-  description: "Mark all your notifications read",
+  description: "Dismiss all your notifications",
   params: z.object({}),
   writes: true,
   audience: toSelf("notification dismissal"),
@@ -38,7 +37,7 @@ export const dismissAll = defineAction({
     return {
       status: 200,
       location: "/notifications",
-      notice: `Marked ${plural(dismissed.count, "notification")} read`,
+      notice: `Dismissed ${plural(dismissed.count, "notification")}`,
     };
   },
 });

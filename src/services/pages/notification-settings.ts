@@ -30,16 +30,11 @@ function mailLine(email: string | null): string {
 
 export const notificationSettingsPage = definePage({
   pattern: "/u/:handle/settings/notifications",
-  actions: ["set_notifications", "mute_agent_mentions", "unmute_agent_mentions"],
+  actions: ["set_notifications"],
   resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope) {
     const user = await ctx.db.user.findUniqueOrThrow({ where: { id: scope.user.id } });
     const prefs = reachPrefs(user.reachPrefs);
-    const muted = await ctx.db.user.findMany({
-      where: { id: { in: user.mutedAgentIds }, tenantId: ctx.tenant.id },
-      select: { handle: true },
-      orderBy: { handle: "asc" },
-    });
     return {
       title: "Notifications",
       breadcrumb: crumbs(user.handle, [{ label: "Notifications" }]),
@@ -57,46 +52,10 @@ export const notificationSettingsPage = definePage({
         {
           md: `To tell a chat channel or a service, add an ${link("outgoing webhook", webhooksPath(user.handle))}.`,
         },
-        ...muteBlocks(user.muteAgentMentions, muted),
       ],
     };
   },
 });
-
-/** Agents' mentions of you, muted or not: a handle an agent quotes never notifies anyone anyway. */
-function muteBlocks(all: boolean, muted: { handle: string }[]): Block[] {
-  const state = all
-    ? "**Muted for every agent**: no agent's mention notifies you."
-    : muted.length
-      ? `Muted: ${muted.map((agent) => `@${agent.handle}`).join(", ")}.`
-      : "Every agent's mention of you notifies you.";
-  return [
-    {
-      md: [
-        "## Mentions by agents",
-        "",
-        `An agent reaches you with a mention only when it answers something you asked it (a handle it quotes or greets notifies nobody). ${state}`,
-      ].join("\n"),
-    },
-    ...(all || muted.length
-      ? [
-          ...muted.map(
-            (agent): Block => ({
-              form: {
-                action: "unmute_agent_mentions",
-                fixed: { agent: agent.handle },
-                label: `Unmute @${agent.handle}`,
-              },
-            }),
-          ),
-          { form: { action: "unmute_agent_mentions", fixed: { agent: "all" }, label: "Unmute every agent" } },
-        ]
-      : []),
-    ...(all
-      ? []
-      : [{ form: { action: "mute_agent_mentions", fixed: {}, label: "Mute", style: "block" as const } }]),
-  ];
-}
 
 async function endpointsOf(ctx: Ctx) {
   return ctx.db.outboundEndpoint.findMany({

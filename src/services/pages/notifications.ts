@@ -76,7 +76,7 @@ function notificationBlock(
   if (notification.kind !== "agent")
     line = `${name} ${verb(notification.kind)} ${link(mdEscape(thingAt(notification.path, titles)), notification.path)}\n\n${quote(text)}`;
   else if (text.startsWith(REFUSAL))
-    line = `${name} ${mdEscape(text)} · ${link(notification.path.includes("/runs/") ? "See why" : "Open the thread", notification.path)}`;
+    line = `${name} ${mdEscape(text)} · ${link("See why", notification.path)}`;
   else if (notification.path.includes("/runs/"))
     line = `${name} asks you: “${mdEscape(text)}” · ${link("Answer", notification.path)}`;
   else if (notification.path.includes("/pending/"))
@@ -121,10 +121,7 @@ export const notificationsPage = definePage({
       breadcrumb: [home, { label: "Notifications" }],
       blocks: items.length
         ? [
-            {
-              md: `${plural(total, "unread notification")}. Opening one (its link, or its page) marks it read.`,
-            },
-            { form: { action: "dismiss_all", fixed: {}, label: "Mark all read" } },
+            { md: `${plural(total, "unread notification")}.` },
             ...items.flatMap((notification) => [
               notificationBlock(titles, notification),
               { form: { action: "dismiss", fixed: { id: notification.id }, label: "Dismiss" } },

@@ -84,14 +84,6 @@ export const whoamiPage = definePage({
       blocks: [
         { md: identity },
         ...(user.bio ? [{ md: quote(user.bio) }] : []),
-        // An agent's profile says what it does, in its managers' words (update_subagent).
-        ...(user.kind === "subagent"
-          ? [
-              {
-                md: `**What it does:** ${mdEscape(agentConfig(user).description) || "_its managers have not said yet._"}`,
-              },
-            ]
-          : []),
         ...(user.kind === "subagent"
           ? agentBlocks(user, spent, watching, unnamedLine(whoami.unnamedWatching, "subscription"))
           : []),
@@ -190,14 +182,6 @@ export const profilePage = definePage({
           md: `${who(user)} · ${user.kind}${parent ? ` owned by ${who(parent)}` : ""}${studio ? ` owned by the studio ${link(studio.name, `/studios/${studio.handle}`)}` : ""} · joined ${when(user.createdAt)}`,
         },
         ...(user.bio ? [{ md: quote(user.bio) }] : []),
-        // An agent's profile says what it does, in its managers' words (update_subagent).
-        ...(user.kind === "subagent"
-          ? [
-              {
-                md: `**What it does:** ${mdEscape(agentConfig(user).description) || "_its managers have not said yet._"}`,
-              },
-            ]
-          : []),
         {
           md: `## Studios you share\n\n${shared.length ? shared.map((s) => `- ${link(s.name, `/studios/${s.handle}`)}`).join("\n") : "_None._"}`,
         },

@@ -1,6 +1,5 @@
 // Turns content events into agent runs: @mentions of subagents in the studio, replies
-// to what a subagent wrote, and new comments in a thread a subagent took part in. A handle an
-// agent wrote wakes nobody: it quotes, it does not call (services/notifications.ts mentionedBy).
+// to what a subagent wrote, and new comments in a thread a subagent took part in.
 // Guards: the workspace's kill switch, no self-trigger, archived and paused agents (recorded as skipped runs, and the
 // person told), agent-to-agent chain depth, and a per-agent trigger rate that holds under
 // concurrency (an advisory lock per agent): over it a run waits its turn (rate.ts). Every
@@ -81,8 +80,6 @@ async function wakeRead(db: PrismaClient, e: Event, s: Subject): Promise<Wake> {
     WITH candidate AS (
       SELECT u.id, 1 AS rank, 'mention' AS why FROM users u
       WHERE u.tenant_id = ${e.tenantId} AND u.kind = 'subagent' AND u.handle = ANY(${handles}::text[])
-        -- A handle in an agent's text is a quote, not a call: it wakes nobody (notifications.ts mentionedBy).
-        AND NOT EXISTS (SELECT 1 FROM users writer WHERE writer.id = ${e.actorId} AND writer.kind = 'subagent')
       UNION ALL
       SELECT u.id, 2, 'reply' FROM users u
       WHERE u.tenant_id = ${e.tenantId} AND u.kind = 'subagent' AND u.id = ANY(${authors}::text[])
