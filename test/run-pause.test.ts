@@ -131,7 +131,7 @@ describe("pause and resume", () => {
     await waitFor(async () => requestsOf(title).length === 1 || null, 30_000);
     const pause = await md(app, w, w.alice, "POST", `/subagents/scout/runs/${runId}/actions/pause_run`, {});
     expect(pause.statusCode).toBe(200);
-    expect(pause.body).toMatch(/pauses after its current step/);
+    expect(pause.body).toMatch(/You asked it to pause after the step it was on\./);
     expect(await md(app, w, w.alice, "GET", `/subagents/scout/runs/${runId}`).then((r) => r.body)).toMatch(
       /pausing after this step/,
     );
