@@ -29,7 +29,18 @@ describe.each(WIDTHS)("workspace agent settings at %i px", (width) => {
         .evaluateAll((els) => els.map((e) => e.getAttribute("label")));
       expect(groups).toEqual(["Price list · OpenAI", "Price list · Anthropic"]);
       await limits.getByLabel("Default model").selectOption("claude-haiku-4-5");
-      await limits.getByLabel("Chain depth").fill("25");
+      // The field carries the schema's range (max="20"): the browser holds the form back itself;
+      // past it (an old form, a script), the server says the same at the field.
+      const depth = limits.getByLabel("Chain depth");
+      expect(await depth.getAttribute("max")).toBe("20");
+      await depth.fill("25");
+      await limits.getByRole("button", { name: "Save limits" }).click();
+      expect(
+        await depth.evaluate(
+          (el) => (el as unknown as { validity: { rangeOverflow: boolean } }).validity.rangeOverflow,
+        ),
+      ).toBe(true);
+      await depth.evaluate((el) => el.removeAttribute("max"));
       await limits.getByRole("button", { name: "Save limits" }).click();
       await page.locator(".field-error").first().waitFor();
       expect(await fieldError(limits, "Chain depth")).toBe("at most 20");

@@ -71,7 +71,8 @@ describe.each(WIDTHS)("a newcomer's walk at %i px: being reached", (width) => {
       // Signed out: the link asks to sign in first, then comes back to it.
       await page.getByLabel("Email").fill(w.alice.email);
       await page.getByLabel("Password").fill("correct horse battery staple");
-      await page.getByRole("button", { name: /log in|sign in/i }).click();
+      // "Log in" exactly: the page also offers "Sign in with a passkey".
+      await page.getByRole("button", { name: "Log in", exact: true }).click();
       await page.waitForURL(approve!);
       await look(walk, "review-link");
       const pending = await db().agentPendingAction.findFirstOrThrow({ where: { agentId: scout.id } });
