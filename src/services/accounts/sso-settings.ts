@@ -60,33 +60,6 @@ export async function passwordRefusal(db: Db, tenantId: string): Promise<string 
   return name ? passwordsOffReason(name) : null;
 }
 
-const DOMAIN = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/;
-
-/** The domains as typed (comma, space or newline separated), lower-case, each once; a 400 naming the field. */
-export function parseDomains(raw: string): string[] {
-  const domains = [
-    ...new Set(
-      raw
-        .split(/[\s,;]+/)
-        .map((domain) => domain.trim().toLowerCase().replace(/^@/, ""))
-        .filter(Boolean),
-    ),
-  ];
-  const bad = domains.filter((domain) => !DOMAIN.test(domain));
-  if (bad.length)
-    throw new ValidationError(
-      [
-        {
-          field: "allowed_domains",
-          label: "Allowed email domains",
-          message: `not a domain: ${bad.map((domain) => `“${domain}”`).join(", ")} (write e.g. example.com)`,
-        },
-      ],
-      "Please fix",
-    );
-  return domains;
-}
-
 export interface ProviderInput {
   displayName: string;
   issuer: string;

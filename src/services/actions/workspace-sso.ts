@@ -4,8 +4,9 @@
 // its event then commit together. The client secret is write-only: sealed, never shown again.
 import { z } from "zod";
 import { ForbiddenError, ValidationError } from "../../lib/errors.ts";
+import { parseDomains } from "../accounts/join-link.ts";
 import { discoverProvider, issuerProblem } from "../accounts/sso-client.ts";
-import { parseDomains, providerSettingsOf, removeProvider, saveProvider } from "../accounts/sso-settings.ts";
+import { providerSettingsOf, removeProvider, saveProvider } from "../accounts/sso-settings.ts";
 import { emit } from "../events.ts";
 import { toWorkspace } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction } from "../registry/types.ts";

@@ -75,6 +75,26 @@ function storableQuery(query: Query): Query {
   );
 }
 
+/**
+ * The params, or every problem with them at once: the schema's and the action's own checks
+ * (which read the database) both run before the first answer, so a person fixes a form once.
+ */
+async function validated(ctx: Ctx, action: ActionDef, body: Record<string, unknown>, opts: RunOptions) {
+  let params: Record<string, unknown> | undefined;
+  let refused: ValidationError | undefined;
+  try {
+    params = parseParams(action.params, body, opts);
+  } catch (err) {
+    if (!(err instanceof ValidationError)) throw err;
+    refused = err;
+  }
+  const more = (await action.check?.(ctx, body)) ?? [];
+  const named = new Set(refused?.issues.map((issue) => issue.field));
+  const issues = [...(refused?.issues ?? []), ...more.filter((issue) => !named.has(issue.field))];
+  if (issues.length) throw labelled(action.params, new ValidationError(issues));
+  return params!;
+}
+
 export function createRegistry(
   pages: PageDef[],
   actions: ActionDef[],
@@ -239,26 +259,6 @@ export function createRegistry(
       }
     },
   };
-
-  /**
-   * The params, or every problem with them at once: the schema's and the action's own checks
-   * (which read the database) both run before the first answer, so a person fixes a form once.
-   */
-  async function validated(ctx: Ctx, action: ActionDef, body: Record<string, unknown>, opts: RunOptions) {
-    let params: Record<string, unknown> | undefined;
-    let refused: ValidationError | undefined;
-    try {
-      params = parseParams(action.params, body, opts);
-    } catch (err) {
-      if (!(err instanceof ValidationError)) throw err;
-      refused = err;
-    }
-    const more = (await action.check?.(ctx, body)) ?? [];
-    const named = new Set(refused?.issues.map((issue) => issue.field));
-    const issues = [...(refused?.issues ?? []), ...more.filter((issue) => !named.has(issue.field))];
-    if (issues.length) throw labelled(action.params, new ValidationError(issues));
-    return params!;
-  }
 
   /** Validates, then executes in one transaction: the write, its event and audit rows commit together or not at all. */
   async function execute(
