@@ -17,8 +17,9 @@
       headers: { "content-type": "application/json", accept: "application/json", "x-csrf-token": csrf() },
       body: JSON.stringify(body),
     });
-    // A sign-in answers with a redirect (http/sign-in.ts), which fetch has followed: go there.
-    if (response.redirected && response.ok) return { location: response.url };
+    // A sign-in answers with a redirect (http/sign-in.ts), which fetch has followed asking for
+    // JSON; the page it lands on may answer only HTML (406), which is no refusal: go there.
+    if (response.redirected) return { location: response.url };
     const answer = await response.json().catch(() => ({}));
     if (!response.ok) throw new Error(answer.error?.message ?? `The server answered ${response.status}.`);
     return answer;
