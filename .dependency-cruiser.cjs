@@ -4,7 +4,7 @@
 //   db/, metrics/                           connections and counters
 //   services/live/, services/events-channel.ts   the Postgres channel live pages listen on
 //   services/registry/                      what a page and an action are, and running them
-//   domain services                         services/*.ts, money/, agents/{core,prompt,policy,triggers,automations}/
+//   domain services                         services/*.ts, money/, tools/, agents/{core,prompt,policy,triggers,automations}/
 //   services/pages/, services/actions/      the workspace's pages and actions
 //   services/catalog/                       every page and action in one registry; the markdown API; MCP tools
 //   services/agents/runtime/                the run loop: an agent acting through the catalog
@@ -24,7 +24,7 @@ const LIVE = "^src/services/(live/|events-channel\\.ts$)";
 const INFRA = "^src/(db|metrics)/";
 const LIB = "^src/(lib/|config\\.ts$)";
 const GENERATED = "^src/generated/";
-const DOMAIN = "^src/services/(agents/(core|prompt|policy|triggers|automations)/|money/|reach/|accounts/|(?!events-channel)[^/]+\\.ts$)";
+const DOMAIN = "^src/services/(agents/(core|prompt|policy|triggers|automations)/|money/|reach/|accounts/|tools/|(?!events-channel)[^/]+\\.ts$)";
 
 const above = (...layers) => ({ path: layers.join("|") });
 

@@ -101,3 +101,9 @@ export const revealAad = (tenantId: string, id: string) => `cadre:secret_reveal:
 export const ssoSecretAad = (tenantId: string, id: string) => `cadre:sso_provider:${tenantId}:${id}`;
 /** What binds a person's TOTP seed to them: moved to another row or workspace, it does not open. */
 export const totpSeedAad = (tenantId: string, userId: string) => `cadre:totp_seed:${tenantId}:${userId}`;
+/**
+ * What binds a tool connection's sealed secrets to its row: `token` (a bearer token, or the OAuth
+ * token set) and `client` (the OAuth client's registration) differ, so one cannot stand in for the other.
+ */
+export const toolConnectionAad = (tenantId: string, id: string, part: "token" | "client") =>
+  `cadre:tool_connection:${part}:${tenantId}:${id}`;

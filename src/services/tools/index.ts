@@ -1,0 +1,14 @@
+// Tools at the edge of the workspace (DESIGN.md): remote MCP servers connected by a person or a
+// studio. This is the API the rest of Cadre uses; nothing outside this folder opens a secret.
+export { type CallResult, callTool, DEFAULT_TIMEOUT_MS, MAX_RESULT_CHARS } from "./call.ts";
+export { ToolConnectionError } from "./client.ts";
+export {
+  acceptToolChange,
+  connectionsFor,
+  createConnection,
+  type ListedTool,
+  listTools,
+  type NewConnection,
+  type ToolConnection,
+} from "./connections.ts";
+export { definitionHash, namespacedToolName, SLUG_PATTERN } from "./definitions.ts";
