@@ -1,8 +1,17 @@
 // Master key rotation: after a new version is added to APP_ENCRYPTION_KEYS (new writes
-// already use it), this moves every stored secret (provider keys, webhook secrets) to it,
-// so the old version can be retired.
+// already use it), this moves every stored secret (provider keys, webhook secrets, TOTP
+// seeds, SSO client secrets) to it, so the old version can be retired.
 import type { Db } from "../../db/prisma.ts";
-import { apiKeyAad, type MasterKeys, open, type Sealed, seal, webhookSecretAad } from "../../lib/secrets.ts";
+import {
+  apiKeyAad,
+  type MasterKeys,
+  open,
+  type Sealed,
+  seal,
+  ssoSecretAad,
+  totpSeedAad,
+  webhookSecretAad,
+} from "../../lib/secrets.ts";
 
 export interface RotationReport {
   reencrypted: number;
@@ -11,14 +20,14 @@ export interface RotationReport {
 
 interface Row {
   id: string;
-  tenantId: string;
+  /** What the ciphertext is bound to (its AAD), computed where the row is read. */
+  aad: string;
   sealed: Sealed;
 }
 
 /** One kind of sealed row: how to page through the old ones, bind them, and write one back. */
 interface Store {
   older(after: string, take: number): Promise<Row[]>;
-  aad(row: Row): string;
   /** Guarded by the version read: a row changed meanwhile is left for the next pass. Returns rows written. */
   write(row: Row, sealed: Sealed): Promise<number>;
 }
@@ -30,9 +39,11 @@ async function reencrypt(master: MasterKeys, store: Store, batch: number): Promi
     const rows = await store.older(after, batch);
     if (!rows.length) return report;
     for (const row of rows) {
-      const aad = store.aad(row);
       try {
-        report.reencrypted += await store.write(row, seal(master, open(master, row.sealed, aad), aad));
+        report.reencrypted += await store.write(
+          row,
+          seal(master, open(master, row.sealed, row.aad), row.aad),
+        );
       } catch (err) {
         report.failed.push({ id: row.id, error: (err as Error).message });
       }
@@ -56,10 +67,9 @@ export function reencryptKeys(db: Db, master: MasterKeys, batch = 500): Promise<
           })
         ).map((key) => ({
           id: key.id,
-          tenantId: key.tenantId,
+          aad: apiKeyAad(key.tenantId, key.id),
           sealed: { ciphertext: Buffer.from(key.encryptedKey), keyVersion: key.keyVersion },
         })),
-      aad: (row) => apiKeyAad(row.tenantId, row.id),
       write: async (row, sealed) =>
         (
           await db.agentApiKey.updateMany({
@@ -85,16 +95,73 @@ export function reencryptWebhookSecrets(db: Db, master: MasterKeys, batch = 500)
           })
         ).map((hook) => ({
           id: hook.id,
-          tenantId: hook.tenantId,
+          aad: webhookSecretAad(hook.tenantId, hook.id),
           sealed: { ciphertext: Buffer.from(hook.encryptedSecret), keyVersion: hook.keyVersion },
         })),
-      aad: (row) => webhookSecretAad(row.tenantId, row.id),
       // The ciphertext read, not just its version: a rotation of the secret meanwhile wins.
       write: async (row, sealed) =>
         (
           await db.agentWebhook.updateMany({
             where: { id: row.id, keyVersion: row.sealed.keyVersion, encryptedSecret: bytes(row.sealed) },
             data: { encryptedSecret: bytes(sealed), keyVersion: sealed.keyVersion },
+          })
+        ).count,
+    },
+    batch,
+  );
+}
+
+/** Authenticator seeds, bound to their person: a re-enrolment meanwhile (new ciphertext) wins. */
+export function reencryptTotpSeeds(db: Db, master: MasterKeys, batch = 500): Promise<RotationReport> {
+  return reencrypt(
+    master,
+    {
+      older: async (after, take) =>
+        (
+          await db.totpFactor.findMany({
+            where: { keyVersion: { lt: master.newest }, id: { gt: after } },
+            orderBy: { id: "asc" },
+            take,
+          })
+        ).map((factor) => ({
+          id: factor.id,
+          aad: totpSeedAad(factor.tenantId, factor.userId),
+          sealed: { ciphertext: Buffer.from(factor.encryptedSeed), keyVersion: factor.keyVersion },
+        })),
+      write: async (row, sealed) =>
+        (
+          await db.totpFactor.updateMany({
+            where: { id: row.id, keyVersion: row.sealed.keyVersion, encryptedSeed: bytes(row.sealed) },
+            data: { encryptedSeed: bytes(sealed), keyVersion: sealed.keyVersion },
+          })
+        ).count,
+    },
+    batch,
+  );
+}
+
+/** A workspace's OpenID Connect client secret: a new secret set meanwhile wins. */
+export function reencryptSsoSecrets(db: Db, master: MasterKeys, batch = 500): Promise<RotationReport> {
+  return reencrypt(
+    master,
+    {
+      older: async (after, take) =>
+        (
+          await db.ssoProvider.findMany({
+            where: { secretVersion: { lt: master.newest }, id: { gt: after } },
+            orderBy: { id: "asc" },
+            take,
+          })
+        ).map((provider) => ({
+          id: provider.id,
+          aad: ssoSecretAad(provider.tenantId, provider.id),
+          sealed: { ciphertext: Buffer.from(provider.encryptedSecret), keyVersion: provider.secretVersion },
+        })),
+      write: async (row, sealed) =>
+        (
+          await db.ssoProvider.updateMany({
+            where: { id: row.id, secretVersion: row.sealed.keyVersion, encryptedSecret: bytes(row.sealed) },
+            data: { encryptedSecret: bytes(sealed), secretVersion: sealed.keyVersion },
           })
         ).count,
     },
