@@ -45,11 +45,17 @@ const MARKED = [
   "create_webhook",
   "remove_hostname",
   "remove_rule",
+  "remove_sso_provider",
+  "renew_recovery_codes",
   "rotate_webhook_secret",
   "set_capabilities",
   "set_default_capabilities",
   "set_human_only",
   "set_invite_link",
+  "set_sso_provider",
+  "set_two_factor_policy",
+  "start_two_factor",
+  "turn_off_two_factor",
 ];
 
 /** The person's sessions confirmed `minutes` ago, as if the window had passed. */

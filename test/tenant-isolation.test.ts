@@ -52,6 +52,8 @@ const KNOWN_UNLISTED = new Set<string>();
 const NOT_FOR_PEOPLE = new Set(["update_scratchpad"]);
 /** Actions that succeed only against a real OpenID Provider (saving discovers it): sso.test.ts runs them; here B is refused. */
 const NEEDS_AN_IDENTITY_PROVIDER = new Set(["set_sso_provider", "remove_sso_provider"]);
+/** Actions that succeed only with a real authenticator's code (two-factor-settings.test.ts runs them); here a wrong code or none. */
+const NEEDS_AN_AUTHENTICATOR = new Set(["confirm_two_factor", "renew_recovery_codes"]);
 /** Pages that show none of A's content even to A (so the positive control cannot look for A's mark). */
 // Pages with nothing of A's to show: a search with no query, and the workspace's agent
 // settings before an admin sets any.
@@ -65,6 +67,8 @@ const NO_CONTENT = new Set([
   "/settings/hostnames",
   // Single sign-on: the seeds set none, so A's page shows only that it is not set up.
   "/settings/sso",
+  // The two-factor requirement: words, and the form's choice.
+  "/settings/sign-in",
   "/u/:handle/settings/notifications",
   "/u/:handle/settings/security",
 ]);
@@ -578,12 +582,15 @@ describe("positive control: the same actions, with the same params, succeed for 
           const reason = await unavailableReason(seed.actor, url, name);
           const res = await post(app, caller, target, "md", probeBody(byName.get(name)!, page, seed, A));
           count("A on A host: POST action (token, md)");
-          // Saving an SSO provider discovers it: with no provider to find, A is refused (400) too.
+          // Saving an SSO provider discovers it: with no provider to find, A is refused (400) too;
+          // without an authenticator's code, so is confirming one (400) or renewing its codes (409).
           const ok = reason
             ? res.statusCode === 403
             : NEEDS_AN_IDENTITY_PROVIDER.has(name)
               ? [200, 201, 400, 404].includes(res.statusCode)
-              : [200, 201].includes(res.statusCode);
+              : NEEDS_AN_AUTHENTICATOR.has(name)
+                ? [400, 409].includes(res.statusCode)
+                : [200, 201].includes(res.statusCode);
           if (!ok)
             fail(`POST ${target}: expected ${reason ? `403 (${reason})` : "200/201"}, got ${excerpt(res)}`);
           if (res.statusCode < 300) succeeded.add(name);
@@ -621,7 +628,13 @@ describe("positive control: the same actions, with the same params, succeed for 
   it("every action on a page succeeded for A at least once", () => {
     const listed = [...new Set(pages.flatMap((p) => p.actions))];
     expect(
-      listed.filter((n) => !succeeded.has(n) && !NOT_FOR_PEOPLE.has(n) && !NEEDS_AN_IDENTITY_PROVIDER.has(n)),
+      listed.filter(
+        (n) =>
+          !succeeded.has(n) &&
+          !NOT_FOR_PEOPLE.has(n) &&
+          !NEEDS_AN_IDENTITY_PROVIDER.has(n) &&
+          !NEEDS_AN_AUTHENTICATOR.has(n),
+      ),
     ).toEqual([]);
   });
 });

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { setFlash } from "../http/flash.ts";
-import { beginSession, safeNext } from "../http/sign-in.ts";
+import { beginSession, finishSignIn, safeNext } from "../http/sign-in.ts";
 import { ForbiddenError, UnauthorizedError, ValidationError } from "../lib/errors.ts";
 import { sha256 } from "../lib/ids.ts";
 import { textProblem } from "../lib/text.ts";
@@ -50,6 +50,15 @@ function sessionOf(req: FastifyRequest): { userId: string; sessionId: string } {
   if (!req.actor || req.authVia !== "session" || !req.sessionId || req.actor.kind !== "person")
     throw new UnauthorizedError("Passkeys are added from a signed-in browser, on your security page.");
   return { userId: req.actor.id, sessionId: req.sessionId };
+}
+
+/** The half session of a password sign-in waiting for its second step, or a 401. */
+function secondStepOf(req: FastifyRequest) {
+  if (req.pendingSession?.stage !== "second_factor")
+    throw new UnauthorizedError(
+      "No sign-in is waiting for its second step: log in with your password first.",
+    );
+  return req.pendingSession;
 }
 
 const signIn = z.object({
@@ -136,5 +145,34 @@ export default async function passkeyRoutes(app: FastifyInstance) {
       throw passkeyRefused("this account has been deactivated: a workspace admin can reactivate it");
     // A user-verified passkey is two factors on its own: the session starts full.
     return beginSession(app, req, reply, user, { method: "passkey", next: safeNext(parsed.data.next) });
+  });
+
+  // The second step of a password sign-in, with one of that person's passkeys: the challenge
+  // names them and is bound to the half session, so only their passkey in this browser answers.
+  app.post("/login/verify/passkey/options", async (req, reply) => {
+    const pending = secondStepOf(req);
+    const options = await authenticationOptions(app.prisma, relyingParty(req), {
+      tenantId: req.tenant!.id,
+      purpose: "second_factor",
+      binding: `session:${pending.id}`,
+      userId: pending.user.id,
+    });
+    return reply.header("cache-control", "no-store").send(options);
+  });
+
+  app.post("/login/verify/passkey", async (req, reply) => {
+    const pending = secondStepOf(req);
+    const parsed = signIn.safeParse(req.body ?? {});
+    if (!parsed.success) throw refusedBody(parsed.error);
+    await verifyPasskey(
+      app.prisma,
+      relyingParty(req),
+      { tenantId: req.tenant!.id, purpose: "second_factor", binding: `session:${pending.id}` },
+      parsed.data.response,
+    );
+    const next = safeNext(parsed.data.next);
+    if (!(await finishSignIn(app, req, reply, pending.user)))
+      return reply.redirect(`/login?next=${encodeURIComponent(next)}`, 303);
+    return reply.redirect(next, 303);
   });
 }

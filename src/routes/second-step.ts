@@ -1,6 +1,6 @@
 // The sign-in's second step, for a half session (plugins/auth.ts req.pendingSession):
 // /login/verify asks for a code from one of the person's factors (listed from factorsOf, one
-// entry per method: a passkey adds its own), /login/enrol sets up an authenticator when the
+// entry per method; a passkey has its own form, answered in routes/passkeys.ts), /login/enrol sets up an authenticator when the
 // workspace requires one the person lacks. Both end in finishSignIn; wrong codes are counted
 // like wrong passwords, under their own account key, so guessing six digits is as slow as a
 // password. Everything else a half session asks for answers as signed out.
@@ -18,6 +18,7 @@ import { recordSecurityEvent } from "../services/accounts/security-events.ts";
 import { acceptTotpCode, pendingTotp, startTotpEnrolment } from "../services/accounts/totp.ts";
 import { confirmTotp } from "../services/accounts/two-factor.ts";
 import { countAttempt, loginSucceeded, type ThrottleSettings } from "../services/login-throttle.ts";
+import { passkeySecondStepForm } from "../services/pages/security-passkeys.ts";
 import { enrolmentHtml, recoveryCodesHtml } from "../services/pages/two-factor-views.ts";
 import { escapeHtml } from "../services/registry/html.ts";
 
@@ -47,7 +48,6 @@ function methodsFor(factors: Factors): StepMethod[] {
       hint: "Six digits; a new one every 30 seconds.",
       autocomplete: "one-time-code",
     });
-  // passkeys: their button goes here, from factors.passkeys.
   if (factors.recoveryCodesLeft)
     methods.push({
       method: "recovery",
@@ -102,13 +102,15 @@ export default async function secondStepRoutes(app: FastifyInstance, opts: { thr
 
   async function verifyPage(req: FastifyRequest, reply: FastifyReply, next: string, error = "") {
     const user = req.pendingSession!.user;
-    const methods = methodsFor(await factorsOf(app.prisma, user));
+    const factors = await factorsOf(app.prisma, user);
+    const methods = methodsFor(factors);
     return sendLayout(req, reply, {
       title: "Two-factor sign-in",
       breadcrumb: [],
       content: `<div class="login">
 ${error ? `<div class="form-errors" role="alert">${escapeHtml(error)}</div>` : ""}
 <p>Your password was right. One more step, @${escapeHtml(user.handle)}: prove it is you with one of these.</p>
+${factors.passkeys ? passkeySecondStepForm(next, req.csrfToken) : ""}
 ${methods.map((method, index) => methodForm(req.csrfToken, next, method, index === 0)).join("\n")}
 ${signOutForm(req.csrfToken)}
 </div>`,

@@ -268,6 +268,9 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "set_sso_provider.client_id": () => ({ value: "probe-client" }),
   "set_sso_provider.client_secret": () => ({ value: `${PROBE}-client-secret` }),
   "set_sso_provider.sso_only": () => ({ value: false }),
+  // A code no authenticator shows: the probe's confirm is refused (400) for A as for B.
+  "confirm_two_factor.code": () => ({ value: "000000" }),
+  "set_two_factor_policy.policy": () => ({ value: "off" }),
   "set_cost_limit.monthly_limit_usd": () => ({ value: 50 }),
   "set_cost_limit.alert_thresholds_usd": () => ({ value: "1, 5" }),
   // set_model_price then remove_model_price on the same page: the price the probe sets is the one it removes.

@@ -68,6 +68,7 @@ export const setSsoProvider = defineAction({
     }),
   }),
   writes: true,
+  confirmRecent: true,
   audience: toWorkspace("single sign-on settings"),
   callsOut: true,
   available: adminsOnly,
@@ -122,6 +123,7 @@ export const removeSsoProvider = defineAction({
   description: "Remove the workspace's single sign-on: people sign in with passwords again",
   params: z.object({}),
   writes: true,
+  confirmRecent: true,
   audience: toWorkspace("single sign-on settings"),
   available: adminsOnly,
   destructive:

@@ -72,6 +72,13 @@ import {
   subscribe,
   unsubscribe,
 } from "../actions/subscriptions.ts";
+import {
+  confirmTwoFactor,
+  renewRecoveryCodesAction,
+  startTwoFactor,
+  turnOffTwoFactor,
+} from "../actions/two-factor.ts";
+import { setTwoFactorPolicy } from "../actions/two-factor-policy.ts";
 import { sendTestDelivery } from "../actions/webhook-test.ts";
 import {
   createWebhook,
@@ -124,6 +131,7 @@ import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "../page
 import { webhooksPage } from "../pages/webhooks.ts";
 import { workspaceAgentsPage } from "../pages/workspace-agents.ts";
 import { peoplePage } from "../pages/workspace-people.ts";
+import { workspaceSignInPage } from "../pages/workspace-sign-in.ts";
 import { workspaceSsoPage } from "../pages/workspace-sso.ts";
 import { createRegistry } from "../registry/registry.ts";
 import type { ActionDef } from "../registry/types.ts";
@@ -178,6 +186,7 @@ export const pages = [
   hostnamesPage,
   invitationsPage,
   workspaceSsoPage,
+  workspaceSignInPage,
 ];
 
 export const actions = [
@@ -271,6 +280,10 @@ export const actions = [
   changePassword,
   renamePasskey,
   removePasskey,
+  startTwoFactor,
+  confirmTwoFactor,
+  renewRecoveryCodesAction,
+  turnOffTwoFactor,
   endSession,
   endOtherSessions,
   deactivatePerson,
@@ -283,6 +296,7 @@ export const actions = [
   setInviteLinkAction,
   setSsoProvider,
   removeSsoProvider,
+  setTwoFactorPolicy,
 ];
 
 /**

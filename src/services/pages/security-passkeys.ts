@@ -63,6 +63,23 @@ export function passkeySignInForm(next: string): string {
 ${PASSKEY_SCRIPTS}`;
 }
 
+/**
+ * The sign-in's second step with one of the person's passkeys (after their password): the
+ * challenge is bound to the half session (routes/passkeys.ts). Without JavaScript it says so,
+ * and the other methods on the page still work.
+ */
+export function passkeySecondStepForm(next: string, csrf: string): string {
+  return `<form method="post" action="/login/verify/passkey" class="action-form passkey-form" data-passkey="second-step" data-options="/login/verify/passkey/options" hidden>
+<h2>One of your passkeys</h2>
+<input type="hidden" name="_csrf" value="${escapeHtml(csrf)}">
+<input type="hidden" name="next" value="${escapeHtml(next)}">
+<button type="submit">Use a passkey</button>
+<p class="hint" data-passkey-status role="status" aria-live="polite"></p>
+</form>
+<p class="hint" data-passkey-unsupported>Using a passkey needs JavaScript on, in a browser that makes passkeys.</p>
+${PASSKEY_SCRIPTS}`;
+}
+
 export function passkeyBlocks(passkeys: ListedPasskey[]): Block[] {
   const forms: Block[] = passkeys.flatMap((key) => [
     {

@@ -1,5 +1,6 @@
 // A person's security page: where they are signed in (browser, address, last seen), with the
-// forms that end a session or all the others, and change their password. Like every settings
+// forms that end a session or all the others, change their password, and their second factors
+// (an authenticator app, security-two-factor.ts; passkeys, security-passkeys.ts). Like every settings
 // page it exists only for its owner.
 import type { Session } from "../../generated/prisma/client.ts";
 import { passkeysOf } from "../accounts/passkeys.ts";
@@ -9,6 +10,7 @@ import type { Block, PageDef } from "../registry/types.ts";
 import { browserName } from "../sessions.ts";
 import { home, when } from "./format.ts";
 import { passkeyBlocks } from "./security-passkeys.ts";
+import { twoFactorBlocks } from "./security-two-factor.ts";
 import { ownSettings } from "./settings.ts";
 
 type Listed = Pick<Session, "id" | "userAgent" | "ipAddress" | "createdAt" | "lastSeenAt" | "expiresAt">;
@@ -29,7 +31,17 @@ export function sessionsTable(sessions: Listed[], current: string | undefined): 
 
 export const securityPage: PageDef = {
   pattern: "/u/:handle/settings/security",
-  actions: ["end_session", "end_other_sessions", "change_password", "rename_passkey", "remove_passkey"],
+  actions: [
+    "end_session",
+    "end_other_sessions",
+    "change_password",
+    "start_two_factor",
+    "confirm_two_factor",
+    "renew_recovery_codes",
+    "turn_off_two_factor",
+    "rename_passkey",
+    "remove_passkey",
+  ],
   resolve: (ctx, params) => ownSettings(ctx, params.handle!),
   async render(ctx, scope) {
     const user = scope.user!;
@@ -70,6 +82,7 @@ export const securityPage: PageDef = {
           md: `## Password\n\nChanging it needs the one you have now. Forgot it? Sign out and use “Forgot your password?” on the sign-in page. [API tokens](/u/${user.handle}/settings/tokens) are not ended by a password change: revoke them there.`,
         },
         { form: { action: "change_password", fixed: {}, label: "Change password", style: "block" } },
+        ...(await twoFactorBlocks(ctx, user)),
         ...passkeyBlocks(passkeys),
       ],
     };

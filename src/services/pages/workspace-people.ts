@@ -91,7 +91,7 @@ function peopleTable(data: PeopleData): string {
 function intro(data: PeopleData): string {
   const count = `${plural(data.total, "person", "people")} in this workspace.`;
   return data.admin
-    ? `${count} Open a person to change their role or deactivate them. ${link("Invite people", "/settings/invitations")} · ${link("Hostnames", "/settings/hostnames")} · ${link("Agent settings", "/settings/agents")}`
+    ? `${count} Open a person to change their role or deactivate them. ${link("Invite people", "/settings/invitations")} · ${link("Hostnames", "/settings/hostnames")} · ${link("Sign-in", "/settings/sign-in")} · ${link("Agent settings", "/settings/agents")}`
     : `${count} _Only workspace admins change roles and invite people; you see the list as it is._`;
 }
 

@@ -24,6 +24,10 @@ export const ALWAYS_BLOCKED = [
   "end_other_sessions",
   "rename_passkey",
   "remove_passkey",
+  "start_two_factor",
+  "confirm_two_factor",
+  "renew_recovery_codes",
+  "turn_off_two_factor",
   "deactivate_person",
   "reactivate_person",
   // Who administers the workspace and where it answers: its people's to decide.
@@ -37,6 +41,7 @@ export const ALWAYS_BLOCKED = [
   // How people sign in (single sign-on, SSO only): account security, never an agent's.
   "set_sso_provider",
   "remove_sso_provider",
+  "set_two_factor_policy",
   "create_subagent",
   "update_subagent",
   "add_to_studio",
