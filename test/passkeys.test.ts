@@ -5,7 +5,7 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticationOptions, verifyPasskey } from "../src/services/accounts/passkeys.ts";
-import { buildTestApp, login, makeWorld, md, testPrisma } from "./helpers/app.ts";
+import { buildTestApp, login, makeWorld, md, PASSWORD, testPrisma } from "./helpers/app.ts";
 import {
   addPasskey,
   atLogin,
@@ -66,6 +66,21 @@ describe("adding a passkey", () => {
     const unnamed = await postJson(app, w, laptop, "/passkeys/registration", { name: " ", response: {} });
     expect(refusal(unnamed)).toContain("Name: required");
     expect(await db().passkey.count({ where: { userId: w.bob.id } })).toBe(0);
+  });
+
+  it("needs a recent confirmation: a stale session is sent to /confirm first", async () => {
+    const w = await makeWorld("pk");
+    const bob = await login(app, w, w.bob);
+    await db().session.updateMany({
+      where: { userId: w.bob.id },
+      data: { confirmedAt: new Date(Date.now() - 60 * 60_000) },
+    });
+    const stale = await postJson(app, w, bob, "/passkeys/registration/options", {});
+    expect(stale.statusCode).toBe(403);
+    expect(refusal(stale)).toContain("/confirm?next=");
+    const confirmed = await bob.post("/confirm", { _reconfirm: PASSWORD, next: "/u/bob/settings/security" });
+    expect(confirmed.statusCode).toBe(303);
+    expect((await postJson(app, w, bob, "/passkeys/registration/options", {})).statusCode).toBe(200);
   });
 });
 

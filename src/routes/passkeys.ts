@@ -20,6 +20,7 @@ import {
   registrationOptions,
   verifyPasskey,
 } from "../services/accounts/passkeys.ts";
+import { confirmationStale } from "../services/accounts/step-up.ts";
 import { securityPath } from "../services/actions/sessions.ts";
 import { BROWSER_BUNDLE_PATH } from "../services/pages/security-passkeys.ts";
 
@@ -95,6 +96,11 @@ export default async function passkeyRoutes(app: FastifyInstance) {
 
   app.post("/passkeys/registration/options", async (req, reply) => {
     const { userId, sessionId } = sessionOf(req);
+    // A passkey is a way in: like the other sign-in changes, it needs a recent confirmation.
+    if (confirmationStale(req.confirmation?.at))
+      throw new ForbiddenError(
+        `Adding a passkey needs a recent confirmation that it is you: confirm at /confirm?next=${encodeURIComponent(securityPath(req.actor!.handle))} first, then add it.`,
+      );
     const person = await app.prisma.user.findUniqueOrThrow({ where: { id: userId } });
     const options = await registrationOptions(app.prisma, relyingParty(req), person, `session:${sessionId}`);
     return reply.header("cache-control", "no-store").send(options);

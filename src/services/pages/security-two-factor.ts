@@ -38,23 +38,32 @@ ${qrSvg(pending.uri, "QR code to add this account to an authenticator app")}
   ];
 }
 
-export async function twoFactorBlocks(ctx: Ctx, person: Person): Promise<Block[]> {
+/** The section's blocks, and the two-factor actions it offers in the state it shows. */
+export async function twoFactorSection(
+  ctx: Ctx,
+  person: Person,
+): Promise<{ blocks: Block[]; offers: string[] }> {
   const heading = "## Two-factor sign-in";
   if (await hasTotp(ctx.db, person)) {
     const left = await recoveryCodesLeft(ctx.db, person);
-    return [
+    const blocks: Block[] = [
       {
         md: `${heading}\n\n**On**: after your password Cadre asks for a code from your authenticator app (or a passkey). ${left} of 10 recovery codes left; each signs you in once if you lose the app.${policyLine(ctx, person)}`,
       },
       { form: { action: "renew_recovery_codes", fixed: {}, label: "Make new recovery codes" } },
       { form: { action: "turn_off_two_factor", fixed: {}, label: "Turn off two-factor" } },
     ];
+    return { blocks, offers: ["renew_recovery_codes", "turn_off_two_factor"] };
   }
   const intro = `${heading}\n\n**Off**: your password alone signs you in.${policyLine(ctx, person)} An authenticator app (on your phone or computer) shows a new six-digit code every 30 seconds; with it on, Cadre asks for one after your password.`;
   const pending = await pendingTotp(ctx.db, person, ctx.tenant.name);
-  if (pending) return [{ md: intro }, ...pendingBlocks(pending)];
-  return [
-    { md: intro },
-    { form: { action: "start_two_factor", fixed: {}, label: "Set up an authenticator app" } },
-  ];
+  if (pending)
+    return {
+      blocks: [{ md: intro }, ...pendingBlocks(pending)],
+      offers: ["confirm_two_factor", "start_two_factor"],
+    };
+  const start: Block = {
+    form: { action: "start_two_factor", fixed: {}, label: "Set up an authenticator app" },
+  };
+  return { blocks: [{ md: intro }, start], offers: ["start_two_factor"] };
 }

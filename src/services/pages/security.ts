@@ -10,7 +10,7 @@ import type { Block, PageDef } from "../registry/types.ts";
 import { browserName } from "../sessions.ts";
 import { home, when } from "./format.ts";
 import { passkeyBlocks } from "./security-passkeys.ts";
-import { twoFactorBlocks } from "./security-two-factor.ts";
+import { twoFactorSection } from "./security-two-factor.ts";
 import { ownSettings } from "./settings.ts";
 
 type Listed = Pick<Session, "id" | "userAgent" | "ipAddress" | "createdAt" | "lastSeenAt" | "expiresAt">;
@@ -54,6 +54,7 @@ export const securityPage: PageDef = {
     });
     const passkeys = await passkeysOf(ctx.db, ctx.tenant.id, user.id);
     const others = sessions.filter((s) => s.id !== current);
+    const twoFactor = await twoFactorSection(ctx, user);
     const endForms: Block[] = others.map((s) => ({
       form: {
         action: "end_session",
@@ -61,8 +62,17 @@ export const securityPage: PageDef = {
         label: `End ${browserName(s.userAgent)} at ${s.ipAddress || "an unknown address"}`,
       },
     }));
+    // The sessions' actions only when there is another session to end; two-factor's by its state.
+    const offers = [
+      ...(others.length ? ["end_session", "end_other_sessions"] : []),
+      "change_password",
+      ...twoFactor.offers,
+      "rename_passkey",
+      "remove_passkey",
+    ];
     return {
       title: "Security",
+      offers,
       breadcrumb: [
         home,
         { label: `@${user.handle}`, path: `/u/${user.handle}` },
@@ -82,7 +92,7 @@ export const securityPage: PageDef = {
           md: `## Password\n\nChanging it needs the one you have now. Forgot it? Sign out and use “Forgot your password?” on the sign-in page. [API tokens](/u/${user.handle}/settings/tokens) are not ended by a password change: revoke them there.`,
         },
         { form: { action: "change_password", fixed: {}, label: "Change password", style: "block" } },
-        ...(await twoFactorBlocks(ctx, user)),
+        ...twoFactor.blocks,
         ...passkeyBlocks(passkeys),
       ],
     };

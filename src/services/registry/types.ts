@@ -222,6 +222,12 @@ export interface PageView {
    */
   live?: { since: string };
   /**
+   * The page's actions this view offers in its state (turning two-factor off only when it is
+   * on), for its panel and its `## Actions`; absent: all it lists. Only what is shown: a
+   * request for another still runs the action's own checks.
+   */
+  offers?: readonly string[];
+  /**
    * Who can read what the page shows, when it is not simply its studio's members (a page
    * quoting several studios, or a note quoting a run's memory): each narrows a reader's label.
    * Absent: the page's studio, or nothing for pages about the reader itself.
