@@ -93,12 +93,14 @@ import { removeSsoProvider, setSsoProvider } from "../actions/workspace-sso.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
 import { agentMemoryPage } from "../pages/agent-memory.ts";
 import { agentSettingsPage } from "../pages/agent-settings.ts";
+import { agentsDirectoryPage } from "../pages/agents-directory.ts";
 import { apiTokenPage } from "../pages/api-token.ts";
 import { agentPendingPage, approvalsPage, pendingPage } from "../pages/approvals.ts";
 import { commitmentPage, commitmentsPage } from "../pages/commitments.ts";
 import { decisionPage, decisionsPage } from "../pages/decisions.ts";
 import { hostnamesPage } from "../pages/hostnames.ts";
 import { invitationsPage } from "../pages/invitations.ts";
+import { mentionablePage } from "../pages/mentionable.ts";
 import { notePage, notesPage } from "../pages/notes.ts";
 import {
   notificationSettingsPage,
@@ -143,6 +145,8 @@ export const pages = [
   notificationsPage,
   searchPage,
   profilePage,
+  agentsDirectoryPage,
+  mentionablePage,
   settingsPage,
   tokensPage,
   apiTokenPage,
