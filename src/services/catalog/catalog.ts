@@ -2,6 +2,7 @@
 
 import { sessionStepUp } from "../accounts/step-up.ts";
 import { clearAgentLabel } from "../actions/agent-label.ts";
+import { muteAgentMentions, unmuteAgentMentions } from "../actions/agent-mention-mutes.ts";
 import { setMemberRuns, transferSubagent } from "../actions/agent-ownership.ts";
 import { addRule, removeRule, setCapabilities, tryRule } from "../actions/agent-settings.ts";
 import { createApiTokenAction, revokeApiToken } from "../actions/api-tokens.ts";
@@ -260,6 +261,8 @@ export const actions = [
   deleteWebhook,
   setHumanOnly,
   setNotifications,
+  muteAgentMentions,
+  unmuteAgentMentions,
   createOutgoingWebhook,
   enableOutgoingWebhook,
   disableOutgoingWebhook,
