@@ -26,6 +26,8 @@ import confirmRoutes from "./routes/confirm.ts";
 import healthRoutes from "./routes/health.ts";
 import invitationRoutes from "./routes/invitations.ts";
 import mcpRoutes from "./routes/mcp.ts";
+import mentionableRoutes from "./routes/mentionable.ts";
+import notificationOpenRoutes from "./routes/notification-open.ts";
 import pageRoutes from "./routes/pages.ts";
 import passkeyRoutes from "./routes/passkeys.ts";
 import passwordResetRoutes from "./routes/password-reset.ts";
@@ -189,6 +191,8 @@ async function registerRoutes(app: FastifyInstance, config: Config) {
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });
   await app.register(secretRoutes);
+  await app.register(notificationOpenRoutes);
+  await app.register(mentionableRoutes);
   await app.register(passkeyRoutes);
   await app.register(pageRoutes);
 }

@@ -6,6 +6,8 @@ import type { Job } from "bullmq";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventProcessor } from "../src/jobs/process-event.ts";
+import { dispatchTriggers } from "../src/services/agents/triggers/dispatcher.ts";
+import { readEvent } from "../src/services/subjects.ts";
 import {
   commentBy,
   processed,
@@ -191,37 +193,48 @@ describe("guards", () => {
     expect(requestsFor(env, w)).toHaveLength(3);
   });
 
-  it("chain depth: two agents mentioning each other stop at depth 3 with a skipped chain_depth run", async () => {
+  it("two agents mentioning each other do not relay: a handle an agent writes is a quote, it wakes nobody", async () => {
     const w = await makeWorld();
     const scout = await makeAgent(w, w.alice, "scout");
     const echo = await makeAgent(w, w.alice, "echo");
     env.llm.setScript(respondScript((me) => (me === "scout" ? "@echo your turn" : "@scout your turn")));
     const path = await noteBy(w, w.alice);
     await comment(w, w.bob, path, "@scout start the relay");
-    const stopped = await waitForRun(echo.id, (s) => s === "skipped", 15_000);
-    expect(stopped).toMatchObject({ stopReason: "chain_depth", chainDepth: 3, triggerKind: "mention" });
-    expect(stopped.error).toBe("Agent-to-agent chain reached the depth limit (3).");
-    const scoutRuns = await settled(scout.id, 2);
-    const echoRuns = await settled(echo.id, 2);
-    expect(scoutRuns.map((r) => [r.chainDepth, r.status])).toEqual([
-      [0, "completed"],
-      [2, "completed"],
-    ]);
-    expect(echoRuns.map((r) => [r.chainDepth, r.status])).toEqual([
-      [1, "completed"],
-      [3, "skipped"],
-    ]);
-    const said = await db().comment.findMany({
-      where: { authorId: { in: [scout.id, echo.id] } },
-      orderBy: { createdAt: "asc" },
+    expect(await waitForRun(scout.id)).toMatchObject({ status: "completed", chainDepth: 0 });
+    const said = await waitFor(() => db().comment.findFirst({ where: { authorId: scout.id } }));
+    expect(said.text).toBe("@echo your turn");
+    // Handled again here, whatever the worker did with it: it wakes nobody.
+    const event = await db().event.findFirstOrThrow({
+      where: { subjectId: said.id, type: "comment.created" },
     });
-    expect(said.map((c) => c.text)).toEqual(["@echo your turn", "@scout your turn", "@echo your turn"]);
-    // The skipped run belongs to the last comment, written by scout's depth-2 run.
-    const lastEvent = await db().event.findFirstOrThrow({
-      where: { subjectId: said[2]!.id, type: "comment.created" },
-    });
-    expect(stopped.triggerEventId).toBe(lastEvent.id);
-    expect(lastEvent.runId).toBe(scoutRuns[1]!.id);
+    const read = (await readEvent(db(), event.id))!;
+    expect(await dispatchTriggers(db(), read.event, read.subject!)).toEqual([]);
+    expect(await runsOf(echo.id)).toEqual([]);
+  });
+
+  it("two agents greeting each other in one thread stop after one reply each, end to end", async () => {
+    const w = await makeWorld();
+    const scout = await makeAgent(w, w.alice, "scout");
+    const echo = await makeAgent(w, w.alice, "echo");
+    // Every canned reply greets the other one by handle, as the demo model's do.
+    env.llm.setScript(respondScript((me) => (me === "scout" ? "Hi @echo!" : "Hi @scout!")));
+    const path = await noteBy(w, w.alice);
+    await comment(w, w.bob, path, "@scout @echo meet each other");
+    const greetings = await waitFor(async () => {
+      const said = await db().comment.findMany({ where: { authorId: { in: [scout.id, echo.id] } } });
+      return said.length === 2 && said;
+    }, 15_000);
+    // The worker has handled each greeting: neither woke anyone (not its quoted handle, not the
+    // other agent's place in the thread), so no run beyond the one each was asked for.
+    for (const greeting of greetings) expect((await processed(env, greeting.id)).runs).toEqual([]);
+    expect((await settled(scout.id, 1)).map((r) => [r.triggerKind, r.status])).toEqual([
+      ["mention", "completed"],
+    ]);
+    expect((await settled(echo.id, 1)).map((r) => [r.triggerKind, r.status])).toEqual([
+      ["mention", "completed"],
+    ]);
+    // Nobody was mentioned by an agent: alice (the note's author) hears of comments, not mentions.
+    expect(await db().notification.count({ where: { userId: w.alice.id, kind: "mention" } })).toBe(0);
   });
 
   it("an archived agent does not run; a mention of it is recorded as skipped and the person told", async () => {

@@ -337,11 +337,11 @@ describe("notifications", () => {
     expect(await unread(world.bob)).toBe(2);
     const res = await md(app, world, world.bob, "POST", "/notifications/actions/dismiss_all", {});
     expect(res.statusCode).toBe(200);
-    expect(res.body).toContain("**Dismissed 2 notifications**");
+    expect(res.body).toContain("**Marked 2 notifications read**");
     expect(await unread(world.bob)).toBe(0);
     expect(await unread(world.alice)).toBe(1);
     const none = await md(app, world, world.bob, "POST", "/notifications/actions/dismiss_all", {});
-    expect(none.body).toContain("**Dismissed 0 notifications**");
+    expect(none.body).toContain("**Marked 0 notifications read**");
   });
 
   it("paginates notifications", async () => {

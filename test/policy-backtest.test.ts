@@ -73,7 +73,7 @@ describe("try_rule", () => {
       "Of 4 actions in the last 30 days, this rule matches 1; with it, 1 would be decided differently than today. Allowed 2, held for approval 1, refused 1.",
     );
     expect(res.body).toContain(`run ${run}, step 3`);
-    expect(res.body).toMatch(/### Held for approval \(1\)\n\n- `add_comment`/);
+    expect(res.body).toMatch(/\*\*Held for approval \(1\)\*\*\n\n- `add_comment`/);
     expect(await configOf(scout.id)).toEqual(before);
   });
 
@@ -92,5 +92,55 @@ describe("try_rule", () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain("What this rule would have done");
     expect(page.body).toContain('data-action="try_rule"');
+  });
+
+  it("in a browser: the result right under the form, the form keeping what was typed, and Add this rule from it", async () => {
+    const w = await makeWorld();
+    const scout = await makeAgent(w, w.alice);
+    await recorded(w, scout.id, [{ action: "add_comment", params: { text: "the invoice" } }]);
+    const browser = await login(app, w, w.alice);
+    const tried = await browser.post("/subagents/scout/settings", {
+      _action: "try_rule",
+      action: "add_comment",
+      decision: "require_approval",
+      param_patterns: "text=(?i)invoice",
+      position: "1",
+    });
+    expect(tried.statusCode).toBe(303);
+    // Straight to the result, not the top of a long page.
+    expect(tried.headers.location).toMatch(/^\/subagents\/scout\/settings\?.*#tried$/);
+    const page = (await browser.get(String(tried.headers.location))).body;
+    const content = page.slice(page.indexOf('<article class="content'), page.indexOf("</article>"));
+    // Both forms are in the page, beside the rules, not in the side panel far below on a phone.
+    const tryForm = content.slice(content.indexOf('data-action="try_rule"'));
+    expect(tryForm).toMatch(/^data-action="try_rule"[\s\S]*<option value="add_comment" selected>/);
+    expect(tryForm).toMatch(/<option value="require_approval" selected>/);
+    expect(tryForm).toContain("text=(?i)invoice</textarea>");
+    const at = (needle: string) => content.indexOf(needle);
+    expect(at('data-action="try_rule"')).toBeGreaterThan(-1);
+    expect(at('id="tried"')).toBeGreaterThan(at('data-action="try_rule"'));
+    expect(at('data-action="add_rule"')).toBeGreaterThan(at('id="tried"'));
+    expect(page.slice(page.indexOf("<aside"))).not.toContain('data-action="try_rule"');
+    const addForm = content.slice(at('data-action="add_rule"'));
+    expect(addForm).toContain(">Add this rule</button>");
+    expect(addForm.slice(0, addForm.indexOf("</form>"))).toContain("text=(?i)invoice</textarea>");
+    // Only its name left to type: adding it saves the rule as tried.
+    const added = await browser.post("/subagents/scout/settings", {
+      _action: "add_rule",
+      name: "invoices wait",
+      action: "add_comment",
+      decision: "require_approval",
+      param_patterns: "text=(?i)invoice",
+      position: "1",
+    });
+    expect(added.statusCode).toBe(303);
+    expect((await configOf(scout.id)).rules).toEqual([
+      {
+        name: "invoices wait",
+        action: "add_comment",
+        decision: "require_approval",
+        params: { text: "(?i)invoice" },
+      },
+    ]);
   });
 });

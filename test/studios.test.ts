@@ -173,7 +173,7 @@ describe("/studios: join_studio", () => {
     const res = await go(world, world.carol, JS, { invite_code: ` ${world.studio.inviteCode} ` });
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain("**You joined General**");
-    expect(res.body).toContain("you are member");
+    expect(res.body).toContain("you are a member");
     expect(await role(world, world.carol.id)).toBe("member");
     const [ev] = await events(world, "studio.joined");
     expect(ev).toMatchObject({ actorId: world.carol.id, subjectId: world.studio.id });
@@ -267,7 +267,7 @@ describe("/studios/:studio", () => {
       "subscribe",
       "unsubscribe",
     ]);
-    expect(bob.body).toContain("you are member");
+    expect(bob.body).toContain("you are a member");
     expect((await aliceB.get("/studios/general")).body).toContain('data-action="update_studio"');
     expect((await bobB.get("/studios/general")).body).not.toContain("/actions/update_studio");
     const d = await go(w, w.bob, US);

@@ -113,8 +113,20 @@ describe("notifications", () => {
     const { notifyForEvent } = await import("../src/services/notifications.ts");
     const e = await db.event.findFirstOrThrow({ where: { actorId: t.scout.id, type: "comment.created" } });
     await notifyForEvent(db, e.id);
-    const got = await db.notification.findMany({ where: { eventId: e.id } });
-    expect(got.map((n) => n.userId)).toEqual([t.w.alice.id]);
+    // Bob wrote the note but cannot read the vault now: no comment notice quotes it to him. And
+    // @alice, in an agent's text outside any run she woke, is a quote: it notifies nobody.
+    expect(await db.notification.findMany({ where: { eventId: e.id } })).toEqual([]);
+    // The control: back in the vault, bob hears of the agent's next comment on his note.
+    await db.studioMember.create({
+      data: { studioId: t.vault.id, userId: t.w.bob.id, tenantId: t.w.tenant.id },
+    });
+    await md(app, t.w, scout, "POST", `${bobs.location}/actions/add_comment`, { text: "Again." });
+    const again = await db.event.findFirstOrThrow({
+      where: { actorId: t.scout.id, type: "comment.created", id: { not: e.id } },
+    });
+    await notifyForEvent(db, again.id);
+    const got = await db.notification.findMany({ where: { eventId: again.id } });
+    expect(got.map((n) => [n.userId, n.kind])).toEqual([[t.w.bob.id, "comment"]]);
   });
 });
 

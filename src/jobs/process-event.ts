@@ -9,6 +9,7 @@ import {
 } from "../services/agents/core/notify.ts";
 import { dispatchTriggers } from "../services/agents/triggers/dispatcher.ts";
 import { UNANSWERED } from "../services/agents/triggers/refusals.ts";
+import { notifyWakerOfRun } from "../services/agents/triggers/unanswered.ts";
 import { notifyForEvent } from "../services/notifications.ts";
 import { ENDPOINT_DISABLED, ENDPOINT_TEST, notifyEndpointOff } from "../services/reach/endpoints.ts";
 import { queueTestDelivery, reachOut } from "../services/reach/fanout.ts";
@@ -83,8 +84,13 @@ function inAppProcessor(prisma: PrismaClient, queues: Pick<Queues, "agent-runs" 
     }
     // Its notices were written with it (agents/refusals.ts).
     if (event.type === UNANSWERED) return { notified: 0 };
+    // Its managers hear of a question or a failure; whoever woke it in a thread, of no answer there.
     if (event.type === "run.waiting" || event.type === "run.failed" || event.type === "run.timed_out")
-      return { notified: await notifyOwnerOfRun(prisma, event) };
+      return {
+        notified: (await notifyOwnerOfRun(prisma, event)) + (await notifyWakerOfRun(prisma, event)),
+      };
+    if (event.type === "run.completed" || event.type === "run.cancelled")
+      return { notified: await notifyWakerOfRun(prisma, event) };
     if (event.type === ENDPOINT_DISABLED) return { notified: await notifyEndpointOff(prisma, event) };
     if (event.type === "usage.threshold" || event.type === "agent.paused" || event.type === "agent.resumed")
       return { notified: await notifyOwnerOfSpend(prisma, event) };

@@ -11,6 +11,32 @@ import { loadSubject, readEvent, type Subject } from "./subjects.ts";
 /** A person's notifications not yet dismissed: the menu's badge, their page and "dismiss all" count the same ones. */
 export const unreadOf = (userId: string, tenantId: string) => ({ userId, tenantId, dismissedAt: null });
 
+/** Where a notification's link goes in a browser: the route that reads it and opens its page. */
+export const openPath = (id: string) => `/notifications/${id}/open`;
+
+/**
+ * A person opens one of their notifications: it is read, with any other unread one of theirs
+ * pointing at the same page (they are about to see it all), in one statement. Returns the page
+ * to open, or null when it is not theirs (or not there): the caller answers 404, telling
+ * nothing of anyone else's notifications.
+ */
+export async function openNotification(
+  db: PrismaClient,
+  who: { tenantId: string; userId: string },
+  id: string,
+): Promise<string | null> {
+  const rows = await hotQuery<{ path: string }>(
+    db,
+    Prisma.sql`WITH opened AS (SELECT path FROM notifications
+        WHERE id = ${id} AND tenant_id = ${who.tenantId} AND user_id = ${who.userId})
+      , marked AS (UPDATE notifications n SET dismissed_at = now() FROM opened
+        WHERE n.tenant_id = ${who.tenantId} AND n.user_id = ${who.userId} AND n.dismissed_at IS NULL
+          AND n.path = opened.path RETURNING n.id)
+      SELECT path FROM opened`,
+  );
+  return rows[0]?.path ?? null;
+}
+
 /** `subject` may be passed when the caller already loaded it (the event worker shares it with the dispatcher). */
 export async function notifyForEvent(
   db: PrismaClient,
@@ -26,7 +52,8 @@ export async function notifyForEvent(
   if (!content || !stored.studioId) return 0;
 
   const recipients = new Map<string, NotificationKind>();
-  const handles = parseMentions(content.text);
+  const writer = await writerOf(db, stored, parseMentions(content.text));
+  const handles = mentionedBy(writer, writer.handles);
   const authors = [content.parentAuthorId, content.subjectAuthorId].filter((a): a is string => Boolean(a));
   // A notification quotes the text: only people who can read it where it was written get one
   // (an author who has since left the studio does not).
@@ -51,6 +78,8 @@ export async function notifyForEvent(
   )
     recipients.set(content.subjectAuthorId, "comment");
   recipients.delete(stored.actorId);
+  if (writer.agent)
+    for (const userId of writer.mutedBy) if (recipients.get(userId) === "mention") recipients.delete(userId);
   if (!recipients.size) return 0;
 
   const excerpt = content.text.replace(/\s+/g, " ").trim().slice(0, 500);
@@ -66,6 +95,46 @@ export async function notifyForEvent(
       excerpt,
     })),
   );
+}
+
+/** Who wrote an event's content: a person, or an agent with the waker of its run and who muted its mentions. */
+interface Writer {
+  agent: boolean;
+  /** The handle of the person whose trigger started the run that wrote it (null: none, or not a person). */
+  wakerHandle: string | null;
+  /** Of the people it mentions, those who muted this agent's mentions, or every agent's. */
+  mutedBy: string[];
+}
+
+async function writerOf(
+  db: Db,
+  event: Pick<Event, "actorId" | "runId" | "tenantId">,
+  handles: string[],
+): Promise<Writer & { handles: string[] }> {
+  const [row] = await hotQuery<Writer>(
+    db,
+    Prisma.sql`
+    SELECT u.kind = 'subagent' AS agent,
+      (SELECT w.handle FROM subagent_task_runs r JOIN users w ON w.id = r.initiated_by_id AND w.kind = 'person'
+        WHERE r.id = ${event.runId}) AS "wakerHandle",
+      CASE WHEN u.kind = 'subagent' THEN ARRAY(SELECT m.id FROM users m WHERE m.tenant_id = ${event.tenantId}
+        AND m.handle = ANY(${handles}::text[]) AND (m.mute_agent_mentions OR u.id = ANY(m.muted_agent_ids)))
+      ELSE '{}'::text[] END AS "mutedBy"
+    FROM users u WHERE u.id = ${event.actorId}`,
+  );
+  return { ...(row ?? { agent: false, wakerHandle: null, mutedBy: [] }), handles };
+}
+
+/**
+ * The handles in a text that reach someone. A person's all do. An agent's text quotes handles
+ * more often than it addresses them ("Hi @alice!", "as @scout said"), and two agents greeting
+ * each other woke each other until the chain limit: in what an agent writes, only the person
+ * whose words woke its run is reached (it is answering them); every other handle notifies and
+ * wakes nobody. An agent hands work to another through the thread or a reply, not a quote.
+ */
+export function mentionedBy(writer: Pick<Writer, "agent" | "wakerHandle">, handles: string[]): string[] {
+  if (!writer.agent) return handles;
+  return handles.filter((handle) => handle === writer.wakerHandle);
 }
 
 export interface NewNotification {

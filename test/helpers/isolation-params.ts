@@ -289,6 +289,9 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "approve_from_link.token": (s) => ({ value: s.links?.approve ?? NO_LINK, aRef: true }),
   "reject_from_link.token": (s) => ({ value: s.links?.reject ?? NO_LINK, aRef: true }),
   ...Object.fromEntries(REACH_KINDS.map((k) => [`set_notifications.${k}`, () => ({ value: "email" })])),
+  // Every agent, not a handle: B has a `scout` of its own, which it may mute.
+  "mute_agent_mentions.agent": () => ({ value: "all" }),
+  "unmute_agent_mentions.agent": () => ({ value: "all" }),
   "create_outgoing_webhook.url": () => ({ value: "http://127.0.0.1:9/hook" }),
   "create_outgoing_webhook.format": () => ({ value: "json" }),
   "create_outgoing_webhook.studio": (s) => ({ value: s.agentStudio.handle, aRef: s.agentStudio.aRef }),

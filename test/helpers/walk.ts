@@ -52,11 +52,12 @@ export async function walking(
 
 /**
  * The page as a person sees it now: nothing wider than the screen (no sideways scroll), no
- * field asking them to type an id, and a full-page screenshot `tmp/walk/<width>-<name>.png`.
+ * field asking them to type an id, and a full-page screenshot `<dir><width>-<name>.png`
+ * (`tmp/walk/` unless a walk keeps its own, as issue 46's does under /tmp/shots/).
  */
-export async function look(w: Walker, name: string): Promise<void> {
-  mkdirSync(DIR, { recursive: true });
-  await w.page.screenshot({ path: `${DIR}${w.width}-${name}.png`, fullPage: true });
+export async function look(w: Walker, name: string, dir = DIR): Promise<void> {
+  mkdirSync(dir, { recursive: true });
+  await w.page.screenshot({ path: `${dir}${w.width}-${name}.png`, fullPage: true });
   // What sticks out, named, so a failure says where to look.
   const wide = await w.page.evaluate<{ scroll: number; width: number; over: string[] }>(`(() => {
     const width = window.innerWidth;

@@ -221,7 +221,8 @@ export const tryRule = defineAction({
     });
     return {
       status: 200,
-      location: `/subagents/${agent.handle}/settings?${tried}`,
+      // A browser lands on the result, under the form that tried it (pages/agent-settings.ts).
+      location: `/subagents/${agent.handle}/settings?${tried}#tried`,
       notice: "What this rule would have done is below; nothing was saved",
     };
   },

@@ -19,7 +19,7 @@ export const addComment = defineAction({
   needs: ["studio"],
   description: "Comment here, or reply to a comment",
   params: z.object({
-    text: longText(10_000, "markdown; @handle mentions someone"),
+    text: longText(10_000, "markdown; @handle mentions someone").meta({ mentions: true }),
     // A person replies with the Reply link under a comment, never by typing its id.
     reply_to: idSchema.optional().meta({
       label: "Reply to",

@@ -18,7 +18,7 @@ export const createCommitment = defineAction({
       .min(1, "at least 1")
       .max(10_000, "at most 10000")
       .describe("how many people must join"),
-    description: optionalText(10_000, "what joining means").meta({ multiline: true }),
+    description: optionalText(10_000, "what joining means").meta({ multiline: true, mentions: true }),
   }),
   writes: true,
   audience: inStudio("commitment"),

@@ -14,7 +14,10 @@ export const createDecision = defineAction({
   description: "Ask the studio to decide something",
   params: z.object({
     question: text(300),
-    description: optionalText(10_000, "context; @handle mentions someone").meta({ multiline: true }),
+    description: optionalText(10_000, "context; @handle mentions someone").meta({
+      multiline: true,
+      mentions: true,
+    }),
     options: longText(5_000, "one option per line").optional(),
   }),
   writes: true,

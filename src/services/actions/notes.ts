@@ -18,7 +18,7 @@ export const createNote = defineAction({
   needs: ["studio"],
   description: "Post a note in this studio",
   params: z.object({
-    text: longText(20_000, "markdown; @handle mentions someone"),
+    text: longText(20_000, "markdown; @handle mentions someone").meta({ mentions: true }),
     title: optionalText(200),
   }),
   writes: true,
@@ -50,7 +50,7 @@ export const updateNote = defineAction({
   needs: ["note", "studio"],
   description: "Edit this note's title or text",
   params: z.object({
-    text: longText(20_000).meta({ clears: true }).optional(),
+    text: longText(20_000).meta({ clears: true, mentions: true }).optional(),
     title: optionalText(200).meta({ clears: true }),
   }),
   writes: true,

@@ -1,4 +1,5 @@
-// Dismissing the actor's own notifications, one or all (pages/notifications.ts).
+// Dismissing the actor's own notifications, one or all ("mark all read"; pages/notifications.ts).
+// Opening what one points at reads it too (notifications.ts markOpened).
 import { z } from "zod";
 import { NotFoundError } from "../../lib/errors.ts";
 import { plural } from "../../lib/plural.ts";
@@ -25,7 +26,7 @@ export const dismiss = defineAction({
 
 export const dismissAll = defineAction({
   name: "dismiss_all",
-  description: "Dismiss all your notifications",
+  description: "Mark all your notifications read",
   params: z.object({}),
   writes: true,
   audience: toSelf("notification dismissal"),
@@ -37,7 +38,7 @@ export const dismissAll = defineAction({
     return {
       status: 200,
       location: "/notifications",
-      notice: `Dismissed ${plural(dismissed.count, "notification")}`,
+      notice: `Marked ${plural(dismissed.count, "notification")} read`,
     };
   },
 });

@@ -5,6 +5,7 @@ import { newId } from "../../lib/ids.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import {
   agentConfig,
+  DESCRIPTION_MAX,
   MAX_FALLBACK_MODELS,
   MAX_STEPS_LIMIT,
   newAgentCapabilities,
@@ -134,9 +135,19 @@ export const createSubagent = defineAction({
 export const updateSubagent = defineAction({
   name: "update_subagent",
   needs: ["agent"],
-  description: "Change its name, identity prompt, model, or step and time limits",
+  description: "Change its name, what it does, its identity prompt, model, or step and time limits",
   params: z.object({
     name: optionalText(80).meta({ clears: true }),
+    description: z
+      .string()
+      .trim()
+      .max(DESCRIPTION_MAX, `at most ${DESCRIPTION_MAX} characters`)
+      .meta({
+        label: "What it does",
+        description: "a sentence for the people who may ask it: the directory and its profile show it",
+        clears: true,
+      })
+      .optional(),
     // Emptied in a form, these clear: no identity prompt, the workspace's default model.
     identity_prompt: z.string().trim().max(10_000).meta({ multiline: true, clears: true }).optional(),
     model: modelName
@@ -180,6 +191,7 @@ export const updateSubagent = defineAction({
     const config = agentConfig(scope.agent);
     return {
       name: scope.agent.name,
+      description: config.description,
       identity_prompt: config.identity_prompt,
       model: config.model ?? "",
       fallback_models: config.fallback_models.join(", "),
@@ -198,6 +210,7 @@ export const updateSubagent = defineAction({
     // Under the row's lock (saveConfig): two managers saving at once never tear the config.
     await saveConfig(ctx, scope.agent, (config) => {
       if (params.identity_prompt !== undefined) config.identity_prompt = params.identity_prompt;
+      if (params.description !== undefined) config.description = params.description;
       if (params.model !== undefined) {
         if (params.model) config.model = params.model;
         else delete config.model;

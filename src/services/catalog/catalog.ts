@@ -2,6 +2,7 @@
 
 import { sessionStepUp } from "../accounts/step-up.ts";
 import { clearAgentLabel } from "../actions/agent-label.ts";
+import { muteAgentMentions, unmuteAgentMentions } from "../actions/agent-mention-mutes.ts";
 import { setMemberRuns, transferSubagent } from "../actions/agent-ownership.ts";
 import { addRule, removeRule, setCapabilities, tryRule } from "../actions/agent-settings.ts";
 import { createApiTokenAction, revokeApiToken } from "../actions/api-tokens.ts";
@@ -100,12 +101,14 @@ import { removeSsoProvider, setSsoProvider } from "../actions/workspace-sso.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
 import { agentMemoryPage } from "../pages/agent-memory.ts";
 import { agentSettingsPage } from "../pages/agent-settings.ts";
+import { agentsDirectoryPage } from "../pages/agents-directory.ts";
 import { apiTokenPage } from "../pages/api-token.ts";
 import { agentPendingPage, approvalsPage, pendingPage } from "../pages/approvals.ts";
 import { commitmentPage, commitmentsPage } from "../pages/commitments.ts";
 import { decisionPage, decisionsPage } from "../pages/decisions.ts";
 import { hostnamesPage } from "../pages/hostnames.ts";
 import { invitationsPage } from "../pages/invitations.ts";
+import { mentionablePage } from "../pages/mentionable.ts";
 import { notePage, notesPage } from "../pages/notes.ts";
 import {
   notificationSettingsPage,
@@ -151,6 +154,8 @@ export const pages = [
   notificationsPage,
   searchPage,
   profilePage,
+  agentsDirectoryPage,
+  mentionablePage,
   settingsPage,
   tokensPage,
   apiTokenPage,
@@ -265,6 +270,8 @@ export const actions = [
   deleteWebhook,
   setHumanOnly,
   setNotifications,
+  muteAgentMentions,
+  unmuteAgentMentions,
   createOutgoingWebhook,
   enableOutgoingWebhook,
   disableOutgoingWebhook,

@@ -116,11 +116,61 @@ export const agentSettingsPage = definePage({
             form: { action: "remove_rule", fixed: { name: rule.name }, label: `Remove “${rule.name}”` },
           }),
         ),
-        ...(await triedRule(ctx, agent, config, query)),
+        ...(await ruleForms(ctx, agent, config, query)),
       ],
     };
   },
 });
+
+/** What try_rule put in the address, as the form's values: the form keeps what was typed. */
+function triedValues(query: Query): Record<string, string> {
+  const values: Record<string, string | undefined> = {
+    action: query.try_action,
+    decision: query.try_decision,
+    param_patterns: query.try_patterns,
+    position: query.try_position,
+  };
+  return Object.fromEntries(
+    Object.entries(values).filter((entry): entry is [string, string] => Boolean(entry[1])),
+  );
+}
+
+/**
+ * Trying a rule and adding one, together under the rules: the try form (keeping what was
+ * typed), what the tried rule would have done right under it, and the add form, filled with
+ * the tried rule ("Add this rule") so that only its name is left to type.
+ */
+async function ruleForms(
+  ctx: PageCtx,
+  agent: { id: string; handle: string },
+  config: AgentConfig,
+  query: Query,
+) {
+  const tried = triedValues(query);
+  const result = await triedRule(ctx, agent, config, query);
+  const forms: Block[] = [
+    {
+      md: "### Try a rule\n\nSee what it would have done to the agent's actions of the last 30 days before you add it.",
+    },
+    { form: { action: "try_rule", fixed: {}, label: "Try it", style: "block", values: tried } },
+    ...result,
+    {
+      md: result.length
+        ? "### Add this rule\n\nThe rule you tried, ready to add: give it a name."
+        : "### Add a rule",
+    },
+    {
+      form: {
+        action: "add_rule",
+        fixed: {},
+        label: result.length ? "Add this rule" : "Add rule",
+        style: "block",
+        values: result.length ? tried : {},
+      },
+    },
+  ];
+  return forms;
+}
 
 /** The rule in the page's address (try_rule), tried on the agent's last 30 days; nothing when none is. */
 async function triedRule(
@@ -138,7 +188,7 @@ async function triedRule(
   } catch {
     return [
       {
-        md: "## What this rule would have done\n\n_Its param patterns cannot be read: try it again with the form._",
+        md: "#### What this rule would have done\n\n_Its param patterns cannot be read: try it again with the form._",
       },
     ];
   }
@@ -150,23 +200,22 @@ async function triedRule(
     .join(", ");
   const sections = (["held", "refused", "allowed"] as const).map((outcome) => {
     const { count, examples } = result.outcomes[outcome];
+    const title = outcome === "held" ? "Held for approval" : outcome === "refused" ? "Refused" : "Allowed";
     const lines = examples.map(
       (example) =>
         `- \`${example.action}\` ${when(example.at)} · ${link(`run ${example.runId}, step ${example.step}`, `/subagents/${agent.handle}/runs/${example.runId}/steps/${example.step}`)} · ${mdEscape(excerpt(JSON.stringify(example.params), 120))}`,
     );
-    return `### ${outcome === "held" ? "Held for approval" : outcome === "refused" ? "Refused" : "Allowed"} (${count})${lines.length ? `\n\n${lines.join("\n")}` : ""}`;
+    return `**${title} (${count})**${lines.length ? `\n\n${lines.join("\n")}` : ""}`;
   });
-  return [
-    {
-      md: [
-        "## What this rule would have done",
-        "",
-        `Tried: \`${action}\` → **${decision}**${patterns ? ` when ${patterns}` : ""}, at position ${position ?? config.rules.length + 1}. Nothing was saved: add it with **Add rule**.`,
-        "",
-        backtestSummary(result),
-        "",
-        sections.join("\n\n"),
-      ].join("\n"),
-    },
-  ];
+  const markdown = [
+    "#### What this rule would have done",
+    "",
+    `Tried: \`${action}\` → **${decision}**${patterns ? ` when ${patterns}` : ""}, at position ${position ?? config.rules.length + 1}. Nothing was saved: add it with **Add this rule** below.`,
+    "",
+    backtestSummary(result),
+    // With nothing to try it on, three empty counts would say it three times more.
+    ...(result.total ? ["", sections.join("\n\n")] : []),
+  ].join("\n");
+  // In a browser the try form's redirect lands here (#tried), right under the form.
+  return [{ md: markdown, html: `<section id="tried" class="tried">${markdownToHtml(markdown)}</section>` }];
 }

@@ -1,7 +1,9 @@
 // Where a person chooses how they hear of their agents (mail, digest, the app), and keeps
 // outgoing webhooks that tell a chat tool or a service (services/reach/).
 import { NotFoundError } from "../../lib/errors.ts";
+import { ALL_AGENTS } from "../actions/agent-mention-mutes.ts";
 import { EVENT_LABELS, keptBy, webhooksPath } from "../actions/outgoing-webhooks.ts";
+import { askableAgents } from "../agents/core/directory.ts";
 import {
   CHANNEL_LABELS,
   KIND_LABELS,
@@ -30,11 +32,16 @@ function mailLine(email: string | null): string {
 
 export const notificationSettingsPage = definePage({
   pattern: "/u/:handle/settings/notifications",
-  actions: ["set_notifications"],
+  actions: ["set_notifications", "mute_agent_mentions", "unmute_agent_mentions"],
   resolve: (ctx, params) => ownSettings(ctx, params.handle),
   async render(ctx, scope) {
     const user = await ctx.db.user.findUniqueOrThrow({ where: { id: scope.user.id } });
     const prefs = reachPrefs(user.reachPrefs);
+    const muted = await ctx.db.user.findMany({
+      where: { id: { in: user.mutedAgentIds }, tenantId: ctx.tenant.id },
+      select: { handle: true },
+      orderBy: { handle: "asc" },
+    });
     return {
       title: "Notifications",
       breadcrumb: crumbs(user.handle, [{ label: "Notifications" }]),
@@ -52,10 +59,68 @@ export const notificationSettingsPage = definePage({
         {
           md: `To tell a chat channel or a service, add an ${link("outgoing webhook", webhooksPath(user.handle))}.`,
         },
+        ...muteBlocks(
+          user.muteAgentMentions,
+          muted,
+          await askableAgents(ctx.db, ctx.tenant.id, ctx.actor.id),
+        ),
       ],
     };
   },
 });
+
+/**
+ * Agents' mentions of you, muted or not: a handle an agent quotes never notifies anyone anyway.
+ * The agent to mute is picked from those that can mention you (mute_agent_mentions' own rule).
+ */
+function muteBlocks(
+  all: boolean,
+  muted: { handle: string }[],
+  askable: { handle: string; name: string }[],
+): Block[] {
+  const mutedHandles = new Set(muted.map((agent) => agent.handle));
+  const choices = [
+    { value: ALL_AGENTS, label: "Every agent" },
+    ...askable
+      .filter((agent) => !mutedHandles.has(agent.handle))
+      .map((agent) => ({ value: agent.handle, label: `@${agent.handle} (${agent.name})` })),
+  ];
+  const state = all
+    ? "**Muted for every agent**: no agent's mention notifies you."
+    : muted.length
+      ? `Muted: ${muted.map((agent) => `@${agent.handle}`).join(", ")}.`
+      : "Every agent's mention of you notifies you.";
+  return [
+    {
+      md: [
+        "## Mentions by agents",
+        "",
+        `An agent reaches you with a mention only when it answers something you asked it (a handle it quotes or greets notifies nobody). ${state}`,
+      ].join("\n"),
+    },
+    // While every agent is muted, unmuting one would change nothing: only "every agent" is offered.
+    ...(all ? [] : muted.map((agent) => unmuteForm(agent.handle, `Unmute @${agent.handle}`))),
+    ...(all || muted.length > 1 ? [unmuteForm(ALL_AGENTS, "Unmute every agent")] : []),
+    ...(all
+      ? []
+      : [
+          {
+            form: {
+              action: "mute_agent_mentions",
+              fixed: {},
+              label: "Mute",
+              style: "block" as const,
+              values: { agent: choices[1]?.value ?? ALL_AGENTS },
+              choices: { agent: choices },
+            },
+          },
+        ]),
+  ];
+}
+
+function unmuteForm(agent: string, label: string): Block {
+  return { form: { action: "unmute_agent_mentions", fixed: { agent }, label } };
+}
 
 async function endpointsOf(ctx: Ctx) {
   return ctx.db.outboundEndpoint.findMany({

@@ -3,7 +3,7 @@
 import { plural } from "../../lib/plural.ts";
 import { studiosSeenByViewers } from "../access.ts";
 import { REFUSAL } from "../agents/triggers/refusals.ts";
-import { unreadOf } from "../notifications.ts";
+import { openPath, unreadOf } from "../notifications.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import { type Ctx, definePage } from "../registry/types.ts";
@@ -17,7 +17,7 @@ const KIND: Record<string, string> = { notes: "note", decisions: "decision", com
  * What each notification is about, named for a person: the note "Retro day", not its path.
  * Only from studios the reader is still in; anything else is "a note".
  */
-async function titlesOf(ctx: Ctx, paths: string[]): Promise<Map<string, string>> {
+export async function titlesOf(ctx: Ctx, paths: string[]): Promise<Map<string, string>> {
   const ids: Record<string, string[]> = { notes: [], decisions: [], commitments: [] };
   for (const path of paths) {
     const match = SUBJECT.exec(path);
@@ -54,40 +54,42 @@ function thingAt(path: string, titles: Map<string, string>): string {
   return title ? `the ${KIND[match[1]!]} “${excerpt(title, 80)}”` : `a ${KIND[match[1]!]}`;
 }
 
-/**
- * One notification as a sentence with a link to act on it. Agents read its id (they dismiss by
- * it); people see the sentence without it.
- */
-function notificationBlock(
-  titles: Map<string, string>,
-  notification: {
-    id: string;
-    kind: string;
-    path: string;
-    excerpt: string;
-    createdAt: Date;
-    actor: { name: string; handle: string };
-  },
-) {
+export type Listed = {
+  id: string;
+  kind: string;
+  path: string;
+  excerpt: string;
+  createdAt: Date;
+  actor: { name: string; handle: string };
+};
+
+/** The sentence, its link going to `href` (the page itself, or the route that opens and reads it). */
+function sentence(titles: Map<string, string>, notification: Listed, href: string): string {
   const name = who(notification.actor);
   // Notifications written before the sentences were: "asks: …", "wants to …".
   const text = excerpt(notification.excerpt.replace(/^asks: /, ""), 280);
-  let line: string;
+  const { path } = notification;
   if (notification.kind !== "agent")
-    line = `${name} ${verb(notification.kind)} ${link(mdEscape(thingAt(notification.path, titles)), notification.path)}\n\n${quote(text)}`;
-  else if (text.startsWith(REFUSAL))
-    line = `${name} ${mdEscape(text)} · ${link("See why", notification.path)}`;
-  else if (notification.path.includes("/runs/"))
-    line = `${name} asks you: “${mdEscape(text)}” · ${link("Answer", notification.path)}`;
-  else if (notification.path.includes("/pending/"))
-    line = `${name} ${mdEscape(text)} · ${link("Review", notification.path)}`;
-  else if (notification.path.endsWith("/usage"))
-    line = `${name} ${mdEscape(text)} · ${link("See its usage", notification.path)}`;
-  else line = `${name} ${mdEscape(text)} · ${link("Open", notification.path)}`;
-  const [first, ...rest] = line.split("\n\n");
+    return `${name} ${verb(notification.kind)} ${link(mdEscape(thingAt(path, titles)), href)}\n\n${quote(text)}`;
+  if (text.startsWith(REFUSAL))
+    return `${name} ${mdEscape(text)} · ${link(path.includes("/runs/") ? "See why" : "Open the thread", href)}`;
+  if (path.includes("/runs/")) return `${name} asks you: “${mdEscape(text)}” · ${link("Answer", href)}`;
+  if (path.includes("/pending/")) return `${name} ${mdEscape(text)} · ${link("Review", href)}`;
+  if (path.endsWith("/usage")) return `${name} ${mdEscape(text)} · ${link("See its usage", href)}`;
+  return `${name} ${mdEscape(text)} · ${link("Open", href)}`;
+}
+
+/**
+ * One notification as a sentence with a link to act on it. Agents read its id (they dismiss by
+ * it) and the page's own path; people see the sentence without the id, its link going through
+ * the route that marks it read as it opens the page (routes/notification-open.ts).
+ */
+export function notificationBlock(titles: Map<string, string>, notification: Listed) {
   const stamp = ` · ${when(notification.createdAt)}`;
+  const [first, ...rest] = sentence(titles, notification, notification.path).split("\n\n");
   const markdown = [`- ${first}${stamp} · notification \`${notification.id}\``, ...rest].join("\n\n");
-  return { md: markdown, html: markdownToHtml([`- ${first}${stamp}`, ...rest].join("\n\n")) };
+  const [opened, ...more] = sentence(titles, notification, openPath(notification.id)).split("\n\n");
+  return { md: markdown, html: markdownToHtml([`- ${opened}${stamp}`, ...more].join("\n\n")) };
 }
 
 export const notificationsPage = definePage({
@@ -121,7 +123,11 @@ export const notificationsPage = definePage({
       breadcrumb: [home, { label: "Notifications" }],
       blocks: items.length
         ? [
-            { md: `${plural(total, "unread notification")}.` },
+            {
+              md: `${plural(total, "unread notification")}. Dismiss one by its id, or all at once.`,
+              html: markdownToHtml(`${plural(total, "unread notification")}. Opening one marks it read.`),
+            },
+            { form: { action: "dismiss_all", fixed: {}, label: "Mark all read" } },
             ...items.flatMap((notification) => [
               notificationBlock(titles, notification),
               { form: { action: "dismiss", fixed: { id: notification.id }, label: "Dismiss" } },

@@ -1,6 +1,7 @@
 import type { User } from "../../generated/prisma/client.ts";
 import { plural } from "../../lib/plural.ts";
 import { loadUser, studiosSeenByViewers } from "../access.ts";
+import { askableAgents } from "../agents/core/directory.ts";
 import { agentConfig } from "../agents/core/settings.ts";
 import { readWhoami, type Whoami, whoamiSources } from "../agents/core/whoami-read.ts";
 import { ALWAYS_ALLOWED, ALWAYS_BLOCKED } from "../agents/policy/capabilities.ts";
@@ -9,6 +10,7 @@ import { usd } from "../money/pricing.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import { type Block, type Ctx, definePage } from "../registry/types.ts";
 import { search } from "../search.ts";
+import { agentSources, askBlocks } from "./agents-directory.ts";
 import { excerpt, home, pager, paging, when, who } from "./format.ts";
 
 /** What a subagent needs to know about itself at the start of every run. */
@@ -48,6 +50,12 @@ function agentBlocks(
   ];
 }
 
+/** "**What it does:** …", in its managers' words (update_subagent). */
+function whatItDoes(user: Pick<User, "agentConfig">): string {
+  const description = agentConfig({ agentConfig: user.agentConfig as never }).description;
+  return `**What it does:** ${description ? mdEscape(description) : "_Its managers have not said yet._"}`;
+}
+
 export const whoamiPage = definePage({
   pattern: "/whoami",
   actions: ["update_scratchpad"],
@@ -84,6 +92,8 @@ export const whoamiPage = definePage({
       blocks: [
         { md: identity },
         ...(user.bio ? [{ md: quote(user.bio) }] : []),
+        // An agent reads what its managers say it does (update_subagent), as its askers do.
+        ...(user.kind === "subagent" ? [{ md: whatItDoes(user) }] : []),
         ...(user.kind === "subagent"
           ? agentBlocks(user, spent, watching, unnamedLine(whoami.unnamedWatching, "subscription"))
           : []),
@@ -166,6 +176,10 @@ export const profilePage = definePage({
       user.ownerStudioId ? ctx.db.studio.findUnique({ where: { id: user.ownerStudioId } }) : null,
     ]);
     const seen = await studiosSeenByViewers(ctx);
+    const [asked] =
+      user.kind === "subagent"
+        ? await askableAgents(ctx.db, ctx.tenant.id, ctx.actor.id, { handles: [user.handle] })
+        : [];
     const shared = await ctx.db.studio.findMany({
       where: {
         tenantId: ctx.tenant.id,
@@ -182,6 +196,11 @@ export const profilePage = definePage({
           md: `${who(user)} · ${user.kind}${parent ? ` owned by ${who(parent)}` : ""}${studio ? ` owned by the studio ${link(studio.name, `/studios/${studio.handle}`)}` : ""} · joined ${when(user.createdAt)}`,
         },
         ...(user.bio ? [{ md: quote(user.bio) }] : []),
+        // An agent's profile says what it does and how this reader asks it, as /agents does.
+        ...(asked ? askBlocks(asked) : []),
+        ...(user.kind === "subagent" && !asked
+          ? [{ md: `${whatItDoes(user)}\n\n**To ask it:** you cannot: it works in no studio you are in.` }]
+          : []),
         {
           md: `## Studios you share\n\n${shared.length ? shared.map((s) => `- ${link(s.name, `/studios/${s.handle}`)}`).join("\n") : "_None._"}`,
         },
@@ -190,7 +209,7 @@ export const profilePage = definePage({
           : []),
       ],
       // The studios it names count: a studio's name can be what is private.
-      sources: shared.map((s) => ({ studio: s.id })),
+      sources: [...shared.map((s) => ({ studio: s.id })), ...(asked ? agentSources([asked]) : [])],
     };
   },
 });

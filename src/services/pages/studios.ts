@@ -3,7 +3,9 @@ import { loadStudio, studiosSeenByViewers } from "../access.ts";
 import { unreadOf } from "../notifications.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import { type Block, type Ctx, definePage, defineReadPage, type StudioScope } from "../registry/types.ts";
+import { AGENTS_PATH } from "./agents-directory.ts";
 import { home, type Paging, PER_PAGE, pager, paging, studioCrumbs, when, who } from "./format.ts";
+import { loadWaiting, waitingBlocks, waitingStudioHandles } from "./home-waiting.ts";
 import { type NoteLine, type StudioOverview, studioOverview } from "./studio-reads.ts";
 import { watchBlocks } from "./subscriptions.ts";
 
@@ -23,17 +25,26 @@ async function myStudios(ctx: Ctx, paged: Paging) {
   return { memberships, total };
 }
 
+/** "you are an admin", "you are a member": a reader's role in a sentence. */
+const youAre = (role: string) => `you are ${role === "admin" ? "an admin" : "a member"}`;
+
 export const homePage = definePage({
   pattern: "/",
   actions: [],
   resolve: async () => ({}),
   async render(ctx) {
-    const [{ memberships, total }, unread] = await Promise.all([
+    const [{ memberships, total }, unread, waiting] = await Promise.all([
       myStudios(ctx, paging({})),
       ctx.db.notification.count({
         where: unreadOf(ctx.actor.id, ctx.tenant.id),
       }),
+      loadWaiting(ctx),
     ]);
+    // The studios it names besides the reader's own list: those its waiting items are in.
+    const named = await ctx.db.studio.findMany({
+      where: { tenantId: ctx.tenant.id, handle: { in: waitingStudioHandles(waiting) } },
+      select: { id: true },
+    });
     const studios = memberships.length
       ? memberships
           .map((m) => `- ${link(m.studio.name, `/studios/${m.studio.handle}`)} — ${m.role}`)
@@ -44,14 +55,17 @@ export const homePage = definePage({
       breadcrumb: [{ label: "Home" }],
       blocks: [
         { md: `Signed in as ${who(ctx.actor)}.` },
+        ...waitingBlocks(waiting),
         {
           md: `## Your studios\n\n${studios}${total > memberships.length ? `\n\n${link(`All ${total} studios`, "/studios")}` : ""}`,
         },
         {
-          md: `## Elsewhere\n\n- ${link(`Notifications (${unread} unread)`, "/notifications")}\n- ${link("Search", "/search")}\n- ${link("Who am I", "/whoami")}\n- ${link("Your settings and API tokens", `/u/${ctx.actor.handle}/settings`)}`,
+          md: `## Elsewhere\n\n- ${link("Agents you can ask", AGENTS_PATH)}\n- ${link(`Notifications (${unread} unread)`, "/notifications")}\n- ${link("Search", "/search")}\n- ${link("Who am I", "/whoami")}\n- ${link("Your settings and API tokens", `/u/${ctx.actor.handle}/settings`)}`,
         },
       ],
-      sources: memberships.map((m) => ({ studio: m.studioId })),
+      sources: [...new Set([...memberships.map((m) => m.studioId), ...named.map((studio) => studio.id)])].map(
+        (studio) => ({ studio }),
+      ),
     };
   },
 });
@@ -67,7 +81,7 @@ export const studiosPage = definePage({
       ? memberships
           .map(
             (membership) =>
-              `- ${link(membership.studio.name, `/studios/${membership.studio.handle}`)} (\`${membership.studio.handle}\`) — you are ${membership.role}`,
+              `- ${link(membership.studio.name, `/studios/${membership.studio.handle}`)} (\`${membership.studio.handle}\`) — ${youAre(membership.role)}`,
           )
           .join("\n")
       : "_You are not a member of any studio yet. Create one, or join with an invite code._";
@@ -108,7 +122,7 @@ export const studioPage = defineReadPage({
       breadcrumb: [home, { label: "Studios", path: "/studios" }, { label: studio.name }],
       blocks: [
         {
-          md: `${studio.description ? `${quote(studio.description)}\n\n` : ""}Handle \`${studio.handle}\` · you are ${studio.role} · ${link(`${counts.members} members`, `${base}/members`)}`,
+          md: `${studio.description ? `${quote(studio.description)}\n\n` : ""}Handle \`${studio.handle}\` · ${youAre(studio.role)} · ${link(`${counts.members} members`, `${base}/members`)}`,
         },
         ...watch,
         ...(pinned.length

@@ -84,13 +84,18 @@ function ownAgentLine(agent: SubagentsData["agents"][number]): string {
   return `- ${link(agent.name, `/subagents/${agent.handle}`)} (\`@${agent.handle}\`)${archivedMark(agent)} · ${counts} · ${modelWord(agent)}`;
 }
 
-/** A studio's agent: linked to its page for its managers, to its run form when members may run it. */
+/**
+ * A studio's agent: linked to its page for its managers; for its other members to its profile
+ * (what it does, how to ask it), never to a page of its managers' that would answer 403, and to
+ * its run form when members may run it.
+ */
 function studioAgentLine(agent: SubagentsData["studioAgents"][number]): string {
   const studio = agent.ownerStudio;
-  const name =
-    agent.manages || agentConfig(agent).members_may_run
-      ? link(agent.name, `/subagents/${agent.handle}${agent.manages ? "" : "/run"}`)
-      : mdEscape(agent.name);
+  const runForm =
+    !agent.manages && agentConfig(agent).members_may_run
+      ? ` · ${link("its run form", `/subagents/${agent.handle}/run`)}`
+      : "";
+  const name = `${link(agent.name, agent.manages ? `/subagents/${agent.handle}` : `/u/${agent.handle}`)}${runForm}`;
   const managed = agent.manages ? "you manage it with the studio's other admins" : "its admins manage it";
   const studioLink = studio ? link(studio.name, `/studios/${studio.handle}`) : "";
   return `- ${name} (\`@${agent.handle}\`) of ${studioLink}${archivedMark(agent)} · ${plural(agent._count.agentRuns, "run")} · ${modelWord(agent)} · ${managed}`;

@@ -6,7 +6,7 @@
 import { hotQuery } from "../../db/prisma.ts";
 import { Prisma, type RunStatus, type SubjectType } from "../../generated/prisma/client.ts";
 import { managedAmong } from "../access.ts";
-import { endingWords, UNFINISHED } from "../agents/core/run-endings.ts";
+import { endingWords, UNFINISHED, unansweredWords } from "../agents/core/run-endings.ts";
 import { changesFeed, digestOf, type LiveFeed, sharedReads } from "../live/feed.ts";
 import { inlineHtml } from "../registry/html.ts";
 import { link } from "../registry/markdown.ts";
@@ -20,7 +20,11 @@ interface Working {
   agentId: string;
   handle: string;
   state: RunState | "ended";
-  /** A run that failed, timed out or was stopped: said in words its readers may read (run-endings.ts). */
+  /**
+   * A run that failed, timed out or was stopped, or one that ended (or waits for an approval)
+   * without answering: said in words its readers may read (run-endings.ts), after "@scout"
+   * (it starts with its own space or "'s").
+   */
   ended?: string;
 }
 
@@ -43,8 +47,11 @@ async function threadState(ctx: Ctx, type: SubjectType, id: string): Promise<Thr
       status: RunStatus;
       stopReason: string | null;
       stopping: boolean;
+      replied: boolean;
+      awaitingApproval: boolean;
+      blocked: boolean;
     }[];
-    unposted: { id: string; status: string }[];
+    unposted: { id: string; status: string; run: string }[];
   }>(
     ctx.db,
     Prisma.sql`
@@ -54,24 +61,38 @@ async function threadState(ctx: Ctx, type: SubjectType, id: string): Promise<Thr
         WHERE c.tenant_id = ${ctx.tenant.id} AND c.subject_type = ${type}::"SubjectType" AND c.subject_id = ${id}
         ORDER BY c.created_at DESC, c.id DESC LIMIT 1) AS last,
       COALESCE((SELECT json_agg(json_build_object('run', r.id, 'agentId', r.agent_id, 'handle', u.handle,
-          'status', r.status, 'stopReason', r.stop_reason, 'stopping', r.stop_requested_at IS NOT NULL)
+          'status', r.status, 'stopReason', r.stop_reason, 'stopping', r.stop_requested_at IS NOT NULL,
+          'replied', EXISTS (SELECT 1 FROM comments rc WHERE rc.run_id = r.id AND rc.subject_id = ${id}),
+          'awaitingApproval', EXISTS (SELECT 1 FROM agent_pending_actions rp WHERE rp.run_id = r.id AND rp.status = 'pending'),
+          'blocked', coalesce((SELECT (rs.detail->>'status') IN ('403', '404') FROM subagent_task_run_steps rs
+            WHERE rs.run_id = r.id AND rs.type = 'navigate' ORDER BY rs.number DESC LIMIT 1), false))
           ORDER BY r.created_at, r.id)
         FROM subagent_task_runs r JOIN users u ON u.id = r.agent_id
         WHERE r.thread_id = ${id} AND r.tenant_id = ${ctx.tenant.id}
           AND (r.status IN ('queued', 'running', 'waiting')
-            -- Where its "working on this" line was, a run that did not finish says so, until
-            -- the agent's next run in the thread.
-            OR (r.status IN ('failed', 'timed_out', 'cancelled') AND NOT EXISTS (
+            -- Where its "working on this" line was, a run that did not finish, or finished
+            -- without a word here, says so, until the agent's next run in the thread.
+            OR ((r.status IN ('failed', 'timed_out', 'cancelled') OR (r.status = 'completed'
+                AND NOT EXISTS (SELECT 1 FROM comments rc WHERE rc.run_id = r.id AND rc.subject_id = ${id})))
+              AND NOT EXISTS (
               SELECT 1 FROM subagent_task_runs later WHERE later.thread_id = r.thread_id
                 AND later.agent_id = r.agent_id AND later.tenant_id = r.tenant_id
                 AND (later.created_at, later.id) > (r.created_at, r.id))))), '[]') AS working,
-      COALESCE((SELECT json_agg(json_build_object('id', p.id, 'status', p.status) ORDER BY p.id)
+      COALESCE((SELECT json_agg(json_build_object('id', p.id, 'status', p.status, 'run', r.id) ORDER BY p.id)
         FROM subagent_task_runs r JOIN agent_pending_actions p ON p.run_id = r.id
         WHERE r.thread_id = ${id} AND r.tenant_id = ${ctx.tenant.id}
           AND p.status IN ('pending', 'rejected', 'expired', 'failed')), '[]') AS unposted`,
   );
-  const working = (row?.working ?? []).map((worker): Working => {
-    const ended = UNFINISHED.includes(worker.status);
+  const unposted = row?.unposted ?? [];
+  // A reply waiting for approval here has its own notice (thread-reviews.ts), which says so:
+  // its run's line would say it twice.
+  const reviewed = new Set(unposted.filter((p) => p.status === "pending").map((p) => p.run));
+  const waiting = (row?.working ?? []).filter(
+    (worker) => !(worker.awaitingApproval && reviewed.has(worker.run)),
+  );
+  const working = waiting.map((worker): Working => {
+    const unanswered = unansweredWords(worker)?.thread;
+    const ended = UNFINISHED.includes(worker.status) || worker.status === "completed";
     return {
       run: worker.run,
       agentId: worker.agentId,
@@ -79,13 +100,14 @@ async function threadState(ctx: Ctx, type: SubjectType, id: string): Promise<Thr
       state: ended
         ? "ended"
         : runState({ status: worker.status, stopRequestedAt: worker.stopping ? new Date() : null }),
-      ...(ended && { ended: endingWords(worker) }),
+      ...(unanswered
+        ? { ended: unanswered }
+        : UNFINISHED.includes(worker.status) && { ended: ` ${endingWords(worker)}` }),
     };
   });
   const comments = row?.comments ?? 0;
-  const unposted = row?.unposted ?? [];
   return {
-    digest: digestOf([comments, row?.last ?? null, working.map((w) => [w.run, w.state]), unposted]),
+    digest: digestOf([comments, row?.last ?? null, working.map((w) => [w.run, w.state, w.ended]), unposted]),
     comments,
     working,
     unposted: unposted.length,
@@ -108,7 +130,7 @@ async function workingBlock(ctx: Ctx, working: Working[]): Promise<Block | null>
     working.map((w) => w.agentId),
   );
   const lines = working.map((worker) => {
-    const doing = `@${worker.handle} ${worker.ended ?? DOING[worker.state] ?? worker.state}`;
+    const doing = `@${worker.handle}${worker.ended ?? ` ${DOING[worker.state] ?? worker.state}`}`;
     return managed.has(worker.agentId)
       ? `${doing} — ${link("see its run", runPath(worker.handle, worker.run))}`
       : doing;

@@ -152,7 +152,7 @@ function fieldInput(
   field: Field,
   value: unknown,
   formId: string,
-  opts: { choices?: Choice[]; error?: string; inline?: boolean; disabled?: string } = {},
+  opts: { choices?: Choice[]; error?: string; inline?: boolean; disabled?: string; mentions?: string } = {},
 ): string {
   const { choices, error, disabled } = opts;
   const id = `${formId}-${field.name}`;
@@ -191,7 +191,8 @@ function fieldInput(
     );
     control = `<select id="${id}" name="${field.name}"${req}${invalid}>${opts.join("")}</select>`;
   } else if (field.multiline) {
-    control = `<textarea id="${id}" name="${field.name}" rows="4"${limit.attr}${req}${invalid}>${escapeHtml(String(initial))}</textarea>`;
+    const mentions = field.mentions && opts.mentions ? ` data-mentions="${escapeHtml(opts.mentions)}"` : "";
+    control = `<textarea id="${id}" name="${field.name}" rows="4"${limit.attr}${req}${invalid}${mentions}>${escapeHtml(String(initial))}</textarea>`;
   } else {
     const type = field.type === "number" ? "number" : "text";
     const step = field.type === "number" ? numberAttrs(field) : "";
@@ -261,6 +262,15 @@ function issuesByField(issues: Issue[], shown: Set<string>) {
 }
 
 /**
+ * Where a composer on `path` asks who may be mentioned (routes/mentionable.ts): in a studio's
+ * pages, that studio's people and the agents a mention there wakes.
+ */
+function mentionsUrl(path: string): string {
+  const studio = /^\/studios\/([a-z0-9_-]+)/.exec(path)?.[1];
+  return `/mentionable.json${studio ? `?studio=${studio}` : ""}`;
+}
+
+/**
  * An action as a form. It posts to the page it is on (naming the action in `_action`), so a
  * mistake shows that page again, at its own address, with the message at the field.
  */
@@ -302,6 +312,7 @@ export function actionForm(action: ActionDef, options: FormOpts): string {
       error,
       inline: options.inline,
       disabled: options.disabled?.[field.name],
+      mentions: mentionsUrl(options.path),
     });
     return `<div class="field field-${field.type}${error ? " has-error" : ""}">${input}</div>`;
   });

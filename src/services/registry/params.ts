@@ -14,6 +14,11 @@ export interface Field {
   options?: string[];
   description?: string;
   multiline: boolean;
+  /**
+   * Text where an `@handle` mentions someone (a note, a comment, a decision's context): its
+   * form offers the people and agents the writer may mention as they type (public/mentions.js).
+   */
+  mentions: boolean;
   /** A password or API key: a password input, never prefilled or echoed back. */
   secret: boolean;
   /** The form's label when the param name reads badly ("Monthly limit (USD)"). */
@@ -71,6 +76,7 @@ export function fields(schema: z.ZodObject): Field[] {
     let defaultValue: unknown;
     type Meta = {
       multiline?: boolean;
+      mentions?: boolean;
       secret?: boolean;
       description?: string;
       label?: string;
@@ -99,6 +105,7 @@ export function fields(schema: z.ZodObject): Field[] {
       options: type === "enum" ? (zodType as unknown as z.ZodEnum).options.map(String) : undefined,
       description: meta.description ?? inner.description ?? raw.description,
       multiline: Boolean(meta.multiline ?? inner.multiline),
+      mentions: Boolean(meta.mentions ?? inner.mentions),
       secret: Boolean(meta.secret ?? inner.secret),
       label: meta.label ?? inner.label,
       optionLabels: meta.optionLabels ?? inner.optionLabels,

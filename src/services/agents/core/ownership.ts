@@ -250,3 +250,26 @@ export async function loadAgent(
   }
   throw new NotFoundError(`No subagent @${handle} of yours`);
 }
+
+/**
+ * SQL: the studios where `actorId` may wake the agent `agentId` with a mention, as a subquery
+ * of studio ids: both are members there, and each reads there as far as its owner goes (an
+ * agent whose owner left a studio is silent in it; an agent asking sees only where it reads).
+ */
+export function wakeStudiosSql(agentId: Prisma.Sql, actorId: Prisma.Sql): Prisma.Sql {
+  return Prisma.sql`(SELECT wam.studio_id FROM studio_members wam
+    JOIN studio_members wme ON wme.studio_id = wam.studio_id AND wme.user_id = ${actorId}
+    WHERE wam.user_id = ${agentId} AND ${ownerBoundSql(agentId, Prisma.sql`wam.studio_id`)}
+      AND ${ownerBoundSql(actorId, Prisma.sql`wme.studio_id`)})`;
+}
+
+/**
+ * SQL: the agent row aliased `alias` is one `actorId` may ask: it wakes for their mention in a
+ * studio they share, or they manage it (its run form). Archived agents answer nobody. The
+ * directory, @-autocomplete and the mute list all ask this.
+ */
+export function askableSql(alias: string, actorId: string): Prisma.Sql {
+  const table = Prisma.raw(alias);
+  return Prisma.sql`(${table}.kind = 'subagent' AND ${table}.archived_at IS NULL AND (${managedBySql(alias, actorId)}
+    OR EXISTS ${wakeStudiosSql(Prisma.sql`${table}.id`, Prisma.sql`${actorId}`)}))`;
+}

@@ -36,3 +36,34 @@ export function endingWords(run: { status: RunStatus; stopReason: string | null 
   if (run.status === "timed_out") return `could not finish: ${COULD_NOT.timeout}`;
   return `could not finish: ${COULD_NOT[reason] ?? "something went wrong"}`;
 }
+
+/** What a run woken in a thread left there, beyond its status: whether it answered, and if not why. */
+export interface ThreadOutcome {
+  status: RunStatus;
+  stopReason: string | null;
+  /** It wrote a comment in the thread (its answer). */
+  replied: boolean;
+  /** An action of its waits for a manager's approval (its reply, most often). */
+  awaitingApproval: boolean;
+  /** The last page it tried to open answered 403 or 404. */
+  blocked: boolean;
+}
+
+/**
+ * Why a run woken in a thread left no answer there, in words its waker may read whoever they
+ * are: never its final message, which may hold what only its managers can read (the
+ * disclosure rule would have held a comment quoting it for approval). `thread` follows
+ * "@scout" directly (it starts with its own space or "'s"); `told` follows "did not answer
+ * your mention: ". Null: it answered, or is still at work.
+ */
+export function unansweredWords(run: ThreadOutcome): { thread: string; told: string } | null {
+  if (run.replied) return null;
+  if (run.awaitingApproval && (run.status === "waiting" || run.status === "completed"))
+    return {
+      thread: "'s reply is waiting for its owner's approval",
+      told: "its reply is waiting for its owner's approval",
+    };
+  if (run.status !== "completed") return null;
+  if (run.blocked) return { thread: " could not open that page", told: "it could not open that page" };
+  return { thread: " looked and had nothing to add", told: "it looked and had nothing to add" };
+}

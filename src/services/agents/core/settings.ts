@@ -34,9 +34,14 @@ export const ruleSchema = z.object({
 });
 export type Rule = z.infer<typeof ruleSchema>;
 
+/** The longest description an agent's managers may give it. */
+export const DESCRIPTION_MAX = 300;
+
 export const agentConfigSchema = z
   .object({
     identity_prompt: z.string().max(10_000).default(""),
+    /** What it does, in a sentence its managers write for the people who may ask it (the directory, its profile). */
+    description: z.string().max(DESCRIPTION_MAX).default(""),
     model: z.string().max(200).optional(),
     /** Tried in order when the model's endpoint fails for good (runtime/fallback.ts). */
     fallback_models: z.array(z.string().max(200)).max(MAX_FALLBACK_MODELS).default([]),

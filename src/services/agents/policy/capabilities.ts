@@ -101,6 +101,9 @@ export const ALWAYS_BLOCKED = [
   // How people are reached outside the app: an agent must not reroute its owner's mail or
   // point an endpoint at a receiver of its choosing.
   "set_notifications",
+  // A person's quiet is theirs: an agent never mutes or unmutes what reaches its people.
+  "mute_agent_mentions",
+  "unmute_agent_mentions",
   "create_outgoing_webhook",
   "enable_outgoing_webhook",
   "disable_outgoing_webhook",

@@ -1,5 +1,8 @@
 // Turns content events into agent runs: @mentions of subagents in the studio, replies
-// to what a subagent wrote, and new comments in a thread a subagent took part in.
+// to what a subagent wrote, and new comments in a thread a subagent took part in. A handle an
+// agent wrote wakes nobody: it quotes, it does not call (services/notifications.ts mentionedBy);
+// nor does an agent's comment wake its thread's other agents. An agent hands work to another
+// by replying to what that agent wrote: a reply wakes, and the chain depth bounds it.
 // Guards: the workspace's kill switch, no self-trigger, archived and paused agents (recorded as skipped runs, and the
 // person told), agent-to-agent chain depth, and a per-agent trigger rate that holds under
 // concurrency (an advisory lock per agent): over it a run waits its turn (rate.ts). Every
@@ -80,6 +83,8 @@ async function wakeRead(db: PrismaClient, e: Event, s: Subject): Promise<Wake> {
     WITH candidate AS (
       SELECT u.id, 1 AS rank, 'mention' AS why FROM users u
       WHERE u.tenant_id = ${e.tenantId} AND u.kind = 'subagent' AND u.handle = ANY(${handles}::text[])
+        -- A handle in an agent's text is a quote, not a call: it wakes nobody (notifications.ts mentionedBy).
+        AND NOT EXISTS (SELECT 1 FROM users writer WHERE writer.id = ${e.actorId} AND writer.kind = 'subagent')
       UNION ALL
       SELECT u.id, 2, 'reply' FROM users u
       WHERE u.tenant_id = ${e.tenantId} AND u.kind = 'subagent' AND u.id = ANY(${authors}::text[])
@@ -87,6 +92,9 @@ async function wakeRead(db: PrismaClient, e: Event, s: Subject): Promise<Wake> {
       SELECT DISTINCT c.author_id, 3, 'thread' FROM comments c JOIN users u ON u.id = c.author_id
       WHERE c.tenant_id = ${e.tenantId} AND u.kind = 'subagent'
         AND c.subject_type = ${s.thread?.type ?? null}::"SubjectType" AND c.subject_id = ${s.thread?.id ?? null}
+        -- Nor does an agent's comment wake the other agents of its thread for being there: two
+        -- agents in one thread would answer each other to the chain limit. A reply to one does.
+        AND NOT EXISTS (SELECT 1 FROM users writer WHERE writer.id = ${e.actorId} AND writer.kind = 'subagent')
     ), woken AS (
       SELECT DISTINCT ON (id) id, why FROM candidate WHERE id <> ${e.actorId} ORDER BY id, rank
     )
