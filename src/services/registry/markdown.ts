@@ -62,8 +62,9 @@ export function renderPageMarkdown(
   if (help) parts.push(help);
   for (const block of view.blocks) if ("md" in block && block.md.trim()) parts.push(block.md.trim());
   parts.push("## Actions");
-  if (actions.length) {
-    parts.push(actions.map(actionLine).join("\n"));
+  const offered = view.offers ? actions.filter((action) => view.offers!.includes(action.name)) : actions;
+  if (offered.length) {
+    parts.push(offered.map(actionLine).join("\n"));
     parts.push(
       `_Describe one with \`GET ${actionsBase(path)}/<name>\`; run it with \`POST ${actionsBase(path)}/<name>\` and a JSON or form body._`,
     );

@@ -56,7 +56,10 @@ export function renderPageHtml(
   // fills from the data) has no form of its own: the panel would ask a person to type an id.
   const besideOnly = (action: ActionDef) => fields(action.params).some((f) => f.besideOnly);
   const failedHere = (action: ActionDef) => opts.state?.action === action.name && !failedInPage;
-  const shown = actions.filter((a) => (!covered.has(a.name) && !besideOnly(a)) || failedHere(a));
+  const offered = (action: ActionDef) => !view.offers || view.offers.includes(action.name);
+  const shown = actions.filter(
+    (a) => (offered(a) && !covered.has(a.name) && !besideOnly(a)) || failedHere(a),
+  );
   const panel = shown.map((a, i) => panelAction(a, i, shown.length, hidden.get(a.name), opts)).join("\n");
   return { content, actions: panel };
 }

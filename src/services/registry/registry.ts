@@ -205,8 +205,6 @@ export function createRegistry(
         ]);
         read = { view, actions, resolved };
       }
-      const offers = read.view.offers;
-      if (offers) read.actions = read.actions.filter((action) => offers.includes(action.name));
       // Whatever the reader took in narrows its label, before it can act on it.
       await ctx.flow?.read(pageSources(ctx, read.resolved.scope, read.view));
       return read;
