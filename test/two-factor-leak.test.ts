@@ -27,7 +27,10 @@ afterAll(async () => {
 
 /** A browser whose every answer is kept for the check. */
 function recording(browser: Browser, seen: LightMyRequestResponse[]): Browser {
-  const kept = (res: LightMyRequestResponse) => (seen.push(res), res);
+  const kept = (res: LightMyRequestResponse) => {
+    seen.push(res);
+    return res;
+  };
   return {
     ...browser,
     get: async (url) => kept(await browser.get(url)),

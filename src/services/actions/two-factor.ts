@@ -19,15 +19,32 @@ const RECOVERY_HELP =
 
 const where = (ctx: ActionCtx) => ({ origin: ctx.origin ?? null });
 
+/** What every change here is: a write to the person's own account, for people only. */
+const OWN_SECOND_FACTOR = {
+  writes: true,
+  manage: true,
+  audience: toSelf("two-factor sign-in"),
+  available: peopleOnly,
+} as const;
+
+/** The answer that shows new recovery codes, once (the /secrets page a new token uses). */
+function showCodes(ctx: ActionCtx, notice: string, codes: string[]) {
+  return {
+    status: 200 as const,
+    location: securityPath(ctx.actor.handle),
+    notice,
+    secret: codes.join("\n"),
+    secretLabel: "Your recovery codes",
+    secretHelp: RECOVERY_HELP,
+  };
+}
+
 export const startTwoFactor = defineAction({
   name: "start_two_factor",
   description: "Set up an authenticator app for two-factor sign-in (shows a QR code and its secret)",
   params: z.object({}),
-  writes: true,
-  manage: true,
+  ...OWN_SECOND_FACTOR,
   confirmRecent: true,
-  audience: toSelf("two-factor sign-in"),
-  available: peopleOnly,
   async execute(ctx) {
     const started = await startTotpEnrolment(ctx.tx, ctx.actor);
     if (started === "already_on")
@@ -50,10 +67,7 @@ export const confirmTwoFactor = defineAction({
       description: "the six digits the app shows now",
     }),
   }),
-  writes: true,
-  manage: true,
-  audience: toSelf("two-factor sign-in"),
-  available: peopleOnly,
+  ...OWN_SECOND_FACTOR,
   async execute(ctx, params) {
     if (await hasTotp(ctx.tx, ctx.actor)) throw new ConflictError("Two-factor is on already.");
     const codes = await confirmTotp(ctx.tx, ctx.actor, params.code, where(ctx));
@@ -66,14 +80,11 @@ export const confirmTwoFactor = defineAction({
             "that is not the code the app shows now (or no set-up is pending): check the app's clock and try again",
         },
       ]);
-    return {
-      status: 200,
-      location: securityPath(ctx.actor.handle),
-      notice: "Two-factor is on: from your next sign-in Cadre asks for a code after your password.",
-      secret: codes.join("\n"),
-      secretLabel: "Your recovery codes",
-      secretHelp: RECOVERY_HELP,
-    };
+    return showCodes(
+      ctx,
+      "Two-factor is on: from your next sign-in Cadre asks for a code after your password.",
+      codes,
+    );
   },
 });
 
@@ -81,24 +92,14 @@ export const renewRecoveryCodesAction = defineAction({
   name: "renew_recovery_codes",
   description: "Make ten new recovery codes (the old ones stop working)",
   params: z.object({}),
-  writes: true,
-  manage: true,
+  ...OWN_SECOND_FACTOR,
   confirmRecent: true,
-  audience: toSelf("two-factor sign-in"),
-  available: peopleOnly,
   destructive: "Your current recovery codes stop working at once; the new ones are shown once.",
   async execute(ctx) {
     if (!(await hasTotp(ctx.tx, ctx.actor)))
       throw new ConflictError("Recovery codes come with two-factor: set up an authenticator app first.");
     const codes = await renewRecoveryCodes(ctx.tx, ctx.actor, where(ctx));
-    return {
-      status: 200,
-      location: securityPath(ctx.actor.handle),
-      notice: "New recovery codes made: the old ones no longer work.",
-      secret: codes.join("\n"),
-      secretLabel: "Your recovery codes",
-      secretHelp: RECOVERY_HELP,
-    };
+    return showCodes(ctx, "New recovery codes made: the old ones no longer work.", codes);
   },
 });
 
@@ -106,11 +107,8 @@ export const turnOffTwoFactor = defineAction({
   name: "turn_off_two_factor",
   description: "Turn two-factor off: the authenticator app and the recovery codes stop working",
   params: z.object({}),
-  writes: true,
-  manage: true,
+  ...OWN_SECOND_FACTOR,
   confirmRecent: true,
-  audience: toSelf("two-factor sign-in"),
-  available: peopleOnly,
   destructive: "A password alone will sign you in. The app's codes and your recovery codes stop working.",
   async execute(ctx) {
     const factors = await factorsOf(ctx.tx, ctx.actor);

@@ -62,7 +62,8 @@ export function renderPageMarkdown(
   if (help) parts.push(help);
   for (const block of view.blocks) if ("md" in block && block.md.trim()) parts.push(block.md.trim());
   parts.push("## Actions");
-  const offered = view.offers ? actions.filter((action) => view.offers!.includes(action.name)) : actions;
+  const offers = view.offers;
+  const offered = offers ? actions.filter((action) => offers.includes(action.name)) : actions;
   if (offered.length) {
     parts.push(offered.map(actionLine).join("\n"));
     parts.push(
