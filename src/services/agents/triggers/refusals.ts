@@ -73,6 +73,9 @@ export async function noticeRefused(
       kind: "agent",
       dismissedAt: null,
       excerpt: { startsWith: REFUSAL },
+      // Refusals only (they open a run page): a thread's "did not answer" (unanswered.ts) is its
+      // own kind, and quieting one by the other made which was told depend on which came first.
+      path: { startsWith: `/subagents/${agent.handle}/runs/` },
     },
     select: { userId: true },
   });
