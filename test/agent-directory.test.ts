@@ -5,6 +5,7 @@
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
+import { createApiToken } from "../src/services/tokens.ts";
 import { makeAgent } from "./helpers/agents.ts";
 import { act, buildTestApp, login, makeWorld, md, testPrisma, type World } from "./helpers/app.ts";
 
@@ -113,7 +114,7 @@ describe("the agent directory", () => {
 
 describe("@-autocomplete", () => {
   it("offers, by the start of a handle or a name, the people and agents the writer may mention there", async () => {
-    const { w } = await directoryWorld();
+    const { w, scout } = await directoryWorld();
     const json = async (who: World["alice"], query: string) => {
       const res = await app.inject({
         method: "GET",
@@ -143,6 +144,9 @@ describe("@-autocomplete", () => {
     expect(
       (await json(w.alice, "q=v&studio=vault")).body.mentionable.map((m: { handle: string }) => m.handle),
     ).toEqual(["vaultie"]);
+    // An agent reads the page (through the registry, its label narrowing), never the script's list.
+    const { token } = await createApiToken(db(), w.tenant.id, scout.id, "probe", { scope: "read" });
+    expect((await json({ ...w.bob, token }, "q=&studio=general")).status).toBe(404);
     // The same list as a page, for markdown readers.
     const listed = await page(w, w.bob, "/mentionable?q=sc&studio=general");
     expect(listed).toContain("`@scout` Agent scout ([@scout](/u/scout)) · AI agent — Finds facts");
