@@ -60,9 +60,7 @@ describe("a studio's agent in the browser", () => {
         db().notification.findFirst({ where: { userId: dana.id, path: { contains: pending.id } } }),
       );
       await page.goto(`${base}/notifications`);
-      await page
-        .locator(`article.content a[href="/subagents/scribe/pending/${pending.id}"]`, { hasText: "Review" })
-        .waitFor();
+      await page.locator('article.content a[href^="/notifications/"]', { hasText: "Review" }).waitFor();
       await page.locator("header nav.nav").getByRole("link", { name: "Approvals 1" }).click();
       await page.getByRole("heading", { name: "Waiting for your review (1)" }).waitFor();
       mkdirSync(TMP, { recursive: true });

@@ -63,7 +63,8 @@ describe("a mention the agent will not answer", () => {
     const bob = await login(app, w, w.bob);
     const page = (await bob.get("/notifications")).body;
     expect(page).toContain("did not answer your mention: it is paused at its monthly cost limit.");
-    expect(page).toContain(`<a href="/subagents/scout/runs/${skipped.id}">See why</a>`);
+    const open = /<a href="(\/notifications\/[a-z0-9]+\/open)">See why<\/a>/.exec(page)?.[1];
+    expect(open).toBeDefined();
     const why = await bob.get(`/subagents/scout/runs/${skipped.id}`);
     expect(why.statusCode).toBe(200);
     expect(why.body).toContain("Why it did not run");
@@ -75,5 +76,11 @@ describe("a mention the agent will not answer", () => {
     await mention("@scout hello again?");
     expect(await db().subagentTaskRun.count({ where: { agentId: scout.id, status: "skipped" } })).toBe(2);
     expect((await notices()).sort()).toEqual(expected.sort());
+    // Its link opens it (read from then on) and lands on the run.
+    const opened = await bob.get(open!);
+    expect([opened.statusCode, opened.headers.location]).toEqual([
+      303,
+      `/subagents/scout/runs/${skipped.id}`,
+    ]);
   }, 30_000);
 });
