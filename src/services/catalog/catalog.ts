@@ -80,6 +80,8 @@ import {
   turnOffTwoFactor,
 } from "../actions/two-factor.ts";
 import { setTwoFactorPolicy } from "../actions/two-factor-policy.ts";
+import { callToolAction } from "../actions/tool-calls.ts";
+import { setToolLevel } from "../actions/tool-grants.ts";
 import { sendTestDelivery } from "../actions/webhook-test.ts";
 import {
   createWebhook,
@@ -130,6 +132,7 @@ import { settingsPage, tokensPage } from "../pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "../pages/studios.ts";
 import { subagentPage, subagentsPage } from "../pages/subagents.ts";
 import { subscriptionsPage } from "../pages/subscriptions.ts";
+import { toolsPage } from "../pages/tools.ts";
 import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "../pages/usage.ts";
 import { webhooksPage } from "../pages/webhooks.ts";
 import { workspaceAgentsPage } from "../pages/workspace-agents.ts";
@@ -192,6 +195,7 @@ export const pages = [
   invitationsPage,
   workspaceSsoPage,
   workspaceSignInPage,
+  toolsPage,
 ];
 
 export const actions = [
@@ -244,6 +248,7 @@ export const actions = [
   replayRun,
   answerQuestion,
   setCapabilities,
+  setToolLevel,
   addRule,
   tryRule,
   removeRule,
@@ -304,6 +309,7 @@ export const actions = [
   setSsoProvider,
   removeSsoProvider,
   setTwoFactorPolicy,
+  callToolAction,
 ];
 
 /**

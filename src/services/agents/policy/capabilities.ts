@@ -6,8 +6,11 @@
 import type { SubagentTaskRun, Tenant, User } from "../../../generated/prisma/client.ts";
 import type { ActionDef } from "../../registry/types.ts";
 import { agentConfig, configUnder, tenantSettings } from "../core/settings.ts";
+import { isToolName } from "../core/tool-names.ts";
 
-export const ALWAYS_ALLOWED = ["dismiss", "dismiss_all", "search", "update_scratchpad"] as const;
+// `call_tool` is how a run calls any tool: each tool is a capability of its own, granted by
+// name (`<slug>__<tool>`) and judged when called (actions/tool-calls.ts).
+export const ALWAYS_ALLOWED = ["dismiss", "dismiss_all", "search", "update_scratchpad", "call_tool"] as const;
 
 export const ALWAYS_BLOCKED = [
   "create_studio",
@@ -70,6 +73,7 @@ export const ALWAYS_BLOCKED = [
   "approve_from_link",
   "reject_from_link",
   "set_capabilities",
+  "set_tool_level",
   "add_rule",
   "try_rule",
   "remove_rule",
@@ -180,7 +184,7 @@ export function capabilityClass(action: string): CapabilityClass | null {
     ? "allowed"
     : blocked.has(action)
       ? "blocked"
-      : grantable.has(action)
+      : grantable.has(action) || isToolName(action)
         ? "grantable"
         : null;
 }
@@ -229,5 +233,7 @@ export function runActions(
   all: Iterable<ActionDef>,
 ): ActionDef[] {
   const cfg = run.policy ? configUnder(agent.agentConfig, run.policy) : agentConfig(agent);
-  return usableBy(all, cfg.capabilities, tenantSettings(tenant).human_only);
+  // A run calls its tools by their own names (runtime/run-tools.ts), never through `call_tool`.
+  const actions = [...all].filter((action) => action.name !== "call_tool");
+  return usableBy(actions, cfg.capabilities, tenantSettings(tenant).human_only);
 }
