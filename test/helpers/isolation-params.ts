@@ -115,6 +115,7 @@ const PROBE = `probe${newId(6)}`;
 const NO_KEY = `nokey${newId(7)}`;
 const NO_HOOK = `nohook${newId(7)}`;
 const NO_LINK = `nolink${newId(20)}`;
+const NO_TOOL = "nobody__has_this_tool";
 const slug = (s: Seed) =>
   s.label
     .toLowerCase()
@@ -228,6 +229,12 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "try_rule.param_patterns": () => ({ value: `query=^${PROBE}` }),
   "try_rule.position": () => ({ value: 1 }),
   "remove_rule.name": () => ({ value: `${PROBE} rule` }),
+  // Connected tools: the seed's own (isolation-tools.ts), which only A's agent can be granted;
+  // people never call one (tool-runs*.test.ts call real ones in runs).
+  "set_tool_level.tool": (s) => ({ value: s.tool ?? NO_TOOL, aRef: Boolean(s.tool) }),
+  "set_tool_level.level": () => ({ value: "on" }),
+  "call_tool.tool": (s) => ({ value: s.tool ?? NO_TOOL, aRef: Boolean(s.tool) }),
+  "call_tool.arguments": () => ({ value: { query: PROBE } }),
   // add_schedule adds one of its own; the others act on the seeded schedule, remove_schedule last.
   cron: () => ({ value: "0 9 * * *" }),
   time_zone: () => ({ value: "Europe/Paris" }),

@@ -18,6 +18,7 @@ import {
   seedWebhook,
 } from "./isolation-seed-agents.ts";
 import { addPerson, deliverEvents, must, seedStudio } from "./isolation-seed-studio.ts";
+import { seedTools } from "./isolation-tools.ts";
 
 /** One self-contained set of A's objects, owned and seen by `actor`. */
 export interface Seed {
@@ -96,6 +97,8 @@ export interface Seed {
   catalogueModel?: { name: string; aRef: boolean };
   /** A hostname A's workspace claimed: what the hostname actions name (B may neither take nor drop it). */
   hostname?: string;
+  /** A connected tool the actor can grant `agent` (isolation-tools.ts); absent: the tool actions name one nobody has. */
+  tool?: string;
 }
 
 export interface Victim {
@@ -113,6 +116,8 @@ export interface Victim {
   hooks: { id: string; secret: string }[];
   /** A model only A's workspace prices (/usage/pricing) and A's agents used (the ledger). */
   model: string;
+  /** Calls of A's agents' tools, by seed label: their pages are `/tools?call=<id>`. */
+  toolCalls: { shared: string; only: string };
   /** A studio and a user whose handles exist only in A. */
   only: Seed;
 }
@@ -210,6 +215,8 @@ export async function seedVictim(w: World): Promise<Victim> {
   const onlyHook = await seedWebhook(w, zed, `zagent-${rand}`, mark);
   const sharedEndpoint = await seedEndpoint(w, w.alice, mark);
   const onlyEndpoint = await seedEndpoint(w, zed, mark);
+  const sharedTools = await seedTools(w, w.alice, "scout", mark);
+  const onlyTools = await seedTools(w, zed, `zagent-${rand}`, mark, vault);
   await rebuildTotals(db, w.tenant.id);
   await deliverEvents(w.tenant.id);
   const sessionOf = async (p: Person) =>
@@ -262,9 +269,12 @@ export async function seedVictim(w: World): Promise<Victim> {
       onlyHook.secret,
       sharedEndpoint.secret,
       onlyEndpoint.secret,
+      sharedTools.secret,
+      onlyTools.secret,
     ],
     hooks: [sharedHook, onlyHook],
     model,
+    toolCalls: { shared: sharedTools.toolCall, only: onlyTools.toolCall },
     shared: {
       ...shared,
       ...sharedAgent,
@@ -274,6 +284,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       studioKeys: sharedStudioKeys.keys,
       webhook: sharedHook.id,
       endpoint: sharedEndpoint.id,
+      tool: sharedTools.tool,
       catalogueModel: { name: model, aRef: false },
       agentStudio: { handle: "general", aRef: false },
       joinCode: vaultCode,
@@ -294,6 +305,7 @@ export async function seedVictim(w: World): Promise<Victim> {
       agentKey: onlyStudioKeys.keys.use,
       webhook: onlyHook.id,
       endpoint: onlyEndpoint.id,
+      tool: onlyTools.tool,
       catalogueModel: { name: model, aRef: false },
       agentStudio: { handle: vault, aRef: true },
       joinCode: w.studio.inviteCode,
