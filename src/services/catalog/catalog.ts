@@ -74,6 +74,14 @@ import {
   unsubscribe,
 } from "../actions/subscriptions.ts";
 import {
+  acceptToolChangeAction,
+  addToolConnection,
+  disconnectToolConnection,
+  signInToolConnection,
+  testToolConnection,
+} from "../actions/tool-connections.ts";
+import { setToolHosts } from "../actions/tool-hosts.ts";
+import {
   confirmTwoFactor,
   renewRecoveryCodesAction,
   startTwoFactor,
@@ -133,6 +141,15 @@ import { homePage, membersPage, studioPage, studiosPage } from "../pages/studios
 import { subagentPage, subagentsPage } from "../pages/subagents.ts";
 import { subscriptionsPage } from "../pages/subscriptions.ts";
 import { toolsPage } from "../pages/tools.ts";
+import {
+  studioToolChangesPage,
+  studioToolConnectionPage,
+  studioToolConnectionsPage,
+  toolChangesPage,
+  toolConnectionPage,
+  toolConnectionsPage,
+} from "../pages/tool-connections.ts";
+import { toolHostsPage } from "../pages/tool-hosts.ts";
 import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "../pages/usage.ts";
 import { webhooksPage } from "../pages/webhooks.ts";
 import { workspaceAgentsPage } from "../pages/workspace-agents.ts";
@@ -196,6 +213,13 @@ export const pages = [
   workspaceSsoPage,
   workspaceSignInPage,
   toolsPage,
+  toolConnectionsPage,
+  toolConnectionPage,
+  toolChangesPage,
+  studioToolConnectionsPage,
+  studioToolConnectionPage,
+  studioToolChangesPage,
+  toolHostsPage,
 ];
 
 export const actions = [
@@ -310,6 +334,12 @@ export const actions = [
   removeSsoProvider,
   setTwoFactorPolicy,
   callToolAction,
+  addToolConnection,
+  testToolConnection,
+  acceptToolChangeAction,
+  signInToolConnection,
+  disconnectToolConnection,
+  setToolHosts,
 ];
 
 /**
