@@ -34,6 +34,8 @@ export const NO_CONTENT = new Set([
   "/u/:handle/settings/security",
   // A person's /tools points at their settings; a call's own page (`?call=`) is tried below.
   "/tools",
+  // Host names are lower-case, as hostnames are.
+  "/settings/tools",
 ]);
 
 /** What B gets for one request: `want` says whether the status is right and what it should have been. */

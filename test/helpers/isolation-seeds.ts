@@ -19,6 +19,7 @@ import {
 } from "./isolation-seed-agents.ts";
 import { addPerson, deliverEvents, must, seedStudio } from "./isolation-seed-studio.ts";
 import { seedTools } from "./isolation-tools.ts";
+import { seedConnections } from "./isolation-seed-tools.ts";
 
 /** One self-contained set of A's objects, owned and seen by `actor`. */
 export interface Seed {
@@ -95,6 +96,12 @@ export interface Seed {
    * only A's catalogue has (A prices it), `aRef` in B's seed. Absent: a price-list model.
    */
   catalogueModel?: { name: string; aRef: boolean };
+  /** The actor's tool connection and the seed studio's (absent: their actions name one nobody has). */
+  connection?: string;
+  studioConnection?: string;
+  /** The connections page URLs name, when not those: in B's seed, B's own. */
+  pageConnection?: string;
+  pageStudioConnection?: string;
   /** A hostname A's workspace claimed: what the hostname actions name (B may neither take nor drop it). */
   hostname?: string;
   /** A connected tool the actor can grant `agent` (isolation-tools.ts); absent: the tool actions name one nobody has. */
@@ -217,6 +224,8 @@ export async function seedVictim(w: World): Promise<Victim> {
   const onlyEndpoint = await seedEndpoint(w, zed, mark);
   const sharedTools = await seedTools(w, w.alice, "scout", mark);
   const onlyTools = await seedTools(w, zed, `zagent-${rand}`, mark, vault);
+  const sharedConnections = await seedConnections(w, w.alice, "general", mark);
+  const onlyConnections = await seedConnections(w, zed, vault, mark);
   await rebuildTotals(db, w.tenant.id);
   await deliverEvents(w.tenant.id);
   const sessionOf = async (p: Person) =>
@@ -285,6 +294,8 @@ export async function seedVictim(w: World): Promise<Victim> {
       webhook: sharedHook.id,
       endpoint: sharedEndpoint.id,
       tool: sharedTools.tool,
+      connection: sharedConnections.connection,
+      studioConnection: sharedConnections.studioConnection,
       catalogueModel: { name: model, aRef: false },
       agentStudio: { handle: "general", aRef: false },
       joinCode: vaultCode,
@@ -306,6 +317,8 @@ export async function seedVictim(w: World): Promise<Victim> {
       webhook: onlyHook.id,
       endpoint: onlyEndpoint.id,
       tool: onlyTools.tool,
+      connection: onlyConnections.connection,
+      studioConnection: onlyConnections.studioConnection,
       catalogueModel: { name: model, aRef: false },
       agentStudio: { handle: vault, aRef: true },
       joinCode: w.studio.inviteCode,
@@ -349,6 +362,7 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
   );
   const { url, link } = await seedPending(w, "scout", "general", mark, ["url", "link"]);
   const pageEndpoint = await seedEndpoint(w, w.alice, mark);
+  const pageTools = await seedConnections(w, w.alice, "general", mark);
   const linkRow = await testPrisma().agentPendingAction.findUniqueOrThrow({ where: { id: link! } });
   const { approve: pageLink } = await mintReviewLinks(testPrisma(), {
     tenantId: w.tenant.id,
@@ -404,6 +418,8 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
       pending: url!,
       pageToken: pageToken.id,
       pageEndpoint: pageEndpoint.id,
+      pageConnection: pageTools.connection,
+      pageStudioConnection: pageTools.studioConnection,
       pageLink,
       agentStudio: { handle: v.only.studio.handle, aRef: true },
       // A model only A's workspace prices: never in B's catalogue.
