@@ -7,7 +7,7 @@ import { makeAgent } from "./helpers/agents.ts";
 import { makeWorld, testPrisma } from "./helpers/app.ts";
 import { contentText, logIn } from "./helpers/browser.ts";
 import { browserWithAgents } from "./helpers/browser-suite.ts";
-import { seedTools } from "./helpers/isolation-tools.ts";
+import { seedTools } from "./helpers/isolation-seed-tool-calls.ts";
 import { startMcpServer, type TestMcpServer } from "./helpers/mcp-servers.ts";
 import { closeIssue, connect, searchIssues, TOKEN } from "./helpers/tool-runs.ts";
 import { look, WIDTHS, walking } from "./helpers/walk.ts";

@@ -241,7 +241,7 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "try_rule.param_patterns": () => ({ value: `query=^${PROBE}` }),
   "try_rule.position": () => ({ value: 1 }),
   "remove_rule.name": () => ({ value: `${PROBE} rule` }),
-  // Connected tools: the seed's own (isolation-tools.ts), which only A's agent can be granted;
+  // Connected tools: the seed's own (isolation-seed-tool-calls.ts), which only A's agent can be granted;
   // people never call one (tool-runs*.test.ts call real ones in runs).
   "set_tool_level.tool": (s) => ({ value: s.tool ?? NO_TOOL, aRef: Boolean(s.tool) }),
   "set_tool_level.level": () => ({ value: "on" }),

@@ -18,7 +18,7 @@ import {
   seedWebhook,
 } from "./isolation-seed-agents.ts";
 import { addPerson, deliverEvents, must, seedStudio } from "./isolation-seed-studio.ts";
-import { seedTools } from "./isolation-tools.ts";
+import { seedTools } from "./isolation-seed-tool-calls.ts";
 import { seedConnections } from "./isolation-seed-tools.ts";
 
 /** One self-contained set of A's objects, owned and seen by `actor`. */
@@ -104,7 +104,7 @@ export interface Seed {
   pageStudioConnection?: string;
   /** A hostname A's workspace claimed: what the hostname actions name (B may neither take nor drop it). */
   hostname?: string;
-  /** A connected tool the actor can grant `agent` (isolation-tools.ts); absent: the tool actions name one nobody has. */
+  /** A connected tool the actor can grant `agent` (isolation-seed-tool-calls.ts); absent: the tool actions name one nobody has. */
   tool?: string;
 }
 

@@ -73,6 +73,7 @@ import {
   subscribe,
   unsubscribe,
 } from "../actions/subscriptions.ts";
+import { callToolAction } from "../actions/tool-calls.ts";
 import {
   acceptToolChangeAction,
   addToolConnection,
@@ -80,6 +81,7 @@ import {
   signInToolConnection,
   testToolConnection,
 } from "../actions/tool-connections.ts";
+import { setToolLevel } from "../actions/tool-grants.ts";
 import { setToolHosts } from "../actions/tool-hosts.ts";
 import {
   confirmTwoFactor,
@@ -88,8 +90,6 @@ import {
   turnOffTwoFactor,
 } from "../actions/two-factor.ts";
 import { setTwoFactorPolicy } from "../actions/two-factor-policy.ts";
-import { callToolAction } from "../actions/tool-calls.ts";
-import { setToolLevel } from "../actions/tool-grants.ts";
 import { sendTestDelivery } from "../actions/webhook-test.ts";
 import {
   createWebhook,
@@ -140,7 +140,6 @@ import { settingsPage, tokensPage } from "../pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "../pages/studios.ts";
 import { subagentPage, subagentsPage } from "../pages/subagents.ts";
 import { subscriptionsPage } from "../pages/subscriptions.ts";
-import { toolsPage } from "../pages/tools.ts";
 import {
   studioToolChangesPage,
   studioToolConnectionPage,
@@ -150,6 +149,7 @@ import {
   toolConnectionsPage,
 } from "../pages/tool-connections.ts";
 import { toolHostsPage } from "../pages/tool-hosts.ts";
+import { toolsPage } from "../pages/tools.ts";
 import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "../pages/usage.ts";
 import { webhooksPage } from "../pages/webhooks.ts";
 import { workspaceAgentsPage } from "../pages/workspace-agents.ts";
