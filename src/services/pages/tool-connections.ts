@@ -189,6 +189,10 @@ async function connectionView(ctx: Ctx, scope: ConnectionScope): Promise<PageVie
     title: connection.name,
     breadcrumb: [...holderCrumbs(ctx, holder, scope), { label: connection.name }],
     blocks,
+    // Only an OAuth connection has a sign-in to start.
+    offers: CONNECTION_ACTIONS.filter(
+      (action) => action !== "sign_in_tool_connection" || connection.authKind === "oauth",
+    ),
   };
 }
 
