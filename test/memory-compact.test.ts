@@ -1,7 +1,9 @@
-// A waiting run keeps only what its prompts can show (memory.ts compact): the newest two
-// paths' pages whole, older paths as excerpts. The prompts must not change by a byte.
+// A waiting run keeps only what its prompts can show (memory.ts compact): the pages of the
+// log's window and the newest read whole, older paths as excerpts. The prompts must not
+// change by a byte, whether the current page is the newest read or one no step read.
 import { describe, expect, it } from "vitest";
 import { compact, type Remembered } from "../src/services/agents/prompt/memory.ts";
+import { PAGE_CHUNK, PAGE_WINDOW } from "../src/services/agents/prompt/page-log.ts";
 import { buildMessages } from "../src/services/agents/prompt/prompt.ts";
 
 const page = (path: string, n: number) =>
@@ -31,14 +33,14 @@ function walk(length: number): Remembered[] {
   });
 }
 
-const prompt = (steps: Remembered[], current: string) =>
+const prompt = (steps: Remembered[], current: string, markdown = page(current, 99)) =>
   buildMessages({
     agent: { name: "Scout", handle: "scout", identityPrompt: "" },
     owner: "Alice",
     workspace: "Acme",
     task: "Look around.",
     steps,
-    page: { path: current, markdown: page(current, 99) },
+    page: { path: current, markdown },
     stepsLeft: 10,
     budget: 6000,
   });
@@ -47,7 +49,7 @@ const wholePages = (steps: Remembered[]) =>
   steps.filter((s) => typeof (s.detail as { page?: unknown }).page === "string").length;
 
 describe("a run's memory, compacted", () => {
-  it("builds the same prompt at every step, from wherever the run is, holding two pages whole", () => {
+  it("builds the same prompt at every step, from wherever the run is, holding the window's pages whole", () => {
     const kept: Remembered[] = [];
     for (const step of walk(30)) {
       kept.push(step);
@@ -55,10 +57,17 @@ describe("a run's memory, compacted", () => {
       const full = walk(step.number);
       for (const current of ["/a", "/b", "/c", "/e", "/z"])
         expect(prompt(kept, current)).toEqual(prompt(full, current));
-      expect(wholePages(kept)).toBeLessThanOrEqual(2);
+      // On the page its newest read shows, which the log holds.
+      const newest = full.findLast((s) => typeof (s.detail as { page?: unknown }).page === "string")!;
+      const read = [newest.path!, (newest.detail as { page: string }).page] as const;
+      expect(JSON.stringify(prompt(kept, ...read))).not.toContain("After your last step");
+      expect(prompt(kept, ...read)).toEqual(prompt(full, ...read));
+      expect(wholePages(kept)).toBeLessThanOrEqual(PAGE_WINDOW + PAGE_CHUNK);
     }
     // First reads show as excerpts in the log: there is something to compact, and it was.
-    expect(JSON.stringify(prompt(kept, "/z"))).toContain("   - /a (step 1) — Page /a: ");
+    expect(JSON.stringify(prompt(kept, "/z"))).toContain(
+      "1. navigate /a — ok\\n   your note: n0\\n   excerpt: Page /a — Read at step 1. ",
+    );
     expect(wholePages(walk(30))).toBeGreaterThan(20);
   });
 

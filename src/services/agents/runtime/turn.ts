@@ -56,12 +56,15 @@ export function stepPrompt(run: LoopRun, state: StepState): StepPrompt {
     ...(!state.pageRecorded && { page: { path: page.path, markdown: capPage(page.markdown) } }),
     ...(input.tools && { tools: toolsHash(typed) }),
   };
-  const { messages, stableChars } = buildPrompt(input);
+  const { messages, stableChars, stableCuts, stableWindow, stableBefore } = buildPrompt(input);
   const encoded = encodePrompt(
     {
       model: state.model,
       messages,
       stableChars,
+      stableCuts,
+      stableWindow,
+      stableBefore,
       jsonMode: state.jsonMode,
       tools: input.tools,
       cacheKey: agent.id,
