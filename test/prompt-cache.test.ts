@@ -1,13 +1,13 @@
 // A run's prompts are cache-friendly: what a step does not change comes first and is the
 // same bytes from one step to the next — the tools (the run's, fixed from its first step), the system
 // prompt, the task and the log of its steps with the pages they read (appended to, and cut
-// only where the page window starts, a chunk at a time: page-log.ts) — so a provider serves it
+// only where the whole pages start, when they outgrow their room: page-log.ts) — so a provider serves it
 // from its prompt cache. Checked on the requests a real worker sends the fake model over
 // HTTP during a walk through a studio; a per-step value (the steps left, the current page's
 // text) moved into that prefix or after the pointer that ends the prompt fails it.
 import { afterAll, describe, expect, it } from "vitest";
 import type { ChatRequest, FakeReply } from "../src/dev/fake-llm.ts";
-import { PAGE_CHUNK } from "../src/services/agents/prompt/page-log.ts";
+import { RECENT_PAGES } from "../src/services/agents/prompt/page-log.ts";
 import { requestsFor, systemOf, userPrompt } from "./helpers/agent-scripts.ts";
 import { type AgentEnv, makeAgent, startAgents, tool, waitForRun } from "./helpers/agents.ts";
 import { act, makeWorld, testPrisma } from "./helpers/app.ts";
@@ -59,12 +59,20 @@ describe("a run's prompts share their prefix from step to step", () => {
     // The pages it reads offer no action its first step's tools lack: they never change.
     const scout = await makeAgent(w, w.alice, "scout", { max_steps: 20, capabilities: ["add_comment"] });
     const notes: string[] = [];
-    for (const title of ["Venues", "Budget", "Travel"])
+    // More pages than MOST_PAGES, so the whole pages outgrow their bound and are cut at least once.
+    for (const title of ["Venues", "Budget", "Travel", "Food", "Rooms", "Dates", "Agenda"])
       notes.push(
         (await act(w, w.alice, "/studios/general", "create_note", { title, text: `${title}: `.repeat(80) }))
           .location,
       );
-    const walk = ["/studios/general", "/studios/general/notes", notes[0]!, notes[1]!, null, notes[2]!];
+    const walk = [
+      "/studios/general",
+      "/studios/general/notes",
+      notes[0]!,
+      notes[1]!,
+      null,
+      ...notes.slice(2),
+    ];
     walk.push("/studios/general", "/studios/general/notes", notes[0]!);
     let n = 0;
     env.llm.setScript((req): FakeReply => {
@@ -96,14 +104,16 @@ describe("a run's prompts share their prefix from step to step", () => {
         expect(is.length).toBeGreaterThan(was.length);
         continue;
       }
-      // A cut: the window's oldest pages become excerpts, a chunk of them, and only there —
-      // everything before the first of them is last step's bytes. Or a page read again: its
-      // text moves to the newest read (it is in the prompt once), its older read an excerpt.
+      // A cut: the whole pages outgrew their room, and all but the last RECENT_PAGES become
+      // excerpts at once, from the oldest on — everything before it is last step's bytes, so
+      // the next steps append again. Or a page read again: its text moves to the newest read
+      // (it is in the prompt once), its older read an excerpt.
       const number = firstChanged(was, is);
       const reread = /^\d+\. navigate (\S+)/.exec(entry(was, number))?.[1] === currentPath(now);
       if (!reread) {
         moves++;
-        expect((number - 1) % PAGE_CHUNK).toBe(0);
+        expect(before(was, number)).not.toContain("\n<page>\n");
+        expect(is.split("\n<page>\n").length - 1).toBeLessThanOrEqual(RECENT_PAGES);
       }
       expect(entry(was, number)).toContain("\n<page>\n");
       expect(entry(is, number)).toMatch(/\n {3}excerpt: /);

@@ -6,7 +6,6 @@ import { encode as o200k } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
 import type { Remembered } from "../src/services/agents/prompt/memory.ts";
-import { PAGE_CHUNK } from "../src/services/agents/prompt/page-log.ts";
 import { buildMessages, fitPage, TOOL_TOKENS } from "../src/services/agents/prompt/prompt.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS } from "../src/services/agents/prompt/protocol.ts";
 import { estimateTokens, prefixWithin } from "../src/services/agents/prompt/token-estimate.ts";
@@ -189,9 +188,9 @@ describe("a prompt built within a budget", () => {
         note: `Note ${i} says ${prose.slice(0, 150)}`,
       },
     }));
-    // Compared at one point of the page window's clock (10, 10 + 7 chunks; 120, 120 + 7
-    // chunks), which holds as many pages whole at each: between two, the log grows by lines.
-    const sizes = [1, 10, 10 + 7 * PAGE_CHUNK, 120, 120 + 7 * PAGE_CHUNK].map((n) => {
+    // Records with no `logFrom` (as a run kept before it) start their pages at the first,
+    // which do not fit: each prompt holds the last two whole, and grows by lines alone.
+    const sizes = [1, 10, 31, 120, 141].map((n) => {
       const m = buildMessages({
         ...worst(6_000, false),
         agent: { name: "Scout", handle: "scout", identityPrompt: "You help the team." },

@@ -22,7 +22,7 @@ function messageText(content: unknown): string {
 
 /**
  * The user message as the log it is: the task and the log of the steps, each page where it
- * was read (whole in the window, older ones as excerpts) — what the step before sent, with
+ * was read (whole from the log's page start, older ones as excerpts) — what the step before sent, with
  * this step's entry after it, the part a provider's cache serves — then what only this
  * step sends after it: the pointer to the current page, the steps left, any feedback.
  */

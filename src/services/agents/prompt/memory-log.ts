@@ -2,16 +2,16 @@
 // note the model left with it, and the page it read, where it read it — that only grows
 // from one step to the next. So a step's prompt is last step's, to the byte, up to the end
 // of the log, and a provider serves that much from its prompt cache (prompt.ts puts only a
-// short pointer and counters after it). A page stays whole while its step is among the last
-// few (the window, page-log.ts); older ones keep the start of their first read (an excerpt).
-// Every cut falls on a fixed step boundary, so the log changes inside once a chunk at most:
-// pages leave the window PAGE_CHUNK steps at a time, and when the lines outgrow their room
-// the oldest steps leave STEP_CHUNK at a time, first their excerpts and lines without a
-// note, later their notes. Between two cuts the log is append-only.
+// short pointer and counters after it). A page stays whole from the log's page start on
+// (page-log.ts); older ones keep the start of their first read (an excerpt). The log changes
+// inside only when its room runs out: the page start then jumps to the last pages at once,
+// and when the lines outgrow their room the oldest steps leave STEP_CHUNK at a time, first
+// their excerpts and lines without a note, later their notes. Between two cuts the log is
+// append-only.
 
 import { plural } from "../../../lib/plural.ts";
 import { excerptLine, firstReads, line, noteOf, RECENT_STEPS, type Remembered } from "./memory.ts";
-import { PAGE_CHUNK, type PageCosts, type PageRendering, pageCosts, pagedFrom } from "./page-log.ts";
+import { type PageCosts, type PageRendering, pageCosts, pagedFrom, previousStart } from "./page-log.ts";
 import { estimateTokens } from "./token-estimate.ts";
 
 /** The oldest steps leave the log this many at a time (and their notes as many). */
@@ -63,10 +63,14 @@ export interface Log {
    * previous step's log ended.
    */
   cuts: number[];
-  /** The cut where the page window begins: the bytes before it are the same until it moves. */
+  /** The cut where the whole pages begin: the bytes before it are the same until it moves. */
   window?: number;
-  /** The cut a chunk before it: where the window began before it last moved, which a step that moves it reads up to. */
+  /** Where they began for the step before, when this step moved it: what this step reads up to. */
   before?: number;
+  /** The first step whose page may be whole (page-log.ts pagedFrom): its row keeps it as `logFrom`. */
+  start: number;
+  /** What `text` costs, at least estimateTokens(text): summed from its entries, each measured once. */
+  tokens: number;
 }
 
 /** Which entries show what: an entry's text, or undefined when the log leaves it out. */
@@ -75,11 +79,11 @@ type Shown = (index: number) => string | undefined;
 /**
  * The log within `tokens`, its lines and excerpts within `lineTokens` of them. Lines first,
  * as the memory always chose them (`linesWithin`), with the current page whole beside them;
- * then, in what is left, the pages of the window, whole from its start on, the start moved a
- * chunk later as long as they do not fit.
+ * then, in what is left, the pages from the previous step's page start on, or from the
+ * last few when they no longer fit.
  */
 export function memoryLog(steps: Remembered[], tokens: number, lineTokens = tokens, pages?: LogPages): Log {
-  if (!steps.length) return { text: "(none yet)", cuts: [] };
+  if (!steps.length) return { text: "(none yet)", cuts: [], start: 0, tokens: estimateTokens("(none yet)") };
   const first = firstReads(steps);
   const measures = steps.map((s, i) => measure(s, first.has(i)));
   const current = pages?.current;
@@ -90,21 +94,31 @@ export function memoryLog(steps: Remembered[], tokens: number, lineTokens = toke
   // step alone): they leave a page's cut to it. A current page after the log has its room already.
   const reserve = current === undefined ? 0 : Math.max(currentCost, pages?.cap ?? 0);
   const lines = linesWithin(steps, measures, Math.min(lineTokens, tokens - reserve));
-  const start = pagedFrom(steps.length, tokens - currentCost - lines.cost, (index) =>
-    index === current ? 0 : extraCost(paged[index], measures[index]!, lines.shown(index)),
+  const previous = previousStart(steps);
+  const start = pagedFrom(
+    steps.length,
+    tokens - currentCost - lines.cost,
+    (index) => (index === current ? 0 : extraCost(paged[index], measures[index]!, lines.shown(index))),
+    previous,
   );
   const whole = (index: number) => (index >= start || index === current) && paged[index];
-  const { text, offsets } = render(steps, (index) => {
+  const {
+    text,
+    offsets,
+    tokens: cost,
+  } = render(steps, (index) => {
     const page = whole(index);
     return page ? `${line(steps[index]!)}\n${page.text}` : lines.shown(index);
   });
   const cuts = offsets.filter((at): at is number => at !== undefined && at > 0);
   const from = (index: number) => offsets.slice(Math.max(0, index)).find((at) => at !== undefined && at > 0);
   const window = from(start);
-  const before = from(start - PAGE_CHUNK);
+  const before = previous !== undefined && previous < start ? from(previous) : undefined;
   return {
     text,
     cuts,
+    start,
+    tokens: cost,
     ...(window !== undefined && { window }),
     ...(before !== undefined && before !== window && { before }),
   };
@@ -187,14 +201,35 @@ function newestFirst(steps: Remembered[], measures: Measured[], room: number) {
   return { shown: (index: number) => kept.get(index), cost: room - left + 20 };
 }
 
-/** The entries shown, "not shown" lines between them; each entry's offset, before its newline. */
-function render(steps: Remembered[], shown: Shown): { text: string; offsets: (number | undefined)[] } {
+// What an entry's text as last shown costs: the log is mostly the same entries every step,
+// and measuring the whole log again was a tenth of a step's CPU.
+const shownCost = new WeakMap<Remembered, { text: string; tokens: number }>();
+function costOf(step: Remembered, text: string): number {
+  const known = shownCost.get(step);
+  if (known?.text === text) return known.tokens;
+  const tokens = estimateTokens(text);
+  shownCost.set(step, { text, tokens });
+  return tokens;
+}
+
+/**
+ * The entries shown, "not shown" lines between them; each entry's offset, before its newline;
+ * and what the text costs: its pieces' estimates and two for each newline between them, which
+ * is never less than the estimate of the whole (each piece rounds up on its own, and a newline
+ * ends any run of letters or digits).
+ */
+function render(
+  steps: Remembered[],
+  shown: Shown,
+): { text: string; offsets: (number | undefined)[]; tokens: number } {
   const out: string[] = [];
   const offsets: (number | undefined)[] = [];
   let length = -1;
-  const push = (text: string) => {
+  let tokens = 0;
+  const push = (text: string, cost = estimateTokens(text)) => {
     out.push(text);
     length += text.length + 1;
+    tokens += cost + 2;
   };
   let next = 1;
   steps.forEach((step, index) => {
@@ -208,8 +243,9 @@ function render(steps: Remembered[], shown: Shown): { text: string; offsets: (nu
           : `(${plural(skipped, "step")} without a note not shown)`,
       );
     offsets[index] = Math.max(0, length);
-    push(text);
+    push(text, costOf(step, text));
     next = step.number + 1;
   });
-  return { text: out.length ? out.join("\n") : `(${steps.length} earlier steps not shown)`, offsets };
+  if (!out.length) push(`(${steps.length} earlier steps not shown)`);
+  return { text: out.join("\n"), offsets, tokens };
 }

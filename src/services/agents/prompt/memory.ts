@@ -4,7 +4,7 @@
 // What it remembers: one line per step with the note the model left with it, and the pages
 // it read (the last ones in full, older ones as excerpts). prompt.ts decides how much fits.
 import { actionsSection } from "../../registry/markdown.ts";
-import { pageOf, windowStart } from "./page-log.ts";
+import { pageOf, wholeFrom } from "./page-log.ts";
 
 /** A step as memory reads it: a step row, or the record just written for one. */
 export interface Remembered {
@@ -132,8 +132,8 @@ export function firstReads(steps: Remembered[]): Set<number> {
 const readPage = (step: Remembered) => typeof detailOf(step).page === "string" || Boolean(step.gist);
 
 /**
- * What a run holds while it waits on the model: a prompt shows the pages of the log's window
- * whole (page-log.ts) and the current page, and an excerpt of each path's first read
+ * What a run holds while it waits on the model: a prompt shows the pages from the log's page
+ * start whole (page-log.ts) and the current page, and an excerpt of each path's first read
  * (firstReads). So the window's reads and the newest read stay whole, first reads keep their
  * gist, and other reads keep nothing but their actions' names (the run's tools): the prompts
  * are the same, the memory is not (a 12-step run held a dozen pages of up to 12,000
@@ -141,7 +141,7 @@ const readPage = (step: Remembered) => typeof detailOf(step).page === "string" |
  * record just written may still be in flight.
  */
 export function compact(steps: Remembered[]): void {
-  const from = windowStart(steps.length);
+  const from = wholeFrom(steps);
   let newest = steps.length - 1;
   while (newest >= 0 && pageOf(steps[newest]!) === undefined) newest--;
   const first = firstReads(steps);

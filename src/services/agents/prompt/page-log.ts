@@ -1,6 +1,9 @@
 // The pages in the run's log (memory-log.ts): each page a step read sits in that step's
-// entry, whole while the step is in the window, and the window's start moves on a fixed
-// clock, PAGE_CHUNK steps at a time, so the bytes before it never change between two moves.
+// entry, whole from the log's page start on, and that start moves only when the pages from
+// it no longer fit: then at once to the last RECENT_PAGES, so the log appends for as many
+// steps as the room holds before it changes inside again (the bytes before the start never
+// change while it stays). Where it stood for a step's prompt is kept in that step's row
+// (`logFrom`), so the next step, a resumed run and the step page rebuild the same choice.
 // A page read again is shown whole once, at its newest read; its older read keeps its line.
 
 import { estimateTokens } from "./token-estimate.ts";
@@ -12,19 +15,25 @@ interface Read {
   detail: unknown;
 }
 
-/**
- * A page may stay whole while its step is among the last PAGE_WINDOW steps, and leaves with
- * the others of its chunk of PAGE_CHUNK steps; sooner, a chunk at a time, when the window's
- * pages do not fit the room (pagedFrom). The last RECENT_PAGES stay whole whatever the room
- * does to the rest: the current page and the one before it, as the agent has always seen them.
- */
-export const PAGE_WINDOW = 6;
-export const PAGE_CHUNK = 3;
+/** The current page and the one before it stay whole whatever the room does to the rest. */
 export const RECENT_PAGES = 2;
+/** At most this many pages whole at once: past it, more cost than a cache saves (bench/README.md). */
+export const MOST_PAGES = 6;
+/** And at most this many steps back, whatever they read: what a waiting run keeps in memory is bounded too. */
+export const MOST_STEPS = 12;
 
-/** Where the window of `count` steps starts, by the clock alone: its pages are whole, room permitting. */
-export const windowStart = (count: number) =>
-  Math.floor(Math.max(0, count - PAGE_WINDOW) / PAGE_CHUNK) * PAGE_CHUNK;
+/** Where the log's pages started for the newest step's prompt that says (its row's `logFrom`). */
+export function previousStart(steps: readonly Read[]): number | undefined {
+  for (let index = steps.length - 1; index >= 0; index--) {
+    const from = (steps[index]!.detail as { logFrom?: unknown } | null)?.logFrom;
+    if (typeof from === "number") return from;
+  }
+  return undefined;
+}
+
+/** The earliest step whose page the log of `count` steps may show whole: none before it ever again. */
+export const wholeFrom = (steps: readonly Read[]) =>
+  Math.max(0, Math.min(previousStart(steps) ?? 0, steps.length - RECENT_PAGES));
 
 /** The step's page when it read one (a navigation: its page as recorded, kept while in the window). */
 export function pageOf(step: Read): string | undefined {
@@ -47,11 +56,11 @@ export interface PageRendering {
 // Rendered and measured once per record and rendering.
 const rendered = new WeakMap<Read, { text: string; cost: number; key: string }>();
 
-/** The pages the window (from windowStart) may show whole, and the current one's (`current`). */
+/** The pages the log may show whole (from wholeFrom), and the current one's (`current`). */
 export function pageCosts(steps: Read[], rendering: PageRendering, current?: number): PageCosts {
   const costs: PageCosts = [];
   const later = new Set<string>();
-  const from = windowStart(steps.length);
+  const from = wholeFrom(steps);
   for (let index = steps.length - 1; index >= 0; index--) {
     const step = steps[index]!;
     const page = pageOf(step);
@@ -72,23 +81,29 @@ export function pageCosts(steps: Read[], rendering: PageRendering, current?: num
 }
 
 /**
- * The first step whose page is whole: the window's start when every page from there fits
- * `room`, else a chunk later, and so on; then the last RECENT_PAGES steps' pages, then fewer
- * (past the last step: none but the current page). Off the clock the log changes every
- * step, but only when pages too large for the room leave no choice: the pages just read
- * matter more than the cache. `extra(index)` is what showing a step's page whole adds.
+ * The first step whose page is whole: the previous step's start while every page from there
+ * fits `room`, they are at most MOST_PAGES and MOST_STEPS back; else the last RECENT_PAGES steps' pages, then
+ * fewer (past the last step: none but the current page). Jumping that far, not a step, is
+ * what leaves the log unchanged for the next few steps. `extra(index)` is what showing a
+ * step's page whole adds; `previous` is previousStart.
  */
-export function pagedFrom(count: number, room: number, extra: (index: number) => number): number {
-  const first = windowStart(count);
+export function pagedFrom(
+  count: number,
+  room: number,
+  extra: (index: number) => number,
+  previous: number | undefined,
+): number {
+  const last = Math.max(0, count - RECENT_PAGES);
+  const from = Math.min(previous ?? 0, last);
   const suffix: number[] = [];
   let total = 0;
-  for (let index = count - 1; index >= first; index--) suffix[index] = total += extra(index);
-  const last = Math.max(first, count - RECENT_PAGES);
-  for (
-    let start = first;
-    start < count;
-    start = start < last ? Math.min(start + PAGE_CHUNK, last) : start + 1
-  )
-    if (suffix[start]! <= room) return start;
+  let pages = 0;
+  for (let index = count - 1; index >= from; index--) {
+    const cost = extra(index);
+    if (cost > 0) pages++;
+    suffix[index] = total += cost;
+  }
+  if (suffix[from]! <= room && pages <= MOST_PAGES && count - from <= MOST_STEPS) return from;
+  for (let start = last; start < count; start++) if (suffix[start]! <= room) return start;
   return count;
 }

@@ -143,9 +143,11 @@ export interface BuiltPrompt {
   stableChars: number;
   /** Offsets inside the stable part where its cache blocks start: before each log entry (memory-log.ts Log). */
   stableCuts: number[];
-  /** The cut where the page window begins, and a chunk before it (memory-log.ts Log `window`, `before`). */
+  /** The cut where the whole pages begin, and where they began for the step before when this one moved it (memory-log.ts Log). */
   stableWindow?: number;
   stableBefore?: number;
+  /** The first step whose page may be whole: the step's row keeps it (`logFrom`), the next prompt starts from it. */
+  logFrom: number;
 }
 
 /**
@@ -190,7 +192,7 @@ export function buildPrompt(input: PromptInput): BuiltPrompt {
     : 0;
   const logRoom = left - tailRoom - LOG_HEAD_TOKENS - afterRoom;
   const log = memoryLog(input.steps, logRoom, budget * SHARE.memory, { ...rendering, current });
-  left -= LOG_HEAD_TOKENS + estimateTokens(log.text);
+  left -= LOG_HEAD_TOKENS + log.tokens;
   const after = afterPage
     ? `\n\n# After your last step\n\n<page>\n${fitPage(afterPage, Math.min(pageTokens, left - tailRoom) - AFTER_HEAD_TOKENS)}\n</page>`
     : "";
@@ -206,6 +208,7 @@ export function buildPrompt(input: PromptInput): BuiltPrompt {
     stableCuts: log.cuts.map((at) => head.length + at),
     ...(log.window !== undefined && { stableWindow: head.length + log.window }),
     ...(log.before !== undefined && { stableBefore: head.length + log.before }),
+    logFrom: log.start,
   };
 }
 
