@@ -11,7 +11,7 @@ export const MAX_DEFAULT_CONCURRENCY = 1000;
 
 // The prompt budget's bounds live here, at the bottom of the layers: the prompt builder
 // (services/agents/prompt/prompt.ts) reads them from its settings, never the other way.
-export const DEFAULT_PROMPT_BUDGET = 6_000;
+export const DEFAULT_PROMPT_BUDGET = 8_000;
 export const MIN_PROMPT_BUDGET = 2_000;
 /**
  * Heap a waiting run may take, with room for the garbage between collections: a worker

@@ -1,7 +1,7 @@
 // Working memory within a run, end to end: a real worker, the fake LLM over HTTP, and a
 // model that answers ONLY from what is in its prompt. It must find, on the page where it
-// writes, facts it read pages ago: through its own notes and the previous page in full,
-// since older pages reach it only as excerpts that end before the facts.
+// writes, facts it read pages ago: through its own notes and the pages still whole in the
+// log where it read them, since older pages reach it only as excerpts that end before the facts.
 
 import { encode as cl100k } from "gpt-tokenizer/encoding/cl100k_base";
 import { encode as o200k } from "gpt-tokenizer/encoding/o200k_base";
@@ -35,8 +35,12 @@ async function threeNotes(w: World): Promise<Notes> {
 }
 
 const codeWords = (text: string) => [...new Set([...text.matchAll(CODE)].map((m) => m[1]!))].sort();
-const currentPage = (prompt: string) => /# Current page: (\S+)/.exec(prompt)?.[1];
-const currentText = (prompt: string) => prompt.slice(prompt.indexOf("# Current page:"));
+const currentPage = (prompt: string) => /# Current page: (\S+) — the last page above/.exec(prompt)?.[1];
+/** The current page's text: the last page in the log, which the pointer after it names. */
+const currentText = (prompt: string) => {
+  const log = prompt.slice(0, prompt.indexOf("\n\n# Current page: "));
+  return log.slice(log.lastIndexOf("<page>\n"), log.lastIndexOf("\n</page>"));
+};
 const stepsLeft = (prompt: string) => Number(/You have (\d+) steps? left/.exec(prompt)?.[1]);
 
 /** A reply as a tool call, or (JSON mode, when the request carries no tools) as a JSON object. */
@@ -124,12 +128,20 @@ describe("an agent remembers what it read", () => {
     expect(codeWords(text)).toHaveLength(2);
     expect(codeWords(text)).toEqual(codeWords(written.join(" ")));
 
-    // Where each fact came from: A's from the model's note, B's from the previous page.
+    // Where each fact came from: A's from the model's note and its read, B's from its read,
+    // both whole in the log where they were read; the current page named, its text once.
     const last = userPrompt(requestsFor(env, w).at(-2)!.body);
     expect(currentPage(last)).toBe(n.c);
     expect(last).toMatch(/your note: Note A: the code word is ALPHA-\d+/);
-    expect(last).toContain(`# Previous page: ${n.b}`);
-    expect(last).toContain(`- ${n.a} (step 2) — Alpha: By Alice Adams`);
+    for (const [number, path] of [
+      [2, n.a],
+      [3, n.b],
+      [4, n.c],
+    ] as const)
+      expect(last).toMatch(new RegExp(`\n${number}\\. navigate ${path} — ok\n(   your note: .*\n)?<page>\n`));
+    expect(last.split("Post the code words here.").length).toBe(2);
+    expect(currentText(last)).toContain("Post the code words here.");
+    expect(last.slice(last.indexOf("# Current page: "))).not.toContain("<page>");
 
     // The note is stored with its step and shown on the run page, with why the agent acted.
     const steps = await stepsOf(run.id);
@@ -142,6 +154,11 @@ describe("an agent remembers what it read", () => {
       /Its note \(its memory for this run\):\n\n> Note A: the code word is ALPHA-\d+\. Next: note B\./,
     );
     expect(page).toContain("Why: the task asks for both code words");
+    // Each step's prompt, rebuilt on its step page from the rows, is the one sent, to the byte.
+    for (let number = 2; number <= run.stepsCount; number++)
+      expect(
+        (await readAs(w, w.alice, `/subagents/scout/runs/${run.id}/steps/${number}`)).markdown,
+      ).toContain("Exactly what the model was sent");
   });
 
   it("keeps an early note through a 40-step run, the prompt within its budget at every step", async () => {

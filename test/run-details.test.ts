@@ -113,7 +113,14 @@ describe("the model's own words", () => {
       expect(rebuilt?.tools.map((t) => `\`${t}\``)).toEqual(tools);
       expect(rebuilt?.toolsExact, `step ${n}`).toBe(true);
       expect(page.body).toContain(`With the tools ${tools.join(", ")}.`);
-      expect(page.body).toContain(`~~~~\n${sent[n - 2]![1]!.content}\n~~~~`);
+      // The user message as the log it is: the task and the log (what a cache serves), then the pointer.
+      const user = String(sent[n - 2]![1]!.content);
+      const at = user.search(/\n\n# (After your last step|Current page: )/);
+      expect(page.body).toContain(`~~~~\n${user.slice(0, at)}\n~~~~`);
+      expect(page.body).toContain(`~~~~\n${user.slice(at + 2)}\n~~~~`);
+      expect(page.body).toMatch(
+        /The task and the log \(\d+ characters; the pages of steps? [\d, ]+ whole where they were read/,
+      );
     }
     const studioPage = (steps[1]!.detail as { page: string }).page;
     expect(studioPage.length).toBeGreaterThan(600);

@@ -140,11 +140,11 @@ describe("a prompt built within a budget", () => {
       expect(requestTokens(messages, json)).toBeLessThanOrEqual(budget);
       const user = String(messages[1]!.content);
       expect(user).toContain("# Task");
-      expect(user).toContain("# Current page: /studios/general");
+      expect(user).toContain("# Current page: /studios/general — the last page above");
     },
   );
 
-  it("of the default size keeps each part of a long run: the page's actions, the last steps, notes, the previous page, excerpts", () => {
+  it("of the default size keeps each part of a long run: the page's actions, the last steps, notes, the last pages whole, excerpts", () => {
     const prose = SAMPLES["English prose"]!;
     const run = steps.map((s, i) => ({
       ...s,
@@ -171,10 +171,11 @@ describe("a prompt built within a budget", () => {
       "4. navigate /studios/general/notes/n3 — ok\n   your note: The code word is LISBON.",
     );
     expect(user).toContain("steps without a note not shown");
-    expect(user).toContain("# Previous page: /studios/general/notes/n149 (step 150)");
-    // Excerpts of the pages it first read live in the log, with the steps that read them.
-    expect(user).toMatch(/\n {3}- \/studios\/general\/notes\/n\d+ \(step \d+\) — Note \d+: /);
-    expect(user).toContain("- /studios/general/notes/n148 (step 149) — Note 148: The offsite is in Lisbon");
+    // The newest read whole where it was read, and older ones' excerpts with the steps that read them.
+    expect(user).toContain("150. navigate /studios/general/notes/n149 — ok\n<page>\n# Note 149\n");
+    expect(user).toMatch(
+      /\n\d+\. navigate \/studios\/general\/notes\/n\d+ — ok\n {3}excerpt: Note \d+ — The offsite is in Lisbon/,
+    );
   });
 
   it("grows with the run until the budget, then stays there", () => {
@@ -187,7 +188,9 @@ describe("a prompt built within a budget", () => {
         note: `Note ${i} says ${prose.slice(0, 150)}`,
       },
     }));
-    const sizes = [1, 10, 30, 120, 150].map((n) => {
+    // Records with no `logFrom` (as a run kept before it) start their pages at the first,
+    // which do not fit: each prompt holds the last two whole, and grows by lines alone.
+    const sizes = [1, 10, 31, 120, 141].map((n) => {
       const m = buildMessages({
         ...worst(6_000, false),
         agent: { name: "Scout", handle: "scout", identityPrompt: "You help the team." },
@@ -202,7 +205,7 @@ describe("a prompt built within a budget", () => {
     expect(sizes[1]!).toBeGreaterThan(sizes[0]!);
     expect(sizes[2]!).toBeGreaterThan(sizes[1]!);
     // Once the notes fill their share, the oldest leave a chunk at a time: no more growth
-    // than a chunk's worth (memory-log.ts).
+    // than a chunk's worth (memory-log.ts, page-log.ts).
     expect(Math.abs(sizes[4]! - sizes[3]!)).toBeLessThan(0.1 * sizes[3]!);
   });
 });

@@ -5,7 +5,7 @@ import { encode as cl100k } from "gpt-tokenizer/encoding/cl100k_base";
 import { encode as o200k } from "gpt-tokenizer/encoding/o200k_base";
 import type { ChatCompletionTool } from "openai/resources/chat/completions";
 import { describe, expect, it } from "vitest";
-import { leftPage, toolActions } from "../src/services/agents/prompt/prompt.ts";
+import { toolActions } from "../src/services/agents/prompt/prompt.ts";
 import { parseDecision, TOOLS, toolsFor, toolTokens } from "../src/services/agents/prompt/protocol.ts";
 import { registry } from "../src/services/catalog/catalog.ts";
 import { paramsJsonSchema } from "../src/services/registry/json-schema.ts";
@@ -102,18 +102,11 @@ describe("typed tools", () => {
     expect(untyped).toMatchObject({ ok: true, decision: { type: "execute", action: "add_comment" } });
   });
 
-  it("the current page in the prompt names its typed actions instead of repeating their signatures", () => {
+  it("a page in the prompt names its typed actions instead of repeating their signatures", () => {
     const typed = toolsFor([action("add_comment")]);
     expect(toolActions(NOTE_PAGE, typed)).toBe(
       "# Note\n\nText\n\n## Actions\n\nEach is one of your tools: `add_comment`.\n\nThrough execute_action:\n- `confirm_read` () — Say you read it\n",
     );
     expect(toolActions(NOTE_PAGE, undefined)).toBe(NOTE_PAGE);
-  });
-
-  it("a page the model has left keeps its actions by name only", () => {
-    expect(leftPage(NOTE_PAGE)).toBe(
-      "# Note\n\nText\n\n## Actions there\n\n`add_comment`, `confirm_read` (navigate back to use one)\n",
-    );
-    expect(leftPage("# Plain\n\nNo actions")).toBe("# Plain\n\nNo actions");
   });
 });

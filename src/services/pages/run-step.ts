@@ -23,6 +23,28 @@ function messageText(content: unknown): string {
   return JSON.stringify(content, null, 2);
 }
 
+/**
+ * The user message as the log it is: the task and the log of the steps, each page where it
+ * was read (whole from the log's page start, older ones as excerpts) — what the step before sent, with
+ * this step's entry after it, the part a provider's cache serves — then what only this
+ * step sends after it: the pointer to the current page, the steps left, any feedback.
+ */
+function userMessage(text: string, logChars: number): string {
+  const log = text.slice(0, logChars);
+  const rest = text.slice(logChars).replace(/^\n\n/, "");
+  const whole = [...log.matchAll(/\n(\d+)\. [^\n]*\n(?: {3}your note: [^\n]*\n)?<page>\n/g)].map((m) => m[1]);
+  const pages = whole.length
+    ? `the pages of step${whole.length > 1 ? "s" : ""} ${whole.join(", ")} whole where they were read, older ones as excerpts`
+    : "no page whole";
+  if (!logChars) return fenced(text);
+  return [
+    `The task and the log (${log.length} characters; ${pages}): the step before's, with this step's entry after it, so a provider's prompt cache serves it.`,
+    fenced(log),
+    "Then what only this step sends: where the agent is, the steps left, any feedback.",
+    fenced(rest),
+  ].join("\n\n");
+}
+
 function withoutPrompt(step: { type: string; detail: unknown }): string {
   if ((step.detail as { auto?: unknown } | null)?.auto)
     return "No model call made this step: a run starts by reading /whoami.";
@@ -106,7 +128,10 @@ export const runStepPage = definePage({
             : prompt.toolsExact
               ? `With the tools ${names(prompt.tools)}.`
               : `With the tools ${names(prompt.tools)}, as rebuilt: the step did not keep its tools' fingerprint, or they differ from it (the agent's capabilities or Cadre's actions changed since).`,
-          ...prompt.messages.map((m, i) => `### ${i + 1}. ${m.role}\n\n${fenced(messageText(m.content))}`),
+          ...prompt.messages.map((m, i) => {
+            const text = messageText(m.content);
+            return `### ${i + 1}. ${m.role}\n\n${m.role === "user" && i === 1 ? userMessage(text, prompt.logChars) : fenced(text)}`;
+          }),
         ].join("\n\n"),
       });
     else blocks.push({ md: `## The prompt of this step\n\n_${withoutPrompt(step)}_` });

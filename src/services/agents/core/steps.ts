@@ -48,6 +48,8 @@ export interface StepRecord {
   model?: string;
   /** The reply's tool calls beyond the first, which were not run (prompt/tool-calls.ts); kept in `detail`. */
   unrun?: string[];
+  /** Where its prompt's log showed pages whole from (prompt/page-log.ts): the next prompt's start; kept in `detail`. */
+  logFrom?: number;
 }
 
 /**
@@ -79,6 +81,7 @@ export function stepColumns(owner: string | null, record: StepRecord | undefined
         ...(record.prompt && { prompt: record.prompt }),
         ...(record.model && { model: record.model }),
         ...(record.unrun && { unrun: record.unrun }),
+        ...(record.logFrom !== undefined && { logFrom: record.logFrom }),
       }),
     ),
     step_input_tokens: record.inputTokens ?? 0,

@@ -4,6 +4,7 @@
 // What it remembers: one line per step with the note the model left with it, and the pages
 // it read (the last ones in full, older ones as excerpts). prompt.ts decides how much fits.
 import { actionsSection } from "../../registry/markdown.ts";
+import { pageOf, wholeFrom } from "./page-log.ts";
 
 /** A step as memory reads it: a step row, or the record just written for one. */
 export interface Remembered {
@@ -27,7 +28,7 @@ export interface Gist {
 export const NOTE_CHARS = 400;
 /** The newest steps always get their line (when it fits), note or not; older ones only with a note. */
 export const RECENT_STEPS = 8;
-const EXCERPT_CHARS = 200;
+const EXCERPT_CHARS = 120;
 
 const clip = (text: string, count: number) => (text.length > count ? `${text.slice(0, count - 1)}…` : text);
 const detailOf = (step: Pick<Remembered, "detail">) => (step.detail ?? {}) as Record<string, unknown>;
@@ -80,34 +81,6 @@ export const line = (remembered: Remembered) => {
   return `${remembered.number}. ${summarize(remembered)}${note ? `\n   your note: ${note}` : ""}`;
 };
 
-export interface SeenPage {
-  path: string;
-  /** Whole for the newest two paths (compact); "" when only the gist is kept. */
-  markdown: string;
-  gist?: Gist;
-  step: number;
-}
-
-/** Pages the run read (or landed on after an action), newest first, one per path, except `current`. */
-export function pagesSeen(steps: Remembered[], current: string): SeenPage[] {
-  const seen = new Set([current]);
-  const pages: SeenPage[] = [];
-  for (let index = steps.length - 1; index >= 0; index--) {
-    const step = steps[index]!;
-    const detail = detailOf(step);
-    const page = typeof detail.page === "string" ? detail.page : undefined;
-    if (
-      typeof detail.resultPath !== "string" ||
-      (page === undefined && !step.gist) ||
-      seen.has(detail.resultPath)
-    )
-      continue;
-    seen.add(detail.resultPath);
-    pages.push({ path: detail.resultPath, markdown: page ?? "", gist: step.gist, step: step.number });
-  }
-  return pages;
-}
-
 /** A page's title and the start of its text, without its breadcrumb, link targets and actions. */
 function gistOf(markdown: string): Gist {
   const body = markdown.split("\n## Actions")[0]!;
@@ -130,10 +103,13 @@ function gistOf(markdown: string): Gist {
  */
 const copied = (text: string): string => JSON.parse(JSON.stringify(text));
 
-/** A page in a line: its path, title and the start of its text. */
-export function excerptLine(seenPage: SeenPage): string {
-  const { title, text } = seenPage.gist ?? gistOf(seenPage.markdown);
-  return `- ${seenPage.path} (step ${seenPage.step})${title ? ` — ${title}` : ""}: ${text}`;
+/**
+ * A page read, in a line under the log entry of the step that read it (which names its
+ * path): its title and the start of its text, from the page or the gist kept of it.
+ */
+export function excerptLine(page: { markdown: string; gist?: Gist }): string {
+  const { title, text } = page.gist ?? gistOf(page.markdown);
+  return `excerpt: ${title ? `${title} — ` : ""}${text}`;
 }
 
 /**
@@ -156,28 +132,23 @@ export function firstReads(steps: Remembered[]): Set<number> {
 const readPage = (step: Remembered) => typeof detailOf(step).page === "string" || Boolean(step.gist);
 
 /**
- * What a run holds while it waits on the model: a prompt shows the current page and the
- * previous one whole, and an excerpt of each path's first read (firstReads). So the newest
- * two paths' newest reads stay whole, first reads keep their gist, and other reads keep
- * nothing but their actions' names (the run's tools): the prompts are the same, the memory
- * is not (a 12-step run held a dozen pages of up to 12,000 characters). `steps` is changed
- * in place; details are copied, never changed, since the record just written may still be
- * in flight.
+ * What a run holds while it waits on the model: a prompt shows the pages from the log's page
+ * start whole (page-log.ts) and the current page, and an excerpt of each path's first read
+ * (firstReads). So the window's reads and the newest read stay whole, first reads keep their
+ * gist, and other reads keep nothing but their actions' names (the run's tools): the prompts
+ * are the same, the memory is not (a 12-step run held a dozen pages of up to 12,000
+ * characters). `steps` is changed in place; details are copied, never changed, since the
+ * record just written may still be in flight.
  */
 export function compact(steps: Remembered[]): void {
-  const whole = new Set<number>();
-  const paths = new Set<string>();
-  for (let index = steps.length - 1; index >= 0 && paths.size < 2; index--) {
-    const path = detailOf(steps[index]!).resultPath;
-    if (typeof path !== "string" || paths.has(path) || !readPage(steps[index]!)) continue;
-    paths.add(path);
-    whole.add(index);
-  }
+  const from = wholeFrom(steps);
+  let newest = steps.length - 1;
+  while (newest >= 0 && pageOf(steps[newest]!) === undefined) newest--;
   const first = firstReads(steps);
-  for (let index = 0; index < steps.length; index++) {
+  for (let index = 0; index < Math.min(from, steps.length); index++) {
     const step = steps[index]!;
     const { page, ...rest } = detailOf(step);
-    if (whole.has(index) || (typeof page !== "string" && (!step.gist || first.has(index)))) continue;
+    if (index === newest || (typeof page !== "string" && (!step.gist || first.has(index)))) continue;
     const gist = first.has(index) ? (step.gist ?? gistOf(page as string)) : undefined;
     const actions = actionsRead(step);
     steps[index] = {

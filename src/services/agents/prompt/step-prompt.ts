@@ -9,12 +9,12 @@ import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/reso
 import type { Db } from "../../../db/prisma.ts";
 import type { SubagentTaskRun, SubagentTaskRunStep, User } from "../../../generated/prisma/client.ts";
 import type { ActionDef } from "../../registry/types.ts";
-import { maskDeep } from "../core/secret-masking.ts";
+import { maskDeep, maskText } from "../core/secret-masking.ts";
 import { sharedAgentConfig } from "../core/settings.ts";
 import type { PromptFacts } from "../core/steps.ts";
 import { ownerText } from "../core/whoami-read.ts";
 import { actionsRead, pageActionNames, type Remembered } from "./memory.ts";
-import { buildMessages, type PromptInput, TOOL_SHARE } from "./prompt.ts";
+import { buildPrompt, type PromptInput, TOOL_SHARE } from "./prompt.ts";
 import {
   type ConnectedTool,
   connectedTool,
@@ -148,6 +148,8 @@ export interface RebuiltPrompt {
   tools: string[];
   /** They match the tools' fingerprint the step kept (false for a step kept before there was one). */
   toolsExact: boolean;
+  /** The user message's first characters (masked) that are the task and the log: the part a provider's cache serves. */
+  logChars: number;
 }
 
 /** The prompt of step `number` of `run`, or null for a step no model call made (the first read, an owner's answer). */
@@ -190,7 +192,8 @@ export async function rebuildPrompt(
     lookup: (name) => actions.all.get(name),
     connected: actions.connected ?? [],
   });
-  const built = buildMessages(input);
+  const { messages: built, stableChars } = buildPrompt(input);
+  const user = built.find((m) => m.role === "user")?.content;
   const tools = (input.tools ?? []).map((t) => (t.type === "function" ? t.function.name : ""));
   const sent = maskDeep(
     facts.json ? [...built, { role: "system" as const, content: JSON_MODE_INSTRUCTIONS }] : built,
@@ -201,5 +204,6 @@ export async function rebuildPrompt(
     exact: fingerprint(sent) === facts.hash,
     tools,
     toolsExact: facts.tools === toolsHash(tools),
+    logChars: typeof user === "string" ? maskText(user.slice(0, stableChars)).length : 0,
   };
 }

@@ -13,14 +13,17 @@
 // `stableChars` characters are that part, prompt.ts buildPrompt):
 //   1. the last tool      — the tools alone, for a run that changes the rest (rarely);
 //   2. the system block   — tools and instructions, shared by every step of the run;
-//   3. the stable part's last block — everything but this step's pages and counters.
-// The stable text is cut into blocks at memory lines (memoryBlocks): the step before wrote
-// its entry at what is now an inner block boundary, one block back, which the look-back
-// finds though this step appended a line. A single user message without a stable part
+//   3. the stable part's first block, when buildPrompt cut it — up to where the page window
+//      began for the step before: the steps since wrote it, and a step that moves the window
+//      (cuts its oldest pages to excerpts) reads it;
+//   4. the stable part's last block — everything but this step's counters.
+// The stable text is cut into blocks at buildPrompt's cuts (or memory lines): the step
+// before wrote its entry at what is now an inner block boundary, one block back, which the
+// look-back finds though this step appended an entry. A single user message without a stable part
 // changes all of it each step: no breakpoint there, which would only pay for cache writes
 // never read.
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
-import { memoryBlocks, stableBlocks } from "./cache-blocks.ts";
+import { memoryBlocks, type StablePart, stableBlocks } from "./cache-blocks.ts";
 
 /**
  * Required by Anthropic. A reply is one tool call with a short note, or a finish message:
@@ -47,22 +50,23 @@ function textOf(content: ChatCompletionMessageParam["content"]): string {
 }
 
 /** A user message's text in blocks: its stable part at memory lines, then the rest whole. */
-function userBlocks(text: string, stable: boolean, stableChars?: number): string[] {
+function userBlocks(text: string, stable: boolean, part?: StablePart): string[] {
   if (stable) return memoryBlocks(text);
-  return stableBlocks(text, stableChars);
+  return stableBlocks(text, part);
 }
 
 /**
  * System messages (and OpenAI's `developer`) become `system`; the rest, turns of text
- * blocks, consecutive ones of a role merged. `stableChars`: the first user message's stable
- * part, when the prompt has one user message (buildPrompt).
+ * blocks, consecutive ones of a role merged. `part`: the first user message's stable part,
+ * when the prompt has one user message (buildPrompt).
  */
-function split(messages: ChatCompletionMessageParam[], stableChars?: number) {
+function split(messages: ChatCompletionMessageParam[], part?: StablePart) {
   const system: TextBlock[] = [];
   const turns: Turn[] = [];
   const users = messages.filter((m) => m.role === "user").length;
   let seen = 0;
   let stableEnd: TextBlock | undefined;
+  let windowEnd: TextBlock | undefined;
   for (const message of messages) {
     const text = textOf(message.content);
     if (message.role === "system" || message.role === "developer") {
@@ -71,18 +75,26 @@ function split(messages: ChatCompletionMessageParam[], stableChars?: number) {
     }
     const role = message.role === "assistant" ? "assistant" : "user";
     const stable = message.role === "user" && ++seen < users;
-    const within = message.role === "user" && users === 1 && stableChars ? stableChars : undefined;
+    const within = message.role === "user" && users === 1 && part?.chars ? part : undefined;
     const texts = message.role === "user" ? userBlocks(text, stable, within) : [text];
     const blocks = texts.filter(Boolean).map((t): TextBlock => ({ type: "text", text: t }));
     if (!blocks.length) continue;
     if (stable) stableEnd = blocks.at(-1);
     // The stable part's last block: the one before this message's changing rest.
     if (within) stableEnd = blocks.at(-2) ?? stableEnd;
+    // The block that ends where the page window began for the step before (cache-blocks.ts).
+    if (within?.cuts && within.window !== undefined) {
+      let end = 0;
+      for (const block of blocks) {
+        end += block.text.length;
+        if (end === within.window && block !== stableEnd) windowEnd = block;
+      }
+    }
     const last = turns.at(-1);
     if (last?.role === role) last.content.push(...blocks);
     else turns.push({ role, content: blocks });
   }
-  return { system, turns, stableEnd };
+  return { system, turns, stableEnd, windowEnd };
 }
 
 /** OpenAI function tools as Anthropic tools (the schema is the same JSON Schema). */
@@ -108,15 +120,16 @@ export function anthropicBody(
   model: string,
   messages: ChatCompletionMessageParam[],
   tools: readonly ChatCompletionTool[] | undefined,
-  stableChars?: number,
+  stable?: StablePart,
 ): Record<string, unknown> {
-  const { system, turns, stableEnd } = split(messages, stableChars);
+  const { system, turns, stableEnd, windowEnd } = split(messages, stable);
   const anthropicTools: Record<string, unknown>[] = tools ? toolsOf(tools) : [];
   const lastTool = anthropicTools.at(-1);
   if (lastTool) lastTool.cache_control = EPHEMERAL;
   const lastSystem = system.at(-1);
   if (lastSystem) lastSystem.cache_control = EPHEMERAL;
   if (stableEnd) stableEnd.cache_control = EPHEMERAL;
+  if (windowEnd) windowEnd.cache_control = EPHEMERAL;
   return {
     model,
     max_tokens: MAX_TOKENS,

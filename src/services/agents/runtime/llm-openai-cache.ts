@@ -11,18 +11,18 @@
 // whole prompt at 1.25 × and read none of it back. So, for those models, explicit mode:
 //   1. the system message — the tools and instructions, the same for every step of every
 //      run of the agent (the key is the agent's);
-//   2. the stable part's last three blocks (cache-blocks.ts) — this step's end, written
-//      now, and the ends one and two memory lines back, which the steps before wrote.
+//   2. the stable part's three blocks (cache-blocks.ts) — this step's end, written now; the
+//      step before's end, which it wrote; and where the page window began for the step
+//      before, which the steps since that window began wrote, and which a step that moves
+//      the window (its pages before the new start cut to excerpts) still reads.
 // Four breakpoints, the most a request writes; what follows them is never written.
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
-import { stableBlocks } from "./cache-blocks.ts";
+import { markedBlocks, type StablePart, stableBlocks } from "./cache-blocks.ts";
 
 /** `breakpoints`: GPT-5.6 and later (explicit mode); `key`: OpenAI models that take a cache key only. */
 export type CacheHints = "breakpoints" | "key";
 
 const BREAKPOINT = { mode: "explicit" } as const;
-/** Breakpoints on the stable part: the end now, and the ends one and two memory lines back. */
-const STABLE_BREAKPOINTS = 3;
 
 /**
  * The hints a request for `model` carries, by its OpenAI name (after a router's prefix,
@@ -41,12 +41,11 @@ export function cacheHintsFor(model: string): CacheHints | undefined {
 
 /**
  * The messages (masked already) as JSON with breakpoints: the first system message's end,
- * and the last blocks of the first user message's stable part (its first `stableChars`
- * characters, masked).
+ * and the last blocks of the first user message's stable part (masked).
  */
 export function messagesWithBreakpoints(
   messages: ChatCompletionMessageParam[],
-  stableChars: number | undefined,
+  stable: StablePart | undefined,
 ): string {
   let system = false;
   let user = false;
@@ -59,20 +58,13 @@ export function messagesWithBreakpoints(
         content: [{ type: "text", text: message.content, prompt_cache_breakpoint: BREAKPOINT }],
       };
     }
-    if (message.role !== "user" || user || stableChars === undefined) return message;
+    if (message.role !== "user" || user || stable === undefined) return message;
     user = true;
-    const texts = stableBlocks(message.content, stableChars);
-    const rest = texts.length - 1;
+    const texts = stableBlocks(message.content, stable);
+    const breakpoints = markedBlocks(message.content, stable);
     const parts = texts.flatMap((text, index) =>
       text
-        ? [
-            {
-              type: "text",
-              text,
-              ...(index < rest &&
-                index >= rest - STABLE_BREAKPOINTS && { prompt_cache_breakpoint: BREAKPOINT }),
-            },
-          ]
+        ? [{ type: "text", text, ...(breakpoints.has(index) && { prompt_cache_breakpoint: BREAKPOINT }) }]
         : [],
     );
     return { ...message, content: parts };

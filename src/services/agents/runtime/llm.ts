@@ -17,6 +17,7 @@ import { anthropicClient } from "../../money/provider-clients.ts";
 import { type MaskCounts, maskDeep, maskText } from "../core/secret-masking.ts";
 import { JSON_MODE_INSTRUCTIONS, TOOLS, toolsJson } from "../prompt/protocol.ts";
 import { fingerprintJson } from "../prompt/step-prompt.ts";
+import type { StablePart } from "./cache-blocks.ts";
 import { agentsFor, createNodeFetch } from "./http-fetch.ts";
 import { streamMessage } from "./llm-anthropic.ts";
 import { anthropicBody } from "./llm-anthropic-body.ts";
@@ -36,6 +37,10 @@ export interface Prompt {
   tools?: readonly ChatCompletionTool[];
   /** The user message's first characters that stay the same step after step (prompt.ts buildPrompt). */
   stableChars?: number;
+  /** Where inside them its cache blocks start, and the page window's (prompt.ts BuiltPrompt). */
+  stableCuts?: readonly number[];
+  stableWindow?: number;
+  stableBefore?: number;
   /** Requests that share a prefix share this key (OpenAI's `prompt_cache_key`): the agent's id. */
   cacheKey?: string;
 }
@@ -183,13 +188,23 @@ function maskMessages(prompt: Prompt) {
 }
 
 /**
- * How long the user message's stable part is once masked: masking changes lengths, and a
- * secret cannot straddle the part's end (a blank line and a heading follow it).
+ * The user message's stable part and its cuts once masked: masking changes lengths, and a
+ * secret cannot straddle the part's end (a blank line and a heading follow it) or a cut
+ * (before a newline, between two log entries).
  */
-function stableOf(prompt: Prompt): number | undefined {
+function stableOf(prompt: Prompt, sent: ChatCompletionMessageParam[]): StablePart | undefined {
   const user = prompt.messages.find((m) => m.role === "user");
   if (prompt.stableChars === undefined || typeof user?.content !== "string") return undefined;
-  return maskText(user.content.slice(0, prompt.stableChars)).length;
+  const text = user.content;
+  // Nothing masked (the usual case): the offsets are the sent text's as they are.
+  const same = sent.find((m) => m.role === "user")?.content === text;
+  const masked = (at: number) => (same ? at : maskText(text.slice(0, at)).length);
+  return {
+    chars: masked(prompt.stableChars),
+    ...(prompt.stableCuts && { cuts: prompt.stableCuts.map(masked) }),
+    ...(prompt.stableWindow !== undefined && { window: masked(prompt.stableWindow) }),
+    ...(prompt.stableBefore !== undefined && { before: masked(prompt.stableBefore) }),
+  };
 }
 
 /**
@@ -206,7 +221,9 @@ export function encodePrompt(prompt: Prompt, api: Api = "openai"): EncodedPrompt
     return {
       api,
       model: prompt.model,
-      body: Buffer.from(JSON.stringify(anthropicBody(prompt.model, messages, tools, stableOf(prompt)))),
+      body: Buffer.from(
+        JSON.stringify(anthropicBody(prompt.model, messages, tools, stableOf(prompt, messages))),
+      ),
       fingerprint,
       ...(masked && { masked }),
     };
@@ -214,7 +231,7 @@ export function encodePrompt(prompt: Prompt, api: Api = "openai"): EncodedPrompt
     ? `"response_format":{"type":"json_object"}`
     : `"tools":${toolsJson(tools ?? TOOLS)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
   const hints = cacheHintsFor(prompt.model);
-  const sent = hints === "breakpoints" ? messagesWithBreakpoints(messages, stableOf(prompt)) : json;
+  const sent = hints === "breakpoints" ? messagesWithBreakpoints(messages, stableOf(prompt, messages)) : json;
   const cache = cacheFields(hints, prompt.cacheKey);
   return {
     api,

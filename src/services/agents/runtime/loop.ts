@@ -58,6 +58,7 @@ export async function step(run: LoopRun, state: StepState): Promise<Next> {
     startedAt,
     prompt: prompt.facts,
     typed: prompt.typed,
+    logFrom: prompt.logFrom,
   });
 }
 

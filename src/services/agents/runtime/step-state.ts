@@ -166,7 +166,11 @@ export function stateAtStart(run: LoopRun): Omit<StepState, "page" | "pageRecord
 export function remembered(run: LoopRun, state: StepState, number: number, step: Step): StepState {
   run.ports.emit({ type: "step_recorded", step });
   // As the row keeps it: the calls a reply carried beyond the first are in its detail (steps.ts).
-  const detail = step.unrun ? { ...step.detail, unrun: step.unrun } : step.detail;
+  const detail = {
+    ...step.detail,
+    ...(step.unrun && { unrun: step.unrun }),
+    ...(step.logFrom !== undefined && { logFrom: step.logFrom }),
+  };
   const memory = [...state.memory, { number, type: step.type, path: step.path ?? null, detail }];
   compact(memory);
   return { ...state, memory, stepCount: number };

@@ -17,6 +17,8 @@ export interface StepPrompt {
   facts: Omit<PromptFacts, "hash">;
   /** The typed tools it offered: a call of one is an execute decision. */
   typed: string[];
+  /** Where its log's whole pages began (prompt.ts BuiltPrompt `logFrom`): its step keeps it. */
+  logFrom: number;
 }
 
 /** One LLM call and what it is recorded with. */
@@ -27,6 +29,7 @@ export interface Turn {
   startedAt: number;
   prompt: StepPrompt["facts"];
   typed: string[];
+  logFrom: number;
 }
 
 /** This step's prompt, from the run's memory and current page, and how it was made (for its step). */
@@ -57,19 +60,22 @@ export function stepPrompt(run: LoopRun, state: StepState): StepPrompt {
     ...(!state.pageRecorded && { page: { path: page.path, markdown: capPage(page.markdown) } }),
     ...(input.tools && { tools: toolsHash(typed) }),
   };
-  const { messages, stableChars } = buildPrompt(input);
+  const { messages, stableChars, stableCuts, stableWindow, stableBefore, logFrom } = buildPrompt(input);
   const encoded = encodePrompt(
     {
       model: state.model,
       messages,
       stableChars,
+      stableCuts,
+      stableWindow,
+      stableBefore,
       jsonMode: state.jsonMode,
       tools: input.tools,
       cacheKey: agent.id,
     },
     apiOf(run.prepared.endpoint),
   );
-  return { encoded, facts, typed };
+  return { encoded, facts, typed, logFrom };
 }
 
 /** The call's ledger entry: charged whatever happens to its step. */
@@ -102,6 +108,7 @@ export function measured(run: LoopRun, turn: Turn) {
     masked,
     durationMs: performance.now() - turn.startedAt,
     prompt: { ...turn.prompt, hash: fingerprint },
+    logFrom: turn.logFrom,
     ...(text && { modelText: text }),
     ...run.chain.answeredBy(turn.spent.model),
     ...(unrun && { unrun }),
