@@ -261,6 +261,7 @@ function linksLine(base: string): string {
     link("All runs", `${base}/runs`),
     link("Capabilities, approvals and rules", `${base}/settings`),
     link("Memory", `${base}/memory`),
+    link("Versions", `${base}/versions`),
     link("Schedules", `${base}/schedules`),
     link("Actions to review", `${base}/pending`),
     link("Usage and cost", `${base}/usage`),
