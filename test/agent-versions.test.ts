@@ -111,7 +111,11 @@ describe("a change makes a version", () => {
     ])
       expect(two.body).toContain(`\n${line}\n`);
     // The agent's page links its versions.
-    expect((await md(app, w, w.alice, "GET", BASE)).body).toContain("[Versions](/subagents/scout/versions)");
+    const agentPage = (await md(app, w, w.alice, "GET", BASE)).body;
+    expect(agentPage).toContain("[Versions](/subagents/scout/versions)");
+    expect(agentPage).toContain(
+      "| settings | [version 4](/subagents/scout/versions/4) ([all versions](/subagents/scout/versions)) |",
+    );
   });
 
   it("a save that changes nothing versioned makes no version; an agent made before versions gets its old settings as version 1", async () => {
