@@ -35,6 +35,7 @@ import secondStepRoutes from "./routes/second-step.ts";
 import secretRoutes from "./routes/secrets.ts";
 import signupRoutes, { isSignupPath } from "./routes/signup.ts";
 import ssoRoutes from "./routes/sso.ts";
+import toolSignInRoutes from "./routes/tool-sign-in.ts";
 import usageCsvRoutes from "./routes/usage-csv.ts";
 import webhookRoutes from "./routes/webhooks.ts";
 import { configureHostnames } from "./services/accounts/hostnames.ts";
@@ -193,6 +194,7 @@ async function registerRoutes(app: FastifyInstance, config: Config) {
   await app.register(secretRoutes);
   await app.register(notificationOpenRoutes);
   await app.register(mentionableRoutes);
+  await app.register(toolSignInRoutes);
   await app.register(passkeyRoutes);
   await app.register(pageRoutes);
 }

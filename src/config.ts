@@ -151,6 +151,8 @@ const schema = z.object({
     .transform((v) => v === "1" || v === "true"),
   LLM_DEFAULT_MODEL: z.string().min(1).optional(),
   LLM_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+  // How long an agent's call of a connected tool may take; past it, "timed out" is the tool's result.
+  TOOL_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
   // Agent runs one worker process holds at once. A run spends nearly all its time waiting on
   // the model (seconds a call), so the limit is memory, not CPU: 1,000, or fewer when the

@@ -19,7 +19,7 @@ afterAll(async () => {
 });
 
 const PAGE = "/subagents/scout/settings";
-const ACTIONS = ["set_capabilities", "try_rule", "add_rule", "remove_rule"];
+const ACTIONS = ["set_capabilities", "set_tool_level", "try_rule", "add_rule", "remove_rule"];
 
 /** A world with alice's agent @scout (config as given), alice's browser and markdown poster. */
 async function setup(config: Record<string, unknown> = {}) {
@@ -318,6 +318,7 @@ describe("only the owner", () => {
     const other = await makeWorld();
     const bodies: Record<string, Record<string, unknown>> = {
       set_capabilities: permissions([], { approval: ["vote"] }),
+      set_tool_level: { tool: "gh__search_issues", level: "on" },
       add_rule: rule("sneaky"),
       remove_rule: { name: "sneaky" },
     };

@@ -24,6 +24,7 @@ import { act, actionNames, buildTestApp, makeWorld, md, testPrisma, type World }
 import { actionUrl, concreteUrl, probeBody } from "./helpers/isolation-params.ts";
 import { reviewKeys, seedPending } from "./helpers/isolation-seed-agents.ts";
 import { deliverEvents } from "./helpers/isolation-seed-studio.ts";
+import { SEED_URL } from "./helpers/isolation-seed-tools.ts";
 import type { Seed } from "./helpers/isolation-seeds.ts";
 
 const db = testPrisma;
@@ -170,6 +171,20 @@ async function capabilityWorld() {
       },
     },
   });
+  // Tool connections of the agent's own and of its studio, inserted the same way.
+  const connection = async (holder: { ownerUserId: string } | { studioId: string }, slug: string) =>
+    (
+      await db().toolConnection.create({
+        data: {
+          ...{ id: newId(), tenantId: w.tenant.id, ...holder, name: "Mine", slug, url: SEED_URL },
+          ...{ authKind: "oauth" as const, audience: "outside" as const, createdById: agent.id },
+        },
+      })
+    ).id;
+  const connections = {
+    connection: await connection({ ownerUserId: agent.id }, "mine"),
+    studioConnection: await connection({ studioId: w.studio.id }, "ours"),
+  };
   const link = async (decision: "approve" | "reject") => {
     const p = await db().agentPendingAction.findUniqueOrThrow({
       where: { id: pendings[`/review/:token ${decision}_from_link`]! },
@@ -199,7 +214,7 @@ async function capabilityWorld() {
     ...{ agent: "minion", run: run.id, finished: run.id, agentStudio: { handle: "general", aRef: false } },
     // The agent subscribes itself; its subagent's subscriptions page names minion's.
     ...{ watcher: "scout", subscription: subscription.id },
-    ...{ pending: url!, pendings, endpoint: endpointId, links },
+    ...{ pending: url!, pendings, endpoint: endpointId, links, ...connections },
   };
   return { w, agent, seed, pinned };
 }

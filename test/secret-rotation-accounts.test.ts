@@ -1,24 +1,14 @@
 // Master-key rotation reaches the account secrets too (issue 44): a TOTP seed and a workspace's
 // OpenID Connect client secret sealed under an old master key move to the newest one, still
 // bound to their person and row, and a second pass finds nothing left to move.
-import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { newId } from "../src/lib/ids.ts";
-import { open, parseMasterKeys, seal, ssoSecretAad, totpSeedAad } from "../src/lib/secrets.ts";
+import { open, seal, ssoSecretAad, totpSeedAad } from "../src/lib/secrets.ts";
 import { reencryptSsoSecrets, reencryptTotpSeeds } from "../src/services/money/rotation.ts";
 import { makeWorld, testPrisma } from "./helpers/app.ts";
+import { both, sealedOf, v1, v2 } from "./helpers/master-keys.ts";
 
 const db = testPrisma;
-const a = randomBytes(32).toString("base64");
-const b = randomBytes(32).toString("base64");
-const v1 = parseMasterKeys(`1:${a}`);
-const both = parseMasterKeys(`1:${a}, 2:${b}`);
-const v2 = parseMasterKeys(`2:${b}`);
-const sealedOf = (ciphertext: Uint8Array, keyVersion: number) => ({
-  ciphertext: Buffer.from(ciphertext),
-  keyVersion,
-});
-
 describe("keys:reencrypt and the account secrets", () => {
   it("moves a person's TOTP seed to the newest master key, bound to that person", async () => {
     const w = await makeWorld("rot-totp");

@@ -9,6 +9,7 @@ import { acceptTotpCode, pendingTotp, startTotpEnrolment } from "../src/services
 import { ALWAYS_BLOCKED } from "../src/services/agents/policy/capabilities.ts";
 import { actions, pages } from "../src/services/catalog/catalog.ts";
 import { createApiToken } from "../src/services/tokens.ts";
+import { createConnection } from "../src/services/tools/index.ts";
 import { makeAgent } from "./helpers/agents.ts";
 import {
   type Browser,
@@ -36,9 +37,11 @@ const TOKENS = "/u/alice/settings/tokens";
 
 /** The marked set, as the docs list it: a new mark is a line here and there. */
 const MARKED = [
+  "accept_tool_change",
   "add_api_key",
   "add_hostname",
   "add_rule",
+  "add_tool_connection",
   "change_role",
   "create_api_token",
   "create_outgoing_webhook",
@@ -54,7 +57,10 @@ const MARKED = [
   "set_human_only",
   "set_invite_link",
   "set_sso_provider",
+  "set_tool_hosts",
+  "set_tool_level",
   "set_two_factor_policy",
+  "sign_in_tool_connection",
   "start_two_factor",
   "turn_off_two_factor",
 ];
@@ -283,8 +289,20 @@ describe("the marked set", () => {
     await makeAgent(w, w.alice, "scout");
     const browser = await login(app, w, w.alice);
     await confirmedAgo(w, w.alice.id, 11);
+    // A connection of alice's (OAuth: the one kind with a sign-in) for the connection pages' actions.
+    const connection = await createConnection(db(), {
+      tenantId: w.tenant.id,
+      ownerUserId: w.alice.id,
+      name: "Tracker",
+      slug: "tracker",
+      url: "http://127.0.0.1:9/mcp",
+      authKind: "oauth",
+      audience: "owner",
+      createdById: w.alice.id,
+    });
     const fill = (pattern: string) =>
       pattern
+        .replace(":connection", connection.id)
         .replace("/u/:handle", "/u/alice")
         .replace("/subagents/:handle", "/subagents/scout")
         .replace("/settings/people/:handle", "/settings/people/bob")

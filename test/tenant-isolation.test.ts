@@ -309,6 +309,33 @@ describe("tenant B against tenant A", () => {
     }
   });
 
+  // A call's page is the query of /tools, which the sweep's URLs (one per pattern) do not carry.
+  it("A's tool calls: their managers read them; B's callers and A's other people get nothing", async () => {
+    const failures: string[] = [];
+    for (const seed of seeds()) {
+      const url = `/tools?call=${A.toolCalls[seed.label as "shared" | "only"]}`;
+      for (const format of PAGE_FORMATS) {
+        const own = await get(app, asA.get(seed.label)!.token, url, format);
+        if (own.statusCode !== 200 || !own.body.includes(`Found ${A.mark}`))
+          failures.push(`A's manager ${url} [${format}]: ${excerpt(own)}`);
+        for (const mode of MODES) {
+          const res = await get(app, callers[mode], url, format);
+          count(`${mode}: GET A's tool call [${format}] → ${res.statusCode}`);
+          if (mode.endsWith("B host") ? res.statusCode !== 404 : res.statusCode < 300)
+            failures.push(`${mode} ${url} [${format}]: ${excerpt(res)}`);
+          const leaked = leaks(res, mode.endsWith("B host") ? needles.onB : needles.onA, url);
+          if (leaked.length) failures.push(`${mode} ${url} [${format}]: leaks ${leaked.join(", ")}`);
+        }
+      }
+      // In A, someone who does not manage the agent (the other seed's person) gets 404 too.
+      const other = seeds().find((s) => s.label !== seed.label)!;
+      const stranger = await get(app, asA.get(other.label)!.token, url, "md");
+      if (stranger.statusCode !== 404 || stranger.body.includes(A.mark))
+        failures.push(`A's @${other.actor.handle} ${url}: ${excerpt(stranger)}`);
+    }
+    expect(failures).toEqual([]);
+  });
+
   it("usage CSVs: B gets its own rows or nothing, never A's", async () => {
     const failures: string[] = [];
     for (const mode of MODES)

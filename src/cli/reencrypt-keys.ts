@@ -1,5 +1,5 @@
 // `npm run keys:reencrypt`: re-encrypts every stored secret (provider keys, webhook secrets,
-// TOTP seeds, SSO client secrets) with the newest master key in APP_ENCRYPTION_KEYS. Safe to
+// TOTP seeds, SSO client secrets, tool connections' tokens and clients) with the newest master key in APP_ENCRYPTION_KEYS. Safe to
 // run repeatedly and while the app runs.
 import { loadConfig } from "../config.ts";
 import { createPrisma } from "../db/prisma.ts";
@@ -10,12 +10,14 @@ import {
   reencryptTotpSeeds,
   reencryptWebhookSecrets,
 } from "../services/money/rotation.ts";
+import { reencryptToolConnections } from "../services/tools/rotation.ts";
 
 const KINDS = [
   ["key", reencryptKeys],
   ["webhook secret", reencryptWebhookSecrets],
   ["two-factor seed", reencryptTotpSeeds],
   ["SSO client secret", reencryptSsoSecrets],
+  ["tool connection secret", reencryptToolConnections],
 ] as const;
 
 const config = loadConfig();

@@ -12,6 +12,7 @@ import { redisOutages, watchRedis } from "../db/redis-outages.ts";
 import { type Logger, silentLogger } from "../lib/logger.ts";
 import { isTransient } from "../lib/transient.ts";
 import { addWorkerGauges } from "../metrics/metrics.ts";
+import { configureToolCalls } from "../services/actions/tool-calls.ts";
 import { fireDueSchedules } from "../services/agents/automations/schedule-firing.ts";
 import { flushDueSubscriptions } from "../services/agents/automations/subscriptions.ts";
 import { maskText } from "../services/agents/core/secret-masking.ts";
@@ -53,6 +54,7 @@ export type RuntimeConfig = Pick<
   | "LLM_API_KEY"
   | "LLM_DEFAULT_MODEL"
   | "LLM_TIMEOUT_MS"
+  | "TOOL_CALL_TIMEOUT_MS"
   | "LLM_MAX_RETRIES"
   | "LLM_MAX_CONNECTIONS"
   | "PROMPT_TOKEN_BUDGET"
@@ -179,6 +181,7 @@ export async function startRuntime(runtimeOptions: RuntimeOptions) {
   const { config, prisma, connection } = runtimeOptions;
   const log = runtimeOptions.log ?? silentLogger;
   configureKeyring(config);
+  configureToolCalls(config);
   const queues = createQueues(connection, config.QUEUE_PREFIX, log);
   const owner = workerId();
   const heartbeat = startHeartbeat(prisma, owner, config.RUN_LEASE_SECONDS, config.RUN_HEARTBEAT_MS);

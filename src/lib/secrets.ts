@@ -105,5 +105,5 @@ export const totpSeedAad = (tenantId: string, userId: string) => `cadre:totp_see
  * What binds a tool connection's sealed secrets to its row: `token` (a bearer token, or the OAuth
  * token set) and `client` (the OAuth client's registration) differ, so one cannot stand in for the other.
  */
-export const toolConnectionAad = (tenantId: string, id: string, part: "token" | "client") =>
+export const toolConnectionAad = (tenantId: string, id: string, part: "token" | "client" | "verifier") =>
   `cadre:tool_connection:${part}:${tenantId}:${id}`;

@@ -10,7 +10,7 @@ import type { Format, Mode } from "./isolation-callers.ts";
  */
 export const KNOWN_UNLISTED = new Set<string>();
 /** Actions only a subagent may use: A's people get a 403 for them, which still proves the page resolved. */
-export const NOT_FOR_PEOPLE = new Set(["update_scratchpad"]);
+export const NOT_FOR_PEOPLE = new Set(["update_scratchpad", "call_tool"]);
 /** Actions that succeed only against a real OpenID Provider (saving discovers it): sso.test.ts runs them; here B is refused. */
 export const NEEDS_AN_IDENTITY_PROVIDER = new Set(["set_sso_provider", "remove_sso_provider"]);
 /** Actions that succeed only with a real authenticator's code (two-factor-settings.test.ts runs them); here a wrong code or none. */
@@ -32,6 +32,10 @@ export const NO_CONTENT = new Set([
   "/settings/sign-in",
   "/u/:handle/settings/notifications",
   "/u/:handle/settings/security",
+  // A person's /tools points at their settings; a call's own page (`?call=`) is tried below.
+  "/tools",
+  // Host names are lower-case, as hostnames are.
+  "/settings/tools",
 ]);
 
 /** What B gets for one request: `want` says whether the status is right and what it should have been. */

@@ -11,6 +11,7 @@ import { REACH_KINDS } from "../../src/services/reach/preferences.ts";
 import { fields } from "../../src/services/registry/params.ts";
 import type { ActionDef, PageDef } from "../../src/services/registry/types.ts";
 import { PASSWORD, testPrisma, type World } from "./app.ts";
+import { SEEDED_TOOL } from "./isolation-seed-tools.ts";
 import type { Seed, Victim } from "./isolation-seeds.ts";
 
 /**
@@ -40,6 +41,11 @@ const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = 
   "subagents.version": { kind: "version", value: () => "1" },
   "u.id": { kind: "object", value: (s) => s.pageEndpoint ?? s.endpoint ?? NO_HOOK },
   "review.token": { kind: "object", value: (s) => s.pageLink ?? s.links?.approve ?? NO_LINK },
+  "u.connection": { kind: "object", value: (s) => s.pageConnection ?? s.connection ?? NO_CONNECTION },
+  "studios.connection": {
+    kind: "object",
+    value: (s) => s.pageStudioConnection ?? s.studioConnection ?? NO_CONNECTION,
+  },
 };
 
 /** Where one page names something other than its first segment's usual row. */
@@ -119,6 +125,13 @@ const PROBE = `probe${newId(6)}`;
 const NO_KEY = `nokey${newId(7)}`;
 const NO_HOOK = `nohook${newId(7)}`;
 const NO_LINK = `nolink${newId(20)}`;
+const NO_TOOL = "nobody__has_this_tool";
+const NO_CONNECTION = `noconn${newId(7)}`;
+/** The connection a connection page's actions name: the studio's on a studio's page, else the actor's. */
+const connectionOn = (s: Seed, page: PageDef): Probe => ({
+  value: (page.pattern.startsWith("/studios") ? s.studioConnection : s.connection) ?? NO_CONNECTION,
+  aRef: true,
+});
 const slug = (s: Seed) =>
   s.label
     .toLowerCase()
@@ -234,6 +247,12 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "remove_rule.name": () => ({ value: `${PROBE} rule` }),
   // Version 1, which every agent has (B's own on B's pages): a restore of it is a version of the page's own agent.
   "restore_agent_version.version": () => ({ value: 1 }),
+  // Connected tools: the seed's own (isolation-seed-tool-calls.ts), which only A's agent can be granted;
+  // people never call one (tool-runs*.test.ts call real ones in runs).
+  "set_tool_level.tool": (s) => ({ value: s.tool ?? NO_TOOL, aRef: Boolean(s.tool) }),
+  "set_tool_level.level": () => ({ value: "on" }),
+  "call_tool.tool": (s) => ({ value: s.tool ?? NO_TOOL, aRef: Boolean(s.tool) }),
+  "call_tool.arguments": () => ({ value: { query: PROBE } }),
   // add_schedule adds one of its own; the others act on the seeded schedule, remove_schedule last.
   cron: () => ({ value: "0 9 * * *" }),
   time_zone: () => ({ value: "Europe/Paris" }),
@@ -304,6 +323,20 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   ...Object.fromEntries(
     HOOK_EVENTS.map((e) => [`create_outgoing_webhook.${eventFlag(e)}`, () => ({ value: true })]),
   ),
+  "add_tool_connection.name": () => ({ value: `${PROBE} tools` }),
+  "add_tool_connection.slug": () => ({ value: PROBE.toLowerCase().slice(0, 24) }),
+  "add_tool_connection.url": () => ({ value: "http://127.0.0.1:9/mcp" }),
+  // The one audience both a person's and a studio's connection may declare.
+  "add_tool_connection.audience": () => ({ value: "outside" }),
+  "add_tool_connection.auth": () => ({ value: "none" }),
+  "add_tool_connection.token": () => ({ value: "" }),
+  "test_tool_connection.id": (s, page) => connectionOn(s, page),
+  "disconnect_tool_connection.id": (s, page) => connectionOn(s, page),
+  "sign_in_tool_connection.id": (s, page) => connectionOn(s, page),
+  "accept_tool_change.id": (s, page) => connectionOn(s, page),
+  "accept_tool_change.tool": () => ({ value: SEEDED_TOOL }),
+  // Empty: any public host, so the sweep's own connections are not refused after it.
+  "set_tool_hosts.hosts": () => ({ value: "" }),
   ...Object.fromEntries(
     ["confirm", "test", "enable", "disable", "delete"].map((a) => [
       `${a}_outgoing_webhook.id`,

@@ -18,6 +18,8 @@ import {
   seedWebhook,
 } from "./isolation-seed-agents.ts";
 import { addPerson, deliverEvents, must, seedStudio } from "./isolation-seed-studio.ts";
+import { seedTools } from "./isolation-seed-tool-calls.ts";
+import { seedConnections } from "./isolation-seed-tools.ts";
 
 /** One self-contained set of A's objects, owned and seen by `actor`. */
 export interface Seed {
@@ -94,8 +96,16 @@ export interface Seed {
    * only A's catalogue has (A prices it), `aRef` in B's seed. Absent: a price-list model.
    */
   catalogueModel?: { name: string; aRef: boolean };
+  /** The actor's tool connection and the seed studio's (absent: their actions name one nobody has). */
+  connection?: string;
+  studioConnection?: string;
+  /** The connections page URLs name, when not those: in B's seed, B's own. */
+  pageConnection?: string;
+  pageStudioConnection?: string;
   /** A hostname A's workspace claimed: what the hostname actions name (B may neither take nor drop it). */
   hostname?: string;
+  /** A connected tool the actor can grant `agent` (isolation-seed-tool-calls.ts); absent: the tool actions name one nobody has. */
+  tool?: string;
 }
 
 export interface Victim {
@@ -113,6 +123,8 @@ export interface Victim {
   hooks: { id: string; secret: string }[];
   /** A model only A's workspace prices (/usage/pricing) and A's agents used (the ledger). */
   model: string;
+  /** Calls of A's agents' tools, by seed label: their pages are `/tools?call=<id>`. */
+  toolCalls: { shared: string; only: string };
   /** A studio and a user whose handles exist only in A. */
   only: Seed;
 }
@@ -210,6 +222,10 @@ export async function seedVictim(w: World): Promise<Victim> {
   const onlyHook = await seedWebhook(w, zed, `zagent-${rand}`, mark);
   const sharedEndpoint = await seedEndpoint(w, w.alice, mark);
   const onlyEndpoint = await seedEndpoint(w, zed, mark);
+  const sharedTools = await seedTools(w, w.alice, "scout", mark);
+  const onlyTools = await seedTools(w, zed, `zagent-${rand}`, mark, vault);
+  const sharedConnections = await seedConnections(w, w.alice, "general", mark);
+  const onlyConnections = await seedConnections(w, zed, vault, mark);
   await rebuildTotals(db, w.tenant.id);
   await deliverEvents(w.tenant.id);
   const sessionOf = async (p: Person) =>
@@ -262,9 +278,12 @@ export async function seedVictim(w: World): Promise<Victim> {
       onlyHook.secret,
       sharedEndpoint.secret,
       onlyEndpoint.secret,
+      sharedTools.secret,
+      onlyTools.secret,
     ],
     hooks: [sharedHook, onlyHook],
     model,
+    toolCalls: { shared: sharedTools.toolCall, only: onlyTools.toolCall },
     shared: {
       ...shared,
       ...sharedAgent,
@@ -274,6 +293,9 @@ export async function seedVictim(w: World): Promise<Victim> {
       studioKeys: sharedStudioKeys.keys,
       webhook: sharedHook.id,
       endpoint: sharedEndpoint.id,
+      tool: sharedTools.tool,
+      connection: sharedConnections.connection,
+      studioConnection: sharedConnections.studioConnection,
       catalogueModel: { name: model, aRef: false },
       agentStudio: { handle: "general", aRef: false },
       joinCode: vaultCode,
@@ -294,6 +316,9 @@ export async function seedVictim(w: World): Promise<Victim> {
       agentKey: onlyStudioKeys.keys.use,
       webhook: onlyHook.id,
       endpoint: onlyEndpoint.id,
+      tool: onlyTools.tool,
+      connection: onlyConnections.connection,
+      studioConnection: onlyConnections.studioConnection,
       catalogueModel: { name: model, aRef: false },
       agentStudio: { handle: vault, aRef: true },
       joinCode: w.studio.inviteCode,
@@ -337,6 +362,7 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
   );
   const { url, link } = await seedPending(w, "scout", "general", mark, ["url", "link"]);
   const pageEndpoint = await seedEndpoint(w, w.alice, mark);
+  const pageTools = await seedConnections(w, w.alice, "general", mark);
   const linkRow = await testPrisma().agentPendingAction.findUniqueOrThrow({ where: { id: link! } });
   const { approve: pageLink } = await mintReviewLinks(testPrisma(), {
     tenantId: w.tenant.id,
@@ -392,6 +418,8 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
       pending: url!,
       pageToken: pageToken.id,
       pageEndpoint: pageEndpoint.id,
+      pageConnection: pageTools.connection,
+      pageStudioConnection: pageTools.studioConnection,
       pageLink,
       agentStudio: { handle: v.only.studio.handle, aRef: true },
       // A model only A's workspace prices: never in B's catalogue.

@@ -74,6 +74,7 @@ const tenant: Tenant = {
   name: "Acme",
   settings: {},
   twoFactorPolicy: "off",
+  toolHosts: [],
   createdAt: new Date("2026-01-01T00:00:00Z"),
 };
 

@@ -17,14 +17,9 @@ export interface TrustWorld {
 }
 
 /** A world with the vault, its secret note, scout in both studios, and bob's note in General (its text given). */
-export async function trustWorld(
-  bobNoteText: (secretPath: string) => string = () => "Ideas for the offsite",
-  config: Record<string, unknown> = {},
-): Promise<TrustWorld> {
-  const w = await makeWorld();
-  const scout = await makeAgent(w, w.alice, "scout", config);
-  const db = testPrisma();
-  const vault = await db.studio.create({
+/** Studio `vault`, which only alice (its admin) and her agent are in. */
+export function vaultStudio(w: World, agentId: string) {
+  return testPrisma().studio.create({
     data: {
       id: newId(),
       tenantId: w.tenant.id,
@@ -35,11 +30,20 @@ export async function trustWorld(
       members: {
         create: [
           { userId: w.alice.id, tenantId: w.tenant.id, role: "admin" },
-          { userId: scout.id, tenantId: w.tenant.id, role: "member" },
+          { userId: agentId, tenantId: w.tenant.id, role: "member" },
         ],
       },
     },
   });
+}
+
+export async function trustWorld(
+  bobNoteText: (secretPath: string) => string = () => "Ideas for the offsite",
+  config: Record<string, unknown> = {},
+): Promise<TrustWorld> {
+  const w = await makeWorld();
+  const scout = await makeAgent(w, w.alice, "scout", config);
+  const vault = await vaultStudio(w, scout.id);
   const secret = await act(w, w.alice, "/studios/vault", "create_note", { title: "Deal", text: SECRET });
   const bobs = await act(w, w.bob, "/studios/general", "create_note", {
     title: "Bob's plan",

@@ -5,6 +5,7 @@ import type { Prisma } from "../../generated/prisma/client.ts";
 import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.ts";
 import { compilePattern, MAX_RULES_SIZE, patternSize } from "../../lib/rule-pattern.ts";
 import { type AgentConfig, agentConfig, type Rule, tenantSettings } from "../agents/core/settings.ts";
+import { isToolName } from "../agents/core/tool-names.ts";
 import { recordVersion } from "../agents/core/versions.ts";
 import {
   ALWAYS_ALLOWED,
@@ -128,8 +129,10 @@ export const setCapabilities = defineAction({
     if (refused.length)
       throw new ValidationError(refused.map((field) => ({ field, message: HUMAN_ONLY_WHY })));
     const location = await saveConfig(ctx, scope.agent, (config) => {
-      config.capabilities = granted;
-      config.requires_approval = reviewed;
+      // Connected tools are granted one by one beside this form (tool-grants.ts): kept as they are.
+      const tools = (list: unknown) => (Array.isArray(list) ? list.filter((n) => isToolName(String(n))) : []);
+      config.capabilities = [...granted, ...tools(config.capabilities)];
+      config.requires_approval = [...reviewed, ...tools(config.requires_approval)];
       config.approval_mode = params.approval_mode;
       config.approval_expiry_hours = params.approval_expiry_hours;
     });
@@ -141,7 +144,17 @@ export const setCapabilities = defineAction({
   },
 });
 
-const RULE_ACTIONS = ["*", ...GRANTABLE, ...ALWAYS_ALLOWED] as [string, ...string[]];
+// `call_tool` is judged as the tool it calls: a rule names the tool (`<connection>__<tool>`).
+const RULE_ACTIONS = ["*", ...GRANTABLE, ...ALWAYS_ALLOWED.filter((a) => a !== "call_tool")] as [
+  string,
+  ...string[],
+];
+
+/** A rule's action: one of the workspace's, `*`, or a connected tool's name (the form lists the first). */
+const ruleAction = z.union([
+  z.enum(RULE_ACTIONS),
+  z.string().refine(isToolName, "an action's name, * or a connected tool's (<connection>__<tool>)"),
+]);
 
 /** The params a rule on `action` can look at: the action's own, or for `*`, those of any action a rule can name. */
 function ruleParams(ctx: Pick<PageCtx, "actionDefs">, action: string): string[] {
@@ -164,7 +177,10 @@ export function parsePatterns(
   const out: Record<string, string> = {};
   const bad = (line: number, message: string) =>
     new ValidationError([{ field, message: `line ${line}: ${message}` }]);
-  const valid = ruleParams(ctx, action);
+  // A tool's arguments are its server's to say, and may change under review: any name a JSON
+  // Schema property could have is taken.
+  const tool = isToolName(action);
+  const valid = tool ? [] : ruleParams(ctx, action);
   for (const [index, raw] of (textValue ?? "").split(/\r\n|\r|\n/).entries()) {
     const line = raw.trim();
     const lineNumber = index + 1;
@@ -172,9 +188,9 @@ export function parsePatterns(
     const equals = line.indexOf("=");
     const name = equals > 0 ? line.slice(0, equals).trim() : "";
     const pattern = equals > 0 ? line.slice(equals + 1).trim() : "";
-    if (!/^[a-z_]{1,64}$/.test(name) || !pattern)
+    if (!(tool ? /^[A-Za-z0-9_-]{1,64}$/ : /^[a-z_]{1,64}$/).test(name) || !pattern)
       throw bad(lineNumber, "write param=regex, e.g. text=(?i)budget");
-    if (!valid.includes(name)) {
+    if (!tool && !valid.includes(name)) {
       const listed = valid.length ? valid.join(", ") : "none";
       throw bad(
         lineNumber,
@@ -196,7 +212,7 @@ export function parsePatterns(
 
 /** What a rule is, for adding one and for trying one first. */
 const ruleFields = {
-  action: z.enum(RULE_ACTIONS).describe("which action, or * for all"),
+  action: ruleAction.describe("which action (or connected tool, <connection>__<tool>), or * for all"),
   decision: z.enum(["allow", "require_approval", "deny"]),
   param_patterns: z
     .string()

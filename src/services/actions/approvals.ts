@@ -4,7 +4,13 @@ import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.
 import { pendingPath } from "../agents/core/notify.ts";
 import { managedBySql } from "../agents/core/ownership.ts";
 import type { Rule } from "../agents/core/settings.ts";
-import { allowRule, checkedBreadth, ruleBreadth } from "../agents/policy/always-allow.ts";
+import {
+  allowRule,
+  checkedBreadth,
+  judgedPending,
+  NOT_FOR_RULES,
+  ruleBreadth,
+} from "../agents/policy/always-allow.ts";
 import { AGENT_ARCHIVED, expirePending, resumeWaitingRun } from "../agents/policy/approvals.ts";
 import { emit } from "../events.ts";
 import { studioHandleOf } from "../page-titles.ts";
@@ -84,19 +90,21 @@ async function alwaysAllow(
   patterns: string | undefined,
   allowAny: boolean,
 ): Promise<{ name: string; breadth: string }> {
-  if (pending.matchedRule === "disclosure")
+  if (NOT_FOR_RULES.includes(pending.matchedRule))
     throw new ConflictError(
-      `#${pending.id} was held for what it would disclose: no rule can allow that, so approve it alone`,
+      `#${pending.id} was held for ${pending.matchedRule === "disclosure" ? "what it would disclose" : "whose connection it would use"}: no rule can allow that, so approve it alone`,
     );
-  const params = parsePatterns(ctx, pending.actionName, patterns, "allow_when");
-  checkedBreadth(params, allowAny, pending.actionName);
+  // A tool call's rule names the tool (actions/tool-calls.ts).
+  const action = judgedPending(pending.actionName, pending.params as Record<string, unknown>).action;
+  const params = parsePatterns(ctx, action, patterns, "allow_when");
+  checkedBreadth(params, allowAny, action);
   const studio = studioHandleOf(pending.pagePath);
-  const rule = allowRule(pending, params, studio, ctx.actor.handle);
+  const rule = allowRule({ id: pending.id, actionName: action }, params, studio, ctx.actor.handle);
   await saveConfig(ctx, pending.agent, (config) => {
     const rules = ((config.rules as Rule[]) ?? []).filter((r) => r.name !== rule.name);
     config.rules = [rule, ...rules];
   });
-  return { name: rule.name, breadth: ruleBreadth(pending.actionName, params, studio) };
+  return { name: rule.name, breadth: ruleBreadth(action, params, studio) };
 }
 
 /** Approves a pending action the actor reviews, as asked or with edits; settled for every reviewer. */

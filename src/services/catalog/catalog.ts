@@ -74,6 +74,16 @@ import {
   subscribe,
   unsubscribe,
 } from "../actions/subscriptions.ts";
+import { callToolAction } from "../actions/tool-calls.ts";
+import {
+  acceptToolChangeAction,
+  addToolConnection,
+  disconnectToolConnection,
+  signInToolConnection,
+  testToolConnection,
+} from "../actions/tool-connections.ts";
+import { setToolLevel } from "../actions/tool-grants.ts";
+import { setToolHosts } from "../actions/tool-hosts.ts";
 import {
   confirmTwoFactor,
   renewRecoveryCodesAction,
@@ -132,6 +142,16 @@ import { settingsPage, tokensPage } from "../pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "../pages/studios.ts";
 import { subagentPage, subagentsPage } from "../pages/subagents.ts";
 import { subscriptionsPage } from "../pages/subscriptions.ts";
+import {
+  studioToolChangesPage,
+  studioToolConnectionPage,
+  studioToolConnectionsPage,
+  toolChangesPage,
+  toolConnectionPage,
+  toolConnectionsPage,
+} from "../pages/tool-connections.ts";
+import { toolHostsPage } from "../pages/tool-hosts.ts";
+import { toolsPage } from "../pages/tools.ts";
 import { agentUsagePage, pricingPage, studioUsagePage, usagePage } from "../pages/usage.ts";
 import { webhooksPage } from "../pages/webhooks.ts";
 import { workspaceAgentsPage } from "../pages/workspace-agents.ts";
@@ -196,6 +216,14 @@ export const pages = [
   invitationsPage,
   workspaceSsoPage,
   workspaceSignInPage,
+  toolsPage,
+  toolConnectionsPage,
+  toolConnectionPage,
+  toolChangesPage,
+  studioToolConnectionsPage,
+  studioToolConnectionPage,
+  studioToolChangesPage,
+  toolHostsPage,
 ];
 
 export const actions = [
@@ -248,6 +276,7 @@ export const actions = [
   replayRun,
   answerQuestion,
   setCapabilities,
+  setToolLevel,
   addRule,
   tryRule,
   removeRule,
@@ -309,6 +338,13 @@ export const actions = [
   setSsoProvider,
   removeSsoProvider,
   setTwoFactorPolicy,
+  callToolAction,
+  addToolConnection,
+  testToolConnection,
+  acceptToolChangeAction,
+  signInToolConnection,
+  disconnectToolConnection,
+  setToolHosts,
 ];
 
 /**

@@ -1,6 +1,7 @@
 // Master key rotation: after a new version is added to APP_ENCRYPTION_KEYS (new writes
 // already use it), this moves every stored secret (provider keys, webhook secrets, TOTP
-// seeds, SSO client secrets) to it, so the old version can be retired.
+// seeds, SSO client secrets; tool connections' own in services/tools/rotation.ts) to it, so the
+// old version can be retired.
 import type { Db } from "../../db/prisma.ts";
 import {
   apiKeyAad,
@@ -18,7 +19,7 @@ export interface RotationReport {
   failed: { id: string; error: string }[];
 }
 
-interface Row {
+export interface Row {
   id: string;
   /** What the ciphertext is bound to (its AAD), computed where the row is read. */
   aad: string;
@@ -26,13 +27,13 @@ interface Row {
 }
 
 /** One kind of sealed row: how to page through the old ones, bind them, and write one back. */
-interface Store {
+export interface Store {
   older(after: string, take: number): Promise<Row[]>;
   /** Guarded by the version read: a row changed meanwhile is left for the next pass. Returns rows written. */
   write(row: Row, sealed: Sealed): Promise<number>;
 }
 
-async function reencrypt(master: MasterKeys, store: Store, batch: number): Promise<RotationReport> {
+export async function reencrypt(master: MasterKeys, store: Store, batch: number): Promise<RotationReport> {
   const report: RotationReport = { reencrypted: 0, failed: [] };
   let after = "";
   for (;;) {

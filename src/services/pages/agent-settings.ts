@@ -2,6 +2,7 @@ import { plural } from "../../lib/plural.ts";
 import { parsePatterns, permissionsOf } from "../actions/agent-settings.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
 import { type AgentConfig, agentConfig, type Rule, tenantSettings } from "../agents/core/settings.ts";
+import { isToolName } from "../agents/core/tool-names.ts";
 import { backtest, backtestSummary } from "../agents/policy/backtest.ts";
 import {
   ALWAYS_ALLOWED,
@@ -13,6 +14,7 @@ import {
 import { markdownToHtml } from "../registry/html.ts";
 import { link, mdEscape } from "../registry/markdown.ts";
 import { type Block, definePage, type PageCtx, type Query } from "../registry/types.ts";
+import { connectedToolBlocks } from "./agent-tools.ts";
 import { agentCrumbs, excerpt, when } from "./format.ts";
 
 const code = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
@@ -35,7 +37,7 @@ function capabilitiesBlock(
   const head = [
     "## Capabilities",
     "",
-    "**Always allowed**: reading any page it can see, searching, dismissing its notifications and keeping its scratchpad.",
+    "**Always allowed**: reading any page it can see, searching, dismissing its notifications and keeping its scratchpad. (`call_tool` is how it calls a connected tool: each tool is granted on its own, under Connected tools.)",
     "",
     `**Never allowed**: its identity, studio membership, tokens and keys, other agents, approvals, schedules and webhooks (${plural(ALWAYS_BLOCKED.length, "action")}).`,
   ];
@@ -66,13 +68,15 @@ function originOf(handle: string, rule: Rule): string {
 
 export const agentSettingsPage = definePage({
   pattern: "/subagents/:handle/settings",
-  actions: ["set_capabilities", "try_rule", "add_rule", "remove_rule"],
+  actions: ["set_capabilities", "set_tool_level", "try_rule", "add_rule", "remove_rule"],
   resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   async render(ctx, scope, query) {
     const agent = scope.agent;
     const config = agentConfig(agent);
     const humanOnly = tenantSettings(ctx.tenant).human_only;
-    const granted = config.capabilities.filter((c) => !humanOnly.includes(c));
+    // Built-in actions only: connected tools have their own part below (agent-tools.ts).
+    const builtIn = (names: readonly string[]) => names.filter((name) => !isToolName(name));
+    const granted = builtIn(config.capabilities).filter((c) => !humanOnly.includes(c));
     const rules = config.rules.length
       ? [
           "| # | rule | action | where | params must match | decision |",
@@ -91,7 +95,7 @@ export const agentSettingsPage = definePage({
       title: `What ${agent.name} may do`,
       breadcrumb: [...agentCrumbs(agent), { label: "Settings" }],
       blocks: [
-        capabilitiesBlock(granted, config.requires_approval, humanOnly),
+        capabilitiesBlock(granted, builtIn(config.requires_approval), humanOnly),
         {
           md: `## Approvals\n\nActions allowed after your approval wait for your review at ${`[/subagents/${agent.handle}/pending](/subagents/${agent.handle}/pending)`}. Runs **${config.approval_mode === "wait" ? "wait for" : "carry on without"}** the outcome; unreviewed actions expire after ${config.approval_expiry_hours} h.`,
         },
@@ -107,6 +111,7 @@ export const agentSettingsPage = definePage({
             disabled: Object.fromEntries(humanOnly.map((h) => [h, `Greyed out: ${HUMAN_ONLY_WHY}.`])),
           },
         },
+        ...(await connectedToolBlocks(ctx, agent, config)),
         {
           md: `## Rules\n\nChecked in order; the first that matches an action (and all its param patterns) decides: **allow**, **require_approval** or **deny** (the agent is told the rule's name). No match: the approval list above.\n\n${rules}`,
         },

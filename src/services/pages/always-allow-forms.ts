@@ -4,7 +4,7 @@
 // named as such. Never a rule wider than the words beside its button.
 
 import { parsePatterns } from "../actions/agent-settings.ts";
-import { proposedPatterns, ruleBreadth } from "../agents/policy/always-allow.ts";
+import { judgedPending, proposedPatterns, ruleBreadth } from "../agents/policy/always-allow.ts";
 import { studioHandleOf } from "../page-titles.ts";
 import { mdEscape } from "../registry/markdown.ts";
 import type { Block } from "../registry/types.ts";
@@ -26,10 +26,14 @@ function proposedRule(actionDefs: Parameters<typeof parsePatterns>[0], action: s
 }
 
 export function alwaysAllowBlocks(
-  pending: Reviewed,
-  params: Record<string, unknown>,
+  asked: Reviewed,
+  askedParams: Record<string, unknown>,
   actionDefs: Parameters<typeof parsePatterns>[0],
 ): Block[] {
+  // A tool call's rule names the tool and matches its arguments (actions/tool-calls.ts).
+  const judged = judgedPending(asked.actionName, askedParams);
+  const pending = { ...asked, actionName: judged.action };
+  const params = judged.params;
   const studio = studioHandleOf(pending.pagePath);
   const patterns = proposedPatterns(params);
   const pinned = proposedRule(actionDefs, pending.actionName, patterns);

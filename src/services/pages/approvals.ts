@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { Prisma } from "../../generated/prisma/client.ts";
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadAgent, managedBy } from "../agents/core/ownership.ts";
+import { NOT_FOR_RULES } from "../agents/policy/always-allow.ts";
 import { awaitingReview } from "../agents/policy/approvals.ts";
 import { changesFeed } from "../live/feed.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
@@ -20,6 +21,7 @@ const statusOf = (pending: Pending) =>
 function reasonOf(rule: string): string {
   if (rule === "requires_approval") return "the approval list";
   if (rule === "disclosure") return "what it would disclose";
+  if (rule === "connection_owner") return "whose connection it would use";
   return `rule “${mdEscape(rule)}”`;
 }
 
@@ -80,7 +82,7 @@ export function pendingBlocks(
   if (status === "pending") {
     blocks.push(...reviewForms(pending.id, review && def ? { schema: def.params, params } : undefined));
     // Review turns into rubber-stamping without it; a disclosure is never a rule's to allow.
-    if (review && pending.matchedRule !== "disclosure")
+    if (review && !NOT_FOR_RULES.includes(pending.matchedRule))
       blocks.push(...alwaysAllowBlocks(pending, params, ctx));
     if (!detailed)
       blocks.push({

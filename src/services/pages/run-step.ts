@@ -5,7 +5,9 @@
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadRun } from "../access.ts";
 import { loadAgent, mayManage } from "../agents/core/ownership.ts";
+import { agentConfig, configUnder } from "../agents/core/settings.ts";
 import { runActions } from "../agents/policy/capabilities.ts";
+import { toolSpecs } from "../agents/policy/tool-grants.ts";
 import { rebuildPrompt } from "../agents/prompt/step-prompt.ts";
 import { REPLAYABLE } from "../agents/triggers/replay.ts";
 import { modelCatalogue } from "../money/catalogue.ts";
@@ -14,6 +16,7 @@ import { type Block, definePage } from "../registry/types.ts";
 import { agentCrumbs } from "./format.ts";
 import { modelChoices } from "./model-choices.ts";
 import { runPath, stepHead, stepPath, stepText } from "./run-steps.ts";
+import { stepToolCall } from "./tools.ts";
 
 function messageText(content: unknown): string {
   if (typeof content === "string") return content;
@@ -49,9 +52,11 @@ export const runStepPage = definePage({
     const run = scope.taskRun;
     const step = scope.step;
     const page = (step.detail as { page?: unknown } | null)?.page;
+    const cfg = run.policy ? configUnder(agent.agentConfig, run.policy) : agentConfig(agent);
     const prompt = await rebuildPrompt(ctx.db, run, agent, ctx.tenant.name, step.number, {
       usable: runActions(run, agent, ctx.tenant, ctx.actionDefs.values()),
       all: ctx.actionDefs,
+      connected: await toolSpecs(ctx.db, agent, cfg.capabilities),
     });
     const nav = [
       step.number > 1
@@ -84,6 +89,7 @@ export const runStepPage = definePage({
           },
         },
       );
+    blocks.push(...(await stepToolCall(ctx, step)));
     if (typeof page === "string")
       blocks.push({
         md: `## The page it saw (${step.path ? `\`${step.path}\`, ` : ""}${page.length} characters)\n\n${fenced(page, "markdown")}`,

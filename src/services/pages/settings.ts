@@ -33,6 +33,9 @@ export const settingsPage = definePage({
           md: `[Model API keys](/u/${user.handle}/settings/api-keys): your own OpenAI, Anthropic or OpenAI-compatible keys for your agents to call their model with.`,
         },
         {
+          md: `[Connected tools](/u/${user.handle}/settings/tools): remote MCP servers (GitHub's, Linear's, your company's) whose tools your agents may be granted.`,
+        },
+        {
           md: `[Notifications](/u/${user.handle}/settings/notifications): how you hear of what your agents need — in the app, by mail at once, or in a daily digest. [Outgoing webhooks](/u/${user.handle}/settings/webhooks) tell a chat channel or a service.`,
         },
       ],

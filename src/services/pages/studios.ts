@@ -179,7 +179,7 @@ function studioAgentBlocks(ctx: Ctx, studio: StudioScope, agents: StudioOverview
   const base = `/studios/${studio.handle}`;
   const blocks: Block[] = [
     {
-      md: `## Its agents\n\nAgents the studio owns: every admin manages them, and they act only here.${admin ? ` ${link("Usage", `${base}/usage`)} · ${link("Model API keys", `${base}/settings/api-keys`)}` : ""}\n\n${list}`,
+      md: `## Its agents\n\nAgents the studio owns: every admin manages them, and they act only here.${admin ? ` ${link("Usage", `${base}/usage`)} · ${link("Model API keys", `${base}/settings/api-keys`)} · ${link("Connected tools", `${base}/settings/tools`)}` : ""}\n\n${list}`,
     },
   ];
   if (admin)

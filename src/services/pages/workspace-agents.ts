@@ -19,6 +19,7 @@ const SETTING_LABELS: Record<string, string> = {
   default_capabilities: "What new agents may do",
   human_only: "Human-only actions",
   model_catalogue: "Model catalogue refreshed",
+  tool_hosts: "Hosts tools may be connected from",
 };
 
 export const workspaceAgentsPage = definePage({

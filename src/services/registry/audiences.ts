@@ -7,6 +7,7 @@ export function audienceKey(audience: Audience): string {
   if ("studio" in audience) return `s:${audience.studio}`;
   if ("people" in audience) return `p:${[...audience.people].sort().join(",")}`;
   if ("managersOf" in audience) return `m:${audience.managersOf}`;
+  if ("outside" in audience) return "o";
   return "w";
 }
 

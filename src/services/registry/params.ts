@@ -97,12 +97,14 @@ export function fields(schema: z.ZodObject): Field[] {
       zodType = zodType._zod.def.innerType as AnyZod;
     }
     const inner = (z.globalRegistry.get(zodType) ?? {}) as Meta;
-    const type = fieldType(zodType._zod.def.type);
+    const listed = listedChoices(zodType);
+    const type = listed ? "enum" : fieldType(zodType._zod.def.type);
     return {
       name,
       type,
       required,
-      options: type === "enum" ? (zodType as unknown as z.ZodEnum).options.map(String) : undefined,
+      options:
+        listed ?? (type === "enum" ? (zodType as unknown as z.ZodEnum).options.map(String) : undefined),
       description: meta.description ?? inner.description ?? raw.description,
       multiline: Boolean(meta.multiline ?? inner.multiline),
       mentions: Boolean(meta.mentions ?? inner.mentions),
@@ -119,6 +121,16 @@ export function fields(schema: z.ZodObject): Field[] {
       maxLength: type === "string" ? ((zodType as unknown as z.ZodString).maxLength ?? undefined) : undefined,
     };
   });
+}
+
+/**
+ * A union whose first member is an enum (a rule's action: the workspace's actions, or a
+ * connected tool's name) shows as the enum's choices; the rest are for callers that name them.
+ */
+function listedChoices(zodType: AnyZod): string[] | undefined {
+  if (zodType._zod.def.type !== "union") return undefined;
+  const first = (zodType._zod.def.options as AnyZod[] | undefined)?.[0];
+  return first?._zod.def.type === "enum" ? (first as unknown as z.ZodEnum).options.map(String) : undefined;
 }
 
 function numberRange(schema: z.ZodNumber): Pick<Field, "min" | "max" | "whole"> {

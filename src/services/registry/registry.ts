@@ -291,6 +291,7 @@ export function createRegistry(
       }
     });
     if (done instanceof AppError) throw done;
-    return done;
+    // After the commit, never inside it: what it records is what makes it happen at most once.
+    return done.afterCommit ? await done.afterCommit() : done;
   }
 }

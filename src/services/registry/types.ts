@@ -46,13 +46,16 @@ export function toActor(
 /**
  * Who can read a place (agents/policy/labels.ts): a studio's members, exactly these people,
  * an agent and whoever manages it, or the whole workspace. Pages say who can read what they
- * show; write actions say who can read where they write.
+ * show; write actions say who can read where they write. `outside` is where a call to a
+ * tool's server outside the workspace writes (anyone may read it): a write's audience only,
+ * never in a label, since what comes back from there narrows nothing.
  */
 export type Audience =
   | { studio: string }
   | { people: string[] }
   | { managersOf: string }
-  | { workspace: true };
+  | { workspace: true }
+  | { outside: true };
 
 /** Where an action writes: what it puts there, in words ("comment"), and who can read it there. */
 export interface WriteAudience {
@@ -313,6 +316,35 @@ export interface ActionOutcome {
   secretHelp?: string;
   /** Set when the action was queued for approval instead of executed. */
   pending?: { id: string; waits: boolean };
+  /** What a run's step keeps of it beside the notice (a tool call's id and server, for the run's trace). */
+  recorded?: Record<string, string>;
+  /**
+   * What the action does once its transaction has committed, and the outcome it ends with: a
+   * call to another service, which no rollback can take back. The transaction recorded that
+   * it goes (its step, its claim, its audit event), so a retried job finds it done and never
+   * makes it twice; the registry runs it once, after the commit (registry.ts `execute`).
+   */
+  afterCommit?: () => Promise<ActionOutcome>;
+}
+
+/**
+ * What an action stands for when capabilities, rules and disclosure judge it by something
+ * other than itself: a tool call, by the tool it calls (agents/policy/policy.ts).
+ */
+export interface Standing {
+  /** The name capabilities and rules know it by (`<slug>__<tool>`). */
+  name: string;
+  /** The params rules match. */
+  params: Record<string, unknown>;
+  /** Refused whatever the rules say (not granted, changed since it was allowed), and why. */
+  refused?: string;
+  /** Who can read where it writes. */
+  audience?: Audience;
+  /** How a disclosure names it: "call to GitHub" and where that goes, "(outside the workspace)". */
+  what?: string;
+  where?: string;
+  /** Waits for its reviewers whatever the rules say (a person's connection used in a run they did not wake), and why. */
+  review?: string;
 }
 
 /** A field of a page's scope an action may need (`agent`, `studio`, `taskRun`…). */
@@ -356,6 +388,8 @@ export interface ActionDef<S extends z.ZodObject = z.ZodObject, Needs extends Sc
   confirmRecent?: true;
   /** null when the actor may use it on this scope, else the reason they may not. */
   available?(ctx: Ctx, scope: ScopeWith<Needs>): string | null;
+  /** What the policy judges instead of the action itself, once its params are known (`Standing`). */
+  standsFor?(ctx: ActionCtx, params: z.infer<S>, scope: ScopeWith<Needs>): Promise<Standing>;
   /**
    * Cannot be undone (revoking a key, removing a member): what a person is about to lose, asked
    * before a browser form runs it (one more POST with `_confirm=yes`). Never asked of API,
@@ -389,7 +423,7 @@ function scopeWith<Needs extends ScopeField>(needs: readonly Needs[], scope: Sco
 export function defineAction<S extends z.ZodObject, const Needs extends ScopeField = never>(
   def: ActionDef<S, Needs>,
 ): ActionDef {
-  const { needs, available, confirmText, current, execute, ...described } = def;
+  const { needs, available, confirmText, current, execute, standsFor, ...described } = def;
   if (!needs?.length) return def as unknown as ActionDef;
   const checked: ActionDef<S> = {
     ...described,
@@ -399,6 +433,9 @@ export function defineAction<S extends z.ZodObject, const Needs extends ScopeFie
       confirmText: (ctx, params, scope) => confirmText(ctx, params, scopeWith(needs, scope)),
     }),
     ...(current && { current: (scope) => current(scopeWith(needs, scope)) }),
+    ...(standsFor && {
+      standsFor: (ctx, params, scope) => standsFor(ctx, params, scopeWith(needs, scope)),
+    }),
   };
   return { ...checked, needs } as unknown as ActionDef;
 }

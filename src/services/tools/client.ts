@@ -11,6 +11,7 @@ import {
 import type { Db } from "../../db/prisma.ts";
 import type { ToolConnection } from "../../generated/prisma/client.ts";
 import { checkResolvedUrl } from "../money/keys.ts";
+import { hostRefusal } from "./hosts.ts";
 import { NeedsSignInError, sealedOAuthProvider } from "./oauth-provider.ts";
 import { openSecret } from "./sealed.ts";
 
@@ -38,7 +39,8 @@ export async function withClient<T>(
   options: UseOptions,
   use: (client: Client, request: { signal?: AbortSignal; timeout?: number }) => Promise<T>,
 ): Promise<T> {
-  const refused = await checkResolvedUrl(connection.url);
+  const refused =
+    (await checkResolvedUrl(connection.url)) ?? (await hostRefusal(db, connection.tenantId, connection.url));
   if (refused) throw new ToolConnectionError("unreachable", refused);
   const transport = new StreamableHTTPClientTransport(
     new URL(connection.url),

@@ -11,8 +11,10 @@ import type {
 } from "../../generated/prisma/client.ts";
 import { ValidationError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
+import { checkBaseUrl, checkResolvedUrl } from "../money/keys.ts";
 import { ToolConnectionError, type UseOptions, withClient } from "./client.ts";
 import { definitionHash, pinnedDefinition, SLUG_PATTERN } from "./definitions.ts";
+import { hostRefusal } from "./hosts.ts";
 import { sealedColumns } from "./sealed.ts";
 
 export type { ToolConnection };
@@ -68,6 +70,8 @@ export async function createConnection(db: Db, input: NewConnection): Promise<To
     throw new ValidationError([
       { field: "token", label: "Token", message: "required for a bearer connection" },
     ]);
+  const refused = await urlRefusal(db, input.tenantId, input.url);
+  if (refused) throw new ValidationError([{ field: "url", label: "Server URL", message: refused }]);
   const id = newId();
   return db.toolConnection.create({
     data: {
@@ -85,6 +89,13 @@ export async function createConnection(db: Db, input: NewConnection): Promise<To
       ...(input.authKind === "bearer" ? sealedColumns(input.tenantId, id, "token", input.bearerToken!) : {}),
     },
   });
+}
+
+/** Why a server URL cannot be connected: not a plain http(s) URL, a private address, or a host off the workspace's list. */
+export async function urlRefusal(db: Db, tenantId: string, url: string): Promise<string | null> {
+  const bad = checkBaseUrl(url);
+  if (bad) return bad.replace("https://llm.example.com/v1", "https://mcp.example.com/mcp");
+  return (await checkResolvedUrl(url)) ?? (await hostRefusal(db, tenantId, url));
 }
 
 export interface ListedTool {

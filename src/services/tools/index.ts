@@ -9,6 +9,9 @@ export {
   type ListedTool,
   listTools,
   type NewConnection,
+  setStatus,
   type ToolConnection,
 } from "./connections.ts";
 export { definitionHash, namespacedToolName, SLUG_PATTERN } from "./definitions.ts";
+export { disconnectConnection, type Revocation } from "./disconnect.ts";
+export { CALLBACK_PATH, finishSignIn, signInFor, startSignIn } from "./sign-in.ts";

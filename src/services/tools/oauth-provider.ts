@@ -35,8 +35,12 @@ export function sealedOAuthProvider(
   signIn?: InteractiveSignIn,
 ): OAuthClientProvider {
   return {
+    // Outside a sign-in, still the callback registered: the SDK takes a provider without one
+    // for a non-interactive (client-credentials) client and never refreshes its tokens.
     get redirectUrl() {
-      return signIn?.redirectUrl;
+      if (signIn) return signIn.redirectUrl;
+      const raw = openSecret(connection, "client");
+      return raw ? (JSON.parse(raw) as { redirect_uris?: string[] }).redirect_uris?.[0] : undefined;
     },
     get clientMetadata(): OAuthClientMetadata {
       return {

@@ -6,12 +6,15 @@ import type { ToolConnection } from "../../generated/prisma/client.ts";
 import { open, seal, toolConnectionAad } from "../../lib/secrets.ts";
 import { keyring } from "../money/keyring.ts";
 
-export type SecretPart = "token" | "client";
+export type SecretPart = "token" | "client" | "verifier";
 
-const COLUMNS = {
+export const COLUMNS = {
   token: { data: "encryptedToken", version: "tokenKeyVersion" },
   client: { data: "encryptedClient", version: "clientKeyVersion" },
+  verifier: { data: "encryptedVerifier", version: "verifierKeyVersion" },
 } as const;
+
+export const SECRET_PARTS = Object.keys(COLUMNS) as SecretPart[];
 
 /** The columns to write for a new secret (`null`: clear it). */
 export function sealedColumns(tenantId: string, id: string, part: SecretPart, plaintext: string | null) {

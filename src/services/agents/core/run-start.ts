@@ -71,7 +71,7 @@ export const runStartSql = (date: Date) => Prisma.sql`(
       'policyPinned', c.policy_pinned),
     'agent', json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle, 'name', u.name,
       'kind', u.kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'tenantAdmin', u.tenant_admin, 'agentConfig', u.agent_config),
-    'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings, 'twoFactorPolicy', t.two_factor_policy,
+    'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings, 'twoFactorPolicy', t.two_factor_policy, 'toolHosts', coalesce(t.tool_hosts, '{}'),
       'createdAt', t.created_at AT TIME ZONE 'UTC'),
     'whoami', ${whoamiSql(Prisma.sql`c.agent_id`, Prisma.sql`c.tenant_id`, Prisma.sql`c.viewer_ids`, Prisma.sql`c.label`, date)},
     'viewers', (SELECT coalesce(json_agg(json_build_object('id', v.id, 'tenantId', v.tenant_id, 'handle', v.handle,

@@ -80,3 +80,22 @@ export function allowRule(
     origin: { pending: pending.id, by: approver, at: date.toISOString() },
   };
 }
+
+/** Held for whose connection it would use, or what it would disclose: the reviewer's decision each time, never a rule's. */
+export const NOT_FOR_RULES = ["disclosure", "connection_owner"];
+
+/**
+ * A queued action as the rules judge it: a tool call as the tool it calls and its arguments
+ * (actions/tool-calls.ts), anything else as itself. A rule made from one names the same.
+ */
+export function judgedPending(
+  actionName: string,
+  params: Record<string, unknown>,
+): { action: string; params: Record<string, unknown> } {
+  if (actionName !== "call_tool" || typeof params.tool !== "string") return { action: actionName, params };
+  const args = params.arguments;
+  return {
+    action: params.tool,
+    params: args && typeof args === "object" && !Array.isArray(args) ? (args as Record<string, unknown>) : {},
+  };
+}

@@ -6,8 +6,11 @@
 import type { SubagentTaskRun, Tenant, User } from "../../../generated/prisma/client.ts";
 import type { ActionDef } from "../../registry/types.ts";
 import { agentConfig, configUnder, tenantSettings } from "../core/settings.ts";
+import { isToolName } from "../core/tool-names.ts";
 
-export const ALWAYS_ALLOWED = ["dismiss", "dismiss_all", "search", "update_scratchpad"] as const;
+// `call_tool` is how a run calls any tool: each tool is a capability of its own, granted by
+// name (`<slug>__<tool>`) and judged when called (actions/tool-calls.ts).
+export const ALWAYS_ALLOWED = ["dismiss", "dismiss_all", "search", "update_scratchpad", "call_tool"] as const;
 
 export const ALWAYS_BLOCKED = [
   "create_studio",
@@ -42,6 +45,14 @@ export const ALWAYS_BLOCKED = [
   "set_sso_provider",
   "remove_sso_provider",
   "set_two_factor_policy",
+  // Connecting a tool hands the workspace's words to another server: its people's choice,
+  // as is accepting a changed tool (the rug-pull check) and which hosts may be connected.
+  "add_tool_connection",
+  "test_tool_connection",
+  "sign_in_tool_connection",
+  "disconnect_tool_connection",
+  "accept_tool_change",
+  "set_tool_hosts",
   "create_subagent",
   "update_subagent",
   "add_to_studio",
@@ -70,6 +81,7 @@ export const ALWAYS_BLOCKED = [
   "approve_from_link",
   "reject_from_link",
   "set_capabilities",
+  "set_tool_level",
   "add_rule",
   "try_rule",
   "remove_rule",
@@ -182,7 +194,7 @@ export function capabilityClass(action: string): CapabilityClass | null {
     ? "allowed"
     : blocked.has(action)
       ? "blocked"
-      : grantable.has(action)
+      : grantable.has(action) || isToolName(action)
         ? "grantable"
         : null;
 }
@@ -231,5 +243,7 @@ export function runActions(
   all: Iterable<ActionDef>,
 ): ActionDef[] {
   const cfg = run.policy ? configUnder(agent.agentConfig, run.policy) : agentConfig(agent);
-  return usableBy(all, cfg.capabilities, tenantSettings(tenant).human_only);
+  // A run calls its tools by their own names (runtime/run-tools.ts), never through `call_tool`.
+  const actions = [...all].filter((action) => action.name !== "call_tool");
+  return usableBy(actions, cfg.capabilities, tenantSettings(tenant).human_only);
 }

@@ -77,6 +77,9 @@ export async function disclosure(
   if (key === `m:${agentId}`) return null;
   for (const source of label) {
     if (audienceKey(source) === key || audienceKey(source) === `m:${agentId}`) continue;
+    // Outside the workspace anyone may read it: every place inside is narrower, and no one
+    // there can be named.
+    if ("outside" in write) return { source, outsiders: [], outsiderCount: 0 };
     const rows = await hotQuery<{ handle: string; name: string; total: bigint }>(
       db,
       Prisma.sql`
@@ -110,6 +113,7 @@ async function placeOf(db: Db, audience: Audience): Promise<string> {
     return `@${user?.handle ?? "?"}'s own pages`;
   }
   if ("people" in audience) return "a private page";
+  if ("outside" in audience) return "outside the workspace";
   return "the whole workspace";
 }
 
@@ -136,14 +140,20 @@ export async function disclosureText(
   what: string,
   write: Audience,
   disclosed: Disclosure,
+  /** Where it goes, when that is no place in the workspace: "(outside the workspace)" for a tool's server. */
+  where?: string,
 ): Promise<string> {
   const [place, source, readers] = await Promise.all([
     placeOf(db, write),
     placeOf(db, disclosed.source),
     readersOf(db, tenantId, disclosed.source),
   ]);
+  const at = where ?? `in ${place}`;
+  // Nobody outside can be named: what leaves is said, not who reads it.
+  if ("outside" in write)
+    return `This ${what} ${at} would send content from ${source}, which ${readers} can read.`;
   const who = `${plural(disclosed.outsiderCount, "person", "people")} (${listed(names(disclosed.outsiders), disclosed.outsiderCount)})`;
-  return `This ${what} in ${place} would show ${who} content from ${source}, which ${readers} can read.`;
+  return `This ${what} ${at} would show ${who} content from ${source}, which ${readers} can read.`;
 }
 
 /**

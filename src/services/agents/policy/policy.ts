@@ -11,7 +11,15 @@ import { newId } from "../../../lib/ids.ts";
 import { patternFinds } from "../../../lib/rule-pattern.ts";
 import { emit } from "../../events.ts";
 import type { Guard, Policy, RunOptions } from "../../registry/registry.ts";
-import type { ActionCtx, ActionDef, ActionOutcome, AgentRow, Ctx, Scope } from "../../registry/types.ts";
+import type {
+  ActionCtx,
+  ActionDef,
+  ActionOutcome,
+  AgentRow,
+  Ctx,
+  Scope,
+  Standing,
+} from "../../registry/types.ts";
 import { ownerCeilingSql } from "../core/ownership.ts";
 import {
   type AgentConfig,
@@ -163,14 +171,28 @@ export const agentPolicy: Policy = async (actx, action, params, scope, path, opt
   // pooled connection can starve the pool in a burst until every transaction expires.
   const agent = await agentOf(actx, actx.tx);
   const cfg = configOf(actx, agent);
-  const verdict = decide(cfg, action.name, params, scope.studio?.handle);
+  // A tool call is judged as the tool it calls, with the tool's arguments (actions/tool-calls.ts).
+  const standing = await action.standsFor?.(actx, params, scope);
+  if (standing?.refused) throw new ForbiddenError(standing.refused);
+  const judged = standing?.name ?? action.name;
+  const verdict = decide(cfg, judged, standing?.params ?? params, scope.studio?.handle);
   if (verdict.kind === "deny")
     throw new ForbiddenError(
-      `\`${action.name}\` is denied by the rule “${verdict.rule}”; try something else or finish.`,
+      `\`${judged}\` is denied by the rule “${verdict.rule}”; try something else or finish.`,
     );
   // Whatever its own rules allow, an agent never shows content to people who cannot read it.
-  const disclosed = await disclosureOf(actx, action, params, scope);
+  const disclosed = await disclosureOf(actx, action, params, scope, standing);
   if (disclosed) return hold(actx, agent, cfg, { action, params, path, opts, rule: "disclosure", disclosed });
+  // Someone else's credentials in a run they did not wake: theirs to allow (tool-grants.ts).
+  if (standing?.review)
+    return hold(actx, agent, cfg, {
+      action,
+      params,
+      path,
+      opts,
+      rule: "connection_owner",
+      disclosed: standing.review,
+    });
   if (verdict.kind === "allow") return null;
   return hold(actx, agent, cfg, { action, params, path, opts, rule: verdict.rule });
 };
@@ -181,12 +203,14 @@ async function disclosureOf(
   action: ActionDef,
   params: Record<string, unknown>,
   scope: Scope,
+  standing?: Standing,
 ): Promise<string | null> {
   const label = actx.flow?.label() ?? [];
   if (!action.writes || !action.audience || !label.length) return null;
-  const write = action.audience.to(actx, scope, params);
+  const write = standing?.audience ?? action.audience.to(actx, scope, params);
   const disclosed = await disclosure(actx.tx, actx.tenant.id, actx.actor.id, write, label);
-  return disclosed && disclosureText(actx.tx, actx.tenant.id, action.audience.what, write, disclosed);
+  const what = standing?.what ?? action.audience.what;
+  return disclosed && disclosureText(actx.tx, actx.tenant.id, what, write, disclosed, standing?.where);
 }
 
 interface Held {

@@ -176,6 +176,48 @@ function actionTool(actionDef: ActionDef): ChatCompletionTool {
   return tool;
 }
 
+/** A connected tool a run may call, as its connection's owner allowed it (its pinned definition). */
+export interface ConnectedTool {
+  /** `<slug>__<tool>`. */
+  name: string;
+  description: string;
+  inputSchema: unknown;
+  /** The connection's name ("GitHub"), said in the description. */
+  connection: string;
+}
+
+const connectedTools = new WeakMap<ConnectedTool, ChatCompletionTool>();
+
+/**
+ * A connected tool as a typed tool beside the actions: its params are the tool's arguments.
+ * Its description is its server's text, said to be so (the system prompt: data from outside).
+ */
+export function connectedTool(connected: ConnectedTool): ChatCompletionTool {
+  let tool = connectedTools.get(connected);
+  if (!tool) {
+    const schema =
+      connected.inputSchema && typeof connected.inputSchema === "object" ? connected.inputSchema : {};
+    tool = {
+      type: "function",
+      function: {
+        name: connected.name,
+        description: `${connected.connection}'s tool (outside Cadre): ${connected.description}`.slice(
+          0,
+          1024,
+        ),
+        parameters: {
+          type: "object",
+          properties: { params: { type: "object", ...forModel(schema) }, reason: REASON, note: SHORT_NOTE },
+          required: ["params"],
+          additionalProperties: false,
+        },
+      },
+    };
+    connectedTools.set(connected, tool);
+  }
+  return tool;
+}
+
 /**
  * The tools of a step: the fixed three and actions, typed, taken in order while they fit in
  * `maxTokens` (once one does not, none after it), then listed in `rank`'s order when given;
@@ -226,7 +268,8 @@ const decisionSchema = z.discriminatedUnion("type", [
     action: z
       .string()
       .trim()
-      .regex(/^[a-z_]{1,64}$/, "an action name such as add_comment"),
+      // A connected tool's name (`github__search_issues`) has digits, capitals or hyphens too.
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, "an action name such as add_comment"),
     params: z.record(z.string(), z.unknown()).default({}),
     reason: z.string().max(2000).optional(),
     note,

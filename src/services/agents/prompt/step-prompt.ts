@@ -5,7 +5,7 @@
 // run page rebuilds the prompt with the worker's own function and says whether the
 // fingerprint matches, that is whether this is to the byte what the model was sent.
 import { createHash } from "node:crypto";
-import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
+import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import type { Db } from "../../../db/prisma.ts";
 import type { SubagentTaskRun, SubagentTaskRunStep, User } from "../../../generated/prisma/client.ts";
 import type { ActionDef } from "../../registry/types.ts";
@@ -15,7 +15,13 @@ import type { PromptFacts } from "../core/steps.ts";
 import { ownerText } from "../core/whoami-read.ts";
 import { actionsRead, pageActionNames, type Remembered } from "./memory.ts";
 import { buildMessages, type PromptInput, TOOL_SHARE } from "./prompt.ts";
-import { JSON_MODE_INSTRUCTIONS, toolsFor } from "./protocol.ts";
+import {
+  type ConnectedTool,
+  connectedTool,
+  JSON_MODE_INSTRUCTIONS,
+  toolsFor,
+  toolTokens,
+} from "./protocol.ts";
 
 /** Kept in a step's `detail.prompt`: what rebuilding its prompt needs beyond the step rows. */
 
@@ -48,6 +54,8 @@ export function promptInput(input: {
   usable: readonly ActionDef[];
   /** The registry's actions by name (passed in: the catalog imports this module's importers). */
   lookup: (name: string) => ActionDef | undefined;
+  /** The connected tools it is granted (runtime/run-tools.ts), typed after the actions. */
+  connected?: readonly ConnectedTool[];
 }): PromptInput {
   const counted = input.steps.filter((s) => !CONVERSATION.includes(s.type)).length;
   return {
@@ -67,8 +75,24 @@ export function promptInput(input: {
     jsonMode: input.jsonMode,
     tools: input.jsonMode
       ? undefined
-      : runTools(input.usable, input.steps, input.page.markdown, input.lookup, input.budget * TOOL_SHARE),
+      : withConnected(input.connected ?? [], input.budget * TOOL_SHARE, (room) =>
+          runTools(input.usable, input.steps, input.page.markdown, input.lookup, room),
+        ),
   };
+}
+
+/**
+ * The run's connected tools after its actions, all of them every step (the same bytes, for the
+ * prompt cache); the actions take what room the tools leave. A tool is the only way to call it.
+ */
+function withConnected(
+  connected: readonly ConnectedTool[],
+  maxTokens: number,
+  actions: (room: number) => ChatCompletionTool[],
+): ChatCompletionTool[] {
+  if (!connected.length) return actions(maxTokens);
+  const typed = connected.map(connectedTool);
+  return [...actions(maxTokens - toolTokens(typed)), ...typed];
 }
 
 /**
@@ -133,8 +157,12 @@ export async function rebuildPrompt(
   agent: User,
   tenantName: string,
   number: number,
-  /** The run's actions (capabilities.ts runActions), and the registry's by name. */
-  actions: { usable: readonly ActionDef[]; all: ReadonlyMap<string, ActionDef> },
+  /** The run's actions (capabilities.ts runActions), the registry's by name, and its connected tools. */
+  actions: {
+    usable: readonly ActionDef[];
+    all: ReadonlyMap<string, ActionDef>;
+    connected?: readonly ConnectedTool[];
+  },
 ): Promise<RebuiltPrompt | null> {
   const [steps, parent, ownerStudio] = await Promise.all([
     db.subagentTaskRunStep.findMany({
@@ -160,6 +188,7 @@ export async function rebuildPrompt(
     jsonMode: Boolean(facts.json),
     usable: actions.usable,
     lookup: (name) => actions.all.get(name),
+    connected: actions.connected ?? [],
   });
   const built = buildMessages(input);
   const tools = (input.tools ?? []).map((t) => (t.type === "function" ? t.function.name : ""));

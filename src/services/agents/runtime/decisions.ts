@@ -1,5 +1,7 @@
 // What each of the model's decisions does: a reply is parsed, acted on through the ports,
 // charged and recorded, and answered with what the loop does next (step-state.ts `Next`).
+
+import { TOOLS_PATH } from "../../actions/tool-calls.ts";
 import { LeaseLostError } from "../core/steps.ts";
 import { capPage } from "../prompt/prompt.ts";
 import { type Decision, parseDecision } from "../prompt/protocol.ts";
@@ -122,9 +124,11 @@ async function onExecute(
     note: decision.note,
     reason: decision.reason,
   };
+  // A connected tool is called from any page, through `call_tool` on /tools (actions/tool-calls.ts).
+  const tool = run.toolNames.has(decision.action);
   // Not on this page at all: say which are. On the page but refused (a capability, a
   // role): let the registry refuse it, so the model hears the actual reason.
-  if (!state.page.pageActions.includes(decision.action)) {
+  if (!tool && !state.page.pageActions.includes(decision.action)) {
     const listed = state.page.actions.map((action) => `\`${action}\``).join(", ") || "none";
     const error = `\`${decision.action}\` is not an action on ${at}. Actions here: ${listed}.`;
     const after = await charge(run, state, turn, {
@@ -136,22 +140,24 @@ async function onExecute(
   }
   const stepNumber = state.stepCount + 1;
   const charged = await charge(run, state, turn);
+  const where = tool ? TOOLS_PATH : at;
   const result = await run.ports.act({
-    path: at,
-    action: decision.action,
-    params: decision.params,
+    path: where,
+    action: tool ? "call_tool" : decision.action,
+    params: tool ? { tool: decision.action, arguments: decision.params } : decision.params,
     reason: decision.reason,
     stepNumber,
     // Same transaction as the action: the step, its resources and the action commit together or not at all.
     step: (outcome) => ({
       type: "execute",
-      path: at,
+      path: where,
       detail: {
         ok: true,
         ...asked,
         notice: outcome.notice,
         location: outcome.location,
         resultPath: outcome.location,
+        ...outcome.recorded,
         ...(outcome.pending && { pending: outcome.pending.id }),
       },
       ...measured(run, turn),
@@ -160,7 +166,7 @@ async function onExecute(
   if (!result.ok) {
     const failed: Step = {
       type: "execute",
-      path: at,
+      path: where,
       detail: { ok: false, ...asked, status: result.status, error: result.message },
       ...measured(run, turn),
     };

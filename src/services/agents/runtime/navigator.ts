@@ -25,6 +25,7 @@ import type { LlmClient } from "./llm.ts";
 import { navigate } from "./loop.ts";
 import { type Prepared, prepare } from "./navigator-setup.ts";
 import type { NavigatorEvent, NavigatorPorts, Step } from "./ports.ts";
+import { connectedToolsOf } from "./run-tools.ts";
 import { type Resumable, setUpRun, stopped } from "./step-state.ts";
 import { NO_TRACE, type RunTrace } from "./tracing.ts";
 
@@ -62,6 +63,12 @@ export async function runNavigator(
     const prepared = await prepare(deps.prisma, start, deps.endpoint, deps.defaultModel);
     if ("status" in prepared) return prepared;
     const ports = realPorts(deps, start, prepared, inFlight);
+    // A resumed run's calls still out belonged to a worker that stopped: nobody will hear back.
+    if (start.run.stepsCount)
+      await deps.prisma.toolCall.updateMany({
+        where: { runId: start.run.id, status: "calling" },
+        data: { status: "interrupted" },
+      });
     const options = {
       ports,
       stop: signal,
@@ -69,6 +76,7 @@ export async function runNavigator(
       ...(deps.promptBudget !== undefined && { promptBudget: deps.promptBudget }),
       usable: runActions(start.run, start.agent, start.tenant, registry.actions.values()),
       lookup: (name: string) => registry.actions.get(name),
+      connected: await connectedToolsOf(deps.prisma, start),
     };
     return await navigate(setUpRun(start, prepared, options, resumable));
   } finally {

@@ -18,6 +18,8 @@ export interface ActOutcome {
   notice: string;
   location: string;
   pending?: { id: string; waits: boolean };
+  /** What the step keeps beside the notice (a tool call's id and server). */
+  recorded?: Record<string, string>;
 }
 
 export interface ActRequest {

@@ -9,6 +9,7 @@ import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
 import { tenantSettings } from "../core/settings.ts";
 import { compact, type Remembered } from "../prompt/memory.ts";
+import type { ConnectedTool } from "../prompt/protocol.ts";
 import { CONVERSATION } from "../prompt/step-prompt.ts";
 import { ModelChain } from "./fallback.ts";
 import type { Prepared } from "./navigator-setup.ts";
@@ -33,6 +34,10 @@ export interface LoopRun {
   usable: readonly ActionDef[];
   /** The registry's actions by name. */
   lookup: (name: string) => ActionDef | undefined;
+  /** The connected tools it may call (run-tools.ts), typed after its actions. */
+  connected: readonly ConnectedTool[];
+  /** Their names: a call of one goes to `call_tool` (decisions.ts). */
+  toolNames: ReadonlySet<string>;
   /** The most prompt tokens a step may send, unless a replay keeps its original's. */
   promptBudget: number;
   /** Steps recorded before this attempt that answered the run (an owner's answer, an approval): not counted against its limit. */
@@ -56,6 +61,7 @@ export interface LoopOptions {
   promptBudget?: number;
   usable: readonly ActionDef[];
   lookup: (name: string) => ActionDef | undefined;
+  connected?: readonly ConnectedTool[];
 }
 
 export function setUpRun(
@@ -81,6 +87,8 @@ export function setUpRun(
     prices: tenantSettings(start.tenant).pricing,
     usable: options.usable,
     lookup: options.lookup,
+    connected: options.connected ?? [],
+    toolNames: new Set((options.connected ?? []).map((tool) => tool.name)),
     promptBudget: options.promptBudget ?? DEFAULT_PROMPT_BUDGET,
     answers: prepared.previous.filter((step) => CONVERSATION.includes(step.type)).length,
     deadline,

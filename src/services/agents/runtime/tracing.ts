@@ -208,12 +208,19 @@ class SpanRunTrace implements RunTrace {
     const open = this.open;
     if (!open || (step.type !== "navigate" && step.type !== "execute")) return;
     this.open = null;
-    const detail = (step.detail ?? {}) as { ok?: boolean; status?: number; pending?: string };
+    const detail = (step.detail ?? {}) as {
+      ok?: boolean;
+      status?: number;
+      pending?: string;
+      server?: string;
+    };
     const { span, decided } = open;
     span.setAttributes({
       "cadre.tool.ok": detail.ok !== false,
       ...(step.path && { "cadre.page.path": step.path }),
       ...(detail.status !== undefined && { "cadre.tool.status": detail.status }),
+      // A connected tool's call: the server its arguments went to (host[:port]), as MCP's conventions name it.
+      ...(detail.server && serverAttributes(detail.server)),
     });
     if (decided.type === "execute") {
       const { decision, rule } = policyOf(open.cfg, decided, detail);
@@ -255,6 +262,19 @@ class SpanRunTrace implements RunTrace {
 }
 
 const EMPTY_RULES: Pick<AgentConfig, "rules" | "requires_approval"> = { rules: [], requires_approval: [] };
+
+/** `server.address` and `server.port` of a host[:port], and the tool's type: a tool of a server, not of ours. */
+function serverAttributes(host: string): Attributes {
+  const [address, port] = host.startsWith("[")
+    ? [host.slice(0, host.indexOf("]") + 1), host.split("]:")[1]]
+    : host.split(":");
+  return {
+    "server.address": address ?? host,
+    ...(port && { "server.port": Number(port) }),
+    "gen_ai.tool.type": "extension",
+    "mcp.method.name": "tools/call",
+  };
+}
 
 /** Which way the policy went for an action, and by which rule (policy.ts decide, as the registry applied it). */
 function policyOf(

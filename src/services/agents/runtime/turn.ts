@@ -46,6 +46,7 @@ export function stepPrompt(run: LoopRun, state: StepState): StepPrompt {
     jsonMode: state.jsonMode,
     usable: run.usable,
     lookup: run.lookup,
+    connected: run.connected,
   });
   // The run's typed actions are tools of this call, beside the fixed three.
   const typed = (input.tools ?? []).map((tool) => (tool.type === "function" ? tool.function.name : ""));
