@@ -118,6 +118,10 @@ async function capabilityWorld() {
       parentId: agent.id,
     },
   });
+  // Its first version, as the migration gave every agent made before versions: its version page resolves.
+  await db().agentVersion.create({
+    data: { id: newId(), tenantId: w.tenant.id, agentId: minion.id, number: 1, settings: {}, changes: [] },
+  });
   const run = await db().subagentTaskRun.create({
     data: {
       ...{ id: newId(), tenantId: w.tenant.id, agentId: minion.id, initiatedById: agent.id },

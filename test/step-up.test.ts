@@ -50,6 +50,7 @@ const MARKED = [
   "remove_rule",
   "remove_sso_provider",
   "renew_recovery_codes",
+  "restore_agent_version",
   "rotate_webhook_secret",
   "set_capabilities",
   "set_default_capabilities",

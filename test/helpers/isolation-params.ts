@@ -21,7 +21,7 @@ import type { Seed, Victim } from "./isolation-seeds.ts";
  * to the isolation test. `object` params name rows B never has; handles may exist in
  * B under the same name (B has studio `general`, user `alice`, subagent `scout`).
  */
-type ParamKind = "object" | "studio" | "user" | "agent";
+type ParamKind = "object" | "studio" | "user" | "agent" | "version";
 const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = {
   "studios.studio": { kind: "studio", value: (s) => s.studio.handle },
   "studios.note": { kind: "object", value: (s) => s.note },
@@ -36,6 +36,9 @@ const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = 
   // A step's page is a finished run's step 2, which replay_run can re-run from.
   "subagents.step": { kind: "object", value: () => "2" },
   "subagents.pending": { kind: "object", value: (s) => s.pending },
+  // Every agent made through create_subagent has its version 1 (B's scout too): the path is
+  // B's own page wherever the agent's handle is B's.
+  "subagents.version": { kind: "version", value: () => "1" },
   "u.id": { kind: "object", value: (s) => s.pageEndpoint ?? s.endpoint ?? NO_HOOK },
   "review.token": { kind: "object", value: (s) => s.pageLink ?? s.links?.approve ?? NO_LINK },
   "u.connection": { kind: "object", value: (s) => s.pageConnection ?? s.connection ?? NO_CONNECTION },
@@ -103,6 +106,7 @@ export function existsInB(pattern: string, seed: Seed, b: InB): boolean {
     user: b.users,
     agent: b.agents,
     object: new Set(),
+    version: new Set(["1"]),
   };
   return paramNames(pattern).every((name) => {
     const p = param(pattern, name);
@@ -241,6 +245,8 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "try_rule.param_patterns": () => ({ value: `query=^${PROBE}` }),
   "try_rule.position": () => ({ value: 1 }),
   "remove_rule.name": () => ({ value: `${PROBE} rule` }),
+  // Version 1, which every agent has (B's own on B's pages): a restore of it is a version of the page's own agent.
+  "restore_agent_version.version": () => ({ value: 1 }),
   // Connected tools: the seed's own (isolation-seed-tool-calls.ts), which only A's agent can be granted;
   // people never call one (tool-runs*.test.ts call real ones in runs).
   "set_tool_level.tool": (s) => ({ value: s.tool ?? NO_TOOL, aRef: Boolean(s.tool) }),

@@ -6,6 +6,7 @@ import { ConflictError, NotFoundError, ValidationError } from "../../lib/errors.
 import { compilePattern, MAX_RULES_SIZE, patternSize } from "../../lib/rule-pattern.ts";
 import { type AgentConfig, agentConfig, type Rule, tenantSettings } from "../agents/core/settings.ts";
 import { isToolName } from "../agents/core/tool-names.ts";
+import { recordVersion } from "../agents/core/versions.ts";
 import {
   ALWAYS_ALLOWED,
   GRANTABLE,
@@ -78,12 +79,18 @@ export function permissionsOf(config: AgentConfig): Record<string, unknown> {
   };
 }
 
+/**
+ * The one place an agent's settings are saved: every action that changes them calls this, and
+ * it records the version the change made (agents/core/versions.ts) in the same transaction.
+ */
 export async function saveConfig(
   ctx: ActionCtx,
   agent: { id: string; handle: string },
   change: (config: Record<string, unknown>) => void,
+  options: { restoredFrom?: number } = {},
 ) {
-  // Re-read under a row lock: two settings forms saved at once must not lose each other's change.
+  // Re-read under a row lock: two settings forms saved at once must not lose each other's
+  // change, and the version numbers they take are one after the other.
   await ctx.tx.$queryRaw`SELECT id FROM users WHERE id = ${agent.id} FOR UPDATE`;
   const fresh = await ctx.tx.user.findUniqueOrThrow({ where: { id: agent.id } });
   const config = { ...agentConfig(fresh) } as Record<string, unknown>;
@@ -91,6 +98,14 @@ export async function saveConfig(
   await ctx.tx.user.update({
     where: { id: agent.id },
     data: { agentConfig: config as Prisma.InputJsonValue },
+  });
+  await recordVersion(ctx.tx, {
+    tenantId: ctx.tenant.id,
+    agentId: agent.id,
+    authorId: ctx.actor.id,
+    before: fresh.agentConfig,
+    after: config as Prisma.JsonValue,
+    restoredFrom: options.restoredFrom,
   });
   return `/subagents/${agent.handle}/settings`;
 }
@@ -245,7 +260,7 @@ export const tryRule = defineAction({
 });
 
 /** What an agent's rules cost to match, in RE2 instructions (a pattern saved before RE2 that cannot run: none). */
-function rulesSize(rules: Rule[]): number {
+export function rulesSize(rules: Rule[]): number {
   let size = 0;
   for (const rule of rules)
     for (const pattern of Object.values(rule.params))

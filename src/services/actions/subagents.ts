@@ -11,6 +11,7 @@ import {
   newAgentCapabilities,
   tenantSettings,
 } from "../agents/core/settings.ts";
+import { recordVersion } from "../agents/core/versions.ts";
 import { expireAgentPending } from "../agents/policy/approvals.ts";
 import { emit } from "../events.ts";
 import { catalogueIssues } from "../money/catalogue.ts";
@@ -54,9 +55,14 @@ function fallbackProblem(raw: string): string | null {
 }
 
 /** The models a request names are ones the workspace offers: read from what was sent, so it runs beside the schema (ActionDef.check). */
-async function modelIssues(ctx: Ctx, sent: Record<string, unknown>): Promise<Issue[]> {
+function modelIssues(ctx: Ctx, sent: Record<string, unknown>): Promise<Issue[]> {
   const model = typeof sent.model === "string" ? sent.model.trim() : "";
   const fallbacks = typeof sent.fallback_models === "string" ? fallbackList(sent.fallback_models) : [];
+  return catalogueProblems(ctx, model, fallbacks);
+}
+
+/** A model and fallbacks not in the workspace's catalogue, named by their fields' labels (a restore checks a version's too). */
+export async function catalogueProblems(ctx: Ctx, model: string, fallbacks: string[]): Promise<Issue[]> {
   const [models, fallback] = await Promise.all([
     catalogueIssues(ctx.db, ctx.tenant, MODEL_FIELD, model ? [model] : []),
     catalogueIssues(
@@ -122,6 +128,14 @@ export const createSubagent = defineAction({
         },
       })
       .catch(conflictOnDuplicate(`The handle @${params.handle} is taken`));
+    // Its first version: what it was created with.
+    await recordVersion(ctx.tx, {
+      tenantId: ctx.tenant.id,
+      agentId: agent.id,
+      authorId: ctx.actor.id,
+      before: null,
+      after: agent.agentConfig,
+    });
     await emit(ctx, { type: "subagent.created", subjectType: "user", subjectId: agent.id });
     if (studio) await settleInStudio(ctx, agent.id, studio);
     return {

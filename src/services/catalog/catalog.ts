@@ -5,6 +5,7 @@ import { clearAgentLabel } from "../actions/agent-label.ts";
 import { muteAgentMentions, unmuteAgentMentions } from "../actions/agent-mention-mutes.ts";
 import { setMemberRuns, transferSubagent } from "../actions/agent-ownership.ts";
 import { addRule, removeRule, setCapabilities, tryRule } from "../actions/agent-settings.ts";
+import { restoreAgentVersion } from "../actions/agent-versions.ts";
 import { createApiTokenAction, revokeApiToken } from "../actions/api-tokens.ts";
 import { approveAction, approveFromLink, rejectAction, rejectFromLink } from "../actions/approvals.ts";
 import { addComment } from "../actions/comments.ts";
@@ -111,6 +112,7 @@ import { removeSsoProvider, setSsoProvider } from "../actions/workspace-sso.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
 import { agentMemoryPage } from "../pages/agent-memory.ts";
 import { agentSettingsPage } from "../pages/agent-settings.ts";
+import { agentVersionPage, agentVersionsPage } from "../pages/agent-versions.ts";
 import { agentsDirectoryPage } from "../pages/agents-directory.ts";
 import { apiTokenPage } from "../pages/api-token.ts";
 import { agentPendingPage, approvalsPage, pendingPage } from "../pages/approvals.ts";
@@ -191,6 +193,8 @@ export const pages = [
   subscriptionsPage,
   agentSettingsPage,
   agentMemoryPage,
+  agentVersionsPage,
+  agentVersionPage,
   schedulesPage,
   agentPendingPage,
   pendingPage,
@@ -276,6 +280,7 @@ export const actions = [
   addRule,
   tryRule,
   removeRule,
+  restoreAgentVersion,
   addSchedule,
   updateSchedule,
   pauseSchedule,

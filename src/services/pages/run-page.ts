@@ -5,10 +5,12 @@ import type { AgentPendingAction, SubagentTaskRun } from "../../generated/prisma
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadRun } from "../access.ts";
 import { loadAgent, mayManage, maySee, withOwnerStudio } from "../agents/core/ownership.ts";
+import { runVersion } from "../agents/core/runs.ts";
 import { awaitingReview } from "../agents/policy/approvals.ts";
 import { retryKey } from "../agents/triggers/retry.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import { type AgentScope, type Block, type Ctx, definePage, type PageView } from "../registry/types.ts";
+import { versionPath } from "./agent-versions.ts";
 import { reviewForms } from "./approvals.ts";
 import { agentCrumbs, when } from "./format.ts";
 import { doing, pageLink, pageTitles, writeOf } from "./pending-format.ts";
@@ -133,6 +135,8 @@ async function loadRunPage(ctx: Ctx, scope: RunScope) {
     paused,
     memory,
     replayed,
+    // Its versions are its managers' to read (pages/agent-versions.ts).
+    version: mayManage(ctx.actor, agent) ? runVersion(run) : null,
     now: new Date(),
   };
 }
@@ -205,12 +209,13 @@ function askedBlocks({ agent, run, pending, titles, reviewable }: RunData): Bloc
   return blocks;
 }
 
-function factsLine({ agent, run, initiator, viewers, replays }: RunData): string {
+function factsLine({ agent, run, initiator, viewers, replays, version }: RunData): string {
   const by = initiator ? ` by [@${initiator.handle}](/u/${initiator.handle})` : "";
   return [
     `trigger: ${triggerText(agent.handle, run)}${by}`,
     `model: ${run.model ? `\`${mdEscape(run.model)}\`` : "default"}`,
     `queued ${when(run.createdAt)}`,
+    ...(version ? [link(`Ran under version ${version}`, versionPath(agent.handle, version))] : []),
     // Woken by someone who does not manage it: it read only what they can.
     ...(viewers.length
       ? [`acting within ${viewers.map((viewer) => `@${viewer.handle}`).join(" and ")}'s view`]

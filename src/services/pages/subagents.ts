@@ -9,6 +9,7 @@ import {
   withOwnerStudio,
 } from "../agents/core/ownership.ts";
 import { agentConfig } from "../agents/core/settings.ts";
+import { latestVersion } from "../agents/core/versions.ts";
 import { capabilityLabel } from "../agents/policy/capabilities.ts";
 import { transferDisclosure } from "../agents/policy/transfer-disclosure.ts";
 import { modelCatalogue } from "../money/catalogue.ts";
@@ -165,46 +166,48 @@ export const subagentPage = definePage({
 /** Everything an agent's page shows: its studios, recent runs, keys, spending, what wakes it. */
 async function loadSubagent(ctx: PageCtx, scope: { agent: AgentScope }) {
   const agent = scope.agent;
-  const [studios, runs, keys, spent, watching, webhooks, schedules, mine, catalogue] = await Promise.all([
-    ctx.db.studioMember.findMany({
-      where: { userId: agent.id },
-      include: { studio: true },
-      orderBy: { createdAt: "asc" },
-    }),
-    ctx.db.subagentTaskRun.findMany({
-      where: { agentId: agent.id },
-      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-      take: 5,
-    }),
-    ctx.db.agentApiKey.findMany({
-      where: { tenantId: ctx.tenant.id, ...keysOf(agent), revokedAt: null },
-      orderBy: { createdAt: "asc" },
-    }),
-    spentThisMonth(ctx.db, agent.id),
-    ctx.db.agentSubscription.groupBy({ by: ["enabled"], where: { agentId: agent.id }, _count: true }),
-    ctx.db.agentWebhook.findMany({
-      where: { tenantId: ctx.tenant.id, agentId: agent.id },
-      select: { enabled: true },
-    }),
-    listSchedules(ctx.db, ctx.tenant.id, agent.id),
-    // The studios it could join: the actor's own (a studio's agent joins none).
-    agent.ownerStudio
-      ? []
-      : ctx.db.studio.findMany({
-          where: { tenantId: ctx.tenant.id, members: { some: { userId: ctx.actor.id } } },
-          orderBy: { name: "asc" },
-          select: {
-            handle: true,
-            name: true,
-            id: true,
-            members: { where: { userId: ctx.actor.id }, select: { role: true } },
-          },
-        }),
-    // Its managers see its own keys' models under the keys' names; other keys' are anonymous.
-    ctx.db.agentApiKey
-      .findMany({ where: { tenantId: ctx.tenant.id, ...keysOf(agent) }, select: { id: true } })
-      .then((own) => modelCatalogue(ctx.db, ctx.tenant, new Set(own.map((k) => k.id)))),
-  ]);
+  const [studios, runs, keys, spent, watching, webhooks, schedules, mine, catalogue, version] =
+    await Promise.all([
+      ctx.db.studioMember.findMany({
+        where: { userId: agent.id },
+        include: { studio: true },
+        orderBy: { createdAt: "asc" },
+      }),
+      ctx.db.subagentTaskRun.findMany({
+        where: { agentId: agent.id },
+        orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+        take: 5,
+      }),
+      ctx.db.agentApiKey.findMany({
+        where: { tenantId: ctx.tenant.id, ...keysOf(agent), revokedAt: null },
+        orderBy: { createdAt: "asc" },
+      }),
+      spentThisMonth(ctx.db, agent.id),
+      ctx.db.agentSubscription.groupBy({ by: ["enabled"], where: { agentId: agent.id }, _count: true }),
+      ctx.db.agentWebhook.findMany({
+        where: { tenantId: ctx.tenant.id, agentId: agent.id },
+        select: { enabled: true },
+      }),
+      listSchedules(ctx.db, ctx.tenant.id, agent.id),
+      // The studios it could join: the actor's own (a studio's agent joins none).
+      agent.ownerStudio
+        ? []
+        : ctx.db.studio.findMany({
+            where: { tenantId: ctx.tenant.id, members: { some: { userId: ctx.actor.id } } },
+            orderBy: { name: "asc" },
+            select: {
+              handle: true,
+              name: true,
+              id: true,
+              members: { where: { userId: ctx.actor.id }, select: { role: true } },
+            },
+          }),
+      // Its managers see its own keys' models under the keys' names; other keys' are anonymous.
+      ctx.db.agentApiKey
+        .findMany({ where: { tenantId: ctx.tenant.id, ...keysOf(agent) }, select: { id: true } })
+        .then((own) => modelCatalogue(ctx.db, ctx.tenant, new Set(own.map((k) => k.id)))),
+      latestVersion(ctx.db, agent.id),
+    ]);
   const config = agentConfig(agent);
   const disclosures = await givingAway(ctx, agent, mine);
   const watchedCount = (enabled: boolean) => watching.find((group) => group.enabled === enabled)?._count ?? 0;
@@ -222,6 +225,7 @@ async function loadSubagent(ctx: PageCtx, scope: { agent: AgentScope }) {
     mine,
     disclosures,
     catalogue,
+    version,
     actorHandle: ctx.actor.handle,
     current: updateSubagent.current?.(scope) ?? {},
   };
@@ -261,6 +265,7 @@ function linksLine(base: string): string {
     link("All runs", `${base}/runs`),
     link("Capabilities, approvals and rules", `${base}/settings`),
     link("Memory", `${base}/memory`),
+    link("Versions", `${base}/versions`),
     link("Schedules", `${base}/schedules`),
     link("Actions to review", `${base}/pending`),
     link("Usage and cost", `${base}/usage`),
@@ -281,6 +286,7 @@ function configurationTable(data: SubagentData): string {
     `| timeout per run | ${config.timeout_seconds} s |`,
     `| model calls paid by | ${keyLabel(data)} |`,
     `| monthly cost limit | ${usd(toMicros(config.cost_limit_usd))} (${usd(data.spent)} spent this month) |`,
+    `| settings | ${data.version ? link(`version ${data.version}`, `/subagents/${data.agent.handle}/versions/${data.version}`) : "no version yet"} (${link("all versions", `/subagents/${data.agent.handle}/versions`)}) |`,
   ].join("\n");
 }
 

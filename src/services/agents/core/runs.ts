@@ -45,13 +45,20 @@ export interface NewRun {
 /**
  * What decides its actions' fate when a run is queued (settings.ts POLICY_KEYS): a replay
  * "under the rules as they were" runs under these (triggers/replay.ts). A key the agent's
- * config lacks is kept as null, its default then.
+ * config lacks is kept as null, its default then. With them, the number of the agent's
+ * version of its settings then (core/versions.ts): the run page says which it ran under.
  */
 const policySnapshot = (agentId: string) => Prisma.sql`(
   SELECT jsonb_build_object(${Prisma.join(
     POLICY_KEYS.map((k) => Prisma.sql`${k}::text, u.agent_config->${k}::text`),
-  )})
+  )}, 'version', (SELECT max(v.number) FROM agent_versions v WHERE v.agent_id = u.id))
   FROM users u WHERE u.id = ${agentId})`;
+
+/** The version of its agent's settings a run was queued under (its policy snapshot), when it kept one. */
+export function runVersion(run: Pick<SubagentTaskRun, "policy">): number | null {
+  const version = (run.policy as { version?: unknown } | null)?.version;
+  return typeof version === "number" ? version : null;
+}
 
 /**
  * The run's row: queued, or skipped with why (`end`). No row when this (agent, trigger)

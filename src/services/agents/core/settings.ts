@@ -80,6 +80,25 @@ export const agentConfigSchema = z
 
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
 
+/**
+ * Who may run an agent and whose key it calls with belong to its ownership, not to how it
+ * behaves: a version never holds them, so a restore cannot hand a transferred agent its old
+ * owner's key back (a transfer drops it on purpose). Everything else the schema holds is
+ * versioned (core/versions.ts).
+ */
+const UNVERSIONED: readonly string[] = ["api_key_id", "members_may_run"];
+
+/** The settings a version holds, in the schema's order: its keys, less those of its ownership. */
+export const VERSIONED_KEYS = Object.keys(agentConfigSchema.shape).filter(
+  (key) => !UNVERSIONED.includes(key),
+);
+
+/** An agent's versioned settings, read through the one schema (defaults filled in). */
+export function versionedSettings(raw: Prisma.JsonValue | undefined): Record<string, unknown> {
+  const config = agentConfig({ agentConfig: raw ?? {} }) as Record<string, unknown>;
+  return Object.fromEntries(VERSIONED_KEYS.map((key) => [key, config[key]]));
+}
+
 /** The event each change of a workspace's agent settings is recorded as (its audit trail). */
 export const SETTING_CHANGED = "workspace.agent_setting_changed";
 

@@ -85,6 +85,8 @@ export const ALWAYS_BLOCKED = [
   "add_rule",
   "try_rule",
   "remove_rule",
+  // Its settings are its managers' to bring back: an agent never restores a version of itself.
+  "restore_agent_version",
   "add_schedule",
   "update_schedule",
   "pause_schedule",
