@@ -77,7 +77,11 @@ describe("Connected tools on the settings page", () => {
     expect((await post("set_tool_level", { tool: "gh__label_issue", level: "off" })).statusCode).toBe(200);
     const config = await configOf(scout.id);
     // The three grants ran at once: they took the agent's row lock in any order.
-    expect([...config.capabilities].sort()).toEqual(["add_comment", "gh__close_issue", "gh__search_issues"]);
+    expect([...(config.capabilities as string[])].sort()).toEqual([
+      "add_comment",
+      "gh__close_issue",
+      "gh__search_issues",
+    ]);
     expect(config.requires_approval).toEqual(["gh__close_issue"]);
     // The built-in part counts built-in actions only; the tools show their levels in their own.
     const granted = (await md(app, w, w.alice, "GET", PAGE)).body;

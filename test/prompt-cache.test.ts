@@ -21,7 +21,7 @@ function stablePart(req: ChatRequest): string {
 }
 
 /** The log before step `number`'s entry: what steps after its window began never change. */
-function before(stable: string, number: number): string {
+function logBefore(stable: string, number: number): string {
   const at = stable.search(new RegExp(`\n${number}\\. (navigate|execute) `));
   expect(at).toBeGreaterThan(0);
   return stable.slice(0, at);
@@ -29,7 +29,7 @@ function before(stable: string, number: number): string {
 
 /** Step `number`'s entry in the log: its line, note, and its page or excerpt. */
 function entry(stable: string, number: number): string {
-  const from = before(stable, number).length + 1;
+  const from = logBefore(stable, number).length + 1;
   const next = stable.slice(from).search(/\n\d+\. (navigate|execute) /);
   return next < 0 ? stable.slice(from) : stable.slice(from, from + next);
 }
@@ -112,12 +112,12 @@ describe("a run's prompts share their prefix from step to step", () => {
       const reread = /^\d+\. navigate (\S+)/.exec(entry(was, number))?.[1] === currentPath(now);
       if (!reread) {
         moves++;
-        expect(before(was, number)).not.toContain("\n<page>\n");
+        expect(logBefore(was, number)).not.toContain("\n<page>\n");
         expect(is.split("\n<page>\n").length - 1).toBeLessThanOrEqual(RECENT_PAGES);
       }
       expect(entry(was, number)).toContain("\n<page>\n");
       expect(entry(is, number)).toMatch(/\n {3}excerpt: /);
-      expect(is.startsWith(before(was, number))).toBe(true);
+      expect(is.startsWith(logBefore(was, number))).toBe(true);
     }
     expect(moves).toBeGreaterThan(0);
     // The fixed tools first; then, from the first step, the actions the agent may use (the
