@@ -2,8 +2,9 @@
 // who made it and what changed in words; one version with its diff against the one before;
 // Restore beside each. Managers only (loadAgent): a version holds its identity prompt and rules.
 import { NotFoundError } from "../../lib/errors.ts";
+import { diffText, lineCounts, lineDiff } from "../../lib/line-diff.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
-import { diffLines, diffText, lineCounts, settingsLines } from "../agents/core/version-diff.ts";
+import { settingsLines } from "../agents/core/version-diff.ts";
 import {
   latestVersion,
   listVersions,
@@ -99,8 +100,8 @@ export const agentVersionPage = definePage({
   async render(ctx, scope) {
     const { agent, version, previous } = scope;
     const current = await latestVersion(ctx.db, agent.id);
-    const before = previous ? settingsLines(settingsOf(previous)) : [];
-    const diff = diffLines(before, settingsLines(settingsOf(version)));
+    const before = previous ? settingsLines(settingsOf(previous)).join("\n") : "";
+    const diff = lineDiff(before, settingsLines(settingsOf(version)).join("\n"));
     const { added, removed } = lineCounts(diff);
     const against = previous
       ? `against ${link(`version ${previous.number}`, versionPath(agent.handle, previous.number))}`

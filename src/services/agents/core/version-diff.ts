@@ -1,6 +1,7 @@
 // What changed between two versions of an agent's settings (versions.ts): in words, one line
 // per setting, and as a line diff of the settings written out. Pure: the version pages and the
 // writer of a version call these with two snapshots.
+import { lineCounts, lineDiff } from "../../../lib/line-diff.ts";
 import type { Rule } from "./settings.ts";
 
 export type Snapshot = Record<string, unknown>;
@@ -55,7 +56,7 @@ function rulesWords(before: Rule[], after: Rule[]): string {
 function textWords(label: string, before: string, after: string): string {
   if (!before.includes("\n") && !after.includes("\n") && before.length <= 80 && after.length <= 80)
     return `${label}: ${before ? `“${before}”` : "(empty)"} → ${after ? `“${after}”` : "(empty)"}`;
-  const { added, removed } = lineCounts(diffLines(before.split("\n"), after.split("\n")));
+  const { added, removed } = lineCounts(lineDiff(before, after));
   return `${label}: rewritten (${added} line${added === 1 ? "" : "s"} added, ${removed} removed)`;
 }
 
@@ -93,68 +94,4 @@ export function settingsLines(settings: Snapshot): string[] {
     else lines.push(`${key}: ${shown(value)}`);
   }
   return lines;
-}
-
-export interface DiffLine {
-  kind: "same" | "added" | "removed";
-  text: string;
-}
-
-// A prompt of 10,000 one-character lines would be 10^8 cells: past this, the changed middle
-// shows as all removed then all added, which is still true.
-const MAX_CELLS = 4_000_000;
-
-/** A line diff (longest common subsequence), the common start and end trimmed first. */
-export function diffLines(before: string[], after: string[]): DiffLine[] {
-  let start = 0;
-  while (start < before.length && start < after.length && before[start] === after[start]) start++;
-  let end = 0;
-  while (
-    end < before.length - start &&
-    end < after.length - start &&
-    before[before.length - 1 - end] === after[after.length - 1 - end]
-  )
-    end++;
-  const was = before.slice(start, before.length - end);
-  const now = after.slice(start, after.length - end);
-  const same = (lines: string[]): DiffLine[] => lines.map((text) => ({ kind: "same", text }));
-  return [...same(before.slice(0, start)), ...middle(was, now), ...same(before.slice(before.length - end))];
-}
-
-function middle(was: string[], now: string[]): DiffLine[] {
-  const removed = (text: string): DiffLine => ({ kind: "removed", text });
-  const added = (text: string): DiffLine => ({ kind: "added", text });
-  if (!was.length || !now.length || was.length * now.length > MAX_CELLS)
-    return [...was.map(removed), ...now.map(added)];
-  // lengths[i][j]: the longest common subsequence of was[i..] and now[j..].
-  const lengths = Array.from({ length: was.length + 1 }, () => new Uint32Array(now.length + 1));
-  for (let i = was.length - 1; i >= 0; i--)
-    for (let j = now.length - 1; j >= 0; j--)
-      lengths[i]![j] =
-        was[i] === now[j] ? lengths[i + 1]![j + 1]! + 1 : Math.max(lengths[i + 1]![j]!, lengths[i]![j + 1]!);
-  const out: DiffLine[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < was.length && j < now.length) {
-    if (was[i] === now[j]) {
-      out.push({ kind: "same", text: was[i]! });
-      i++;
-      j++;
-    } else if (lengths[i + 1]![j]! >= lengths[i]![j + 1]!) out.push(removed(was[i++]!));
-    else out.push(added(now[j++]!));
-  }
-  return [...out, ...was.slice(i).map(removed), ...now.slice(j).map(added)];
-}
-
-export function lineCounts(diff: DiffLine[]): { added: number; removed: number } {
-  return {
-    added: diff.filter((line) => line.kind === "added").length,
-    removed: diff.filter((line) => line.kind === "removed").length,
-  };
-}
-
-/** A diff as `diff` text: `+` added, `-` removed, a space for a line both have. */
-export function diffText(diff: DiffLine[]): string {
-  const sign = { same: " ", added: "+", removed: "-" } as const;
-  return diff.map((line) => `${sign[line.kind]} ${line.text}`).join("\n");
 }
