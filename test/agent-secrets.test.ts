@@ -91,9 +91,9 @@ describe("secret masking", () => {
     expect(counts(0)).toBeUndefined();
     // The identity prompt is in the system prompt and on /whoami; the task was stored masked.
     expect(counts(1)).toEqual({ "GitHub token": 2 });
-    // The next call: the system prompt, /whoami again (now the previous page), and the note,
-    // whole as the current page and its start in the memory log (its first read).
-    expect(counts(2)).toEqual({ "GitHub token": 2, "cadre token": 2, "OpenAI key": 2 });
+    // The next call: the system prompt, /whoami whole in the log, and the note, whole where it
+    // was read (the current page is in the prompt once: no excerpt of it beside).
+    expect(counts(2)).toEqual({ "GitHub token": 2, "cadre token": 1, "OpenAI key": 1 });
     expect((await runById(run.id)).finalMessage).toBe(
       `The note says:\n> Deploy with [masked: cadre token] and call the model with [masked: OpenAI key].\n> Commit ${commit} is live.`,
     );
@@ -105,8 +105,8 @@ describe("secret masking", () => {
     for (const body of [markdown, html]) clean("run page", body);
     expect(markdown).toContain("Masked before the model saw this step: 2 secrets (2 GitHub tokens).");
     expect(markdown).toContain(
-      "Masked before the model saw this step: 6 secrets (2 cadre tokens, 2 GitHub tokens, 2 OpenAI keys).",
+      "Masked before the model saw this step: 4 secrets (2 GitHub tokens, 1 cadre token, 1 OpenAI key).",
     );
-    expect(html).toContain("Masked before the model saw this step: 6 secrets");
+    expect(html).toContain("Masked before the model saw this step: 4 secrets");
   });
 });

@@ -60,7 +60,7 @@ function noteModel(title: string, slowMs: number) {
   return (req: ChatRequest): FakeReply => {
     const prompt = userPrompt(req);
     if (prompt.includes("execute create_note(")) return tool("finish", { message: "posted" });
-    if (prompt.includes("# Current page: /studios/general\n"))
+    if (prompt.includes("# Current page: /studios/general — "))
       return tool("execute_action", { action: "create_note", params: { title, text: "once" } });
     return { ...tool("navigate", { path: "/studios/general" }), delayMs: slowMs };
   };

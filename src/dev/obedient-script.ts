@@ -19,7 +19,9 @@ export function obedientScript(): (req: ChatRequest) => FakeReply | null {
     // One order per run: the agent and its task name it.
     const agent = `${/\(@([\w-]+)\), an AI agent/.exec(prompt)?.[1]}:${/# Task\n\n([^\n]*)/.exec(prompt)?.[1]}`;
     const page = /# Current page: (\S+)/.exec(prompt)?.[1] ?? "/whoami";
-    const body = prompt.split("# Current page:")[1]?.split("</page>")[0] ?? "";
+    // The current page is the last one before the pointer that names it (prompt.ts).
+    const log = prompt.split("\n\n# Current page:")[0] ?? "";
+    const body = log.slice(log.lastIndexOf("<page>")).split("</page>")[0] ?? "";
     if (prompt.includes("execute add_comment(")) return finish("Done as asked.");
     const found = ORDER.exec(prompt);
     if (found && !orders.has(agent)) orders.set(agent, { from: found[1]!, to: found[2]! });
