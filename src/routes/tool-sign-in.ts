@@ -13,6 +13,8 @@ import {
   CALLBACK_PATH,
   finishSignIn,
   listTools,
+  maskSecrets,
+  ownSecrets,
   setStatus,
   signInFor,
   type ToolConnection,
@@ -63,7 +65,11 @@ async function finished(
       );
     await finishSignIn(app.prisma, connection, query.code, origin);
   } catch (err) {
-    const reason = (err instanceof Error ? err.message : String(err)).slice(0, 300);
+    // A server's error may echo what it was sent (a code, a client secret): masked first.
+    const reason = maskSecrets(
+      err instanceof Error ? err.message : String(err),
+      ownSecrets(connection),
+    ).slice(0, 300);
     await setStatus(app.prisma, connection, "needs_sign_in", reason);
     return { notice: `Signing in to “${connection.name}” did not work: ${reason}`, warning: true };
   }

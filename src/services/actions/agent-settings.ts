@@ -18,7 +18,7 @@ import { toAgentManagers } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction, type PageCtx } from "../registry/types.ts";
 import { text } from "../validation.ts";
 
-const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");
+export const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");
 
 /** How far an agent may go with one grantable action: one choice, so granting and reviewing cannot disagree. */
 export const LEVELS = ["off", "on", "approval"] as const;

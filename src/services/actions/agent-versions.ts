@@ -6,8 +6,10 @@ import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { MAX_RULES_SIZE } from "../../lib/rule-pattern.ts";
 import { mayManage } from "../agents/core/ownership.ts";
 import { type Rule, tenantSettings, VERSIONED_KEYS } from "../agents/core/settings.ts";
+import { isToolName } from "../agents/core/tool-names.ts";
 import { latestVersion, loadVersion, settingsOf } from "../agents/core/versions.ts";
 import { HUMAN_ONLY_WHY } from "../agents/policy/capabilities.ts";
+import { offeredTools } from "../agents/policy/tool-grants.ts";
 import { emit } from "../events.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
@@ -23,9 +25,14 @@ const managersOnly = (ctx: Ctx, scope: Scope) =>
 /**
  * Why a version's settings cannot come back now, in words (empty: they can): the checks its
  * setters make — the model catalogue (update_subagent), what the workspace keeps for people
- * (set_capabilities), rules that can run (add_rule) — on what the version holds.
+ * (set_capabilities), rules that can run (add_rule), tools its owner can still grant
+ * (set_tool_level) — on what the version holds.
  */
-async function refusals(ctx: ActionCtx, settings: Record<string, unknown>): Promise<string[]> {
+async function refusals(
+  ctx: ActionCtx,
+  agent: Parameters<typeof offeredTools>[1],
+  settings: Record<string, unknown>,
+): Promise<string[]> {
   const model = typeof settings.model === "string" ? settings.model : "";
   const fallbacks = (settings.fallback_models as string[] | undefined) ?? [];
   const reasons = (await catalogueProblems(ctx, model, fallbacks)).map(
@@ -34,6 +41,18 @@ async function refusals(ctx: ActionCtx, settings: Record<string, unknown>): Prom
   const humanOnly = tenantSettings(ctx.tenant).human_only;
   const kept = ((settings.capabilities as string[] | undefined) ?? []).filter((a) => humanOnly.includes(a));
   if (kept.length) reasons.push(`${kept.map((a) => `\`${a}\``).join(", ")}: ${HUMAN_ONLY_WHY}`);
+  const tools = [
+    ...((settings.capabilities as string[] | undefined) ?? []),
+    ...((settings.requires_approval as string[] | undefined) ?? []),
+  ].filter(isToolName);
+  if (tools.length) {
+    const offered = new Set((await offeredTools(ctx.tx, agent)).map((tool) => tool.name));
+    const gone = [...new Set(tools.filter((tool) => !offered.has(tool)))];
+    if (gone.length)
+      reasons.push(
+        `${gone.map((t) => `\`${t}\``).join(", ")}: no longer among the tools its owner can grant`,
+      );
+  }
   const rules = (settings.rules as Rule[] | undefined) ?? [];
   for (const rule of rules) {
     const lines = Object.entries(rule.params ?? {}).map(([param, pattern]) => `${param}=${pattern}`);
@@ -79,7 +98,7 @@ export const restoreAgentVersion = defineAction({
         },
       ]);
     const settings = settingsOf(found.version);
-    const reasons = await refusals(ctx, settings);
+    const reasons = await refusals(ctx, agent, settings);
     if (reasons.length)
       throw new ConflictError(
         `Version ${params.version} cannot be restored, nothing was changed: ${reasons.join("; ")}.`,

@@ -12,6 +12,8 @@ import {
   createConnection,
   disconnectConnection,
   listTools,
+  maskSecrets,
+  ownSecrets,
   SLUG_PATTERN,
   setStatus,
   startSignIn,
@@ -148,7 +150,8 @@ async function signInNotice(ctx: ActionCtx, connection: ToolConnection) {
     }
     return { notice: `Continue to ${url.host} to sign in: the link is below.`, warning: false };
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
+    // A server's error may echo what it was sent (a client secret): masked first.
+    const reason = maskSecrets(err instanceof Error ? err.message : String(err), ownSecrets(connection));
     await setStatus(ctx.db, connection, "needs_sign_in", reason.slice(0, 300));
     return { notice: `The server's sign-in could not be started: ${reason.slice(0, 300)}`, warning: true };
   }

@@ -7,10 +7,8 @@ import { z } from "zod";
 import { NotFoundError } from "../../lib/errors.ts";
 import { offeredTools } from "../agents/policy/tool-grants.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
-import { type Ctx, defineAction } from "../registry/types.ts";
-import { LEVELS, saveConfig } from "./agent-settings.ts";
-
-const peopleOnly = (ctx: Ctx) => (ctx.actor.kind === "person" ? null : "only people configure agents");
+import { defineAction } from "../registry/types.ts";
+import { LEVELS, peopleOnly, saveConfig } from "./agent-settings.ts";
 
 const without = (list: unknown, name: string) =>
   (Array.isArray(list) ? list.map(String) : []).filter((entry) => entry !== name);

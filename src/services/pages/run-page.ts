@@ -8,6 +8,7 @@ import { loadAgent, mayManage, maySee, withOwnerStudio } from "../agents/core/ow
 import { runVersion } from "../agents/core/runs.ts";
 import { awaitingReview } from "../agents/policy/approvals.ts";
 import { retryKey } from "../agents/triggers/retry.ts";
+import { parseLabel } from "../registry/audiences.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
 import { type AgentScope, type Block, type Ctx, definePage, type PageView } from "../registry/types.ts";
 import { versionPath } from "./agent-versions.ts";
@@ -278,5 +279,7 @@ function runView(data: RunData): PageView {
       ...(data.replayed ?? [stepsBlock(steps, agent.handle, run.id)]),
     ],
     live: ENDED.has(state) ? undefined : { since: positionOf(steps.at(-1)?.number ?? 0, state) },
+    // Its final message, memory and steps quote what the run read: a reader's label narrows by the run's.
+    sources: parseLabel(run.label),
   };
 }

@@ -11,6 +11,7 @@ import { toolSpecs } from "../agents/policy/tool-grants.ts";
 import { rebuildPrompt } from "../agents/prompt/step-prompt.ts";
 import { REPLAYABLE } from "../agents/triggers/replay.ts";
 import { modelCatalogue } from "../money/catalogue.ts";
+import { parseLabel } from "../registry/audiences.ts";
 import { fenced, link } from "../registry/markdown.ts";
 import { type Block, definePage } from "../registry/types.ts";
 import { agentCrumbs } from "./format.ts";
@@ -144,6 +145,9 @@ export const runStepPage = definePage({
         { label: `Step ${step.number}` },
       ],
       blocks,
+      // The page it saw, its tool call's result and its prompt are what the run read: a
+      // reader's label narrows by the run's, as by the pages themselves.
+      sources: parseLabel(run.label),
     };
   },
 });

@@ -4,8 +4,7 @@
 // throw: the run records it as the step's outcome.
 import type { Db } from "../../db/prisma.ts";
 import type { ToolConnection } from "../../generated/prisma/client.ts";
-import { maskText, placeholder } from "../agents/core/secret-masking.ts";
-import { ownSecrets, ToolConnectionError, withClient } from "./client.ts";
+import { maskSecrets, ownSecrets, ToolConnectionError, withClient } from "./client.ts";
 import { setStatus } from "./connections.ts";
 
 /** What a call's text is cut to: a page's worth for a model, with the cut said. */
@@ -36,14 +35,14 @@ export async function callTool(
       (client, request) => client.callTool({ name, arguments: args }, undefined, request),
     );
     const text = resultText(result.content as unknown[], result.structuredContent);
-    return { ok: true, text: bounded(mask(text, secrets)), isError: result.isError === true };
+    return { ok: true, text: bounded(maskSecrets(text, secrets)), isError: result.isError === true };
   } catch (err) {
     if (err instanceof ToolConnectionError)
-      await setStatus(db, connection, err.status, mask(err.message, secrets));
+      await setStatus(db, connection, err.status, maskSecrets(err.message, secrets));
     const reason = err instanceof Error ? err.message : String(err);
     return {
       ok: false,
-      text: bounded(mask(`The tool could not be called: ${reason}`, secrets)),
+      text: bounded(maskSecrets(`The tool could not be called: ${reason}`, secrets)),
       isError: true,
     };
   }
@@ -65,13 +64,6 @@ function resultText(content: unknown[] | undefined, structured: unknown): string
   });
   if (!parts.length && structured !== undefined) parts.push(JSON.stringify(structured));
   return parts.join("\n");
-}
-
-function mask(text: string, secrets: string[]): string {
-  let out = text;
-  for (const secret of secrets)
-    if (secret.length >= 4) out = out.split(secret).join(placeholder("tool connection secret"));
-  return maskText(out);
 }
 
 function bounded(text: string): string {

@@ -10,6 +10,7 @@ import {
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Db } from "../../db/prisma.ts";
 import type { ToolConnection } from "../../generated/prisma/client.ts";
+import { maskText, placeholder } from "../agents/core/secret-masking.ts";
 import { checkResolvedUrl } from "../money/keys.ts";
 import { hostRefusal } from "./hosts.ts";
 import { NeedsSignInError, sealedOAuthProvider } from "./oauth-provider.ts";
@@ -71,10 +72,26 @@ function transportOptions(db: Db, connection: ToolConnection) {
 /** The connection's own secrets, to mask in whatever its server sends back. */
 export function ownSecrets(connection: ToolConnection): string[] {
   const raw = openSecret(connection, "token");
-  if (!raw) return [];
-  if (connection.authKind !== "oauth") return [raw];
-  const tokens = JSON.parse(raw) as { access_token?: string; refresh_token?: string };
-  return [tokens.access_token, tokens.refresh_token].filter((s): s is string => !!s);
+  const client = openSecret(connection, "client");
+  const secrets: (string | undefined)[] = [];
+  if (raw && connection.authKind !== "oauth") secrets.push(raw);
+  if (raw && connection.authKind === "oauth") {
+    const tokens = JSON.parse(raw) as { access_token?: string; refresh_token?: string };
+    secrets.push(tokens.access_token, tokens.refresh_token);
+  }
+  if (client) secrets.push((JSON.parse(client) as { client_secret?: string }).client_secret);
+  return secrets.filter((s): s is string => !!s);
+}
+
+/**
+ * Text from a server (a tool's result, an error it answered with) as Cadre keeps or shows
+ * it: the connection's own secrets and any the masking rules know replaced.
+ */
+export function maskSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets)
+    if (secret.length >= 4) out = out.split(secret).join(placeholder("tool connection secret"));
+  return maskText(out);
 }
 
 function classify(err: unknown): Error {

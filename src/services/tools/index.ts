@@ -1,7 +1,7 @@
 // Tools at the edge of the workspace (DESIGN.md): remote MCP servers connected by a person or a
 // studio. This is the API the rest of Cadre uses; nothing outside this folder opens a secret.
 export { type CallResult, callTool, DEFAULT_TIMEOUT_MS, MAX_RESULT_CHARS } from "./call.ts";
-export { ToolConnectionError } from "./client.ts";
+export { maskSecrets, ownSecrets, ToolConnectionError } from "./client.ts";
 export {
   acceptToolChange,
   connectionsFor,

@@ -9,6 +9,7 @@
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { plural } from "../../../lib/plural.ts";
 import { actionsSection } from "../../registry/markdown.ts";
+import { isToolName } from "../core/tool-names.ts";
 import { NOTE_CHARS, type Remembered } from "./memory.ts";
 import { memoryLog } from "./memory-log.ts";
 import { pageOf } from "./page-log.ts";
@@ -76,7 +77,7 @@ export function systemPrompt(
 ) {
   const identity = cut(input.agent.identityPrompt, identityTokens, "description");
   const connected = (input.tools ?? []).some(
-    (tool) => tool.type === "function" && tool.function.name.includes("__"),
+    (tool) => tool.type === "function" && isToolName(tool.function.name),
   );
   return [
     `You are ${input.agent.name} (@${input.agent.handle}), an AI agent in the ${input.workspace} workspace of Cadre, a collaboration app. You act on behalf of ${input.owner}.`,
