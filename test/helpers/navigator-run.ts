@@ -51,6 +51,7 @@ function claimedRun(options: RunOptions): ClaimedRun {
     replayFromStep: null,
     policy: null,
     policyPinned: false,
+    dry: false,
   };
 }
 

@@ -25,6 +25,11 @@ export const runTask = defineAction({
       .min(1, "at least 1")
       .max(MAX_STEPS_LIMIT, `at most ${MAX_STEPS_LIMIT}`)
       .optional(),
+    dry: z.boolean().optional().meta({
+      label: "Try without acting",
+      description:
+        "a dry run: it reads as usual, and every write is recorded as what it would have done, never done",
+    }),
   }),
   writes: true,
   audience: toAgentManagers("task"),
@@ -57,12 +62,15 @@ export const runTask = defineAction({
       model: resolveModel(config, settings, undefined),
       maxSteps: params.max_steps ?? config.max_steps,
       timeoutSeconds: config.timeout_seconds,
+      dry: params.dry ?? false,
     });
     if (!run) throw new ConflictError(`@${agent.handle} cannot start a run now: see its runs for why.`);
     return {
       status: 201,
       location: `/subagents/${agent.handle}/runs/${run.id}`,
-      notice: `You gave @${agent.handle} this task.`,
+      notice: params.dry
+        ? `You gave @${agent.handle} this task as a dry run: nothing it writes will be done.`
+        : `You gave @${agent.handle} this task.`,
     };
   },
 });

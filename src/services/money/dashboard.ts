@@ -93,6 +93,14 @@ export interface Usage {
   byKey: Slice[];
   topRuns: TopRun[];
   agents: AgentMonth[];
+  /** Dry runs started in the window (docs/testing-agents.md): spend on trying an agent, not on its work. */
+  evaluation: Evaluation;
+}
+
+export interface Evaluation {
+  runs: number;
+  tokens: number;
+  costMicros: number;
 }
 
 const dayKey = (date: Date) => date.toISOString().slice(0, 10);
@@ -220,6 +228,21 @@ async function costliestRuns(db: PrismaClient, filter: UsageFilter, from: Date):
   }));
 }
 
+/** The window's dry runs, by the totals each run carries (a partial index holds only them). */
+async function evaluationSpend(db: PrismaClient, filter: UsageFilter, from: Date): Promise<Evaluation> {
+  const [row] = await db.$queryRaw<{ runs: bigint; tokens: bigint | null; cost: bigint | null }[]>`
+    SELECT count(*) AS runs, sum(r.input_tokens::bigint + r.output_tokens) AS tokens, sum(r.cost_micros) AS cost
+    FROM subagent_task_runs r JOIN users a ON a.id = r.agent_id
+    WHERE r.tenant_id = ${filter.tenantId} AND r.dry AND r.created_at >= ${from}
+      ${filter.kind === "agent" ? Prisma.sql`AND r.agent_id = ${filter.agentId}` : Prisma.empty}
+      ${agentsWhere(filter)}`;
+  return {
+    runs: Number(row?.runs ?? 0),
+    tokens: Number(row?.tokens ?? 0),
+    costMicros: Number(row?.cost ?? 0),
+  };
+}
+
 type AgentRow = {
   id: string;
   handle: string;
@@ -263,13 +286,14 @@ export async function loadUsage(db: PrismaClient, filter: UsageFilter, now = new
   const monthStart = startOfMonth(now);
   // One scan covers the chart's 30 days and the month so far, whichever starts first.
   const scanFrom = new Date(Math.min(monthStart.getTime(), from.getTime()));
-  const [byDay, byModel, byKey, topRuns, agents] = await Promise.all([
+  const [byDay, byModel, byKey, topRuns, agents, evaluation] = await Promise.all([
     dailyTotals(db, filter, scanFrom),
     modelSlices(db, filter, from),
     keySlices(db, filter, from),
     costliestRuns(db, filter, from),
     // An agent's own dashboard has no list of agents.
     filter.kind === "agent" ? Promise.resolve([]) : agentMonths(db, filter, now),
+    evaluationSpend(db, filter, from),
   ]);
   const monthKey = dayKey(monthStart);
   const days = windowDays(byDay, from);
@@ -284,6 +308,7 @@ export async function loadUsage(db: PrismaClient, filter: UsageFilter, now = new
     byKey,
     topRuns,
     agents,
+    evaluation,
   };
 }
 

@@ -15,6 +15,7 @@ import { versionPath } from "./agent-versions.ts";
 import { reviewForms } from "./approvals.ts";
 import { agentCrumbs, when } from "./format.ts";
 import { doing, pageLink, pageTitles, writeOf } from "./pending-format.ts";
+import { dryBlocks } from "./run-dry.ts";
 import { positionOf, runFeed } from "./run-live.ts";
 import { memoryBlocks, pausedBlocks } from "./run-memory-pause.ts";
 import { replayFacts, replaySteps } from "./run-replay.ts";
@@ -271,10 +272,11 @@ function runView(data: RunData): PageView {
     blocks: [
       { md: progressLine(run), html: progressHtml(run) },
       { md: factsLine(data) },
+      ...(run.dry ? dryBlocks(steps).slice(0, 1) : []),
       { md: `## Task\n\n${quote(run.task)}` },
       ...stateBlocks(data),
       ...(data.pending.length ? askedBlocks(data) : []),
-      { md: resourcesBlock(data) },
+      ...(run.dry ? dryBlocks(steps).slice(1) : [{ md: resourcesBlock(data) }]),
       ...data.memory,
       ...(data.replayed ?? [stepsBlock(steps, agent.handle, run.id)]),
     ],

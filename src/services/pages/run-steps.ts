@@ -7,6 +7,7 @@ import { usd } from "../money/pricing.ts";
 import { escapeHtml, inlineHtml, markdownToHtml } from "../registry/html.ts";
 import { fenced, link, mdEscape, quote } from "../registry/markdown.ts";
 import type { Block } from "../registry/types.ts";
+import { rehearsedOf, wouldHave } from "./run-dry.ts";
 
 /** A run's status as its watchers see it: a running run its owner asked to stop is `stopping`, to pause `pausing`. */
 export type RunState = RunStatus | "stopping" | "pausing";
@@ -81,6 +82,8 @@ function stepOutcome(step: StepRow, detail: Record<string, unknown>): string[] {
       "",
     );
   if (detail.ok === false && detail.error) lines.push(`Error: ${mdEscape(String(detail.error))}`, "");
+  const rehearsed = rehearsedOf(step);
+  if (rehearsed) lines.push(`Dry run: it ${wouldHave(rehearsed)}; nothing was done.`, "");
   if (detail.notice)
     lines.push(
       `Result: ${mdEscape(String(detail.notice))}${detail.location ? ` → ${link(String(detail.location), String(detail.location))}` : ""}`,

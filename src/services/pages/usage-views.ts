@@ -1,5 +1,7 @@
 // What the usage dashboards show, as pure views: plain data in (a loaded `Usage`, an agent's
 // settings), markdown and chart blocks out. The pages that load the data are in usage.ts.
+
+import { plural } from "../../lib/plural.ts";
 import { responsiveChart } from "../money/chart.ts";
 import { DAYS, projectMonth, type Slice, type Usage } from "../money/dashboard.ts";
 import { usd, usdShares } from "../money/pricing.ts";
@@ -132,6 +134,16 @@ export function sliceTable(title: string, what: string, rows: Slice[]): string {
     ? `\n\n⚠ Some models have no price: their calls are recorded at $0. A workspace admin can price them on ${link("the price list", "/usage/pricing")}.`
     : "";
   return `## ${title}\n\n| ${what} | calls | input | cached | output | cost |\n|---|---|---|---|---|---|\n${body.join("\n")}${note}`;
+}
+
+/** What trying the agent cost: dry runs are charged like any run, and counted apart here. */
+export function evaluationBlock(usage: Usage): string {
+  const { runs, tokens, costMicros } = usage.evaluation;
+  if (!runs) return `## Evaluation\n\n_No dry runs in the last ${DAYS} days._`;
+  const whole = usage.last30.costMicros;
+  const share =
+    whole > 0 ? ` (${Math.round((100 * costMicros) / whole)} % of the ${DAYS} days' ${usd(whole)})` : "";
+  return `## Evaluation\n\nDry runs started in the last ${DAYS} days: **${plural(runs, "run")}, ${count(tokens)} tokens, ${usd(costMicros)}**${share}. They are in the totals above: trying an agent is charged like its work.`;
 }
 
 type TopRun = Usage["topRuns"][number];

@@ -21,7 +21,15 @@ import {
   type StudioScope,
 } from "../registry/types.ts";
 import { agentCrumbs, home, when } from "./format.ts";
-import { charts, count, monthLine, monthTokens, sliceTable, topRunsTable } from "./usage-views.ts";
+import {
+  charts,
+  count,
+  evaluationBlock,
+  monthLine,
+  monthTokens,
+  sliceTable,
+  topRunsTable,
+} from "./usage-views.ts";
 
 /** Whose usage /usage shows: a workspace admin sees the workspace unless they ask for `?scope=mine`. */
 export function usageFilter(ctx: Ctx, query: Query): UsageFilter {
@@ -92,6 +100,7 @@ function agentUsageView(data: AgentUsageData): PageView {
       ...charts(usage, limit / daysInMonth),
       { md: sliceTable("By model", "model", usage.byModel) },
       { md: sliceTable("By key", "key", usage.byKey) },
+      { md: evaluationBlock(usage) },
       { md: topRunsTable(usage, data.readable, true) },
       { md: limitBlock(data) },
       {
@@ -160,6 +169,7 @@ function overviewBlocks({ usage, readable }: ReadableUsage, frame: OverviewFrame
     ...charts(usage),
     { md: sliceTable("By model", "model", usage.byModel) },
     { md: sliceTable("By key", "key", usage.byKey) },
+    { md: evaluationBlock(usage) },
     { md: topRunsTable(usage, readable) },
   ];
 }

@@ -122,7 +122,16 @@ async function runNews(db: Db, event: Event, hook: HookEvent): Promise<News | nu
     what,
     place: thread,
     link: runPath(run.agent.handle, run.id),
-    data: { run: { id: run.id, status: run.status, trigger: run.triggerKind, stop_reason: run.stopReason } },
+    data: {
+      run: {
+        id: run.id,
+        status: run.status,
+        trigger: run.triggerKind,
+        stop_reason: run.stopReason,
+        // A dry run did nothing it wrote (docs/testing-agents.md): a receiver may tell it apart.
+        dry: run.dry,
+      },
+    },
   };
 }
 

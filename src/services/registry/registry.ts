@@ -7,6 +7,7 @@ import { storable } from "../../lib/text.ts";
 import type { LiveFeed } from "../live/feed.ts";
 import { pageSources } from "./audiences.ts";
 import { labelled, parseParams } from "./params.ts";
+import { rehearse } from "./rehearsal.ts";
 import { createRouter } from "./router.ts";
 import { asksConfirmation, type StepUp } from "./step-up.ts";
 import { scopeDenial } from "./token-scope.ts";
@@ -270,6 +271,13 @@ export function createRegistry(
     opts: RunOptions,
   ): Promise<ActionOutcome> {
     const params = await validated(ctx, action, body, opts);
+    if (ctx.run?.dry) {
+      const judge = (tx: Db) => {
+        const actx: ActionCtx = { ...ctx, actionDefs: byName, tx, emitted: [], form: opts.form };
+        return policy ? policy(actx, action, params, resolved.scope, path, opts) : Promise.resolve(null);
+      };
+      return rehearse(ctx, path, action, judge, opts.inTx && ((tx, outcome) => opts.inTx!(tx, outcome, [])));
+    }
     if (action.callsOut) {
       // A call to another service (testing a provider key) must not hold a transaction open.
       const actx: ActionCtx = { ...ctx, actionDefs: byName, tx: ctx.db, emitted: [], form: opts.form };

@@ -84,6 +84,8 @@ export interface Ctx {
     chainDepth: number;
     /** A replay under its original's rules: the policy it is judged by (agents/policy/policy.ts). */
     pinnedPolicy?: unknown;
+    /** A dry run: its actions are judged, never executed (rehearsal.ts). */
+    dry?: boolean;
   };
   /** `https://<tenant host>` as the request reached us, for addresses other systems call (webhooks); absent in process. */
   origin?: string;
@@ -300,6 +302,17 @@ export function defineReadPage<const Pattern extends string, Resolved extends Sc
   return def as unknown as PageDef;
 }
 
+/** What the policy would have made of a dry run's action. */
+export type DryDecision = "allowed" | "held" | "disclosure" | "refused";
+
+export interface Rehearsed {
+  decision: DryDecision;
+  /** The rule that decided it, when one did (a rule's name, `requires_approval`, `disclosure`). */
+  rule?: string;
+  /** Why it would have been refused, in the words the run would have heard. */
+  reason?: string;
+}
+
 export interface ActionOutcome {
   /** 202: not done yet — queued for the owner's approval. */
   status: 200 | 201 | 202;
@@ -314,8 +327,10 @@ export interface ActionOutcome {
   secretLabel?: string;
   /** Markdown shown with the secret, that one time only (how to use it: it may quote the secret). */
   secretHelp?: string;
-  /** Set when the action was queued for approval instead of executed. */
-  pending?: { id: string; waits: boolean };
+  /** Set when the action was queued for approval instead of executed; `rule`: what asked for review. */
+  pending?: { id: string; waits: boolean; rule?: string };
+  /** A dry run's action: what the policy would have made of it; nothing was executed (rehearsal.ts). */
+  rehearsed?: Rehearsed;
   /** What a run's step keeps of it beside the notice (a tool call's id and server, for the run's trace). */
   recorded?: Record<string, string>;
   /**

@@ -40,6 +40,8 @@ export interface NewRun {
   timeoutSeconds: number;
   /** W3C traceparent of what woke it, when the caller knows (an event's); else the active span's. */
   traceparent?: string | null;
+  /** A dry run: its writes are judged and recorded, never executed (registry/rehearsal.ts). */
+  dry?: boolean;
 }
 
 /**
@@ -77,13 +79,13 @@ function insertRun(
   return Prisma.sql`
     INSERT INTO subagent_task_runs (id, tenant_id, agent_id, initiated_by_id, trigger_event_id, trigger_kind,
       trigger_ref, thread_id, chain_depth, task, label, viewer_ids, model, max_steps, timeout_seconds, status, stop_reason,
-      error, completed_at, not_before, trigger_traceparent, policy, created_at)
+      error, completed_at, not_before, trigger_traceparent, policy, dry, created_at)
     VALUES (${newId()}, ${newRun.tenantId}, ${newRun.agentId}, ${newRun.initiatedById}, ${newRun.triggerEventId ?? null}, ${newRun.triggerKind},
       ${newRun.triggerRef ?? null}, ${newRun.threadId ?? null}, ${newRun.chainDepth}, ${maskText(newRun.task)},
       ${JSON.stringify(newRun.label ?? [])}::jsonb, ${newRun.viewerIds ?? []}::text[], ${newRun.model}, ${newRun.maxSteps},
       ${newRun.timeoutSeconds}, ${end ? "skipped" : "queued"}::"RunStatus", ${end?.reason ?? null}, ${end?.message ?? null},
       ${end ? new Date() : null}::timestamp, ${end ? null : (newRun.notBefore ?? null)}::timestamp, ${traceparent}::text,
-      ${end ? null : policySnapshot(newRun.agentId)}, clock_timestamp() AT TIME ZONE 'UTC')
+      ${end ? null : policySnapshot(newRun.agentId)}, ${newRun.dry ?? false}, clock_timestamp() AT TIME ZONE 'UTC')
     ON CONFLICT DO NOTHING`;
 }
 

@@ -257,6 +257,6 @@ async function hold(actx: ActionCtx, agent: AgentRow, cfg: AgentConfig, held: He
     status: 202,
     location: held.path,
     notice: `Queued for approval as #${id}: ${decides}${waits ? "; this run waits for the outcome" : ""}.`,
-    pending: { id, waits },
+    pending: { id, waits, rule: held.rule },
   };
 }

@@ -159,6 +159,7 @@ async function onExecute(
         resultPath: outcome.location,
         ...outcome.recorded,
         ...(outcome.pending && { pending: outcome.pending.id }),
+        ...(outcome.rehearsed && { dry: outcome.rehearsed }),
       },
       ...measured(run, turn),
     }),

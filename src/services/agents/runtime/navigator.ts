@@ -96,6 +96,7 @@ function runContext(prisma: PrismaClient, start: RunStart, prepared: Prepared): 
       id: run.id,
       chainDepth: run.chainDepth,
       ...(prepared.pinnedPolicy !== undefined && { pinnedPolicy: prepared.pinnedPolicy }),
+      ...(run.dry && { dry: true }),
     },
     // What it read survives a crash or a wait on the run's row: a resumed run starts where it left off.
     // On the pool directly (hotQuery): it is on the step path of every run that reads a new studio.

@@ -6,6 +6,7 @@
 import type { Prisma } from "../../../generated/prisma/client.ts";
 import type { MarkdownPage } from "../../catalog/markdown-api.ts";
 import type { Budget, UsageEntry } from "../../money/ledger.ts";
+import type { Rehearsed } from "../../registry/types.ts";
 import type { StepRecord } from "../core/steps.ts";
 import type { Decision } from "../prompt/protocol.ts";
 import type { LlmRequest, LlmResponse } from "./llm.ts";
@@ -20,6 +21,8 @@ export interface ActOutcome {
   pending?: { id: string; waits: boolean };
   /** What the step keeps beside the notice (a tool call's id and server). */
   recorded?: Record<string, string>;
+  /** A dry run's action: what the policy would have made of it (registry/rehearsal.ts). */
+  rehearsed?: Rehearsed;
 }
 
 export interface ActRequest {

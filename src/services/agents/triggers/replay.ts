@@ -96,6 +96,8 @@ export async function replayRun(
     model,
     maxSteps: original.maxSteps,
     timeoutSeconds: original.timeoutSeconds,
+    // A dry run's steps did nothing: re-played, it goes on doing nothing.
+    dry: original.dry,
   });
   if (!queued) throw new ConflictError(`@${agent.handle} cannot start a run now: see its runs for why.`);
   await copySteps(tx, original, queued.id, from.number, keepRules);

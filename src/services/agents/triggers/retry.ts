@@ -46,6 +46,7 @@ export async function retrySkipped(
     model: skipped.model,
     maxSteps: skipped.maxSteps,
     timeoutSeconds: skipped.timeoutSeconds,
+    dry: skipped.dry,
   });
   // Refused again (too many waiting still): the action's transaction rolls that record back.
   if (!queued)
