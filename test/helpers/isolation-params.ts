@@ -163,6 +163,8 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   prefer: () => ({ value: true }),
   // Clearing the memory on a transfer: the probe asks for it, so a refused transfer clears nothing either.
   clear_memory: () => ({ value: true }),
+  // A dry run from another tenant is refused as a live one is.
+  "run_task.dry": () => ({ value: true }),
   role: () => ({ value: "admin" }),
   "create_api_token.scope": () => ({ value: "manage" }),
   expires_in_days: () => ({ value: 30 }),
