@@ -127,6 +127,9 @@ export const POLICY_KEYS = ["capabilities", "requires_approval", "rules"] as con
 /**
  * A stored configuration with its policy replaced by a run's snapshot of it (runs.ts
  * `policySnapshot`): a key the snapshot holds as null was unset then, so its default applies.
+ * A snapshot may hold more of the versioned settings — an experiment's run holds a whole
+ * candidate version (its prompt, model, limits: core/experiments.ts) — and those it holds
+ * replace the stored ones too; those it lacks stay as stored.
  */
 export function withPolicy(config: Prisma.JsonValue, policy: unknown): Prisma.JsonObject {
   const merged: Prisma.JsonObject =
@@ -136,6 +139,9 @@ export function withPolicy(config: Prisma.JsonValue, policy: unknown): Prisma.Js
     if (snap[key] === null || snap[key] === undefined) delete merged[key];
     else merged[key] = snap[key];
   }
+  for (const key of VERSIONED_KEYS)
+    if (!(POLICY_KEYS as readonly string[]).includes(key) && snap[key] !== undefined && snap[key] !== null)
+      merged[key] = snap[key];
   return merged;
 }
 

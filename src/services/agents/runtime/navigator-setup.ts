@@ -10,7 +10,7 @@ import { usd } from "../../money/pricing.ts";
 import { stoppedByKillSwitch } from "../core/kill-switch.ts";
 import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
-import { type AgentConfig, agentConfig, resolveModel, tenantSettings } from "../core/settings.ts";
+import { type AgentConfig, agentConfig, resolveModel, tenantSettings, withPolicy } from "../core/settings.ts";
 import { type ReplaySeed, replaySeed } from "./replay-seed.ts";
 
 export interface Prepared {
@@ -23,6 +23,17 @@ export interface Prepared {
   seed?: ReplaySeed | null;
   /** A replay under its original's rules: the policy it is judged by (triggers/replay.ts). */
   pinnedPolicy?: unknown;
+}
+
+/**
+ * The run as it reads its agent: a run pinned to settings (a replay under its original's
+ * rules, an experiment's candidate version) sees them wherever it reads its configuration —
+ * its prompt, its limits, its actions and tools, its guard — as if they were the agent's.
+ */
+export function asPinned(start: RunStart): RunStart {
+  if (!start.run.policyPinned || !start.run.policy) return start;
+  const agentConfig = withPolicy(start.agent.agentConfig, start.run.policy);
+  return { ...start, agent: { ...start.agent, agentConfig } };
 }
 
 export async function prepare(

@@ -23,7 +23,7 @@ import { judgedConfig } from "../policy/policy.ts";
 import type { StopReason } from "./heartbeat.ts";
 import type { LlmClient } from "./llm.ts";
 import { navigate } from "./loop.ts";
-import { type Prepared, prepare } from "./navigator-setup.ts";
+import { asPinned, type Prepared, prepare } from "./navigator-setup.ts";
 import type { NavigatorEvent, NavigatorPorts, Step } from "./ports.ts";
 import { connectedToolsOf } from "./run-tools.ts";
 import { type Resumable, setUpRun, stopped } from "./step-state.ts";
@@ -54,11 +54,12 @@ export interface NavigatorDeps {
 
 export async function runNavigator(
   deps: NavigatorDeps,
-  start: RunStart,
+  claimed: RunStart,
   signal: AbortSignal,
   resumable: Resumable = {},
 ): Promise<Finish> {
   const inFlight: Promise<unknown>[] = [];
+  const start = asPinned(claimed);
   try {
     const prepared = await prepare(deps.prisma, start, deps.endpoint, deps.defaultModel);
     if ("status" in prepared) return prepared;
