@@ -54,3 +54,9 @@ export const patternSize = (pattern: string): number => compilePattern(pattern).
 export function patternFinds(pattern: string, text: string): boolean {
   return compilePattern(pattern).matcher(text).find();
 }
+
+/** A param's value as the text a pattern is matched against: a string as it is, anything else as JSON, nothing as "". */
+export function paramText(value: unknown): string {
+  if (value === undefined || value === null) return "";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}

@@ -74,6 +74,7 @@ import {
   subscribe,
   unsubscribe,
 } from "../actions/subscriptions.ts";
+import { deleteTestCase, saveTestCase, updateTestCaseExpectations } from "../actions/test-cases.ts";
 import { callToolAction } from "../actions/tool-calls.ts";
 import {
   acceptToolChangeAction,
@@ -142,6 +143,7 @@ import { settingsPage, tokensPage } from "../pages/settings.ts";
 import { homePage, membersPage, studioPage, studiosPage } from "../pages/studios.ts";
 import { subagentPage, subagentsPage } from "../pages/subagents.ts";
 import { subscriptionsPage } from "../pages/subscriptions.ts";
+import { testCasePage, testCasesPage } from "../pages/test-cases.ts";
 import {
   studioToolChangesPage,
   studioToolConnectionPage,
@@ -195,6 +197,8 @@ export const pages = [
   agentMemoryPage,
   agentVersionsPage,
   agentVersionPage,
+  testCasesPage,
+  testCasePage,
   schedulesPage,
   agentPendingPage,
   pendingPage,
@@ -281,6 +285,9 @@ export const actions = [
   tryRule,
   removeRule,
   restoreAgentVersion,
+  saveTestCase,
+  updateTestCaseExpectations,
+  deleteTestCase,
   addSchedule,
   updateSchedule,
   pauseSchedule,

@@ -21,6 +21,7 @@ import { memoryBlocks, pausedBlocks } from "./run-memory-pause.ts";
 import { replayFacts, replaySteps } from "./run-replay.ts";
 import { ENDED, progressHtml, progressLine, runState, stepsBlock } from "./run-steps.ts";
 import { triggerText } from "./runs.ts";
+import { saveCaseForm } from "./test-case-form.ts";
 
 /** What a run's page resolves: the run, its agent, and what the reader may review there. */
 type RunScope = { agent: AgentScope; taskRun: SubagentTaskRun; reviewable: string[] };
@@ -83,6 +84,7 @@ export const runPage = definePage({
     "retry_run",
     "approve_action",
     "reject_action",
+    "save_test_case",
   ],
   resolve: resolveRun,
   render: async (ctx, scope) => runView(await loadRunPage(ctx, scope)),
@@ -139,6 +141,8 @@ async function loadRunPage(ctx: Ctx, scope: RunScope) {
     replayed,
     // Its versions are its managers' to read (pages/agent-versions.ts).
     version: mayManage(ctx.actor, agent) ? runVersion(run) : null,
+    // Saving it as a test case is its managers' (actions/test-cases.ts).
+    manages: mayManage(ctx.actor, agent),
     now: new Date(),
   };
 }
@@ -279,6 +283,7 @@ function runView(data: RunData): PageView {
       ...(run.dry ? dryBlocks(steps).slice(1) : [{ md: resourcesBlock(data) }]),
       ...data.memory,
       ...(data.replayed ?? [stepsBlock(steps, agent.handle, run.id)]),
+      ...(data.manages ? [saveCaseForm(run, steps)] : []),
     ],
     live: ENDED.has(state) ? undefined : { since: positionOf(steps.at(-1)?.number ?? 0, state) },
     // Its final message, memory and steps quote what the run read: a reader's label narrows by the run's.

@@ -266,6 +266,7 @@ function linksLine(base: string): string {
     link("Capabilities, approvals and rules", `${base}/settings`),
     link("Memory", `${base}/memory`),
     link("Versions", `${base}/versions`),
+    link("Test cases", `${base}/cases`),
     link("Schedules", `${base}/schedules`),
     link("Actions to review", `${base}/pending`),
     link("Usage and cost", `${base}/usage`),

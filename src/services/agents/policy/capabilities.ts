@@ -87,6 +87,10 @@ export const ALWAYS_BLOCKED = [
   "remove_rule",
   // Its settings are its managers' to bring back: an agent never restores a version of itself.
   "restore_agent_version",
+  // What a run of it must do is its managers' judgement: an agent never writes its own tests.
+  "save_test_case",
+  "update_test_case_expectations",
+  "delete_test_case",
   "add_schedule",
   "update_schedule",
   "pause_schedule",

@@ -8,7 +8,7 @@ import type { Db } from "../../../db/prisma.ts";
 import { Prisma } from "../../../generated/prisma/client.ts";
 import { ForbiddenError } from "../../../lib/errors.ts";
 import { newId } from "../../../lib/ids.ts";
-import { patternFinds } from "../../../lib/rule-pattern.ts";
+import { paramText, patternFinds } from "../../../lib/rule-pattern.ts";
 import { emit } from "../../events.ts";
 import type { Guard, Policy, RunOptions } from "../../registry/registry.ts";
 import type {
@@ -43,11 +43,8 @@ export function ruleMatches(
   if (rule.action !== "*" && rule.action !== action) return false;
   if (rule.studio && rule.studio !== studio) return false;
   return Object.entries(rule.params).every(([name, pattern]) => {
-    const value = params[name];
-    const text =
-      value === undefined || value === null ? "" : typeof value === "string" ? value : JSON.stringify(value);
     try {
-      return patternFinds(pattern, text);
+      return patternFinds(pattern, paramText(params[name]));
     } catch {
       // A pattern saved before rules were matched by RE2 (lookaround, a backreference) cannot
       // run: a rule that holds the agent back still does, one that lets it through does not.
