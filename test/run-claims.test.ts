@@ -240,6 +240,7 @@ describe("claimNext", () => {
     expect(await claimNext(db, { runId: "no-such-run" }, "w", 30)).toEqual({
       start: null,
       agentId: null,
+      lane: null,
       retry: false,
     });
   });

@@ -1,5 +1,5 @@
-// Runs an agent's queued runs, one at a time per agent, oldest first. The job only
-// says "this agent has work"; the claim in Postgres decides which run, and whether any.
+// Runs an agent's queued runs, one at a time per agent and lane, oldest first. The job only
+// says "this agent's lane has work"; the claim in Postgres decides which run, and whether any.
 import { hostname } from "node:os";
 import type { Job } from "bullmq";
 import type { PrismaClient } from "../db/prisma.ts";
@@ -8,7 +8,14 @@ import type { Logger } from "../lib/logger.ts";
 import { isTransient, retryTransient } from "../lib/transient.ts";
 import { runsEnded, runsStarted } from "../metrics/metrics.ts";
 import type { RunStart } from "../services/agents/core/run-start.ts";
-import { claimNext, type Finish, finishRun, reloadRun, TERMINAL } from "../services/agents/core/runs.ts";
+import {
+  type ClaimSelector,
+  claimNext,
+  type Finish,
+  finishRun,
+  reloadRun,
+  TERMINAL,
+} from "../services/agents/core/runs.ts";
 import { LeaseLostError } from "../services/agents/core/steps.ts";
 import type { Heartbeat } from "../services/agents/runtime/heartbeat.ts";
 import {
@@ -141,10 +148,11 @@ async function navigateResuming(
 export function agentRunProcessor(deps: AgentRunDeps) {
   return async (job: Job<JobPayloads["agent-runs"]>) => {
     let ran = 0;
-    let agentId: string | null = null;
-    // Keep going while this agent has queued work: the next run starts without another queue hop.
+    let selector: ClaimSelector = { runId: job.data.runId };
+    // Keep going while this agent's lane has queued work: the next run starts without another
+    // queue hop. In the same lane: another lane's runs have jobs of their own, and an
+    // experiment's slot must not take the agent's own work (or another slot's) in turn.
     for (;;) {
-      const selector = agentId ? { agentId } : { runId: job.data.runId };
       const claim = await claimNext(
         deps.prisma,
         selector,
@@ -152,7 +160,7 @@ export function agentRunProcessor(deps: AgentRunDeps) {
         deps.leaseSeconds,
         deps.maxWorkerLosses,
       );
-      agentId = claim.agentId;
+      if (claim.agentId !== null) selector = { agentId: claim.agentId, lane: claim.lane ?? "" };
       if (claim.gaveUp) countEnd(claim.gaveUp.triggerKind, "failed", "worker_lost");
       if (claim.retry) continue;
       if (!claim.start) return { ran };

@@ -2,7 +2,9 @@
 // transport fails: runs whose worker died (lease expired) and queued runs no job is
 // carrying (Redis lost, enqueue missed) get a fresh job. Claims are idempotent, so an
 // extra job is harmless. A run that waited for its agent's trigger rate (`not_before`) gets
-// its job here too, as soon as it is due: its first job found nothing to claim.
+// its job here too, as soon as it is due: its first job found nothing to claim. Runs are
+// claimed one at a time per agent and lane (core/runs.ts claimNext), so each lane gets its
+// own job: an experiment's queued runs are not held up by the agent's own running one.
 import type { PrismaClient } from "../db/prisma.ts";
 import type { Queues } from "./queues.ts";
 
@@ -12,13 +14,13 @@ export async function sweep(
   staleMs: number,
 ): Promise<number> {
   const rows = await prisma.$queryRaw<{ id: string; attempts: number }[]>`
-    SELECT DISTINCT ON (agent_id) id, attempts FROM subagent_task_runs r
+    SELECT DISTINCT ON (agent_id, lane) id, attempts FROM subagent_task_runs r
     WHERE (status = 'running' AND lease_expires_at < now())
        OR (status = 'queued' AND (CASE WHEN not_before IS NULL
              THEN created_at < now() - make_interval(secs => ${staleMs / 1000}) ELSE not_before <= now() END)
            AND NOT EXISTS (SELECT 1 FROM subagent_task_runs busy WHERE busy.agent_id = r.agent_id
-                           AND busy.status = 'running' AND busy.lease_expires_at > now()))
-    ORDER BY agent_id, created_at`;
+                           AND busy.lane = r.lane AND busy.status = 'running' AND busy.lease_expires_at > now()))
+    ORDER BY agent_id, lane, created_at`;
   const bucket = Math.floor(Date.now() / Math.max(staleMs, 1000));
   for (const row of rows)
     await queues["agent-runs"].add(

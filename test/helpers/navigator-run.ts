@@ -52,6 +52,7 @@ function claimedRun(options: RunOptions): ClaimedRun {
     policy: null,
     policyPinned: false,
     dry: false,
+    lane: "",
   };
 }
 

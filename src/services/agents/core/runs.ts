@@ -42,6 +42,8 @@ export interface NewRun {
   traceparent?: string | null;
   /** A dry run: its writes are judged and recorded, never executed (registry/rehearsal.ts). */
   dry?: boolean;
+  /** The lane it waits in, one run at a time per agent and lane (claimNext); '' (the agent's own) when not named. */
+  lane?: string;
 }
 
 /**
@@ -79,13 +81,14 @@ function insertRun(
   return Prisma.sql`
     INSERT INTO subagent_task_runs (id, tenant_id, agent_id, initiated_by_id, trigger_event_id, trigger_kind,
       trigger_ref, thread_id, chain_depth, task, label, viewer_ids, model, max_steps, timeout_seconds, status, stop_reason,
-      error, completed_at, not_before, trigger_traceparent, policy, dry, created_at)
+      error, completed_at, not_before, trigger_traceparent, policy, dry, lane, created_at)
     VALUES (${newId()}, ${newRun.tenantId}, ${newRun.agentId}, ${newRun.initiatedById}, ${newRun.triggerEventId ?? null}, ${newRun.triggerKind},
       ${newRun.triggerRef ?? null}, ${newRun.threadId ?? null}, ${newRun.chainDepth}, ${maskText(newRun.task)},
       ${JSON.stringify(newRun.label ?? [])}::jsonb, ${newRun.viewerIds ?? []}::text[], ${newRun.model}, ${newRun.maxSteps},
       ${newRun.timeoutSeconds}, ${end ? "skipped" : "queued"}::"RunStatus", ${end?.reason ?? null}, ${end?.message ?? null},
       ${end ? new Date() : null}::timestamp, ${end ? null : (newRun.notBefore ?? null)}::timestamp, ${traceparent}::text,
-      ${end ? null : policySnapshot(newRun.agentId)}, ${newRun.dry ?? false}, clock_timestamp() AT TIME ZONE 'UTC')
+      ${end ? null : policySnapshot(newRun.agentId)}, ${newRun.dry ?? false}, ${newRun.lane ?? ""},
+      clock_timestamp() AT TIME ZONE 'UTC')
     ON CONFLICT DO NOTHING`;
 }
 
@@ -158,6 +161,8 @@ export interface Claim {
   start: RunStart | null;
   /** The agent whose runs were looked at (null: no such run or agent). */
   agentId: string | null;
+  /** The lane of the agent's that was looked at (null with agentId): the worker's next claim takes the same. */
+  lane: string | null;
   /** A run was given up (too many lost workers): claim again for the next one. */
   retry: boolean;
   /** What woke the run that was given up, for the worker's metrics. */
@@ -165,9 +170,16 @@ export interface Claim {
 }
 
 /**
- * Claims the agent's next run, oldest first, if the agent has no run holding a live
- * lease: one running run per agent, the others wait their turn. The agent is named, or
- * found from one of its runs (a job's). One statement, so one round trip: the agent's row
+ * The runs a claim looks at: an agent's lane ('' when not named, the agent's own), or the
+ * lane of one of its runs (a job's).
+ */
+export type ClaimSelector = { agentId: string; lane?: string } | { runId: string };
+
+/**
+ * Claims the next run of an agent's lane, oldest first, if no run of that agent and lane
+ * holds a live lease: one running run per agent and lane, the others wait their turn. The
+ * agent's own lane ('') is its real work, one run at a time for its memory and its order; an
+ * experiment's lanes run beside it (NewRun.lane). One statement, so one round trip: the agent's row
  * lock serializes concurrent claims, and the UPDATE re-checks the run is still claimable
  * on the row it locks — a claim whose snapshot predates another's commit claims nothing.
  * A run whose lease expired is claimable again, up to `maxLosses` lost workers. The claimed run comes
@@ -175,7 +187,7 @@ export interface Claim {
  */
 export async function claimNext(
   db: Db,
-  selector: { agentId: string } | { runId: string },
+  selector: ClaimSelector,
   owner: string,
   leaseSeconds: number,
   maxLosses = MAX_WORKER_LOSSES,
@@ -184,28 +196,31 @@ export async function claimNext(
 }
 
 interface ClaimItem {
-  by: { agentId: string } | { runId: string };
+  by: ClaimSelector;
   owner: string;
   leaseSeconds: number;
   maxLosses: number;
 }
 
 // Jobs that start together claim together: 200 runs queued at once were 200 claims
-// flooding the pool ahead of the first steps of the runs they started.
+// flooding the pool ahead of the first steps of the runs they started. Claims of one agent's
+// different lanes may share a batch (an agent id has no space in it, so no two keys collide).
 const claim = grouped<ClaimItem, Claim>({
   write: writeClaims,
-  key: (claimItem) => ("agentId" in claimItem.by ? claimItem.by.agentId : claimItem.by.runId),
+  key: ({ by }) => ("agentId" in by ? `${by.agentId} ${by.lane ?? ""}` : by.runId),
 });
 
 /**
  * Claims for several jobs in one statement, each as claimNext says. The agents are locked
- * in id order; two claims that name one agent (two of its runs' jobs) take it once: the
- * first claims its oldest run, the second finds it taken, as it would one statement later.
+ * in id order; two claims that name one agent's lane (two of its runs' jobs) take it once:
+ * the first claims the lane's oldest run, the second finds it taken, as it would one
+ * statement later. Claims of one agent's different lanes each claim in their own.
  */
 async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
   const input = items.map((item, index) => ({
     i: index,
     agent_id: "agentId" in item.by ? item.by.agentId : null,
+    lane: "agentId" in item.by ? (item.by.lane ?? "") : null,
     run_id: "runId" in item.by ? item.by.runId : null,
     owner: item.owner,
     lease_seconds: item.leaseSeconds,
@@ -214,6 +229,7 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
   const rows = await hotQuery<{
     i: number;
     agent_id: string | null;
+    lane: string | null;
     start: Parameters<typeof parseRunStart>[0];
     gave_up: string | null;
   }>(
@@ -221,26 +237,29 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
     Prisma.sql`
     WITH input AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb)
-        AS x(i int, agent_id text, run_id text, owner text, lease_seconds int, max_losses int) ${batchRows(input.length)}
+        AS x(i int, agent_id text, lane text, run_id text, owner text, lease_seconds int, max_losses int)
+        ${batchRows(input.length)}
     ), wanted AS (
-      SELECT input.*, COALESCE(input.agent_id,
-        (SELECT r.agent_id FROM subagent_task_runs r WHERE r.id = input.run_id)) AS agent
-      FROM input
+      -- A job's claim (by run) takes its run's agent and lane.
+      SELECT input.i, input.owner, input.lease_seconds, input.max_losses,
+        COALESCE(input.agent_id, r.agent_id) AS agent, COALESCE(input.lane, r.lane) AS lane
+      FROM input LEFT JOIN subagent_task_runs r ON r.id = input.run_id
     ), locked AS (
       SELECT u.id FROM users u WHERE u.id IN (SELECT agent FROM wanted) ORDER BY u.id FOR UPDATE
     ), agent AS (
-      SELECT DISTINCT ON (w.agent) w.agent AS id, w.i, w.owner, w.lease_seconds, w.max_losses
+      SELECT DISTINCT ON (w.agent, w.lane) w.agent AS id, w.lane, w.i, w.owner, w.lease_seconds, w.max_losses
       FROM wanted w JOIN locked ON locked.id = w.agent
-      ORDER BY w.agent, w.i
+      ORDER BY w.agent, w.lane, w.i
     ), next AS (
       SELECT agent.i, agent.owner, agent.lease_seconds, agent.max_losses, n.id, n.attempts, n.status
       FROM agent, LATERAL (
         SELECT r.id, r.attempts, r.status FROM subagent_task_runs r
-        WHERE r.agent_id = agent.id AND ${CLAIMABLE} AND NOT EXISTS (
+        WHERE r.agent_id = agent.id AND r.lane = agent.lane AND ${CLAIMABLE} AND NOT EXISTS (
           -- The agent's id is a value here, so it is an index condition: the partial index
-          -- of running runs reads this agent's, not every running run there is.
+          -- of running runs reads this agent's (one per busy lane), not every running run
+          -- there is, and the lane filters those few.
           SELECT 1 FROM subagent_task_runs b
-          WHERE b.agent_id = agent.id AND b.status = 'running' AND b.lease_expires_at > now())
+          WHERE b.agent_id = agent.id AND b.lane = agent.lane AND b.status = 'running' AND b.lease_expires_at > now())
         ORDER BY r.created_at, r.id LIMIT 1) n
     ), gave_up AS (
       UPDATE subagent_task_runs r
@@ -259,6 +278,7 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
       RETURNING r.*, next.i AS claim_i
     )
     SELECT w.i, (SELECT locked.id FROM locked WHERE locked.id = w.agent) AS agent_id,
+      (SELECT w.lane FROM locked WHERE locked.id = w.agent) AS lane,
       (SELECT ${runStartSql(new Date())} FROM claimed c WHERE c.claim_i = w.i) AS start,
       (SELECT g.trigger_kind FROM gave_up g WHERE g.i = w.i) AS gave_up
     FROM wanted w`,
@@ -270,6 +290,7 @@ async function writeClaims(db: Db, items: ClaimItem[]): Promise<Claim[]> {
     return {
       start: parseRunStart(row?.start ?? null),
       agentId: row?.agent_id ?? null,
+      lane: row?.lane ?? null,
       retry: Boolean(row?.gave_up),
       ...(row?.gave_up && { gaveUp: { triggerKind: row.gave_up } }),
     };
