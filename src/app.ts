@@ -23,6 +23,7 @@ import tracing from "./plugins/tracing.ts";
 import accountRoutes from "./routes/accounts.ts";
 import authRoutes from "./routes/auth.ts";
 import confirmRoutes from "./routes/confirm.ts";
+import experimentCsvRoutes from "./routes/experiment-csv.ts";
 import healthRoutes from "./routes/health.ts";
 import invitationRoutes from "./routes/invitations.ts";
 import mcpRoutes from "./routes/mcp.ts";
@@ -189,6 +190,7 @@ async function registerRoutes(app: FastifyInstance, config: Config) {
   });
   await app.register(invitationRoutes, { sessionLimits, throttle: config, origin: config });
   await app.register(usageCsvRoutes);
+  await app.register(experimentCsvRoutes);
   await app.register(webhookRoutes, { scheme: config.PUBLIC_SCHEME });
   await app.register(mcpRoutes, { manage: config.MCP_MANAGE_ACTIONS });
   await app.register(secretRoutes);

@@ -200,6 +200,30 @@ describe("restore", () => {
     expect([await settingsNow(agent.id), (await versionsOf(agent.id)).length]).toEqual(before);
   });
 
+  it("refuses a connected tool its owner can no longer grant, naming it, and writes nothing", async () => {
+    const { w, agent, post } = await setup();
+    const now = await settingsNow(agent.id);
+    const latest = (await versionsOf(agent.id)).at(-1)!.number;
+    // A version that granted a tool of a connection since removed (settings kept as versions are).
+    const capabilities = [...(now.capabilities as string[]), "gh__create_issue"];
+    await db().agentVersion.create({
+      data: {
+        id: `v${latest + 1}${agent.id}`.slice(0, 24),
+        tenantId: w.tenant.id,
+        agentId: agent.id,
+        number: latest + 1,
+        authorId: w.alice.id,
+        changes: ["Granted gh__create_issue"],
+        settings: { ...now, capabilities },
+      },
+    });
+    const before = [await settingsNow(agent.id), (await versionsOf(agent.id)).length];
+    const res = await post(`${BASE}/versions`, "restore_agent_version", { version: latest + 1 });
+    expect(res.statusCode).toBe(409);
+    expect(res.body).toContain("`gh__create_issue`: no longer among the tools its owner can grant");
+    expect([await settingsNow(agent.id), (await versionsOf(agent.id)).length]).toEqual(before);
+  });
+
   it("an unknown version is a 400 naming the field by its label; its page is a 404", async () => {
     const { w, post } = await setup();
     const res = await post(`${BASE}/versions`, "restore_agent_version", { version: 99 });

@@ -53,6 +53,7 @@ function claimedRun(options: RunOptions): ClaimedRun {
     policyPinned: false,
     dry: false,
     lane: "",
+    experimentId: null,
   };
 }
 

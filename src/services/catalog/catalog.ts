@@ -12,6 +12,7 @@ import { addComment } from "../actions/comments.ts";
 import { createCommitment, joinCommitment } from "../actions/commitments.ts";
 import { deactivatePerson, reactivatePerson } from "../actions/deactivation.ts";
 import { addOption, createDecision, vote } from "../actions/decisions.ts";
+import { startExperimentAction } from "../actions/experiments.ts";
 import { addHostname, removeHostname } from "../actions/hostnames.ts";
 import { invitePeopleAction, revokeInvitationAction, setInviteLinkAction } from "../actions/invitations.ts";
 import {
@@ -111,6 +112,7 @@ import { setHumanOnly } from "../actions/workspace-agents.ts";
 import { changeRole } from "../actions/workspace-roles.ts";
 import { removeSsoProvider, setSsoProvider } from "../actions/workspace-sso.ts";
 import { agentGuard, agentPolicy } from "../agents/policy/policy.ts";
+import { agentExperimentPage, agentExperimentsPage } from "../pages/agent-experiments.ts";
 import { agentMemoryPage } from "../pages/agent-memory.ts";
 import { agentSettingsPage } from "../pages/agent-settings.ts";
 import { agentVersionPage, agentVersionsPage } from "../pages/agent-versions.ts";
@@ -199,6 +201,8 @@ export const pages = [
   agentVersionPage,
   testCasesPage,
   testCasePage,
+  agentExperimentsPage,
+  agentExperimentPage,
   schedulesPage,
   agentPendingPage,
   pendingPage,
@@ -288,6 +292,7 @@ export const actions = [
   saveTestCase,
   updateTestCaseExpectations,
   deleteTestCase,
+  startExperimentAction,
   addSchedule,
   updateSchedule,
   pauseSchedule,

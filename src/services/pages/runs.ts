@@ -4,6 +4,7 @@
 import { RunStatus, type SubagentTaskRun } from "../../generated/prisma/client.ts";
 import { plural } from "../../lib/plural.ts";
 import { runTask } from "../actions/runs.ts";
+import { experimentPath } from "../agents/core/experiments.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
 import { changesFeed, digestOf } from "../live/feed.ts";
 import { link, mdEscape } from "../registry/markdown.ts";
@@ -23,6 +24,9 @@ export function triggerText(
   handle: string,
   run: Pick<SubagentTaskRun, "triggerKind" | "triggerRef">,
 ): string {
+  // An experiment's dry run links to the experiment, where it sits beside the other side's.
+  if (run.triggerKind === "experiment" && run.triggerRef)
+    return link("experiment", experimentPath(handle, run.triggerRef));
   const page = TRIGGER_PAGES[run.triggerKind];
   return page && run.triggerRef
     ? link(run.triggerKind, `/subagents/${handle}/${page}#${run.triggerRef}`)

@@ -17,6 +17,7 @@ import { spentThisMonth, toMicros } from "../money/ledger.ts";
 import { usd } from "../money/pricing.ts";
 import { code, link, mdEscape, quote } from "../registry/markdown.ts";
 import { type AgentScope, type Block, definePage, type PageCtx, type PageView } from "../registry/types.ts";
+import { testBeforeSaving } from "./agent-experiments.ts";
 import { home, type Paging, pager, paging, studioName, subagentsCrumb, when } from "./format.ts";
 import { modelChoices } from "./model-choices.ts";
 import { runLine } from "./runs.ts";
@@ -158,6 +159,7 @@ export const subagentPage = definePage({
     "set_member_runs",
     "archive_subagent",
     "unarchive_subagent",
+    "start_experiment",
   ],
   resolve: async (ctx, params) => ({ agent: await loadAgent(ctx, params.handle) }),
   render: async (ctx, scope) => subagentView(await loadSubagent(ctx, scope)),
@@ -166,7 +168,7 @@ export const subagentPage = definePage({
 /** Everything an agent's page shows: its studios, recent runs, keys, spending, what wakes it. */
 async function loadSubagent(ctx: PageCtx, scope: { agent: AgentScope }) {
   const agent = scope.agent;
-  const [studios, runs, keys, spent, watching, webhooks, schedules, mine, catalogue, version] =
+  const [studios, runs, keys, spent, watching, webhooks, schedules, mine, catalogue, version, tryChange] =
     await Promise.all([
       ctx.db.studioMember.findMany({
         where: { userId: agent.id },
@@ -207,6 +209,7 @@ async function loadSubagent(ctx: PageCtx, scope: { agent: AgentScope }) {
         .findMany({ where: { tenantId: ctx.tenant.id, ...keysOf(agent) }, select: { id: true } })
         .then((own) => modelCatalogue(ctx.db, ctx.tenant, new Set(own.map((k) => k.id)))),
       latestVersion(ctx.db, agent.id),
+      testBeforeSaving(ctx, agent),
     ]);
   const config = agentConfig(agent);
   const disclosures = await givingAway(ctx, agent, mine);
@@ -226,6 +229,7 @@ async function loadSubagent(ctx: PageCtx, scope: { agent: AgentScope }) {
     disclosures,
     catalogue,
     version,
+    tryChange,
     actorHandle: ctx.actor.handle,
     current: updateSubagent.current?.(scope) ?? {},
   };
@@ -267,6 +271,7 @@ function linksLine(base: string): string {
     link("Memory", `${base}/memory`),
     link("Versions", `${base}/versions`),
     link("Test cases", `${base}/cases`),
+    link("Experiments", `${base}/experiments`),
     link("Schedules", `${base}/schedules`),
     link("Actions to review", `${base}/pending`),
     link("Usage and cost", `${base}/usage`),
@@ -356,6 +361,7 @@ function subagentView(data: SubagentData): PageView {
           choices: { model: modelChoices(data.catalogue, [config.model ?? ""], "Workspace default") },
         },
       },
+      ...data.tryChange,
       { md: `## Who pays for its model calls\n\n${whoPays(data)}` },
       {
         form: {

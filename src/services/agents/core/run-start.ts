@@ -31,6 +31,7 @@ export type ClaimedRun = Pick<
   | "policyPinned"
   | "dry"
   | "lane"
+  | "experimentId"
 >;
 
 /** The agent as it acts; its owner's name is on its /whoami. */
@@ -70,7 +71,8 @@ export const runStartSql = (date: Date) => Prisma.sql`(
       'pauseRequestedAt', c.pause_requested_at,
       'triggerTraceparent', c.trigger_traceparent, 'traceparent', c.traceparent,
       'replayOfRunId', c.replay_of_run_id, 'replayFromStep', c.replay_from_step, 'policy', c.policy,
-      'policyPinned', c.policy_pinned, 'dry', c.dry, 'lane', c.lane),
+      'policyPinned', c.policy_pinned, 'dry', c.dry, 'lane', c.lane,
+      'experimentId', c.experiment_id),
     'agent', json_build_object('id', u.id, 'tenantId', u.tenant_id, 'handle', u.handle, 'name', u.name,
       'kind', u.kind, 'parentId', u.parent_id, 'ownerStudioId', u.owner_studio_id, 'tenantAdmin', u.tenant_admin, 'agentConfig', u.agent_config),
     'tenant', json_build_object('id', t.id, 'subdomain', t.subdomain, 'name', t.name, 'settings', t.settings, 'twoFactorPolicy', t.two_factor_policy, 'toolHosts', coalesce(t.tool_hosts, '{}'),

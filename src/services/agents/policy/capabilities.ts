@@ -91,6 +91,8 @@ export const ALWAYS_BLOCKED = [
   "save_test_case",
   "update_test_case_expectations",
   "delete_test_case",
+  // Trying a candidate of itself spends its managers' money on their question, not its own.
+  "start_experiment",
   "add_schedule",
   "update_schedule",
   "pause_schedule",

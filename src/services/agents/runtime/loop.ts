@@ -46,6 +46,7 @@ export async function step(run: LoopRun, state: StepState): Promise<Next> {
     budget: state.budget,
     endpoint: run.prepared.endpoint,
     pauseAtCostLimit: (budget) => run.ports.pauseAtCostLimit(budget),
+    experimentStop: run.ports.experimentStop,
   });
   if (limit) return end(limit);
   const startedAt = performance.now();

@@ -7,6 +7,7 @@ import type { Endpoint } from "../../money/keys.ts";
 import { endpointFor, KeyUnavailableError } from "../../money/keys.ts";
 import type { Budget } from "../../money/ledger.ts";
 import { usd } from "../../money/pricing.ts";
+import { EXPERIMENT_STOPPED } from "../core/experiments.ts";
 import { stoppedByKillSwitch } from "../core/kill-switch.ts";
 import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
@@ -97,6 +98,8 @@ export async function limitReached(
     endpoint: Endpoint;
     /** Pauses the agent at its monthly cost limit (ledger.ts pauseAtLimit). */
     pauseAtCostLimit: (budget: Budget) => Promise<void>;
+    /** An experiment's run: why its experiment stops it (core/experiments.ts), or null. */
+    experimentStop?: () => Promise<string | null>;
   },
 ): Promise<Finish | null> {
   const { run } = start;
@@ -123,5 +126,7 @@ export async function limitReached(
       error: `Stopped at the monthly cost limit: ${usd(state.budget.spentMicros)} spent of ${usd(state.budget.limitMicros)}. The agent is paused until you raise its limit or resume it.`,
     };
   }
+  const experiment = await state.experimentStop?.();
+  if (experiment) return { status: "cancelled", stopReason: EXPERIMENT_STOPPED, error: experiment };
   return null;
 }

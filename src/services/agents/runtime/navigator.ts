@@ -14,6 +14,7 @@ import { type Endpoint, markKeyFailed } from "../../money/keys.ts";
 import { pauseAtLimit, recordUsage } from "../../money/ledger.ts";
 import type { Usage } from "../../money/pricing.ts";
 import { type Ctx, toActor } from "../../registry/types.ts";
+import { experimentStop } from "../core/experiments.ts";
 import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
 import { recordResources, recordStep } from "../core/steps.ts";
@@ -162,6 +163,7 @@ function realPorts(
         deps.llm(prepared.endpoint, request),
       ),
     pauseAtCostLimit: (budget) => pauseAtLimit(prisma, agent, budget, run.id),
+    ...(run.experimentId && { experimentStop: () => experimentStop(prisma, run.experimentId!) }),
     markKeyFailed: (keyId, message) => markKeyFailed(prisma, keyId, message),
     emit: (event) => emitEvent(deps, start, ctx, event),
   };

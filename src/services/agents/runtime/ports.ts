@@ -75,6 +75,8 @@ export interface NavigatorPorts {
   charge(spent: UsageEntry, record?: StepRecord): Promise<Charged>;
   /** Asks `model` (the run's, or a fallback) through the run's endpoint. */
   callModel(model: string, request: LlmRequest): Promise<LlmResponse>;
+  /** An experiment's run, before each call: why it must stop (its experiment's cost cap), or null. */
+  experimentStop?(): Promise<string | null>;
   /** The run reached its monthly cost limit: the agent pauses until its owner acts. */
   pauseAtCostLimit(budget: Budget): Promise<void>;
   /** The provider refused the run's own key: its owner sees it marked failed. */

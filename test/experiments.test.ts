@@ -1,0 +1,188 @@
+// Experiments, end to end (web, worker, Postgres, Redis, a model over HTTP): a case saved from a
+// real run passes on the current settings and fails on a candidate model that does what the
+// case forbids, with the failing expectation named; the candidate's dry runs write nothing; the
+// experiment's cost cap stops it with the reason; the results come as CSV too.
+import type { FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ChatRequest } from "../src/dev/fake-llm.ts";
+import { type AgentEnv, startAgents, tool, waitForRun } from "./helpers/agents.ts";
+import { buildTestApp, login, md, testPrisma, waitFor } from "./helpers/app.ts";
+import { issuesOf } from "./helpers/bad-input.ts";
+import { trustWorld } from "./helpers/trust.ts";
+
+let app: FastifyInstance;
+let env: AgentEnv;
+beforeAll(async () => {
+  app = await buildTestApp();
+  env = await startAgents("experiments");
+});
+afterAll(async () => {
+  await env.close();
+  await app.close();
+});
+
+const GOOD = "gpt-4o-mini";
+const BAD = "gpt-4o";
+
+/** Two models on the same pages: the good one says it looks good, the bad one spams. */
+function twoModels(notePath: string) {
+  return (req: ChatRequest, _n: number) => {
+    const prompt = req.messages.map((m) => m.content ?? "").join("\n");
+    const commented = prompt.includes("execute add_comment(");
+    if (commented)
+      return tool("finish", { message: req.model === GOOD ? "Reviewed: it looks good." : "Sold!" });
+    if (!prompt.includes(`# Current page: ${notePath} —`)) return tool("navigate", { path: notePath });
+    const text = req.model === GOOD ? "Looks good to me" : "Buy now!!! Limited offer";
+    return tool("execute_action", { action: "add_comment", params: { text } });
+  };
+}
+
+async function savedCase() {
+  const t = await trustWorld(undefined, { model: GOOD });
+  env.llm.setScript(twoModels(t.bobNotePath));
+  const started = await md(app, t.w, t.w.alice, "POST", "/subagents/scout/run/actions/run_task", {
+    task: `Review ${t.bobNotePath} and comment on it.`,
+  });
+  expect(started.statusCode).toBe(201);
+  const run = await waitForRun(t.scout.id);
+  expect(run.status).toBe("completed");
+  const saved = await md(
+    app,
+    t.w,
+    t.w.alice,
+    "POST",
+    `/subagents/scout/runs/${run.id}/actions/save_test_case`,
+    {
+      name: "Review Bob's plan",
+      must_take: "add_comment text=(?i)looks good",
+      must_not_take: "add_comment text=(?i)buy",
+      must_finish: true,
+    },
+  );
+  expect(saved.statusCode).toBe(201);
+  return { t, run };
+}
+
+const experimentRuns = (experimentId: string) =>
+  testPrisma().subagentTaskRun.findMany({ where: { experimentId }, orderBy: { createdAt: "asc" } });
+
+const ENDED = ["completed", "failed", "cancelled", "timed_out", "skipped"];
+
+async function ended(experimentId: string) {
+  return waitFor(async () => {
+    const runs = await experimentRuns(experimentId);
+    return runs.length && runs.every((run) => ENDED.includes(run.status)) ? runs : null;
+  });
+}
+
+describe("an experiment", () => {
+  it("passes the case on the current model and fails it on the candidate, naming the expectation", async () => {
+    const { t } = await savedCase();
+    const comments = await testPrisma().comment.count({ where: { authorId: t.scout.id } });
+    const res = await md(
+      app,
+      t.w,
+      t.w.alice,
+      "POST",
+      "/subagents/scout/experiments/actions/start_experiment",
+      {
+        try: "model",
+        model: BAD,
+        cost_cap_usd: 1,
+        parallel: 4,
+      },
+    );
+    expect(res.statusCode).toBe(201);
+    const path = String(res.headers.location);
+    const id = path.split("/").pop()!;
+    const runs = await ended(id);
+    expect(runs.map((run) => [run.arm, run.model, run.dry, run.status])).toEqual([
+      ["current", GOOD, true, "completed"],
+      ["candidate", BAD, true, "completed"],
+    ]);
+    // Dry: the candidate's spam, and the current side's comment, were never posted.
+    expect(await testPrisma().comment.count({ where: { authorId: t.scout.id } })).toBe(comments);
+
+    const page = await md(app, t.w, t.w.alice, "GET", path);
+    expect(page.body).toContain("### Review Bob's plan — current ✓ passes, candidate ✗ fails");
+    expect(page.body).toMatch(/Current settings( \(version \d+\))?: passes \*\*1 of 1\*\*/);
+    expect(page.body).toContain("Candidate: model `gpt-4o`: passes **0 of 1**");
+    const never = page.body.split("\n").find((line) => line.startsWith("| Never takes"))!;
+    expect(never).toMatch(/^\| Never takes `add_comment`.*\| ✓ .* \| ✗ .*step \d/);
+    expect(page.body).toContain('+ add_comment {"text":"Buy now!!! Limited offer"}');
+
+    const csv = await app.inject({
+      method: "GET",
+      url: `${path}/results.csv`,
+      headers: { host: t.w.host, authorization: `Bearer ${t.w.alice.token}` },
+    });
+    expect(csv.statusCode).toBe(200);
+    expect(csv.body.split("\n")[0]).toBe("case,expectation,current,candidate,current_why,candidate_why");
+    expect(csv.body).toMatch(/Review Bob's plan,Never takes .*,pass,fail,/);
+  });
+
+  it("stops at its cost cap and says so; its runs end with the reason", async () => {
+    const { t } = await savedCase();
+    const res = await md(
+      app,
+      t.w,
+      t.w.alice,
+      "POST",
+      "/subagents/scout/experiments/actions/start_experiment",
+      {
+        try: "model",
+        model: BAD,
+        cost_cap_usd: 0.000001,
+        parallel: 1,
+      },
+    );
+    expect(res.statusCode).toBe(201);
+    const path = String(res.headers.location);
+    const runs = await ended(path.split("/").pop()!);
+    expect(runs.map((run) => [run.status, run.stopReason])).toEqual([
+      ["cancelled", "experiment_stopped"],
+      ["cancelled", "experiment_stopped"],
+    ]);
+    expect(runs[0]!.error).toMatch(/^Stopped at the experiment's cost cap: \$[\d.]+ spent of \$0\.00/);
+    const page = await md(app, t.w, t.w.alice, "GET", path);
+    expect(page.body).toContain("**Stopped**: Stopped at the experiment's cost cap");
+  });
+
+  it("says which field a candidate lacks, by its label", async () => {
+    const { t } = await savedCase();
+    const res = await md(
+      app,
+      t.w,
+      t.w.alice,
+      "POST",
+      "/subagents/scout/experiments/actions/start_experiment",
+      {
+        try: "version",
+        cost_cap_usd: 1,
+      },
+    );
+    expect(res.statusCode, res.body).toBe(400);
+    expect(issuesOf(res.body)).toEqual({ version: "name the version to try" });
+    const browser = await login(app, t.w, t.w.alice);
+    const form = await browser.post("/subagents/scout/experiments/actions/start_experiment", {
+      try: "version",
+      cost_cap_usd: "1",
+    });
+    expect(form.statusCode).toBe(400);
+    expect(form.body).toContain("Version");
+    const unknown = await md(
+      app,
+      t.w,
+      t.w.alice,
+      "POST",
+      "/subagents/scout/experiments/actions/start_experiment",
+      {
+        try: "version",
+        version: 99,
+        cost_cap_usd: 1,
+      },
+    );
+    expect(unknown.statusCode).toBe(400);
+    expect(unknown.body).toContain("has no version 99");
+  });
+});
