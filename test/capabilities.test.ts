@@ -137,6 +137,13 @@ async function capabilityWorld() {
   await db().subagentTaskRunStep.create({
     data: { id: newId(), runId: run.id, tenantId: w.tenant.id, number: 2, type: "finish", detail: {} },
   });
+  // A test case of minion's, inserted (no agent can save one), so its case page resolves.
+  const testCase = await db().agentTestCase.create({
+    data: {
+      ...{ id: newId(), tenantId: w.tenant.id, agentId: minion.id, fromRunId: run.id },
+      ...{ name: "c", task: "t", triggerKind: "manual", expectations: [{ kind: "finishes" }] },
+    },
+  });
   const { url, ...pendings } = await seedPending(w, "minion", "general", "caps", ["url", ...reviewKeys()]);
   const elsewhere = await db().studio.create({
     data: {
@@ -212,6 +219,7 @@ async function capabilityWorld() {
     session: "nosession0000",
     token: { id: spare.row.id, secret: spare.token },
     ...{ agent: "minion", run: run.id, finished: run.id, agentStudio: { handle: "general", aRef: false } },
+    ...{ testCase: testCase.id, spareTestCase: testCase.id },
     // The agent subscribes itself; its subagent's subscriptions page names minion's.
     ...{ watcher: "scout", subscription: subscription.id },
     ...{ pending: url!, pendings, endpoint: endpointId, links, ...connections },

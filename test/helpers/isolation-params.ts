@@ -36,6 +36,7 @@ const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = 
   // A step's page is a finished run's step 2, which replay_run can re-run from.
   "subagents.step": { kind: "object", value: () => "2" },
   "subagents.pending": { kind: "object", value: (s) => s.pending },
+  "subagents.case": { kind: "object", value: (s) => s.pageTestCase ?? s.testCase },
   // Every agent made through create_subagent has its version 1 (B's scout too): the path is
   // B's own page wherever the agent's handle is B's.
   "subagents.version": { kind: "version", value: () => "1" },
@@ -249,6 +250,24 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
   "remove_rule.name": () => ({ value: `${PROBE} rule` }),
   // Version 1, which every agent has (B's own on B's pages): a restore of it is a version of the page's own agent.
   "restore_agent_version.version": () => ({ value: 1 }),
+  // Test cases: the case page edits then deletes its own case; the cases list deletes the spare.
+  ...Object.fromEntries(
+    ["save_test_case", "update_test_case_expectations"].flatMap((action) => [
+      [`${action}.must_take`, () => ({ value: `search query=^${PROBE}` })],
+      [`${action}.must_not_take`, () => ({ value: "create_note" })],
+      [`${action}.must_finish`, () => ({ value: true })],
+      [`${action}.max_steps`, () => ({ value: 5 })],
+      [`${action}.max_cost_usd`, () => ({ value: 0.5 })],
+      [`${action}.no_disclosure`, () => ({ value: true })],
+      [`${action}.reply_contains`, () => ({ value: `${PROBE} done` })],
+      [`${action}.reply_lacks`, () => ({ value: `${PROBE} sorry` })],
+    ]),
+  ),
+  "update_test_case_expectations.case": (s) => ({ value: s.testCase, aRef: true }),
+  "delete_test_case.case": (s, page) => ({
+    value: page.pattern.endsWith(":case") ? s.testCase : s.spareTestCase,
+    aRef: true,
+  }),
   // Connected tools: the seed's own (isolation-seed-tool-calls.ts), which only A's agent can be granted;
   // people never call one (tool-runs*.test.ts call real ones in runs).
   "set_tool_level.tool": (s) => ({ value: s.tool ?? NO_TOOL, aRef: Boolean(s.tool) }),

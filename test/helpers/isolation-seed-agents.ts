@@ -79,10 +79,12 @@ export async function seedAgent(
       ...{ subjectId: watched.id, studioId: watched.id, events: ["created"], createdById: owner.id },
     },
   });
+  const finished = await seedFinished(w, agent.id, owner, mark);
   return {
     agent: handle,
     run: run.id,
-    finished: await seedFinished(w, agent.id, owner, mark),
+    finished,
+    ...(await seedTestCases(w, owner, handle, finished, mark)),
     subscription: subscription.id,
     schedule: await seedSchedule(w, owner, handle, mark),
   };
@@ -127,6 +129,22 @@ async function seedFinished(w: World, agentId: string, owner: Person, mark: stri
     ],
   });
   return run.id;
+}
+
+/**
+ * Two test cases saved from the finished run, through the registry: the one its page names
+ * (edited, then deleted there) and a spare the cases list deletes, so each delete has its own.
+ */
+async function seedTestCases(w: World, owner: Person, handle: string, finished: string, mark: string) {
+  const save = async (name: string) => {
+    const saved = await act(w, owner, `/subagents/${handle}/runs/${finished}`, "save_test_case", {
+      name: `${name} ${mark}`,
+      must_take: "search",
+      reply_contains: `Done ${mark}`,
+    });
+    return saved.location.split("/").pop()!;
+  };
+  return { testCase: await save("Case"), spareTestCase: await save("Spare case") };
 }
 
 /** An agent of `owner` in studio `studio`, which subscribe and unsubscribe name. */

@@ -55,6 +55,11 @@ export interface Seed {
   run: string;
   /** A finished run of `agent` whose step 2 was a model call: the step page that replay_run re-runs from. */
   finished: string;
+  /** A test case saved from `finished` (its page's URL and actions) and a spare the cases list deletes. */
+  testCase: string;
+  spareTestCase: string;
+  /** The case a page URL names, when not `testCase`: in B's seed, one of B's own. */
+  pageTestCase?: string;
   /** A schedule of `agent` (absent in a seed without one: its schedule actions then name one nobody has). */
   schedule?: string;
   /** The studio add_to_studio / remove_from_studio name; `aRef` when B has no studio with that handle. */
@@ -411,6 +416,8 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
       agent: agent.agent,
       run: agent.run,
       finished: agent.finished,
+      // A's cases in params, B's own in the case page's URL.
+      pageTestCase: agent.testCase,
       // A's ids in params: A's watcher, subscription and schedule (B's scout has its own, so the actions are offered).
       watcher: v.shared.watcher,
       subscription: v.shared.subscription,
