@@ -144,6 +144,13 @@ async function capabilityWorld() {
       ...{ name: "c", task: "t", triggerKind: "manual", expectations: [{ kind: "finishes" }] },
     },
   });
+  // An experiment of minion's, inserted (no agent can start one), so its page resolves.
+  const experiment = await db().agentExperiment.create({
+    data: {
+      ...{ id: newId(), tenantId: w.tenant.id, agentId: minion.id, candidate: { kind: "model", model: "m" } },
+      ...{ candidateWords: "model m", costCapMicros: 10_000n, parallel: 1 },
+    },
+  });
   const { url, ...pendings } = await seedPending(w, "minion", "general", "caps", ["url", ...reviewKeys()]);
   const elsewhere = await db().studio.create({
     data: {
@@ -219,7 +226,7 @@ async function capabilityWorld() {
     session: "nosession0000",
     token: { id: spare.row.id, secret: spare.token },
     ...{ agent: "minion", run: run.id, finished: run.id, agentStudio: { handle: "general", aRef: false } },
-    ...{ testCase: testCase.id, spareTestCase: testCase.id },
+    ...{ testCase: testCase.id, spareTestCase: testCase.id, experiment: experiment.id },
     // The agent subscribes itself; its subagent's subscriptions page names minion's.
     ...{ watcher: "scout", subscription: subscription.id },
     ...{ pending: url!, pendings, endpoint: endpointId, links, ...connections },

@@ -37,6 +37,7 @@ const PARAMS: Record<string, { kind: ParamKind; value: (s: Seed) => string }> = 
   "subagents.step": { kind: "object", value: () => "2" },
   "subagents.pending": { kind: "object", value: (s) => s.pending },
   "subagents.case": { kind: "object", value: (s) => s.pageTestCase ?? s.testCase },
+  "subagents.experiment": { kind: "object", value: (s) => s.pageExperiment ?? s.experiment },
   // Every agent made through create_subagent has its version 1 (B's scout too): the path is
   // B's own page wherever the agent's handle is B's.
   "subagents.version": { kind: "version", value: () => "1" },
@@ -263,6 +264,14 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
       [`${action}.reply_lacks`, () => ({ value: `${PROBE} sorry` })],
     ]),
   ),
+  // An experiment of the page's own agent, trying an edited prompt (its runs stay queued here).
+  "start_experiment.try": () => ({ value: "prompt" }),
+  "start_experiment.identity_prompt": () => ({ value: `${PROBE} candidate` }),
+  // The prompt is the candidate: the model a prompt candidate ignores names nobody's.
+  "start_experiment.model": () => ({ value: "" }),
+  "start_experiment.version": () => ({ value: 1 }),
+  "start_experiment.cost_cap_usd": () => ({ value: 0.01 }),
+  "start_experiment.parallel": () => ({ value: 1 }),
   "update_test_case_expectations.case": (s) => ({ value: s.testCase, aRef: true }),
   "delete_test_case.case": (s, page) => ({
     value: page.pattern.endsWith(":case") ? s.testCase : s.spareTestCase,

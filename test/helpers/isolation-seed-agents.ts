@@ -85,6 +85,7 @@ export async function seedAgent(
     run: run.id,
     finished,
     ...(await seedTestCases(w, owner, handle, finished, mark)),
+    experiment: await seedExperiment(w, owner, handle, mark),
     subscription: subscription.id,
     schedule: await seedSchedule(w, owner, handle, mark),
   };
@@ -145,6 +146,17 @@ async function seedTestCases(w: World, owner: Person, handle: string, finished: 
     return saved.location.split("/").pop()!;
   };
   return { testCase: await save("Case"), spareTestCase: await save("Spare case") };
+}
+
+/** An experiment on its cases (its dry runs stay queued: no worker runs here), for its page. */
+async function seedExperiment(w: World, owner: Person, handle: string, mark: string) {
+  const started = await act(w, owner, `/subagents/${handle}/experiments`, "start_experiment", {
+    try: "prompt",
+    identity_prompt: `Experiment ${mark}`,
+    cost_cap_usd: 0.01,
+    parallel: 1,
+  });
+  return started.location.split("/").pop()!;
 }
 
 /** An agent of `owner` in studio `studio`, which subscribe and unsubscribe name. */

@@ -60,6 +60,9 @@ export interface Seed {
   spareTestCase: string;
   /** The case a page URL names, when not `testCase`: in B's seed, one of B's own. */
   pageTestCase?: string;
+  /** An experiment of `agent`'s (its page), and in B's seed B's own for the URL. */
+  experiment: string;
+  pageExperiment?: string;
   /** A schedule of `agent` (absent in a seed without one: its schedule actions then name one nobody has). */
   schedule?: string;
   /** The studio add_to_studio / remove_from_studio name; `aRef` when B has no studio with that handle. */
@@ -418,6 +421,7 @@ export async function seedAttacker(w: World, v: Victim): Promise<{ mark: string;
       finished: agent.finished,
       // A's cases in params, B's own in the case page's URL.
       pageTestCase: agent.testCase,
+      pageExperiment: agent.experiment,
       // A's ids in params: A's watcher, subscription and schedule (B's scout has its own, so the actions are offered).
       watcher: v.shared.watcher,
       subscription: v.shared.subscription,
