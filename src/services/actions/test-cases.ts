@@ -11,6 +11,7 @@ import {
   MAX_EXPECTATIONS,
 } from "../agents/core/expectations.ts";
 import { mayManage } from "../agents/core/ownership.ts";
+import { TERMINAL } from "../agents/core/runs.ts";
 import { casePath, casesPath, deleteCase, saveCase, setExpectations } from "../agents/core/test-cases.ts";
 import { isToolName } from "../agents/core/tool-names.ts";
 import { emit } from "../events.ts";
@@ -159,6 +160,13 @@ export function expectationValues(expectations: Expectation[]): Record<string, u
   };
 }
 
+/** A case is what a run did, whole: saved once the run has ended (a waiting run may still act). */
+const endedOnly = (ctx: Ctx, scope: Scope) =>
+  managersOnly(ctx, scope) ??
+  (scope.taskRun && !TERMINAL.includes(scope.taskRun.status)
+    ? "only a run that has ended can be saved as a test case"
+    : null);
+
 export const saveTestCase = defineAction({
   name: "save_test_case",
   needs: ["taskRun", "agent"],
@@ -167,7 +175,7 @@ export const saveTestCase = defineAction({
   params: z.object({ name: text(80).meta({ label: "Name" }), ...expectationFields }),
   writes: true,
   audience: toAgentManagers("test case"),
-  available: managersOnly,
+  available: endedOnly,
   async execute(ctx, params, scope) {
     const { agent, taskRun } = scope;
     const expectations = expectationsFrom(ctx, params);
