@@ -33,9 +33,9 @@ const expectationFields = {
   must_take: lines(
     4000,
     "Actions it must take",
-    "one per line: an action (or connected tool), then optional param=regex (RE2) its params must match, e.g. create_comment body=(?i)thanks",
+    "one per line: an action (or connected tool), then optional param=regex (RE2) its params must match, e.g. add_comment text=(?i)thanks",
   ),
-  must_not_take: lines(4000, "Actions it must never take", "one per line, as above: e.g. delete_note"),
+  must_not_take: lines(4000, "Actions it must never take", "one per line, as above: e.g. create_note"),
   must_finish: z.boolean().default(true).meta({ label: "Must finish" }),
   max_steps: z
     .number()
