@@ -194,6 +194,18 @@ describe("save a run as a test case", () => {
     expect(issuesOf(form.body).must_take).toContain("line 1: lookahead and lookbehind");
     expect(await casesOf(agent.id)).toEqual([]);
   });
+  it("only once the run has ended: a waiting run offers no save, and refuses one", async () => {
+    const { w, agent, run, runPath } = await setup();
+    await db().subagentTaskRun.update({
+      where: { id: run.id },
+      data: { status: "waiting", stopReason: "asked_owner", question: "Which note?" },
+    });
+    expect((await md(app, w, w.alice, "GET", runPath)).body).not.toContain("`save_test_case`");
+    const res = await md(app, w, w.alice, "POST", `${runPath}/actions/save_test_case`, { name: "Early" });
+    expect(res.statusCode).toBe(403);
+    expect(res.body).toContain("only a run that has ended can be saved as a test case");
+    expect(await casesOf(agent.id)).toEqual([]);
+  });
 });
 
 describe("edit and delete", () => {

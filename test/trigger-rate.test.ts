@@ -146,7 +146,11 @@ describe("retry", () => {
     expect(skipped).toMatchObject({ status: "skipped", stopReason: "paused" });
     const runPath = `/subagents/scout/runs/${skipped!.id}`;
 
-    expect(actionNames((await md(app, w, w.alice, "GET", runPath)).body)).toEqual(["retry_run"]);
+    // Its trigger can be kept as a test case too (test/test-cases.test.ts).
+    expect(actionNames((await md(app, w, w.alice, "GET", runPath)).body)).toEqual([
+      "retry_run",
+      "save_test_case",
+    ]);
     // Bob reads why, but the retry is its owner's.
     const bobs = await md(app, w, w.bob, "GET", runPath);
     expect(bobs.statusCode).toBe(200);

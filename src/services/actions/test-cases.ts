@@ -11,6 +11,7 @@ import {
   MAX_EXPECTATIONS,
 } from "../agents/core/expectations.ts";
 import { mayManage } from "../agents/core/ownership.ts";
+import { TERMINAL } from "../agents/core/runs.ts";
 import { casePath, casesPath, deleteCase, saveCase, setExpectations } from "../agents/core/test-cases.ts";
 import { isToolName } from "../agents/core/tool-names.ts";
 import { emit } from "../events.ts";
@@ -32,9 +33,9 @@ const expectationFields = {
   must_take: lines(
     4000,
     "Actions it must take",
-    "one per line: an action (or connected tool), then optional param=regex (RE2) its params must match, e.g. create_comment body=(?i)thanks",
+    "one per line: an action (or connected tool), then optional param=regex (RE2) its params must match, e.g. add_comment text=(?i)thanks",
   ),
-  must_not_take: lines(4000, "Actions it must never take", "one per line, as above: e.g. delete_note"),
+  must_not_take: lines(4000, "Actions it must never take", "one per line, as above: e.g. create_note"),
   must_finish: z.boolean().default(true).meta({ label: "Must finish" }),
   max_steps: z
     .number()
@@ -159,6 +160,13 @@ export function expectationValues(expectations: Expectation[]): Record<string, u
   };
 }
 
+/** A case is what a run did, whole: saved once the run has ended (a waiting run may still act). */
+const endedOnly = (ctx: Ctx, scope: Scope) =>
+  managersOnly(ctx, scope) ??
+  (scope.taskRun && !TERMINAL.includes(scope.taskRun.status)
+    ? "only a run that has ended can be saved as a test case"
+    : null);
+
 export const saveTestCase = defineAction({
   name: "save_test_case",
   needs: ["taskRun", "agent"],
@@ -167,7 +175,7 @@ export const saveTestCase = defineAction({
   params: z.object({ name: text(80).meta({ label: "Name" }), ...expectationFields }),
   writes: true,
   audience: toAgentManagers("test case"),
-  available: managersOnly,
+  available: endedOnly,
   async execute(ctx, params, scope) {
     const { agent, taskRun } = scope;
     const expectations = expectationsFrom(ctx, params);

@@ -5,7 +5,7 @@ import type { AgentPendingAction, SubagentTaskRun } from "../../generated/prisma
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadRun } from "../access.ts";
 import { loadAgent, mayManage, maySee, withOwnerStudio } from "../agents/core/ownership.ts";
-import { runVersion } from "../agents/core/runs.ts";
+import { runVersion, TERMINAL } from "../agents/core/runs.ts";
 import { awaitingReview } from "../agents/policy/approvals.ts";
 import { retryKey } from "../agents/triggers/retry.ts";
 import { parseLabel } from "../registry/audiences.ts";
@@ -141,8 +141,8 @@ async function loadRunPage(ctx: Ctx, scope: RunScope) {
     replayed,
     // Its versions are its managers' to read (pages/agent-versions.ts).
     version: mayManage(ctx.actor, agent) ? runVersion(run) : null,
-    // Saving it as a test case is its managers' (actions/test-cases.ts).
-    manages: mayManage(ctx.actor, agent),
+    // Saving it as a test case is its managers', once it has ended (actions/test-cases.ts).
+    savable: mayManage(ctx.actor, agent) && TERMINAL.includes(run.status),
     now: new Date(),
   };
 }
@@ -283,7 +283,7 @@ function runView(data: RunData): PageView {
       ...(run.dry ? dryBlocks(steps).slice(1) : [{ md: resourcesBlock(data) }]),
       ...data.memory,
       ...(data.replayed ?? [stepsBlock(steps, agent.handle, run.id)]),
-      ...(data.manages ? [saveCaseForm(run, steps)] : []),
+      ...(data.savable ? [saveCaseForm(run, steps)] : []),
     ],
     live: ENDED.has(state) ? undefined : { since: positionOf(steps.at(-1)?.number ?? 0, state) },
     // Its final message, memory and steps quote what the run read: a reader's label narrows by the run's.

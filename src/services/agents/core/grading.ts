@@ -139,7 +139,10 @@ function gradeOne(expectation: Expectation, outcome: RunOutcome): Omit<Grade, "e
 function gradeReply(expectation: Extract<Expectation, { kind: "reply" }>, reply: string | null) {
   if (reply === null) return { passed: !expectation.contains, why: "it gave no reply" };
   const found = reply.toLowerCase().includes(expectation.text.toLowerCase());
-  return { passed: found === expectation.contains, why: found ? "its reply has it" : "its reply has not" };
+  return {
+    passed: found === expectation.contains,
+    why: found ? "it is in its reply" : "it is not in its reply",
+  };
 }
 
 /** Each expectation, passed or not and why, in the case's order. */
