@@ -85,6 +85,13 @@ async function onAsk(run: LoopRun, state: StepState, turn: Turn, decision: Decis
     path: at,
     detail: { question: decision.question, resultPath: at, note: decision.note },
   });
+  // An experiment's run has nobody to answer it (its results wait on every run's end): the question ends it.
+  if (run.start.run.experimentId)
+    return end({
+      status: "failed",
+      stopReason: "asked_owner",
+      error: `It asked its owner a question, which an experiment's run cannot wait for: ${decision.question}`,
+    });
   return end({ status: "waiting", stopReason: "asked_owner", question: decision.question });
 }
 
