@@ -312,7 +312,7 @@ describe("/subagents/:handle/run: run_task", () => {
   it("rejects bad input naming each field, in both formats", async () => {
     const a = await agent(w, w.alice, "bad-run");
     const T = "/subagents/bad-run/run/actions/run_task";
-    const unknown = "unknown parameter (expected: task, max_steps)";
+    const unknown = "unknown parameter (expected: task, max_steps, dry)";
     const bad = issues(await A(T, { task: " ", max_steps: 0, z: true }));
     expect(bad).toEqual({ z: unknown, task: "must not be empty", max_steps: "at least 1" });
     expect(issues(await A(T, { max_steps: 201 }))).toEqual({ task: "required", max_steps: "at most 200" });
