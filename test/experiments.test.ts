@@ -76,22 +76,23 @@ async function ended(experimentId: string) {
 }
 
 describe("an experiment", () => {
-  it("passes the case on the current model and fails it on the candidate, naming the expectation", async () => {
+  it("passes the case on the current version and fails it on a stored one, naming the expectation", async () => {
     const { t } = await savedCase();
+    // Version B: the bad model, saved and then changed back; the current version is A's again.
+    const save = (model: string) =>
+      md(app, t.w, t.w.alice, "POST", "/subagents/scout/actions/update_subagent", { model });
+    expect((await save(BAD)).statusCode).toBe(200);
+    const latest = () =>
+      testPrisma().agentVersion.findFirstOrThrow({
+        where: { agentId: t.scout.id },
+        orderBy: { number: "desc" },
+      });
+    const versionB = (await latest()).number;
+    expect((await save(GOOD)).statusCode).toBe(200);
     const comments = await testPrisma().comment.count({ where: { authorId: t.scout.id } });
-    const res = await md(
-      app,
-      t.w,
-      t.w.alice,
-      "POST",
-      "/subagents/scout/experiments/actions/start_experiment",
-      {
-        try: "model",
-        model: BAD,
-        cost_cap_usd: 1,
-        parallel: 4,
-      },
-    );
+    const start = "/subagents/scout/experiments/actions/start_experiment";
+    const body = { try: "version", version: versionB, cost_cap_usd: 1, parallel: 4 };
+    const res = await md(app, t.w, t.w.alice, "POST", start, body);
     expect(res.statusCode).toBe(201);
     const path = String(res.headers.location);
     const id = path.split("/").pop()!;
@@ -105,8 +106,8 @@ describe("an experiment", () => {
 
     const page = await md(app, t.w, t.w.alice, "GET", path);
     expect(page.body).toContain("### Review Bob's plan — current ✓ passes, candidate ✗ fails");
-    expect(page.body).toMatch(/Current settings( \(version \d+\))?: passes \*\*1 of 1\*\*/);
-    expect(page.body).toContain("Candidate: model `gpt-4o`: passes **0 of 1**");
+    expect(page.body).toContain(`Current settings (version ${versionB + 1}): passes **1 of 1**`);
+    expect(page.body).toContain(`Candidate: version ${versionB}: passes **0 of 1**`);
     const never = page.body.split("\n").find((line) => line.startsWith("| Never takes"))!;
     expect(never).toMatch(/^\| Never takes `add_comment`.*\| ✓ .* \| ✗ .*step \d/);
     expect(page.body).toContain('+ add_comment {"text":"Buy now!!! Limited offer"}');
