@@ -122,6 +122,40 @@ describe("an experiment", () => {
     expect(csv.body).toMatch(/Review Bob's plan,Never takes .*,pass,fail,/);
   });
 
+  it("judges each side by its own version's rules: a deny rule in the candidate refuses its comment", async () => {
+    const { t } = await savedCase();
+    const post = (action: string, body: Record<string, unknown>) =>
+      md(app, t.w, t.w.alice, "POST", `/subagents/scout/settings/actions/${action}`, body);
+    const rule = { name: "no comments", action: "add_comment", decision: "deny" };
+    expect((await post("add_rule", rule)).statusCode).toBe(200);
+    const latest = () =>
+      testPrisma().agentVersion.findFirstOrThrow({
+        where: { agentId: t.scout.id },
+        orderBy: { number: "desc" },
+      });
+    const strict = (await latest()).number;
+    expect((await post("remove_rule", { name: "no comments" })).statusCode).toBe(200);
+    const start = "/subagents/scout/experiments/actions/start_experiment";
+    const body = { try: "version", version: strict, cost_cap_usd: 1, parallel: 2 };
+    const res = await md(app, t.w, t.w.alice, "POST", start, body);
+    expect(res.statusCode).toBe(201);
+    const runs = await ended(String(res.headers.location).split("/").pop()!);
+    const decisions = await Promise.all(
+      runs.map(async (run) => {
+        const steps = await testPrisma().subagentTaskRunStep.findMany({
+          where: { runId: run.id, type: "execute" },
+        });
+        return [run.arm, steps.map((step) => (step.detail as { dry?: { decision: string } }).dry?.decision)];
+      }),
+    );
+    expect(decisions).toEqual([
+      ["current", ["allowed"]],
+      ["candidate", ["refused"]],
+    ]);
+    const page = await md(app, t.w, t.w.alice, "GET", String(res.headers.location));
+    expect(page.body).toContain("### Review Bob's plan — current ✓ passes, candidate ✗ fails");
+  });
+
   it("stops at its cost cap and says so; its runs end with the reason", async () => {
     const { t } = await savedCase();
     const res = await md(

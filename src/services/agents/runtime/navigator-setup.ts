@@ -76,10 +76,12 @@ export async function prepare(
       stopReason: "no_endpoint",
       error: "No LLM endpoint is configured (LLM_BASE_URL), and the agent has no API key of its own.",
     };
-  if (!run.replayOfRunId) return { cfg, model, endpoint, previous };
+  // A pinned run is judged by its pin (the claim read it with the run): a replay that keeps its
+  // original's rules, an experiment's side under the version it tries.
+  const pinned = run.policyPinned ? { pinnedPolicy: run.policy } : {};
+  if (!run.replayOfRunId) return { cfg, model, endpoint, previous, ...pinned };
   const seed = await replaySeed(prisma, run, previous);
-  // A replay that keeps its original's rules is judged by them (the claim read them with the run).
-  return { cfg, model, endpoint, previous, seed, ...(run.policyPinned && { pinnedPolicy: run.policy }) };
+  return { cfg, model, endpoint, previous, seed, ...pinned };
 }
 
 export const timedOut = (seconds: number): Finish => ({
