@@ -156,6 +156,30 @@ describe("an experiment", () => {
     expect(page.body).toContain("### Review Bob's plan — current ✓ passes, candidate ✗ fails");
   });
 
+  it("a candidate prompt is the one its side was sent: its step page rebuilds it byte for byte", async () => {
+    const { t } = await savedCase();
+    const start = "/subagents/scout/experiments/actions/start_experiment";
+    const body = {
+      try: "prompt",
+      identity_prompt: "You review plans. SALES MODE.",
+      cost_cap_usd: 1,
+      parallel: 2,
+    };
+    const res = await md(app, t.w, t.w.alice, "POST", start, body);
+    expect(res.statusCode).toBe(201);
+    const runs = await ended(String(res.headers.location).split("/").pop()!);
+    const sent = env.llm.requests.filter((r) =>
+      r.body.messages.some((m) => m.content?.includes("SALES MODE")),
+    );
+    expect(sent.length).toBeGreaterThan(0);
+    for (const run of runs) {
+      // Step 1 is its first page, read before any call; step 2 is its first model call.
+      const step = await md(app, t.w, t.w.alice, "GET", `/subagents/scout/runs/${run.id}/steps/2`);
+      expect(step.body).toContain("Exactly what the model was sent");
+      expect(step.body.includes("SALES MODE")).toBe(run.arm === "candidate");
+    }
+  });
+
   it("stops at its cost cap and says so; its runs end with the reason", async () => {
     const { t } = await savedCase();
     const res = await md(

@@ -5,7 +5,7 @@
 import { NotFoundError } from "../../lib/errors.ts";
 import { loadRun } from "../access.ts";
 import { loadAgent, mayManage } from "../agents/core/ownership.ts";
-import { agentConfig, configUnder } from "../agents/core/settings.ts";
+import { agentConfig, asPinnedBy, configUnder } from "../agents/core/settings.ts";
 import { runActions } from "../agents/policy/capabilities.ts";
 import { toolSpecs } from "../agents/policy/tool-grants.ts";
 import { rebuildPrompt } from "../agents/prompt/step-prompt.ts";
@@ -76,10 +76,12 @@ export const runStepPage = definePage({
     const step = scope.step;
     const page = (step.detail as { page?: unknown } | null)?.page;
     const cfg = run.policy ? configUnder(agent.agentConfig, run.policy) : agentConfig(agent);
-    const prompt = await rebuildPrompt(ctx.db, run, agent, ctx.tenant.name, step.number, {
-      usable: runActions(run, agent, ctx.tenant, ctx.actionDefs.values()),
+    // Its prompt as it was built: a pinned run's agent as the pin made it (its prompt, a candidate's).
+    const acting = asPinnedBy(agent, run);
+    const prompt = await rebuildPrompt(ctx.db, run, acting, ctx.tenant.name, step.number, {
+      usable: runActions(run, acting, ctx.tenant, ctx.actionDefs.values()),
       all: ctx.actionDefs,
-      connected: await toolSpecs(ctx.db, agent, cfg.capabilities),
+      connected: await toolSpecs(ctx.db, acting, cfg.capabilities),
     });
     const nav = [
       step.number > 1

@@ -145,6 +145,19 @@ export function withPolicy(config: Prisma.JsonValue, policy: unknown): Prisma.Js
   return merged;
 }
 
+/**
+ * The agent as a run pinned to settings reads it (a replay under its original's rules, an
+ * experiment's side under its version): its pin over its stored configuration. As stored when
+ * the run is not pinned. The worker's run (navigator-setup.ts) and its step pages read it so.
+ */
+export function asPinnedBy<A extends Pick<User, "agentConfig">>(
+  agent: A,
+  run: { policy: Prisma.JsonValue | null; policyPinned: boolean },
+): A {
+  if (!run.policyPinned || !run.policy) return agent;
+  return { ...agent, agentConfig: withPolicy(agent.agentConfig, run.policy) };
+}
+
 /** agentConfig of a stored configuration under a run's policy snapshot (withPolicy). */
 export const configUnder = (config: Prisma.JsonValue, policy: unknown): AgentConfig =>
   agentConfig({ agentConfig: withPolicy(config, policy) });

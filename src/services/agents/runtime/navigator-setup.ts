@@ -11,7 +11,7 @@ import { EXPERIMENT_STOPPED } from "../core/experiments.ts";
 import { stoppedByKillSwitch } from "../core/kill-switch.ts";
 import type { RunStart } from "../core/run-start.ts";
 import type { Finish } from "../core/runs.ts";
-import { type AgentConfig, agentConfig, resolveModel, tenantSettings, withPolicy } from "../core/settings.ts";
+import { type AgentConfig, agentConfig, asPinnedBy, resolveModel, tenantSettings } from "../core/settings.ts";
 import { type ReplaySeed, replaySeed } from "./replay-seed.ts";
 
 export interface Prepared {
@@ -32,9 +32,8 @@ export interface Prepared {
  * its prompt, its limits, its actions and tools, its guard — as if they were the agent's.
  */
 export function asPinned(start: RunStart): RunStart {
-  if (!start.run.policyPinned || !start.run.policy) return start;
-  const agentConfig = withPolicy(start.agent.agentConfig, start.run.policy);
-  return { ...start, agent: { ...start.agent, agentConfig } };
+  const agent = asPinnedBy(start.agent, start.run);
+  return agent === start.agent ? start : { ...start, agent };
 }
 
 export async function prepare(
