@@ -32,15 +32,23 @@ export async function loadExperiment(ctx: Ctx, agent: AgentScope, id: string) {
   return found;
 }
 
-/** The start form: what to try, its cost cap, how many at once. */
-export function startForm(agent: AgentScope, label = "Run the cases", style?: "folded"): Block {
+/** The form's fields: every param, so it stands in for the side panel's. */
+const START_FIELDS = ["try", "identity_prompt", "model", "version", "cost_cap_usd", "parallel"];
+
+/** The start form, in full: what to try, its cost cap, how many at once. */
+export function startForm(
+  agent: AgentScope,
+  label = "Run the cases",
+  style: "folded" | "block" = "block",
+): Block {
   const cfg = (agent.agentConfig ?? {}) as { identity_prompt?: string; model?: string };
   return {
     form: {
       action: "start_experiment",
       fixed: {},
       label,
-      ...(style && { style }),
+      style,
+      fields: START_FIELDS,
       values: {
         identity_prompt: cfg.identity_prompt ?? "",
         model: cfg.model ?? "",
