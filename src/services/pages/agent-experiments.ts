@@ -92,9 +92,11 @@ export async function testBeforeSaving(ctx: Ctx, agent: AgentScope): Promise<Blo
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     take: 1,
   });
+  // An agent whose settings were never saved since versions began has none to name.
+  const onIt = version === null ? "its current settings" : `this version (${version})`;
   const lastLine = last
-    ? `The last experiment on this version (${version}), ${link(when(last.createdAt), experimentPath(agent.handle, last.id))}: ${summaryLine(last, await experimentResults(ctx.db, last))}.`
-    : `No experiment on this version (${version}) yet.`;
+    ? `The last experiment on ${onIt}, ${link(when(last.createdAt), experimentPath(agent.handle, last.id))}: ${summaryLine(last, await experimentResults(ctx.db, last))}.`
+    : `No experiment on ${onIt} yet.`;
   const about = `Runs its ${link(`${cases} test case${cases === 1 ? "" : "s"}`, casesPath(agent.handle))} as dry runs under its current settings and under the prompt or model you try, side by side.`;
   return [{ md: `${head}\n\n${lastLine} ${about}` }, startForm(agent, "Run the cases", "folded")];
 }
