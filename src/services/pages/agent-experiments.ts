@@ -32,15 +32,23 @@ export async function loadExperiment(ctx: Ctx, agent: AgentScope, id: string) {
   return found;
 }
 
-/** The start form: what to try, its cost cap, how many at once. */
-export function startForm(agent: AgentScope, label = "Run the cases", style?: "folded"): Block {
+/** The form's fields: every param, so it stands in for the side panel's. */
+const START_FIELDS = ["try", "identity_prompt", "model", "version", "cost_cap_usd", "parallel"];
+
+/** The start form, in full: what to try, its cost cap, how many at once. */
+export function startForm(
+  agent: AgentScope,
+  label = "Run the cases",
+  style: "folded" | "block" = "block",
+): Block {
   const cfg = (agent.agentConfig ?? {}) as { identity_prompt?: string; model?: string };
   return {
     form: {
       action: "start_experiment",
       fixed: {},
       label,
-      ...(style && { style }),
+      style,
+      fields: START_FIELDS,
       values: {
         identity_prompt: cfg.identity_prompt ?? "",
         model: cfg.model ?? "",
@@ -84,9 +92,11 @@ export async function testBeforeSaving(ctx: Ctx, agent: AgentScope): Promise<Blo
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     take: 1,
   });
+  // An agent whose settings were never saved since versions began has none to name.
+  const onIt = version === null ? "its current settings" : `this version (${version})`;
   const lastLine = last
-    ? `The last experiment on this version (${version}), ${link(when(last.createdAt), experimentPath(agent.handle, last.id))}: ${summaryLine(last, await experimentResults(ctx.db, last))}.`
-    : `No experiment on this version (${version}) yet.`;
+    ? `The last experiment on ${onIt}, ${link(when(last.createdAt), experimentPath(agent.handle, last.id))}: ${summaryLine(last, await experimentResults(ctx.db, last))}.`
+    : `No experiment on ${onIt} yet.`;
   const about = `Runs its ${link(`${cases} test case${cases === 1 ? "" : "s"}`, casesPath(agent.handle))} as dry runs under its current settings and under the prompt or model you try, side by side.`;
   return [{ md: `${head}\n\n${lastLine} ${about}` }, startForm(agent, "Run the cases", "folded")];
 }
