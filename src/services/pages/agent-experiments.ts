@@ -12,11 +12,13 @@ import {
 } from "../agents/core/experiments.ts";
 import { loadAgent, mayManage } from "../agents/core/ownership.ts";
 import { casesPath } from "../agents/core/test-cases.ts";
-import { latestVersion } from "../agents/core/versions.ts";
+import { latestVersion, listVersions } from "../agents/core/versions.ts";
+import { modelCatalogue } from "../money/catalogue.ts";
 import { link, mdEscape } from "../registry/markdown.ts";
 import { type AgentScope, type Block, type Ctx, definePage } from "../registry/types.ts";
 import { caseBlock, stateWords, summaryLine } from "./experiment-views.ts";
-import { agentCrumbs, when } from "./format.ts";
+import { agentCrumbs, excerpt, when } from "./format.ts";
+import { modelChoices } from "./model-choices.ts";
 
 const SHOWN = 20;
 
@@ -35,13 +37,19 @@ export async function loadExperiment(ctx: Ctx, agent: AgentScope, id: string) {
 /** The form's fields: every param, so it stands in for the side panel's. */
 const START_FIELDS = ["try", "identity_prompt", "model", "version", "cost_cap_usd", "parallel"];
 
-/** The start form, in full: what to try, its cost cap, how many at once. */
-export function startForm(
+/** The start form, in full: what to try (the workspace's models, the agent's versions to pick from), its cost cap, how many at once. */
+export async function startForm(
+  ctx: Ctx,
   agent: AgentScope,
   label = "Run the cases",
   style: "folded" | "block" = "block",
-): Block {
+): Promise<Block> {
   const cfg = (agent.agentConfig ?? {}) as { identity_prompt?: string; model?: string };
+  const [catalogue, { versions }] = await Promise.all([
+    modelCatalogue(ctx.db, ctx.tenant),
+    listVersions(ctx.db, agent.id, 0, 50),
+  ]);
+  const words = (changes: unknown) => (Array.isArray(changes) ? changes.join("; ") : "");
   return {
     form: {
       action: "start_experiment",
@@ -54,6 +62,16 @@ export function startForm(
         model: cfg.model ?? "",
         cost_cap_usd: "1",
         parallel: "10",
+      },
+      choices: {
+        model: modelChoices(catalogue, [cfg.model ?? ""], "Choose a model"),
+        version: [
+          { value: "", label: "Choose a version" },
+          ...versions.map((version) => ({
+            value: String(version.number),
+            label: excerpt(`Version ${version.number}: ${words(version.changes)}`, 90),
+          })),
+        ],
       },
     },
   };
@@ -98,7 +116,7 @@ export async function testBeforeSaving(ctx: Ctx, agent: AgentScope): Promise<Blo
     ? `The last experiment on ${onIt}, ${link(when(last.createdAt), experimentPath(agent.handle, last.id))}: ${summaryLine(last, await experimentResults(ctx.db, last))}.`
     : `No experiment on ${onIt} yet.`;
   const about = `Runs its ${link(`${cases} test case${cases === 1 ? "" : "s"}`, casesPath(agent.handle))} as dry runs under its current settings and under the prompt or model you try, side by side.`;
-  return [{ md: `${head}\n\n${lastLine} ${about}` }, startForm(agent, "Run the cases", "folded")];
+  return [{ md: `${head}\n\n${lastLine} ${about}` }, await startForm(ctx, agent, "Run the cases", "folded")];
 }
 
 export const agentExperimentsPage = definePage({
@@ -115,7 +133,9 @@ export const agentExperimentsPage = definePage({
         {
           md: `An experiment runs ${mdEscape(agent.name)}'s ${link(`${cases} test case${cases === 1 ? "" : "s"}`, casesPath(agent.handle))} twice each, as **dry runs** (they read for real and do nothing they write): once under its current settings and once under a candidate — an edited prompt, another model or a stored version — and shows them side by side. Their model calls are charged to it as evaluation spend, up to the cost cap you name.`,
         },
-        ...(cases ? [startForm(agent)] : [{ md: "_No test cases yet: save one from a run's page first._" }]),
+        ...(cases
+          ? [await startForm(ctx, agent)]
+          : [{ md: "_No test cases yet: save one from a run's page first._" }]),
         { md: `## Experiments (${lines.length})\n\n${lines.join("\n") || "_None yet._"}` },
       ],
     };
