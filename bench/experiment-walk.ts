@@ -103,6 +103,8 @@ interface Timed {
   /** Per step, the LLM call as the worker timed it and the rest, p50 / p90 (ms). */
   llmMs: [number, number];
   restMs: [number, number];
+  /** The rest's p50 by step number (ms). */
+  restByStep: number[];
   /** CPU seconds: the worker, Postgres, the whole machine (of 2 × wall available). */
   cpu: { workers: number; postgres: number; machine: number };
 }
@@ -128,11 +130,13 @@ async function experiment(b: ExperimentBench, handle: string, parallel: number):
   }
   const used = cpuUsed(cpu0, await cpuSample(b.db, b.workerPids, b.redisPid));
   const runs = await b.db.subagentTaskRun.findMany({ where: { experimentId } });
-  const gaps = await b.db.$queryRaw<{ gap: number; llm: number }[]>`
-    SELECT gap, llm FROM (
-      SELECT (extract(epoch FROM s.created_at - lag(s.created_at) OVER w) * 1000)::int AS gap, s.llm_ms AS llm
+  // Step 1's gap counts from the claim: the run's start is a step's rest too.
+  const gaps = await b.db.$queryRaw<{ gap: number; llm: number; n: number }[]>`
+    SELECT gap, llm, n FROM (
+      SELECT (extract(epoch FROM s.created_at - coalesce(lag(s.created_at) OVER w, r.started_at)) * 1000)::int AS gap,
+        s.llm_ms AS llm, s.number AS n
       FROM subagent_task_run_steps s JOIN subagent_task_runs r ON r.id = s.run_id
-      WHERE r.experiment_id = ${experimentId} AND s.number > 1
+      WHERE r.experiment_id = ${experimentId} AND s.llm_ms > 0
       WINDOW w AS (PARTITION BY s.run_id ORDER BY s.number)) x
     WHERE gap IS NOT NULL`;
   const p2 = (v: number[]): [number, number] => [percentile(v, 50), percentile(v, 90)];
@@ -153,6 +157,14 @@ async function experiment(b: ExperimentBench, handle: string, parallel: number):
     runMs: [percentile(runMs, 50), Math.max(...runMs)],
     llmMs: p2(gaps.map((g) => g.llm)),
     restMs: p2(gaps.map((g) => g.gap - g.llm)),
+    restByStep: [...new Set(gaps.map((g) => g.n))]
+      .sort((x, y) => x - y)
+      .map((n) =>
+        percentile(
+          gaps.filter((g) => g.n === n).map((g) => g.gap - g.llm),
+          50,
+        ),
+      ),
     cpu: { workers: used.workers, postgres: used.postgres, machine: used.machine },
   };
 }
@@ -185,7 +197,7 @@ export async function experimentPhase(b: ExperimentBench): Promise<[string, stri
       ["T20", twenty],
     ] as const)
       console.log(
-        `  experiment ${tag} ${name}: ${fmt(t.seconds, 2)} s; ${t.runs} runs (${t.statuses}; steps ${t.steps}); action ${t.queuedMs} ms, last claim +${t.lastClaimMs} ms, a run p50 / max ${t.runMs.join(" / ")} ms; a step's LLM call / rest p50, p90 ${t.llmMs.join(", ")} / ${t.restMs.join(", ")} ms; CPU s worker ${fmt(t.cpu.workers, 2)}, Postgres ${fmt(t.cpu.postgres, 2)}, machine ${fmt(t.cpu.machine, 1)} of ${fmt(2 * t.seconds, 1)}`,
+        `  experiment ${tag} ${name}: ${fmt(t.seconds, 2)} s; ${t.runs} runs (${t.statuses}; steps ${t.steps}); action ${t.queuedMs} ms, last claim +${t.lastClaimMs} ms, a run p50 / max ${t.runMs.join(" / ")} ms; a step's LLM call / rest p50, p90 ${t.llmMs.join(", ")} / ${t.restMs.join(", ")} ms (rest p50 by step ${t.restByStep.join(" ")}); CPU s worker ${fmt(t.cpu.workers, 2)}, Postgres ${fmt(t.cpu.postgres, 2)}, machine ${fmt(t.cpu.machine, 1)} of ${fmt(2 * t.seconds, 1)}`,
       );
     if (round) {
       t1.push(one);
