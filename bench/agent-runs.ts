@@ -22,6 +22,7 @@ import { registry } from "../src/services/catalog/catalog.ts";
 import type { Actor, Ctx } from "../src/services/registry/types.ts";
 import { cpuSample, cpuUsed, loopDelay, ownerSampler, ownRedis } from "./agent-load.ts";
 import { billedShares, implicitly, seedWalk, walker } from "./cache-walk.ts";
+import { experimentPhase } from "./experiment-walk.ts";
 import {
   fmt,
   freshDatabase,
@@ -41,7 +42,7 @@ const WORKERS = Number(process.env.BENCH_WORKERS ?? 1);
 const STEPS = Number(process.env.BENCH_STEPS ?? 12);
 /** BENCH_WARMUP runs (20) of the load phase's shape at no latency before it: 0 measures a cold worker. */
 const WARMUP = Math.min(Number(process.env.BENCH_WARMUP ?? 20), CONCURRENT);
-const PHASES = (process.env.BENCH_PHASES ?? "trigger,overhead,prompt,cache,load").split(",");
+const PHASES = (process.env.BENCH_PHASES ?? "trigger,overhead,prompt,cache,load,experiment").split(",");
 /** BENCH_TRACES=1: the workers export traces to a local OTLP/HTTP receiver in this process. */
 const TRACES = process.env.BENCH_TRACES === "1";
 const LONG_STEPS = 121;
@@ -524,6 +525,18 @@ async function main() {
     const rows = PHASES.includes("trigger") ? await firstPhases(b) : [];
     if (PHASES.includes("cache")) rows.push(...(await cachePhase(b)));
     if (PHASES.includes("load")) rows.push(...(await loadPhase(b)));
+    if (PHASES.includes("experiment"))
+      rows.push(
+        ...(await experimentPhase({
+          db,
+          ctx: w.ctx,
+          llm,
+          latencyMs: LATENCY_MS,
+          workerPids: workers.map((c) => c.pid!),
+          redisPid: redis?.pid,
+          walks,
+        })),
+      );
     // An ordinary run is never held (issue 42): what waited for approval, and how much of it for what it would disclose.
     const [pending] = await db.$queryRaw<{ held: number; disclosure: number }[]>`
       SELECT count(*)::int AS held, count(*) FILTER (WHERE disclosure IS NOT NULL)::int AS disclosure
