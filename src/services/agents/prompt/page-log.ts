@@ -1,8 +1,8 @@
 // The pages in the run's log (memory-log.ts): each page a step read sits in that step's
 // entry, whole from the log's page start on, and that start moves only when the pages from
-// it no longer fit: then at once to the last RECENT_PAGES, so the log appends for as many
-// steps as the room holds before it changes inside again (the bytes before the start never
-// change while it stays). Where it stood for a step's prompt is kept in that step's row
+// it no longer fit: then at once to the newest page (RECENT_PAGES), so the log appends for as
+// many steps as the room holds before it changes inside again (the bytes before the start
+// never change while it stays). Where it stood for a step's prompt is kept in that step's row
 // (`logFrom`), so the next step, a resumed run and the step page rebuild the same choice.
 // A page read again is shown whole once, at its newest read; its older read keeps its line.
 
@@ -15,8 +15,13 @@ interface Read {
   detail: unknown;
 }
 
-/** The current page and the one before it stay whole whatever the room does to the rest. */
-export const RECENT_PAGES = 2;
+/**
+ * The newest page (the current one) stays whole whatever the room does to the rest. A cut
+ * keeps only it: what a cut sends again after the first byte it changes is the cache's
+ * loss, and the fewer pages it keeps the later the next cut (bench/README.md: two kept cost
+ * 37 % effective input, one 33 %). From the step after a cut the page before is whole again.
+ */
+export const RECENT_PAGES = 1;
 /** At most this many pages whole at once: past it, more cost than a cache saves (bench/README.md). */
 export const MOST_PAGES = 6;
 /** And at most this many steps back, whatever they read: what a waiting run keeps in memory is bounded too. */
