@@ -10,7 +10,7 @@ import { usd } from "../../money/pricing.ts";
 import { parseLabel } from "../../registry/audiences.ts";
 import type { Audience } from "../../registry/types.ts";
 import { storedExpectations } from "./expectations.ts";
-import { attempts, type Grade, grade, type OutcomeStep, type RunOutcome } from "./grading.ts";
+import { attempts, type Grade, grade, type OutcomeStep, outcomeOf } from "./grading.ts";
 import { TERMINAL } from "./runs.ts";
 
 /** The two sides of an experiment, in the order its pages show them. */
@@ -81,19 +81,6 @@ export interface ExperimentResults {
   /** Who could read what its runs took in (each run's label, agents/policy/labels.ts). */
   sources: Audience[];
 }
-
-const outcomeOf = (run: ArmRun, steps: OutcomeStep[]): RunOutcome => ({
-  status: run.status,
-  stopReason: run.stopReason,
-  finalMessage: run.finalMessage,
-  stepsCount: run.stepsCount,
-  costMicros: run.costMicros,
-  steps,
-  // An experiment's runs are dry: a disclosure is a step's decision, never a queued action.
-  disclosureHolds: steps.filter(
-    (step) => (step.detail as { dry?: { decision?: string } } | null)?.dry?.decision === "disclosure",
-  ).length,
-});
 
 function armResult(run: ArmRun, steps: OutcomeStep[], testCase: AgentTestCase | undefined): ArmResult {
   const ended = TERMINAL.includes(run.status);

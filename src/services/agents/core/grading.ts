@@ -169,7 +169,18 @@ export async function runOutcome(db: Db, runId: string): Promise<RunOutcome | nu
     }),
     db.agentPendingAction.count({ where: { runId, matchedRule: "disclosure" } }),
   ]);
-  if (!run) return null;
+  return run && outcomeOf(run, steps, held);
+}
+
+/**
+ * What a run left, from its row and its steps; `queued`: its actions a live run queued for
+ * review by the disclosure check (a dry run's are its steps' decisions, counted here).
+ */
+export function outcomeOf(
+  run: Pick<RunOutcome, "status" | "stopReason" | "finalMessage" | "stepsCount" | "costMicros">,
+  steps: OutcomeStep[],
+  queued = 0,
+): RunOutcome {
   const dryHolds = steps.filter(
     (step) => (step.detail as ExecuteDetail | null)?.dry?.decision === "disclosure",
   ).length;
@@ -180,6 +191,6 @@ export async function runOutcome(db: Db, runId: string): Promise<RunOutcome | nu
     stepsCount: run.stepsCount,
     costMicros: run.costMicros,
     steps,
-    disclosureHolds: held + dryHolds,
+    disclosureHolds: queued + dryHolds,
   };
 }
