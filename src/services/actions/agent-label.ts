@@ -2,15 +2,12 @@
 // agentTokenFlow): a manager's decision that what it read may go wherever it writes with
 // them, unreviewed. Worded as that decision, like editing its scratchpad.
 import { z } from "zod";
-import { mayManage } from "../agents/core/ownership.ts";
 import { emit } from "../events.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
-import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { defineAction } from "../registry/types.ts";
+import { managersOnly } from "./managers-only.ts";
 
-const managersOnly = (ctx: Ctx, scope: Scope) =>
-  ctx.actor.kind !== "person" || (scope.agent && !mayManage(ctx.actor, scope.agent))
-    ? "only the agent's managers clear what it read"
-    : null;
+const onlyManagers = managersOnly("clear what it read");
 
 export const clearAgentLabel = defineAction({
   name: "clear_agent_label",
@@ -22,7 +19,7 @@ export const clearAgentLabel = defineAction({
   params: z.object({}),
   writes: true,
   audience: toAgentManagers("label"),
-  available: managersOnly,
+  available: onlyManagers,
   async execute(ctx, _params, scope) {
     const { agent } = scope;
     // Every token's too: a token's own label would bring it back (agentTokenFlow merges both).

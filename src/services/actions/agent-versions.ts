@@ -4,7 +4,6 @@
 import { z } from "zod";
 import { ConflictError, ValidationError } from "../../lib/errors.ts";
 import { MAX_RULES_SIZE } from "../../lib/rule-pattern.ts";
-import { mayManage } from "../agents/core/ownership.ts";
 import { type Rule, tenantSettings, VERSIONED_KEYS } from "../agents/core/settings.ts";
 import { isToolName } from "../agents/core/tool-names.ts";
 import { latestVersion, loadVersion, settingsOf } from "../agents/core/versions.ts";
@@ -12,15 +11,13 @@ import { HUMAN_ONLY_WHY } from "../agents/policy/capabilities.ts";
 import { offeredTools } from "../agents/policy/tool-grants.ts";
 import { emit } from "../events.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
-import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { type ActionCtx, defineAction } from "../registry/types.ts";
 import { parsePatterns, rulesSize, saveConfig } from "./agent-settings.ts";
+import { managersOnly } from "./managers-only.ts";
 import { catalogueProblems } from "./subagents.ts";
 
 /** People who manage the agent: loadAgent lets only them reach its versions, this says so to anyone else. */
-const managersOnly = (ctx: Ctx, scope: Scope) =>
-  ctx.actor.kind !== "person" || (scope.agent && !mayManage(ctx.actor, scope.agent))
-    ? "only the agent's managers restore its versions"
-    : null;
+const onlyManagers = managersOnly("restore its versions");
 
 /**
  * Why a version's settings cannot come back now, in words (empty: they can): the checks its
@@ -84,7 +81,7 @@ export const restoreAgentVersion = defineAction({
   // It can hand the agent back capabilities and loosen its rules, as set_capabilities does.
   confirmRecent: true,
   audience: toAgentManagers("setting"),
-  available: managersOnly,
+  available: onlyManagers,
   async execute(ctx, params, scope) {
     const { agent } = scope;
     const found = await loadVersion(ctx.tx, agent.id, params.version);

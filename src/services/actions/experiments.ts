@@ -4,7 +4,6 @@
 import { z } from "zod";
 import { ValidationError } from "../../lib/errors.ts";
 import { type Candidate, experimentPath } from "../agents/core/experiments.ts";
-import { mayManage } from "../agents/core/ownership.ts";
 import { tenantSettings, versionedSettings } from "../agents/core/settings.ts";
 import { loadVersion, settingsOf } from "../agents/core/versions.ts";
 import { startExperiment } from "../agents/triggers/experiments.ts";
@@ -13,16 +12,15 @@ import { assertInCatalogue } from "../money/catalogue.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
 import { type ActionCtx, type AgentScope, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { optionalText } from "../validation.ts";
+import { managersOnly } from "./managers-only.ts";
 
 /** The most runs of one experiment at once (each case runs twice). */
 export const MAX_PARALLEL = 40;
 
-const managersOnly = (ctx: Ctx, scope: Scope) =>
-  ctx.actor.kind !== "person" || (scope.agent && !mayManage(ctx.actor, scope.agent))
-    ? "only the agent's managers run its test cases"
-    : !tenantSettings(ctx.tenant).agents_enabled
-      ? "agents are switched off in this workspace"
-      : null;
+const onlyManagers = managersOnly("run its test cases");
+const mayStart = (ctx: Ctx, scope: Scope) =>
+  onlyManagers(ctx, scope) ??
+  (tenantSettings(ctx.tenant).agents_enabled ? null : "agents are switched off in this workspace");
 
 const params = z.object({
   try: z
@@ -105,7 +103,7 @@ export const startExperimentAction = defineAction({
   params,
   writes: true,
   audience: toAgentManagers("experiment"),
-  available: managersOnly,
+  available: mayStart,
   async execute(ctx, p, scope) {
     const { agent } = scope;
     const { candidate, settings, words } = await candidateOf(ctx, agent, p);

@@ -1,19 +1,14 @@
 // A manager's corrections to an agent's scratchpad (its memory across runs): replace the
 // text, or clear it; and the agent's own update_scratchpad, which keeps it itself.
 import { z } from "zod";
-import { mayManage } from "../agents/core/ownership.ts";
 import { emit } from "../events.ts";
 import { toAgentManagers, toSelf } from "../registry/audiences.ts";
-import { type Ctx, defineAction, type Scope } from "../registry/types.ts";
+import { defineAction } from "../registry/types.ts";
 import { writeScratchpad } from "../scratchpad.ts";
+import { managersOnly } from "./managers-only.ts";
 
 /** People who manage the agent; loadAgent lets only them reach the page, this says so to anyone else. */
-const managersOnly = (ctx: Ctx, scope: Scope) =>
-  ctx.actor.kind !== "person"
-    ? "only the agent's managers correct its memory"
-    : scope.agent && !mayManage(ctx.actor, scope.agent)
-      ? "only the agent's managers correct its memory"
-      : null;
+const onlyManagers = managersOnly("correct its memory");
 
 const memoryOf = (handle: string) => `/subagents/${handle}/memory`;
 
@@ -30,7 +25,7 @@ export const editScratchpad = defineAction({
   }),
   writes: true,
   audience: toAgentManagers("scratchpad"),
-  available: managersOnly,
+  available: onlyManagers,
   current: (scope) => ({ text: scope.agent?.scratchpad ?? "" }),
   async execute(ctx, params, scope) {
     const { agent } = scope;
@@ -54,7 +49,7 @@ export const clearScratchpad = defineAction({
   params: z.object({}),
   writes: true,
   audience: toAgentManagers("scratchpad"),
-  available: managersOnly,
+  available: onlyManagers,
   async execute(ctx, _params, scope) {
     const { agent } = scope;
     const base = { tenantId: ctx.tenant.id, agentId: agent.id, authorId: ctx.actor.id };

@@ -10,7 +10,6 @@ import {
   expectationsSchema,
   MAX_EXPECTATIONS,
 } from "../agents/core/expectations.ts";
-import { mayManage } from "../agents/core/ownership.ts";
 import { TERMINAL } from "../agents/core/runs.ts";
 import { casePath, casesPath, deleteCase, saveCase, setExpectations } from "../agents/core/test-cases.ts";
 import { isToolName } from "../agents/core/tool-names.ts";
@@ -19,11 +18,9 @@ import { toAgentManagers } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
 import { idSchema, text } from "../validation.ts";
 import { parsePatterns } from "./agent-settings.ts";
+import { managersOnly } from "./managers-only.ts";
 
-const managersOnly = (ctx: Ctx, scope: Scope) =>
-  ctx.actor.kind !== "person" || (scope.agent && !mayManage(ctx.actor, scope.agent))
-    ? "only the agent's managers keep its test cases"
-    : null;
+const onlyManagers = managersOnly("keep its test cases");
 
 const lines = (max: number, label: string, description: string) =>
   z.string().max(max, `at most ${max} characters`).meta({ multiline: true, label, description }).optional();
@@ -162,7 +159,7 @@ export function expectationValues(expectations: Expectation[]): Record<string, u
 
 /** A case is what a run did, whole: saved once the run has ended (a waiting run may still act). */
 const endedOnly = (ctx: Ctx, scope: Scope) =>
-  managersOnly(ctx, scope) ??
+  onlyManagers(ctx, scope) ??
   (scope.taskRun && !TERMINAL.includes(scope.taskRun.status)
     ? "only a run that has ended can be saved as a test case"
     : null);
@@ -207,7 +204,7 @@ export const updateTestCaseExpectations = defineAction({
   params: z.object({ case: caseId, ...expectationFields }),
   writes: true,
   audience: toAgentManagers("test case"),
-  available: managersOnly,
+  available: onlyManagers,
   async execute(ctx, params, scope) {
     const { agent } = scope;
     const expectations = expectationsFrom(ctx, params);
@@ -231,7 +228,7 @@ export const deleteTestCase = defineAction({
   params: z.object({ case: caseId }),
   writes: true,
   audience: toAgentManagers("test case"),
-  available: managersOnly,
+  available: onlyManagers,
   async execute(ctx, params, scope) {
     const { agent } = scope;
     const name = await deleteCase(ctx.tx, agent.id, params.case);
