@@ -106,6 +106,9 @@ describe("a dry run", () => {
       .filter((r) => userPrompt(r.body).includes("Comment on Bob's plan."))
       .map((r) => userPrompt(r.body));
     expect(heard[2]).toContain("Dry run: `add_comment` was not done. It would have run.");
+    expect(heard[3]).toContain(
+      "Dry run: `add_comment` was not done. It would have been queued for its managers' approval (rule “ask before thanking”).",
+    );
 
     const page = await md(app, t.w, t.w.alice, "GET", `/subagents/scout/runs/${run.id}`);
     expect(page.body).toContain("**A dry run.**");

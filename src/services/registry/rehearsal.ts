@@ -36,20 +36,27 @@ async function judged(ctx: Ctx, judge: Judge): Promise<Rehearsed> {
 }
 
 const WOULD: Record<DryDecision, string> = {
-  allowed: "It would have run.",
-  held: "It would have been queued for its managers' approval.",
+  allowed: "It would have run",
+  held: "It would have been queued for its managers' approval",
   disclosure:
-    "It would have been queued for approval: it would show what this run read to people who cannot read it.",
+    "It would have been queued for approval: it would show what this run read to people who cannot read it",
   refused: "It would have been refused",
 };
 
+/** What asked for the review, in words: a rule by its name, or the policy's own reasons. */
+const ruleWords = (rule: string) =>
+  rule === "requires_approval"
+    ? "its approval list"
+    : rule === "connection_owner"
+      ? "the connection's owner decides"
+      : `rule “${rule}”`;
+
 /** The words the run reads back: nothing was done, and what would have happened. */
 function notice(action: ActionDef, rehearsed: Rehearsed): string {
-  const would =
-    rehearsed.decision === "refused"
-      ? `${WOULD.refused}: ${rehearsed.reason}`
-      : `${WOULD[rehearsed.decision]}${rehearsed.rule && rehearsed.decision === "held" ? ` (${rehearsed.rule})` : ""}`;
-  return `Dry run: \`${action.name}\` was not done. ${would}`;
+  const { decision, rule, reason } = rehearsed;
+  const why =
+    decision === "refused" ? `: ${reason}` : decision === "held" && rule ? ` (${ruleWords(rule)}).` : ".";
+  return `Dry run: \`${action.name}\` was not done. ${WOULD[decision]}${why}`;
 }
 
 /** A dry run's action: its policy's decision, and its step recorded by `record`; nothing executed. */
