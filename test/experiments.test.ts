@@ -63,6 +63,21 @@ async function savedCase() {
   return { t, run };
 }
 
+type T = Awaited<ReturnType<typeof savedCase>>["t"];
+
+/** start_experiment as alice, through the markdown API. */
+const startOn = (t: T, body: Record<string, unknown>) =>
+  md(app, t.w, t.w.alice, "POST", "/subagents/scout/experiments/actions/start_experiment", body);
+
+/** The agent's newest version's number. */
+const latestVersion = async (t: T) =>
+  (
+    await testPrisma().agentVersion.findFirstOrThrow({
+      where: { agentId: t.scout.id },
+      orderBy: { number: "desc" },
+    })
+  ).number;
+
 const experimentRuns = (experimentId: string) =>
   testPrisma().subagentTaskRun.findMany({ where: { experimentId }, orderBy: { createdAt: "asc" } });
 
@@ -82,17 +97,11 @@ describe("an experiment", () => {
     const save = (model: string) =>
       md(app, t.w, t.w.alice, "POST", "/subagents/scout/actions/update_subagent", { model });
     expect((await save(BAD)).statusCode).toBe(200);
-    const latest = () =>
-      testPrisma().agentVersion.findFirstOrThrow({
-        where: { agentId: t.scout.id },
-        orderBy: { number: "desc" },
-      });
-    const versionB = (await latest()).number;
+    const versionB = await latestVersion(t);
     expect((await save(GOOD)).statusCode).toBe(200);
     const comments = await testPrisma().comment.count({ where: { authorId: t.scout.id } });
-    const start = "/subagents/scout/experiments/actions/start_experiment";
     const body = { try: "version", version: versionB, cost_cap_usd: 1, parallel: 4 };
-    const res = await md(app, t.w, t.w.alice, "POST", start, body);
+    const res = await startOn(t, body);
     expect(res.statusCode).toBe(201);
     const path = String(res.headers.location);
     const id = path.split("/").pop()!;
@@ -128,16 +137,10 @@ describe("an experiment", () => {
       md(app, t.w, t.w.alice, "POST", `/subagents/scout/settings/actions/${action}`, body);
     const rule = { name: "no comments", action: "add_comment", decision: "deny" };
     expect((await post("add_rule", rule)).statusCode).toBe(200);
-    const latest = () =>
-      testPrisma().agentVersion.findFirstOrThrow({
-        where: { agentId: t.scout.id },
-        orderBy: { number: "desc" },
-      });
-    const strict = (await latest()).number;
+    const strict = await latestVersion(t);
     expect((await post("remove_rule", { name: "no comments" })).statusCode).toBe(200);
-    const start = "/subagents/scout/experiments/actions/start_experiment";
     const body = { try: "version", version: strict, cost_cap_usd: 1, parallel: 2 };
-    const res = await md(app, t.w, t.w.alice, "POST", start, body);
+    const res = await startOn(t, body);
     expect(res.statusCode).toBe(201);
     const runs = await ended(String(res.headers.location).split("/").pop()!);
     const decisions = await Promise.all(
@@ -158,14 +161,13 @@ describe("an experiment", () => {
 
   it("a candidate prompt is the one its side was sent: its step page rebuilds it byte for byte", async () => {
     const { t } = await savedCase();
-    const start = "/subagents/scout/experiments/actions/start_experiment";
     const body = {
       try: "prompt",
       identity_prompt: "You review plans. SALES MODE.",
       cost_cap_usd: 1,
       parallel: 2,
     };
-    const res = await md(app, t.w, t.w.alice, "POST", start, body);
+    const res = await startOn(t, body);
     expect(res.statusCode).toBe(201);
     const runs = await ended(String(res.headers.location).split("/").pop()!);
     const sent = env.llm.requests.filter((r) =>
@@ -182,19 +184,12 @@ describe("an experiment", () => {
 
   it("stops at its cost cap and says so; its runs end with the reason", async () => {
     const { t } = await savedCase();
-    const res = await md(
-      app,
-      t.w,
-      t.w.alice,
-      "POST",
-      "/subagents/scout/experiments/actions/start_experiment",
-      {
-        try: "model",
-        model: BAD,
-        cost_cap_usd: 0.000001,
-        parallel: 1,
-      },
-    );
+    const res = await startOn(t, {
+      try: "model",
+      model: BAD,
+      cost_cap_usd: 0.000001,
+      parallel: 1,
+    });
     expect(res.statusCode).toBe(201);
     const path = String(res.headers.location);
     const runs = await ended(path.split("/").pop()!);
@@ -209,17 +204,10 @@ describe("an experiment", () => {
 
   it("says which field a candidate lacks, by its label", async () => {
     const { t } = await savedCase();
-    const res = await md(
-      app,
-      t.w,
-      t.w.alice,
-      "POST",
-      "/subagents/scout/experiments/actions/start_experiment",
-      {
-        try: "version",
-        cost_cap_usd: 1,
-      },
-    );
+    const res = await startOn(t, {
+      try: "version",
+      cost_cap_usd: 1,
+    });
     expect(res.statusCode, res.body).toBe(400);
     expect(issuesOf(res.body)).toEqual({ version: "name the version to try" });
     const browser = await login(app, t.w, t.w.alice);
@@ -229,18 +217,11 @@ describe("an experiment", () => {
     });
     expect(form.statusCode).toBe(400);
     expect(form.body).toContain("Version");
-    const unknown = await md(
-      app,
-      t.w,
-      t.w.alice,
-      "POST",
-      "/subagents/scout/experiments/actions/start_experiment",
-      {
-        try: "version",
-        version: 99,
-        cost_cap_usd: 1,
-      },
-    );
+    const unknown = await startOn(t, {
+      try: "version",
+      version: 99,
+      cost_cap_usd: 1,
+    });
     expect(unknown.statusCode).toBe(400);
     expect(unknown.body).toContain("has no version 99");
   });
