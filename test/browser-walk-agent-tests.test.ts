@@ -6,6 +6,7 @@
 // before restored from the versions page. Screenshots: /tmp/shots/agent-tests/.
 import { describe, expect, it } from "vitest";
 import type { ChatRequest } from "../src/dev/fake-llm.ts";
+import { GRADER_SYSTEM } from "../src/services/agents/runtime/grader-prompt.ts";
 import { systemOf, userPrompt } from "./helpers/agent-scripts.ts";
 import { makeAgent, tool, waitForRun } from "./helpers/agents.ts";
 import { act, makeWorld, testPrisma, waitFor } from "./helpers/app.ts";
@@ -26,6 +27,13 @@ const EDITED = `${PROMPT} ${MARKER}: end every comment with an offer.`;
  */
 function reviewer(notePath: string) {
   return (req: ChatRequest) => {
+    // The case's rubric grader: a sales pitch scores low.
+    if (systemOf(req) === GRADER_SYSTEM)
+      return {
+        content: userPrompt(req).includes("Buy now")
+          ? '{"score": 1, "reason": "It sells instead of reviewing."}'
+          : '{"score": 9, "reason": "A fair review."}',
+      };
     const prompt = userPrompt(req);
     if (prompt.includes("execute add_comment(")) return tool("finish", { message: "Reviewed." });
     if (!prompt.includes(`# Current page: ${notePath} —`)) return tool("navigate", { path: notePath });
@@ -69,6 +77,8 @@ describe.each(WIDTHS)("testing a change to an agent at %i px", (width) => {
       await page.locator("details.folded > summary", { hasText: "Save as a test case" }).click();
       await save.getByLabel("Actions it must take").fill("add_comment text=(?i)looks good");
       await save.getByLabel("Actions it must never take").fill("add_comment text=(?i)buy");
+      await save.getByLabel(/^Rubric, graded by a model/).fill("A fair review of the plan; no selling.");
+      expect(await save.getByLabel("Grader model").inputValue()).toBe("gpt-4o-mini");
       await look(walk, "run-page-save-case", SHOTS);
       await save.getByRole("button", { name: "Save as a test case" }).click();
       await page.waitForURL(/\/subagents\/scout\/cases\/[a-z0-9]+$/);
@@ -103,6 +113,11 @@ describe.each(WIDTHS)("testing a change to an agent at %i px", (width) => {
         [true, "completed"],
         [true, "completed"],
       ]);
+      // And each side's rubric has its score.
+      await waitFor(async () => {
+        const grades = await testPrisma().agentRubricGrade.findMany({ where: { experimentId } });
+        return grades.length === 2 && grades.every((g) => g.status === "graded") ? grades : null;
+      }, 30_000);
       await page.reload();
       await page.locator("article.content strong", { hasText: "Ended" }).first().waitFor();
       const result = await contentText(page);
@@ -112,6 +127,12 @@ describe.each(WIDTHS)("testing a change to an agent at %i px", (width) => {
       const cells = (await never.locator("td").allInnerTexts()).map((t) => t.trim());
       expect(cells[1]).toMatch(/^✓/);
       expect(cells[2]).toMatch(/^✗/);
+      const graded = page.locator("article.content tr", { hasText: "Graded by" });
+      const scores = (await graded.locator("td").allInnerTexts()).map((t) => t.trim());
+      expect(scores.slice(1)).toEqual([
+        "✓ scored 9/10: A fair review.",
+        "✗ scored 1/10: It sells instead of reviewing.",
+      ]);
       const added = page.locator("article.content pre", { hasText: "Buy now" });
       // biome-ignore lint/performance/useDomNodeTextContent: the diff as a reader sees it, line by line
       const diff = (await added.innerText()).split("\n");

@@ -5,8 +5,10 @@ import {
   type Expectation,
   expectationsSchema,
   expectationWords,
+  rubricKey,
 } from "../src/services/agents/core/expectations.ts";
-import { grade, type RunOutcome } from "../src/services/agents/core/grading.ts";
+import { grade, gradeLine, type RunOutcome } from "../src/services/agents/core/grading.ts";
+import { parseVerdict } from "../src/services/agents/runtime/grader-prompt.ts";
 
 const execute = (action: string, params: Record<string, unknown>, extra: Record<string, unknown>) => ({
   type: "execute",
@@ -127,6 +129,45 @@ describe("the rest", () => {
       ["finishes", true],
       ["action", true],
     ]);
+  });
+});
+
+describe("a rubric", () => {
+  const rubric = { kind: "rubric" as const, text: "Polite.", model: "gpt-4.1-mini", pass_at: 7 };
+  const withGrade = (status: string, score: number | null, error: string | null = null): RunOutcome => ({
+    ...live,
+    rubrics: new Map([
+      [rubricKey(rubric), { status, score, reason: "It *thanks* them.", error, costMicros: 10n }],
+    ]),
+  });
+
+  it("passes at its mark, shows the score and the reason escaped, and waits while it is graded", () => {
+    expect(grade(withGrade("graded", 7), [rubric])[0]).toMatchObject({
+      passed: true,
+      why: "scored 7/10: It \\*thanks\\* them.",
+    });
+    expect(grade(withGrade("graded", 6), [rubric])[0]!.passed).toBe(false);
+    const waiting = grade(live, [rubric])[0]!;
+    expect(waiting).toMatchObject({ passed: false, pending: true, why: "being graded" });
+    expect(gradeLine(waiting)).toMatch(/^… Graded by `gpt-4.1-mini` at 7\/10 or more/);
+    expect(
+      grade(withGrade("failed", null, "its model could not be called (auth)"), [rubric])[0],
+    ).toMatchObject({
+      passed: false,
+      why: "not graded: its model could not be called \\(auth\\)",
+    });
+  });
+
+  it("is keyed by its words and model, not its mark", () => {
+    expect(rubricKey({ ...rubric })).toBe(rubricKey({ ...rubric, pass_at: 9 } as typeof rubric));
+    expect(rubricKey(rubric)).not.toBe(rubricKey({ ...rubric, model: "gpt-5" }));
+  });
+
+  it("reads a grader's answer as a whole score from 0 to 10 with a reason, or as none", () => {
+    expect(parseVerdict('{"score": 8, "reason": " Fine. "}')).toEqual({ score: 8, reason: "Fine." });
+    expect(parseVerdict('Here you go:\n```json\n{"score": 0}\n```')).toEqual({ score: 0, reason: "" });
+    for (const bad of ['{"score": 11}', '{"score": 7.5}', '{"score": "9"}', "nine", "", null])
+      expect(parseVerdict(bad)).toBeNull();
   });
 });
 

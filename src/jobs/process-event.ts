@@ -7,6 +7,7 @@ import {
   notifyOwnerOfRun,
   notifyOwnerOfSpend,
 } from "../services/agents/core/notify.ts";
+import { gradingFor } from "../services/agents/runtime/rubric-grader.ts";
 import { dispatchTriggers } from "../services/agents/triggers/dispatcher.ts";
 import { UNANSWERED } from "../services/agents/triggers/refusals.ts";
 import { notifyWakerOfRun } from "../services/agents/triggers/unanswered.ts";
@@ -42,7 +43,7 @@ async function startTriggered(
  */
 export function eventProcessor(
   prisma: PrismaClient,
-  queues: Pick<Queues, "agent-runs" | "approved-actions" | "outbound">,
+  queues: Pick<Queues, "agent-runs" | "approved-actions" | "outbound" | "grading">,
   outbound?: Outbound,
 ) {
   const inApp = inAppProcessor(prisma, queues);
@@ -74,7 +75,20 @@ async function processEvent(
   return { ...done, mailed: reached.emails.length, delivered: reached.deliveries.length };
 }
 
-function inAppProcessor(prisma: PrismaClient, queues: Pick<Queues, "agent-runs" | "approved-actions">) {
+/**
+ * The grading an event asks for (a run of a case with a rubric ended, a case with one saved),
+ * queued under the event's id: a retried event job queues it once.
+ */
+async function queueGrading(prisma: PrismaClient, queues: Pick<Queues, "grading">, event: Event) {
+  const job = await gradingFor(prisma, event);
+  if (job) await queues.grading.add("grade", job, { jobId: `grade-${event.id}` });
+  return job ? 1 : 0;
+}
+
+function inAppProcessor(
+  prisma: PrismaClient,
+  queues: Pick<Queues, "agent-runs" | "approved-actions" | "grading">,
+) {
   return async (event: Event, subject: Subject | null) => {
     // The relay sends queued runs to agent-runs itself; an event published before it did still lands here.
     if (event.type === "run.queued") {
@@ -88,9 +102,13 @@ function inAppProcessor(prisma: PrismaClient, queues: Pick<Queues, "agent-runs" 
     if (event.type === "run.waiting" || event.type === "run.failed" || event.type === "run.timed_out")
       return {
         notified: (await notifyOwnerOfRun(prisma, event)) + (await notifyWakerOfRun(prisma, event)),
+        graded: await queueGrading(prisma, queues, event),
       };
     if (event.type === "run.completed" || event.type === "run.cancelled")
-      return { notified: await notifyWakerOfRun(prisma, event) };
+      return {
+        notified: await notifyWakerOfRun(prisma, event),
+        graded: await queueGrading(prisma, queues, event),
+      };
     if (event.type === ENDPOINT_DISABLED) return { notified: await notifyEndpointOff(prisma, event) };
     if (event.type === "usage.threshold" || event.type === "agent.paused" || event.type === "agent.resumed")
       return { notified: await notifyOwnerOfSpend(prisma, event) };
@@ -111,6 +129,6 @@ function inAppProcessor(prisma: PrismaClient, queues: Pick<Queues, "agent-runs" 
     ]);
     // After the mentions, so an agent both mentioned and subscribed is woken once.
     const watched = await wakeSubscribers(prisma, event);
-    return { notified, runs, watched };
+    return { notified, runs, watched, graded: await queueGrading(prisma, queues, event) };
   };
 }

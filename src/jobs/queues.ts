@@ -5,7 +5,14 @@ import { type ConnectionOptions, Queue, type QueueOptions } from "bullmq";
 import { type OutageLog, redisOutages, watchRedis } from "../db/redis-outages.ts";
 import { silentLogger } from "../lib/logger.ts";
 
-export const QUEUE_NAMES = ["events", "agent-runs", "approved-actions", "outbound", "maintenance"] as const;
+export const QUEUE_NAMES = [
+  "events",
+  "agent-runs",
+  "approved-actions",
+  "outbound",
+  "grading",
+  "maintenance",
+] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 // `traceparent` (W3C, not a secret) is the span that wrote the job's event, when tracing is
@@ -16,6 +23,8 @@ export interface JobPayloads {
   "approved-actions": { pendingId: string };
   /** A mail or an outgoing webhook's delivery (services/reach/). */
   outbound: { emailId: string } | { deliveryId: string };
+  /** A run graded against a test case's rubrics (agents/runtime/rubric-grader.ts). */
+  grading: { runId: string; caseId: string };
   maintenance: Record<string, never>;
 }
 
@@ -71,7 +80,7 @@ export function outboundJobs(
 }
 
 /**
- * The queues, sharing one outage in the log: Redis away is one line for all five (not a
+ * The queues, sharing one outage in the log: Redis away is one line for all six (not a
  * stack per queue and reconnect attempt), and its return one more.
  */
 export function createQueues(
@@ -95,6 +104,7 @@ export function createQueues(
     "agent-runs": make("agent-runs"),
     "approved-actions": make("approved-actions"),
     outbound: make("outbound"),
+    grading: make("grading"),
     maintenance: make("maintenance"),
   };
 }

@@ -20,6 +20,7 @@ import { executeApproved, expireOverdue, resumeSettled } from "../services/agent
 import { startHeartbeat } from "../services/agents/runtime/heartbeat.ts";
 import { createLlmClient, type LlmClient } from "../services/agents/runtime/llm.ts";
 import { measured } from "../services/agents/runtime/llm-metrics.ts";
+import { type GraderDeps, gradeRun } from "../services/agents/runtime/rubric-grader.ts";
 import { pruneApiCalls } from "../services/audit.ts";
 import { registry } from "../services/catalog/catalog.ts";
 import { textPublisher } from "../services/live/text.ts";
@@ -41,7 +42,7 @@ import {
   outboundProcessor,
   sweepOutbound,
 } from "./process-outbound.ts";
-import { closeQueues, createQueues, type Queues } from "./queues.ts";
+import { closeQueues, createQueues, type JobPayloads, type Queues } from "./queues.ts";
 import { startRelayThread } from "./relay-thread.ts";
 import { sweep, sweepApproved } from "./sweeper.ts";
 
@@ -107,9 +108,24 @@ interface WorkerDeps {
   queues: Queues;
   log: Logger;
   outbound: Outbound;
+  grader: GraderDeps;
 }
 
-/** The queues' consumers: events, agent runs (`runs`), approved actions, outbound and maintenance. */
+/** Grader calls at once per worker: beside its runs, never crowding them out. */
+const GRADING_CONCURRENCY = 4;
+
+/**
+ * A rubric's grading (rubric-grader.ts): every failure is worth another try (the model out of
+ * reach, the database away); on its last, a model still away is a failed grade, said so.
+ */
+function gradingProcessor(grader: GraderDeps) {
+  return async (job: Job<JobPayloads["grading"]>) => {
+    const attempts = job.opts.attempts ?? 1;
+    return { graded: await gradeRun(grader, { ...job.data, lastTry: job.attemptsMade + 1 >= attempts }) };
+  };
+}
+
+/** The queues' consumers: events, agent runs (`runs`), approved actions, outbound, grading and maintenance. */
 function startWorkers(deps: WorkerDeps, runs: ReturnType<typeof agentRunProcessor>): Worker[] {
   const { config, prisma, connection, queues, outbound } = deps;
   const base = { connection, prefix: config.QUEUE_PREFIX };
@@ -133,6 +149,7 @@ function startWorkers(deps: WorkerDeps, runs: ReturnType<typeof agentRunProcesso
     ),
     // Every failure here is worth another try (a receiver's 500, SMTP away): not wrapped.
     new Worker("outbound", outboundProcessor(prisma, outbound), { ...base, concurrency: 8 }),
+    new Worker("grading", gradingProcessor(deps.grader), { ...base, concurrency: GRADING_CONCURRENCY }),
     new Worker("maintenance", maintenanceProcessor(deps), { ...base, concurrency: 1 }),
   ];
   watchWorkers(workers, deps.log);
@@ -188,16 +205,18 @@ export async function startRuntime(runtimeOptions: RuntimeOptions) {
   const outbound = outboundFrom(config, runtimeOptions.mail);
   setMailConfigured(outbound.reach.mail);
   const liveText = connectLiveText(config);
+  const navigator = navigatorOptions(runtimeOptions, liveText.text);
   const runs = agentRunProcessor({
     prisma,
-    navigator: navigatorOptions(runtimeOptions, liveText.text),
+    navigator,
     heartbeat,
     owner,
     leaseSeconds: config.RUN_LEASE_SECONDS,
     maxWorkerLosses: config.RUN_MAX_WORKER_LOSSES,
     log,
   });
-  const workers = startWorkers({ config, prisma, connection, queues, log, outbound }, runs);
+  const grader = { prisma, llm: navigator.llm, shared: navigator.endpoint };
+  const workers = startWorkers({ config, prisma, connection, queues, log, outbound, grader }, runs);
   const rescheduler = await scheduleSweeper(queues, config, log);
   const removeGauges = addQueueGauges(prisma, queues);
   const relay = startRelay(config, log);

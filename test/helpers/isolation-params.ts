@@ -262,6 +262,10 @@ const FIELDS: Record<string, (s: Seed, page: PageDef, v: Pick<Victim, "findme">)
       [`${action}.no_disclosure`, () => ({ value: true })],
       [`${action}.reply_contains`, () => ({ value: `${PROBE} done` })],
       [`${action}.reply_lacks`, () => ({ value: `${PROBE} sorry` })],
+      [`${action}.rubric`, () => ({ value: `${PROBE}: a polite review` })],
+      // A model every workspace's catalogue has (the price list's).
+      [`${action}.rubric_model`, () => ({ value: "gpt-4o-mini" })],
+      [`${action}.rubric_pass_at`, () => ({ value: 7 })],
     ]),
   ),
   // An experiment of the page's own agent, trying an edited prompt (its runs stay queued here).

@@ -9,14 +9,16 @@ import {
   type Expectation,
   expectationsSchema,
   MAX_EXPECTATIONS,
+  RUBRIC_CHARS,
 } from "../agents/core/expectations.ts";
 import { TERMINAL } from "../agents/core/runs.ts";
 import { casePath, casesPath, deleteCase, saveCase, setExpectations } from "../agents/core/test-cases.ts";
 import { isToolName } from "../agents/core/tool-names.ts";
 import { emit } from "../events.ts";
+import { assertInCatalogue } from "../money/catalogue.ts";
 import { toAgentManagers } from "../registry/audiences.ts";
 import { type ActionCtx, type Ctx, defineAction, type Scope } from "../registry/types.ts";
-import { idSchema, text } from "../validation.ts";
+import { idSchema, optionalText, text } from "../validation.ts";
 import { parsePatterns } from "./agent-settings.ts";
 import { managersOnly } from "./managers-only.ts";
 
@@ -54,6 +56,21 @@ const expectationFields = {
     "one text per line, found in its final message (any case)",
   ),
   reply_lacks: lines(4000, "Its reply does not contain", "one text per line, never in its final message"),
+  rubric: lines(
+    RUBRIC_CHARS,
+    "Rubric, graded by a model",
+    "what a good run does, in words; a model scores each run of the case from 0 to 10 against it, in a call of its own (charged to the agent)",
+  ),
+  rubric_model: optionalText(200, "the model that grades the rubric, from the workspace's catalogue").meta({
+    label: "Grader model",
+  }),
+  rubric_pass_at: z
+    .number()
+    .int("a whole number")
+    .min(1, "at least 1")
+    .max(10, "at most 10")
+    .default(7)
+    .meta({ label: "Passes at (out of 10)" }),
 };
 
 /** The fields a form of a case's expectations shows (the pages' forms list them: registry/page-html.ts). */
@@ -104,8 +121,21 @@ const replyLines = (value: string | undefined, contains: boolean): Expectation[]
     .filter(Boolean)
     .map((line) => ({ kind: "reply", contains, text: line.slice(0, 500) }));
 
+/** The rubric, graded by a model the workspace offers; none when its words are blank (a model alone is the form's default). */
+async function rubricOf(ctx: ActionCtx, params: ExpectationParams): Promise<Expectation[]> {
+  const text = params.rubric?.trim();
+  if (!text) return [];
+  const model = params.rubric_model?.trim();
+  if (!model)
+    throw new ValidationError([
+      { field: "rubric_model", label: "Grader model", message: "name the model that grades the rubric" },
+    ]);
+  await assertInCatalogue(ctx.tx, ctx.tenant, { name: "rubric_model", label: "Grader model" }, [model]);
+  return [{ kind: "rubric", text, model, pass_at: params.rubric_pass_at }];
+}
+
 /** The form's fields as the list of expectations a case keeps, checked. */
-function expectationsFrom(ctx: ActionCtx, params: ExpectationParams): Expectation[] {
+async function expectationsFrom(ctx: ActionCtx, params: ExpectationParams): Promise<Expectation[]> {
   const expectations: Expectation[] = [
     ...actionLines(ctx, params.must_take, true, "must_take"),
     ...actionLines(ctx, params.must_not_take, false, "must_not_take"),
@@ -115,6 +145,7 @@ function expectationsFrom(ctx: ActionCtx, params: ExpectationParams): Expectatio
     ...(params.no_disclosure ? [{ kind: "no_disclosure" as const }] : []),
     ...replyLines(params.reply_contains, true),
     ...replyLines(params.reply_lacks, false),
+    ...(await rubricOf(ctx, params)),
   ];
   if (!expectations.length)
     throw new ValidationError([{ field: "must_finish", message: "a test case expects at least one thing" }]);
@@ -145,6 +176,7 @@ export function expectationValues(expectations: Expectation[]): Record<string, u
     expectations.flatMap((e) => (e.kind === "reply" && e.contains === contains ? [e.text] : [])).join("\n");
   const find = <Kind extends Expectation["kind"]>(kind: Kind) =>
     expectations.find((e): e is Extract<Expectation, { kind: Kind }> => e.kind === kind);
+  const rubric = find("rubric");
   return {
     must_take: actions(true),
     must_not_take: actions(false),
@@ -154,6 +186,9 @@ export function expectationValues(expectations: Expectation[]): Record<string, u
     no_disclosure: Boolean(find("no_disclosure")),
     reply_contains: replies(true),
     reply_lacks: replies(false),
+    rubric: rubric?.text ?? "",
+    ...(rubric && { rubric_model: rubric.model }),
+    rubric_pass_at: rubric?.pass_at ?? 7,
   };
 }
 
@@ -175,7 +210,7 @@ export const saveTestCase = defineAction({
   available: endedOnly,
   async execute(ctx, params, scope) {
     const { agent, taskRun } = scope;
-    const expectations = expectationsFrom(ctx, params);
+    const expectations = await expectationsFrom(ctx, params);
     const saved = await saveCase(ctx.tx, taskRun, {
       tenantId: ctx.tenant.id,
       agentId: agent.id,
@@ -207,7 +242,7 @@ export const updateTestCaseExpectations = defineAction({
   available: onlyManagers,
   async execute(ctx, params, scope) {
     const { agent } = scope;
-    const expectations = expectationsFrom(ctx, params);
+    const expectations = await expectationsFrom(ctx, params);
     if (!(await setExpectations(ctx.tx, agent.id, params.case, expectations)))
       throw new NotFoundError(`@${agent.handle} has no test case ${params.case}`);
     await emit(ctx, {

@@ -101,6 +101,9 @@ export interface Evaluation {
   runs: number;
   tokens: number;
   costMicros: number;
+  /** Of them, rubric grades: their grader's calls (agents/runtime/rubric-grader.ts). */
+  grades: number;
+  gradingMicros: number;
 }
 
 const dayKey = (date: Date) => date.toISOString().slice(0, 10);
@@ -230,16 +233,27 @@ async function costliestRuns(db: PrismaClient, filter: UsageFilter, from: Date):
 
 /** The window's dry runs, by the totals each run carries (a partial index holds only them). */
 async function evaluationSpend(db: PrismaClient, filter: UsageFilter, from: Date): Promise<Evaluation> {
-  const [row] = await db.$queryRaw<{ runs: bigint; tokens: bigint | null; cost: bigint | null }[]>`
+  const agent = filter.kind === "agent" ? Prisma.sql`AND r.agent_id = ${filter.agentId}` : Prisma.empty;
+  const [[row], [graded]] = await Promise.all([
+    db.$queryRaw<{ runs: bigint; tokens: bigint | null; cost: bigint | null }[]>`
     SELECT count(*) AS runs, sum(r.input_tokens::bigint + r.output_tokens) AS tokens, sum(r.cost_micros) AS cost
     FROM subagent_task_runs r JOIN users a ON a.id = r.agent_id
     WHERE r.tenant_id = ${filter.tenantId} AND r.dry AND r.created_at >= ${from}
-      ${filter.kind === "agent" ? Prisma.sql`AND r.agent_id = ${filter.agentId}` : Prisma.empty}
-      ${agentsWhere(filter)}`;
+      ${agent} ${agentsWhere(filter)}`,
+    // A grade's call is charged when it is made: counted in the window it was made in.
+    db.$queryRaw<{ grades: bigint; tokens: bigint | null; cost: bigint | null }[]>`
+    SELECT count(*) AS grades, sum(r.input_tokens::bigint + r.output_tokens) AS tokens, sum(r.cost_micros) AS cost
+    FROM agent_rubric_grades r JOIN users a ON a.id = r.agent_id
+    WHERE r.tenant_id = ${filter.tenantId} AND r.cost_micros > 0 AND r.claimed_at >= ${from}
+      ${agent} ${agentsWhere(filter)}`,
+  ]);
+  const gradingMicros = Number(graded?.cost ?? 0);
   return {
     runs: Number(row?.runs ?? 0),
-    tokens: Number(row?.tokens ?? 0),
-    costMicros: Number(row?.cost ?? 0),
+    tokens: Number(row?.tokens ?? 0) + Number(graded?.tokens ?? 0),
+    costMicros: Number(row?.cost ?? 0) + gradingMicros,
+    grades: Number(graded?.grades ?? 0),
+    gradingMicros,
   };
 }
 

@@ -131,7 +131,7 @@ export const agentExperimentsPage = definePage({
       breadcrumb: [...agentCrumbs(agent), { label: "Experiments" }],
       blocks: [
         {
-          md: `An experiment runs ${mdEscape(agent.name)}'s ${link(`${cases} test case${cases === 1 ? "" : "s"}`, casesPath(agent.handle))} twice each, as **dry runs** (they read for real and do nothing they write): once under its current settings and once under a candidate — an edited prompt, another model or a stored version — and shows them side by side. Their model calls are charged to it as evaluation spend, up to the cost cap you name.`,
+          md: `An experiment runs ${mdEscape(agent.name)}'s ${link(`${cases} test case${cases === 1 ? "" : "s"}`, casesPath(agent.handle))} twice each, as **dry runs** (they read for real and do nothing they write): once under its current settings and once under a candidate — an edited prompt, another model or a stored version — and shows them side by side. Their model calls, and a rubric's grading of them, are charged to it as evaluation spend, up to the cost cap you name.`,
         },
         ...(cases
           ? [await startForm(ctx, agent)]

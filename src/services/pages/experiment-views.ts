@@ -5,6 +5,7 @@ import type { AgentExperiment } from "../../generated/prisma/client.ts";
 import { diffText, lineDiff } from "../../lib/line-diff.ts";
 import { expectationWords } from "../agents/core/expectations.ts";
 import type { ArmResult, CaseResult, ExperimentResults } from "../agents/core/experiments.ts";
+import { gradeMark } from "../agents/core/grading.ts";
 import { usd } from "../money/pricing.ts";
 import { fenced, link, mdEscape } from "../registry/markdown.ts";
 import { runPath } from "./run-steps.ts";
@@ -38,12 +39,13 @@ const cell = (arm: ArmResult | undefined, index: number) => {
   if (!arm.ended) return "_running_";
   const graded = arm.grades[index];
   // Its words are markdown already (grading.ts): a table cell takes them as they are.
-  return graded ? `${graded.passed ? "✓" : "✗"} ${graded.why}` : "—";
+  return graded ? `${gradeMark(graded)} ${graded.why}` : "—";
 };
 
+// A grader's call on a small model can cost under $0.0001: its own digits, not "$0.0000".
 const runCell = (handle: string, arm: ArmResult | undefined) =>
   arm
-    ? `${link(`dry run ${arm.run.id}`, runPath(handle, arm.run.id))} · ${arm.run.status} · ${arm.run.stepsCount} steps · ${usd(Number(arm.run.costMicros))}`
+    ? `${link(`dry run ${arm.run.id}`, runPath(handle, arm.run.id))} · ${arm.run.status} · ${arm.run.stepsCount} steps · ${usd(Number(arm.run.costMicros))}${arm.gradingMicros ? ` · graded for ${usd(arm.gradingMicros, arm.gradingMicros < 100 ? 6 : 2)}` : ""}`
     : "—";
 
 /** One case: its expectations as rows, each side a column; its runs; the actions each chose. */
@@ -51,7 +53,8 @@ export function caseBlock(handle: string, experiment: Experiment, result: CaseRe
   const { current, candidate } = result.arms;
   const names = sideNames(experiment);
   const graded = current?.grades.length ? current.grades : (candidate?.grades ?? []);
-  const verdict = (arm?: ArmResult) => (!arm?.ended ? "…" : arm.passed ? "✓ passes" : "✗ fails");
+  const verdict = (arm?: ArmResult) =>
+    !arm?.ended ? "…" : arm.grading ? "… grading" : arm.passed ? "✓ passes" : "✗ fails";
   const rows = graded.map(
     (row, index) =>
       `| ${expectationWords(row.expectation)} | ${cell(current, index)} | ${cell(candidate, index)} |`,
@@ -71,13 +74,23 @@ export function caseBlock(handle: string, experiment: Experiment, result: CaseRe
   ].join("\n");
 }
 
+const dollars = (micros: number | bigint) => `$${(Number(micros) / 1e6).toFixed(6)}`;
+
 const CSV_HEADER = ["case", "expectation", "current", "candidate", "current_why", "candidate_why"];
 
 /** The results as CSV rows: one per case and expectation, then one per case for its runs. */
 export function resultRows(results: ExperimentResults): unknown[][] {
   const rows: unknown[][] = [CSV_HEADER];
   const mark = (arm: ArmResult | undefined, index: number) =>
-    !arm ? "" : !arm.ended ? "running" : arm.grades[index]?.passed ? "pass" : "fail";
+    !arm
+      ? ""
+      : !arm.ended
+        ? "running"
+        : arm.grades[index]?.pending
+          ? "grading"
+          : arm.grades[index]?.passed
+            ? "pass"
+            : "fail";
   for (const result of results.cases) {
     const { current, candidate } = result.arms;
     const graded = current?.grades.length ? current.grades : (candidate?.grades ?? []);
@@ -93,7 +106,7 @@ export function resultRows(results: ExperimentResults): unknown[][] {
     });
     const runs = (arm?: ArmResult) =>
       arm
-        ? `${arm.run.id} ${arm.run.status} ${arm.run.stepsCount} steps $${(Number(arm.run.costMicros) / 1e6).toFixed(6)}`
+        ? `${arm.run.id} ${arm.run.status} ${arm.run.stepsCount} steps ${dollars(arm.run.costMicros)}${arm.gradingMicros ? ` graded ${dollars(arm.gradingMicros)}` : ""}`
         : "";
     rows.push([result.name, "(run)", runs(current), runs(candidate), "", ""]);
   }

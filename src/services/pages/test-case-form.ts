@@ -8,7 +8,7 @@ import type { Block } from "../registry/types.ts";
 import { excerpt } from "./format.ts";
 
 export function saveCaseForm(
-  run: Pick<SubagentTaskRun, "task" | "status" | "stopReason">,
+  run: Pick<SubagentTaskRun, "task" | "status" | "stopReason" | "model">,
   steps: { number: number; type: string; detail: unknown }[],
 ): Block {
   const taken = [...new Set(attempts(steps).flatMap((attempt) => (attempt.taken ? [attempt.action] : [])))];
@@ -24,6 +24,8 @@ export function saveCaseForm(
         name: excerpt(run.task.split(/\r\n|\r|\n/)[0] ?? "", 80),
         must_take: taken.join("\n"),
         must_finish: finished,
+        // The model it ran on, as the grader's to start from: the rubric itself stays blank.
+        ...(run.model && { rubric_model: run.model }),
       },
     },
   };

@@ -6,6 +6,7 @@ import { EXPECTATION_FIELDS, expectationValues } from "../actions/test-cases.ts"
 import { expectationWords, storedExpectations } from "../agents/core/expectations.ts";
 import { type Grade, gradeLine, grade as gradeRun, runOutcome } from "../agents/core/grading.ts";
 import { loadAgent } from "../agents/core/ownership.ts";
+import { agentConfig } from "../agents/core/settings.ts";
 import { type CaseRow, casePath, casesPath, listCases, loadCase } from "../agents/core/test-cases.ts";
 import { parseLabel } from "../registry/audiences.ts";
 import { link, mdEscape, quote } from "../registry/markdown.ts";
@@ -81,8 +82,11 @@ function triggerBlock(row: CaseRow, viewers: string[]): string {
 function gradesBlock(handle: string, row: CaseRow, grades: Grade[] | null): string {
   if (!grades) return "## The run it was saved from\n\n_That run has been deleted._";
   const passed = grades.filter((graded) => graded.passed).length;
+  const grading = grades.some((graded) => graded.pending)
+    ? " Its rubric is being graded: reload to see its score."
+    : "";
   return [
-    `## The run it was saved from\n\n${runLink(handle, row.fromRunId)}: passes ${passed} of ${grades.length}.`,
+    `## The run it was saved from\n\n${runLink(handle, row.fromRunId)}: passes ${passed} of ${grades.length}.${grading}`,
     "",
     ...grades.map((graded) => `- ${gradeLine(graded)}`),
   ].join("\n");
@@ -136,7 +140,7 @@ export const testCasePage = definePage({
             label: "Save expectations",
             style: "folded",
             fields: EXPECTATION_FIELDS,
-            values: expectationValues(expectations),
+            values: { rubric_model: agentConfig(agent).model, ...expectationValues(expectations) },
           },
         },
         deleteForm(row.id, "Delete this test case"),

@@ -138,12 +138,18 @@ export function sliceTable(title: string, what: string, rows: Slice[]): string {
 
 /** What trying the agent cost: dry runs are charged like any run, and counted apart here. */
 export function evaluationBlock(usage: Usage): string {
-  const { runs, tokens, costMicros } = usage.evaluation;
-  if (!runs) return `## Evaluation\n\n_No dry runs in the last ${DAYS} days._`;
+  const { runs, tokens, costMicros, grades, gradingMicros } = usage.evaluation;
+  if (!runs && !grades) return `## Evaluation\n\n_No dry runs in the last ${DAYS} days._`;
   const whole = usage.last30.costMicros;
   const share =
     whole > 0 ? ` (${Math.round((100 * costMicros) / whole)} % of the ${DAYS} days' ${usd(whole)})` : "";
-  return `## Evaluation\n\nDry runs started in the last ${DAYS} days: **${plural(runs, "run")}, ${count(tokens)} tokens, ${usd(costMicros)}**${share}. They are in the totals above: trying an agent is charged like its work.`;
+  const what = grades
+    ? `Dry runs started and rubric grades made in the last ${DAYS} days`
+    : `Dry runs started in the last ${DAYS} days`;
+  const counted = grades
+    ? `${plural(runs, "run")} and ${plural(grades, "grade")} (${usd(gradingMicros)} of it grading)`
+    : plural(runs, "run");
+  return `## Evaluation\n\n${what}: **${counted}, ${count(tokens)} tokens, ${usd(costMicros)}**${share}. They are in the totals above: trying an agent is charged like its work.`;
 }
 
 type TopRun = Usage["topRuns"][number];

@@ -1,6 +1,7 @@
 // What a test case expects of a run (agents/core/test-cases.ts keeps them, grading.ts checks
 // them): one shape, read through this schema wherever it is stored or sent, and its words.
 import { z } from "zod";
+import { sha256 } from "../../../lib/ids.ts";
 import { compilePattern } from "../../../lib/rule-pattern.ts";
 import { code, mdEscape } from "../../registry/markdown.ts";
 
@@ -17,6 +18,8 @@ const pattern = z
     }
   });
 
+export const RUBRIC_CHARS = 2000;
+
 export const expectationSchema = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("action"),
@@ -31,6 +34,13 @@ export const expectationSchema = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("max_cost"), usd: z.number().min(0).max(100_000) }),
   z.object({ kind: z.literal("no_disclosure") }),
   z.object({ kind: z.literal("reply"), contains: z.boolean(), text: z.string().min(1).max(500) }),
+  /** Judged by `model` in a call of its own (runtime/rubric-grader.ts): a score of 0–10, passing at `pass_at`. */
+  z.object({
+    kind: z.literal("rubric"),
+    text: z.string().min(1).max(RUBRIC_CHARS),
+    model: z.string().min(1).max(200),
+    pass_at: z.number().int().min(1).max(10).default(7),
+  }),
 ]);
 
 export const MAX_EXPECTATIONS = 50;
@@ -38,6 +48,14 @@ export const expectationsSchema = z.array(expectationSchema).max(MAX_EXPECTATION
 
 export type Expectation = z.infer<typeof expectationSchema>;
 export type ActionExpectation = Extract<Expectation, { kind: "action" }>;
+export type RubricExpectation = Extract<Expectation, { kind: "rubric" }>;
+
+/**
+ * Which grade of a run is this rubric's: its words and its grader. Its pass mark is not in
+ * it, so raising the mark judges the same score again rather than paying for a new one.
+ */
+export const rubricKey = (rubric: Pick<RubricExpectation, "text" | "model">) =>
+  sha256(`${rubric.model}\n${rubric.text}`).slice(0, 32);
 
 /**
  * A case's stored expectations, read through the schema: one that no longer parses (a shape
@@ -78,5 +96,7 @@ export function expectationWords(expectation: Expectation): string {
       return "No disclosure hold";
     case "reply":
       return `Its reply ${expectation.contains ? "contains" : "does not contain"} “${mdEscape(expectation.text)}”`;
+    case "rubric":
+      return `Graded by ${code(expectation.model)} at ${expectation.pass_at}/10 or more: “${mdEscape(expectation.text)}”`;
   }
 }

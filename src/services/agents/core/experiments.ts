@@ -1,16 +1,26 @@
 // An agent's experiments (triggers/experiments.ts starts one): its test cases run again as dry
 // runs, once under its current settings and once under a candidate's, side by side. Its results
 // are its runs, graded when read (grading.ts): nothing has to "finish" an experiment, and a
-// result is never stale. Its cost cap is checked before every model call of its runs
-// (runtime/loop.ts, through the navigator's ports): the first run to find it reached stops the
-// experiment and says why; the others end at their next call.
+// result is never stale — but for a rubric, whose model's score is kept once given
+// (runtime/rubric-grader.ts) and whose cost counts in the cap as its runs' does. Its cost cap
+// is checked before every model call of its runs (runtime/loop.ts, through the navigator's
+// ports): the first run to find it reached stops the experiment and says why; the others end
+// at their next call.
 import type { Db } from "../../../db/prisma.ts";
 import type { AgentExperiment, AgentTestCase, SubagentTaskRun } from "../../../generated/prisma/client.ts";
 import { usd } from "../../money/pricing.ts";
 import { parseLabel } from "../../registry/audiences.ts";
 import type { Audience } from "../../registry/types.ts";
 import { storedExpectations } from "./expectations.ts";
-import { attempts, type Grade, grade, type OutcomeStep, outcomeOf } from "./grading.ts";
+import {
+  attempts,
+  type Grade,
+  grade,
+  type OutcomeStep,
+  outcomeOf,
+  type RubricGrade,
+  rubricGradesOf,
+} from "./grading.ts";
 import { TERMINAL } from "./runs.ts";
 
 /** The two sides of an experiment, in the order its pages show them. */
@@ -36,7 +46,8 @@ export const EXPERIMENT_STOPPED = "experiment_stopped";
 export async function experimentStop(db: Db, experimentId: string): Promise<string | null> {
   const [row] = await db.$queryRaw<{ cap: bigint; spent: bigint; error: string | null }[]>`
     SELECT e.cost_cap_micros AS cap, e.error,
-      (SELECT coalesce(sum(r.cost_micros), 0) FROM subagent_task_runs r WHERE r.experiment_id = e.id)::bigint AS spent
+      ((SELECT coalesce(sum(r.cost_micros), 0) FROM subagent_task_runs r WHERE r.experiment_id = e.id)
+        + (SELECT coalesce(sum(g.cost_micros), 0) FROM agent_rubric_grades g WHERE g.experiment_id = e.id))::bigint AS spent
     FROM agent_experiments e WHERE e.id = ${experimentId}`;
   if (!row) return "Its experiment was deleted.";
   if (row.error) return row.error;
@@ -60,6 +71,10 @@ export interface ArmResult {
   run: ArmRun;
   ended: boolean;
   grades: Grade[];
+  /** A rubric of it is still being graded: neither passed nor failed yet. */
+  grading: boolean;
+  /** What grading it against its rubrics cost. */
+  gradingMicros: number;
   passed: boolean;
   /** The actions it chose, one line each (`add_comment {"text":"…"}`), for the side-by-side diff. */
   actions: string[];
@@ -82,14 +97,24 @@ export interface ExperimentResults {
   sources: Audience[];
 }
 
-function armResult(run: ArmRun, steps: OutcomeStep[], testCase: AgentTestCase | undefined): ArmResult {
+function armResult(
+  run: ArmRun,
+  steps: OutcomeStep[],
+  testCase: AgentTestCase | undefined,
+  rubrics: Map<string, RubricGrade> = new Map(),
+): ArmResult {
   const ended = TERMINAL.includes(run.status);
   const grades =
-    testCase && ended ? grade(outcomeOf(run, steps), storedExpectations(testCase.expectations)) : [];
+    testCase && ended
+      ? grade(outcomeOf(run, steps, 0, rubrics), storedExpectations(testCase.expectations))
+      : [];
   const actions = attempts(steps).map(
     (attempt) => `${attempt.action} ${JSON.stringify(attempt.params)}${attempt.taken ? "" : " (refused)"}`,
   );
-  return { run, ended, grades, passed: ended && grades.every((graded) => graded.passed), actions };
+  const grading = grades.some((graded) => graded.pending);
+  const gradingMicros = [...rubrics.values()].reduce((sum, graded) => sum + Number(graded.costMicros), 0);
+  const passed = ended && !grading && grades.every((graded) => graded.passed);
+  return { run, ended, grades, grading, gradingMicros, passed, actions };
 }
 
 /** Every case's two sides, graded now, in the order the cases were queued. */
@@ -113,13 +138,17 @@ export async function experimentResults(
     },
   });
   const caseIds = [...new Set(runs.flatMap((run) => (run.caseId ? [run.caseId] : [])))];
-  const [cases, steps] = await Promise.all([
+  const [cases, steps, rubrics] = await Promise.all([
     db.agentTestCase.findMany({ where: { id: { in: caseIds } } }),
     db.subagentTaskRunStep.findMany({
       where: { runId: { in: runs.map((run) => run.id) } },
       orderBy: [{ runId: "asc" }, { number: "asc" }],
       select: { runId: true, number: true, type: true, detail: true },
     }),
+    rubricGradesOf(
+      db,
+      runs.map((run) => run.id),
+    ),
   ]);
   const caseById = new Map(cases.map((testCase) => [testCase.id, testCase]));
   const stepsOf = new Map<string, OutcomeStep[]>();
@@ -137,15 +166,21 @@ export async function experimentResults(
       name: testCase?.name ?? "(a deleted case)",
       arms: {},
     };
-    entry.arms[(run.arm ?? "candidate") as Arm] = armResult(run, stepsOf.get(run.id) ?? [], testCase);
+    entry.arms[(run.arm ?? "candidate") as Arm] = armResult(
+      run,
+      stepsOf.get(run.id) ?? [],
+      testCase,
+      rubrics.get(run.id),
+    );
     byCase.set(key, entry);
   }
   const results = [...byCase.values()];
   const passedOn = (arm: Arm) => results.filter((result) => result.arms[arm]?.passed).length;
+  const arms = results.flatMap((result) => Object.values(result.arms));
   return {
     cases: results,
-    ended: runs.every((run) => TERMINAL.includes(run.status)),
-    spentMicros: runs.reduce((sum, run) => sum + Number(run.costMicros), 0),
+    ended: runs.every((run) => TERMINAL.includes(run.status)) && !arms.some((arm) => arm.grading),
+    spentMicros: arms.reduce((sum, arm) => sum + Number(arm.run.costMicros) + arm.gradingMicros, 0),
     passed: { current: passedOn("current"), candidate: passedOn("candidate") },
     sources: runs.flatMap((run) => parseLabel(run.label)),
   };

@@ -3,8 +3,14 @@
 // live run and a dry one, whose execute steps say what the policy would have decided.
 import type { Db } from "../../../db/prisma.ts";
 import { paramText, patternFinds } from "../../../lib/rule-pattern.ts";
-import { code } from "../../registry/markdown.ts";
-import { type ActionExpectation, type Expectation, expectationWords } from "./expectations.ts";
+import { code, mdEscape } from "../../registry/markdown.ts";
+import {
+  type ActionExpectation,
+  type Expectation,
+  expectationWords,
+  type RubricExpectation,
+  rubricKey,
+} from "./expectations.ts";
 
 /** One step as grading reads it: its type and its detail (runtime/decisions.ts writes them). */
 export interface OutcomeStep {
@@ -23,6 +29,18 @@ export interface RunOutcome {
   steps: OutcomeStep[];
   /** Actions held because they would show content to people who cannot read where it came from. */
   disclosureHolds: number;
+  /** Its rubric grades so far (runtime/rubric-grader.ts), by rubric key. */
+  rubrics?: Map<string, RubricGrade>;
+}
+
+/** A rubric grade as grading reads it. */
+export interface RubricGrade {
+  status: string;
+  score: number | null;
+  reason: string | null;
+  error: string | null;
+  /** What its call cost (charged to the agent, counted in its experiment's cap). */
+  costMicros: bigint;
 }
 
 export interface Grade {
@@ -30,6 +48,8 @@ export interface Grade {
   passed: boolean;
   /** Why, in markdown words: what the run did that decides it. */
   why: string;
+  /** A rubric whose grade is still to come: not passed, and not failed yet either. */
+  pending?: true;
 }
 
 /** What a dry run records of a write it did not do: the policy's decision on it. */
@@ -132,7 +152,19 @@ function gradeOne(expectation: Expectation, outcome: RunOutcome): Omit<Grade, "e
       };
     case "reply":
       return gradeReply(expectation, outcome.finalMessage);
+    case "rubric":
+      return gradeRubric(expectation, outcome.rubrics?.get(rubricKey(expectation)));
   }
+}
+
+/** A model's score, as it gave it (a grader's reason is the run's content retold: escaped, never markup). */
+function gradeRubric(expectation: RubricExpectation, graded: RubricGrade | undefined) {
+  if (!graded || graded.status === "grading")
+    return { passed: false, pending: true as const, why: "being graded" };
+  if (graded.status !== "graded" || graded.score === null)
+    return { passed: false, why: `not graded: ${mdEscape(graded.error ?? "the grader gave no score")}` };
+  const reason = graded.reason ? `: ${mdEscape(graded.reason)}` : "";
+  return { passed: graded.score >= expectation.pass_at, why: `scored ${graded.score}/10${reason}` };
 }
 
 /** Plain text, not a pattern, and case-insensitive: "done" is found in "Done." as a person reads it. */
@@ -150,9 +182,12 @@ export function grade(outcome: RunOutcome, expectations: Expectation[]): Grade[]
   return expectations.map((expectation) => ({ expectation, ...gradeOne(expectation, outcome) }));
 }
 
-/** A grade as a markdown line: ✓ or ✗, the expectation's words, why. */
+/** ✓, ✗, or … for a grade still to come. */
+export const gradeMark = (graded: Grade) => (graded.pending ? "…" : graded.passed ? "✓" : "✗");
+
+/** A grade as a markdown line: its mark, the expectation's words, why. */
 export const gradeLine = (graded: Grade) =>
-  `${graded.passed ? "✓" : "✗"} ${expectationWords(graded.expectation)} — ${graded.why}`;
+  `${gradeMark(graded)} ${expectationWords(graded.expectation)} — ${graded.why}`;
 
 /**
  * What a run left, for grading; null when there is no such run. Disclosure holds are a live
@@ -160,7 +195,7 @@ export const gradeLine = (graded: Grade) =>
  * policy decision was disclosure.
  */
 export async function runOutcome(db: Db, runId: string): Promise<RunOutcome | null> {
-  const [run, steps, held] = await Promise.all([
+  const [run, steps, held, rubrics] = await Promise.all([
     db.subagentTaskRun.findUnique({ where: { id: runId } }),
     db.subagentTaskRunStep.findMany({
       where: { runId },
@@ -168,8 +203,9 @@ export async function runOutcome(db: Db, runId: string): Promise<RunOutcome | nu
       select: { number: true, type: true, detail: true },
     }),
     db.agentPendingAction.count({ where: { runId, matchedRule: "disclosure" } }),
+    rubricGradesOf(db, [runId]),
   ]);
-  return run && outcomeOf(run, steps, held);
+  return run && outcomeOf(run, steps, held, rubrics.get(runId));
 }
 
 /**
@@ -180,6 +216,7 @@ export function outcomeOf(
   run: Pick<RunOutcome, "status" | "stopReason" | "finalMessage" | "stepsCount" | "costMicros">,
   steps: OutcomeStep[],
   queued = 0,
+  rubrics?: Map<string, RubricGrade>,
 ): RunOutcome {
   const dryHolds = steps.filter(
     (step) => (step.detail as ExecuteDetail | null)?.dry?.decision === "disclosure",
@@ -192,5 +229,31 @@ export function outcomeOf(
     costMicros: run.costMicros,
     steps,
     disclosureHolds: queued + dryHolds,
+    ...(rubrics && { rubrics }),
   };
+}
+
+/** The rubric grades of these runs: run id → rubric key → grade. */
+export async function rubricGradesOf(db: Db, runIds: string[]) {
+  const rows = runIds.length
+    ? await db.agentRubricGrade.findMany({
+        where: { runId: { in: runIds } },
+        select: {
+          runId: true,
+          key: true,
+          status: true,
+          score: true,
+          reason: true,
+          error: true,
+          costMicros: true,
+        },
+      })
+    : [];
+  const byRun = new Map<string, Map<string, RubricGrade>>();
+  for (const { runId, key, ...grade } of rows) {
+    const map = byRun.get(runId) ?? new Map<string, RubricGrade>();
+    map.set(key, grade);
+    byRun.set(runId, map);
+  }
+  return byRun;
 }

@@ -33,6 +33,11 @@ export interface Prompt {
   model: string;
   messages: ChatCompletionMessageParam[];
   jsonMode: boolean;
+  /**
+   * Not an agent's step (a grader's call, rubric-grader.ts): no tools and no protocol of
+   * theirs, a JSON object asked for in its own words.
+   */
+  noTools?: boolean;
   /** The step's tools (protocol.ts toolsFor); the fixed ones when absent. */
   tools?: readonly ChatCompletionTool[];
   /** The user message's first characters that stay the same step after step (prompt.ts buildPrompt). */
@@ -216,7 +221,7 @@ function stableOf(prompt: Prompt, sent: ChatCompletionMessageParam[]): StablePar
  */
 export function encodePrompt(prompt: Prompt, api: Api = "openai"): EncodedPrompt {
   const { messages, json, fingerprint, masked } = maskMessages(prompt);
-  const tools = prompt.jsonMode ? undefined : (prompt.tools ?? TOOLS);
+  const tools = prompt.jsonMode || prompt.noTools ? undefined : (prompt.tools ?? TOOLS);
   if (api === "anthropic")
     return {
       api,
@@ -227,9 +232,10 @@ export function encodePrompt(prompt: Prompt, api: Api = "openai"): EncodedPrompt
       fingerprint,
       ...(masked && { masked }),
     };
-  const rest = prompt.jsonMode
-    ? `"response_format":{"type":"json_object"}`
-    : `"tools":${toolsJson(tools ?? TOOLS)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
+  const rest =
+    prompt.jsonMode || prompt.noTools
+      ? `"response_format":{"type":"json_object"}`
+      : `"tools":${toolsJson(tools ?? TOOLS)},"tool_choice":"auto",${ONE_TOOL_CALL}`;
   const hints = cacheHintsFor(prompt.model);
   const sent = hints === "breakpoints" ? messagesWithBreakpoints(messages, stableOf(prompt, messages)) : json;
   const cache = cacheFields(hints, prompt.cacheKey);
