@@ -8,6 +8,9 @@
 //   page that live.js replaces keep working.
 // - A table wider than its card (`.table-wrap`, which scrolls sideways) says so above it:
 //   its edge shadow alone (app.css) is easy to miss on a phone.
+// - A field meaningful only with another's value (`[data-shown-with]`: an experiment's model
+//   when it tries a model) is hidden while that value is not chosen. Without this script every
+//   field shows, and the action ignores the ones that do not apply.
 (() => {
   const fmt = (n) => n.toLocaleString("en-US");
 
@@ -23,6 +26,19 @@
 
   document.addEventListener("input", (e) => {
     if (e.target instanceof HTMLElement && e.target.id) countFor(e.target);
+  });
+
+  function showWith(root) {
+    for (const field of root.querySelectorAll("[data-shown-with]")) {
+      const control = field.closest("form")?.elements.namedItem(field.dataset.shownWith);
+      if (!control || !("value" in control)) continue;
+      field.hidden = !field.dataset.shownValues.split(" ").includes(control.value);
+    }
+  }
+
+  document.addEventListener("change", (e) => {
+    const form = e.target instanceof Element ? e.target.closest("form") : null;
+    if (form) showWith(form);
   });
 
   /** Copies through the Clipboard API, or (a page served over plain http elsewhere than localhost) a selection. */
@@ -76,6 +92,7 @@
 
   function ready() {
     hintWideTables();
+    showWith(document);
     for (const source of document.querySelectorAll(".copyable, .copy-blocks pre")) {
       const button = document.createElement("button");
       button.type = "button";

@@ -94,7 +94,13 @@ describe.each(WIDTHS)("testing a change to an agent at %i px", (width) => {
       expect(agentPage).toContain("No experiment on its current settings yet.");
       await page.locator("details.folded > summary", { hasText: "Run the cases" }).click();
       const start = page.locator('form[data-action="start_experiment"]');
+      // Only what the chosen "Try" needs shows: a model to try, or a prompt.
+      await start.getByLabel("Try").selectOption({ label: "Its current settings with the model below" });
+      await start.getByLabel(/^Model/).waitFor();
+      expect(await start.getByLabel(/^Prompt/).isVisible()).toBe(false);
+      expect(await start.getByLabel(/^Version/).isVisible()).toBe(false);
       await start.getByLabel("Try").selectOption({ label: "Its current settings with the prompt below" });
+      await start.getByLabel(/^Model/).waitFor({ state: "hidden" });
       await start.getByLabel(/^Prompt/).fill(EDITED);
       await start.getByLabel("Cost cap (USD)").fill("1");
       await start.getByLabel("At most this many runs at once").fill("2");

@@ -38,9 +38,22 @@ const params = z.object({
     .string()
     .max(10_000, "at most 10,000 characters")
     .optional()
-    .meta({ label: "Prompt", multiline: true, description: "the identity prompt to try" }),
-  model: optionalText(200, "the model to try").meta({ label: "Model" }),
-  version: z.number().int("a whole number").min(1, "at least 1").optional().meta({ label: "Version" }),
+    .meta({
+      label: "Prompt",
+      multiline: true,
+      description: "the identity prompt to try",
+      shownWith: { field: "try", values: ["prompt"] },
+    }),
+  model: optionalText(200, "the model to try").meta({
+    label: "Model",
+    shownWith: { field: "try", values: ["model"] },
+  }),
+  version: z
+    .number()
+    .int("a whole number")
+    .min(1, "at least 1")
+    .optional()
+    .meta({ label: "Version", shownWith: { field: "try", values: ["version"] } }),
   cost_cap_usd: z.number().positive("more than $0").max(1000, "at most $1,000").meta({
     label: "Cost cap (USD)",
     description: "the most all its runs together may cost; it stops there",

@@ -206,6 +206,12 @@ function fieldInput(
   return `<label for="${id}">${label}</label>${control}${limit.note}${help}${err}`;
 }
 
+/** A field shown only with another's values (Field `shownWith`): public/forms.js reads these. */
+const shownWithAttrs = ({ shownWith }: Field) =>
+  shownWith
+    ? ` data-shown-with="${escapeHtml(shownWith.field)}" data-shown-values="${escapeHtml(shownWith.values.join(" "))}"`
+    : "";
+
 /** What went wrong that no field shown here can carry (the request as a whole, a fixed param), named by label. */
 function issuesHtml(issues: Issue[]): string {
   if (!issues.length) return "";
@@ -314,7 +320,7 @@ export function actionForm(action: ActionDef, options: FormOpts): string {
       disabled: options.disabled?.[field.name],
       mentions: mentionsUrl(options.path),
     });
-    return `<div class="field field-${field.type}${error ? " has-error" : ""}">${input}</div>`;
+    return `<div class="field field-${field.type}${error ? " has-error" : ""}"${shownWithAttrs(field)}>${input}</div>`;
   });
   grouped(visible, inputs);
   if (asks) inputs.push(reconfirmInput(formId, fieldIssues.get(RECONFIRM_FIELD)));

@@ -45,6 +45,12 @@ export interface Field {
    * still accepted from a caller that sends it, never shown (docs/markdown-api.md lists them).
    */
   formerly?: string;
+  /**
+   * Meaningful only while another field of the form has one of these values (a candidate's
+   * model, when it tries a model): a browser shows it then (public/forms.js), and shows every
+   * field without the script. A caller may send it always; the action ignores it otherwise.
+   */
+  shownWith?: { field: string; values: string[] };
   /** A number's range and whether it is whole (its schema's `min`, `max`, `int`): a form carries them as `min`, `max`, `step`. */
   min?: number;
   max?: number;
@@ -85,6 +91,7 @@ export function fields(schema: z.ZodObject): Field[] {
       clears?: boolean;
       group?: string;
       formerly?: string;
+      shownWith?: { field: string; values: string[] };
     };
     const meta = (z.globalRegistry.get(zodType) ?? {}) as Meta;
     while (zodType._zod.def.type === "optional" || zodType._zod.def.type === "default") {
@@ -117,6 +124,7 @@ export function fields(schema: z.ZodObject): Field[] {
       clears: Boolean(meta.clears ?? inner.clears),
       group: meta.group ?? inner.group,
       formerly: meta.formerly ?? inner.formerly,
+      shownWith: meta.shownWith ?? inner.shownWith,
       ...(type === "number" && numberRange(zodType as unknown as z.ZodNumber)),
       maxLength: type === "string" ? ((zodType as unknown as z.ZodString).maxLength ?? undefined) : undefined,
     };
