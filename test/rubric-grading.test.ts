@@ -178,6 +178,8 @@ describe("a rubric", () => {
     const row = page.body.split("\n").find((line) => line.startsWith("| Graded by"))!;
     expect(row).toContain("| ✓ scored 9/10: A fair review. | ✗ scored 2/10: It spams the plan's author. |");
     expect(page.body).toContain("· graded for $");
+    // However little a grader's call costs, it never reads as nothing.
+    expect(page.body).not.toMatch(/graded for \$0\.0000(?!\d)/);
     // Spent: its runs and their grading, as its cap counts them.
     const spent = [...runs.map((r) => r.costMicros), ...grades.map((g) => g.costMicros)].reduce(
       (a, b) => a + b,

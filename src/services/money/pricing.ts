@@ -136,6 +136,9 @@ export const usd = (micros: number | bigint, digits = 2) => {
   return `$${value.toFixed(digits)}`;
 };
 
+/** An amount that may be under $0.0001 (a grader's call on a small model), in digits that show it: never "$0.0000". */
+export const usdTiny = (micros: number | bigint) => usd(micros, micros > 0 && micros < 100 ? 6 : 2);
+
 /** One precision for amounts shown together: cents, or hundredths of a cent when any is under a cent. */
 export function moneyDigits(amounts: readonly (number | bigint)[]): 2 | 4 {
   return amounts.some((micros) => Number(micros) > 0 && Number(micros) < 10_000) ? 4 : 2;

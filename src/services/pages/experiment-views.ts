@@ -6,7 +6,7 @@ import { diffText, lineDiff } from "../../lib/line-diff.ts";
 import { expectationWords } from "../agents/core/expectations.ts";
 import type { ArmResult, CaseResult, ExperimentResults } from "../agents/core/experiments.ts";
 import { gradeMark } from "../agents/core/grading.ts";
-import { usd } from "../money/pricing.ts";
+import { usd, usdTiny } from "../money/pricing.ts";
 import { fenced, link, mdEscape } from "../registry/markdown.ts";
 import { runPath } from "./run-steps.ts";
 
@@ -42,10 +42,9 @@ const cell = (arm: ArmResult | undefined, index: number) => {
   return graded ? `${gradeMark(graded)} ${graded.why}` : "—";
 };
 
-// A grader's call on a small model can cost under $0.0001: its own digits, not "$0.0000".
 const runCell = (handle: string, arm: ArmResult | undefined) =>
   arm
-    ? `${link(`dry run ${arm.run.id}`, runPath(handle, arm.run.id))} · ${arm.run.status} · ${arm.run.stepsCount} steps · ${usd(Number(arm.run.costMicros))}${arm.gradingMicros ? ` · graded for ${usd(arm.gradingMicros, arm.gradingMicros < 100 ? 6 : 2)}` : ""}`
+    ? `${link(`dry run ${arm.run.id}`, runPath(handle, arm.run.id))} · ${arm.run.status} · ${arm.run.stepsCount} steps · ${usd(Number(arm.run.costMicros))}${arm.gradingMicros ? ` · graded for ${usdTiny(arm.gradingMicros)}` : ""}`
     : "—";
 
 /** One case: its expectations as rows, each side a column; its runs; the actions each chose. */

@@ -4,7 +4,7 @@
 import { plural } from "../../lib/plural.ts";
 import { responsiveChart } from "../money/chart.ts";
 import { DAYS, projectMonth, type Slice, type Usage } from "../money/dashboard.ts";
-import { usd, usdShares } from "../money/pricing.ts";
+import { usd, usdShares, usdTiny } from "../money/pricing.ts";
 import { markdownToHtml } from "../registry/html.ts";
 import { code, link, mdEscape } from "../registry/markdown.ts";
 import type { Block } from "../registry/types.ts";
@@ -147,7 +147,7 @@ export function evaluationBlock(usage: Usage): string {
     ? `Dry runs started and rubric grades made in the last ${DAYS} days`
     : `Dry runs started in the last ${DAYS} days`;
   const counted = grades
-    ? `${plural(runs, "run")} and ${plural(grades, "grade")} (${usd(gradingMicros)} of it grading)`
+    ? `${plural(runs, "run")} and ${plural(grades, "grade")} (${usdTiny(gradingMicros)} of it grading)`
     : plural(runs, "run");
   return `## Evaluation\n\n${what}: **${counted}, ${count(tokens)} tokens, ${usd(costMicros)}**${share}. They are in the totals above: trying an agent is charged like its work.`;
 }
