@@ -10,6 +10,7 @@ import {
   expectationsSchema,
   MAX_EXPECTATIONS,
   RUBRIC_CHARS,
+  RUBRIC_PASS_AT,
 } from "../agents/core/expectations.ts";
 import { TERMINAL } from "../agents/core/runs.ts";
 import { casePath, casesPath, deleteCase, saveCase, setExpectations } from "../agents/core/test-cases.ts";
@@ -69,7 +70,7 @@ const expectationFields = {
     .int("a whole number")
     .min(1, "at least 1")
     .max(10, "at most 10")
-    .default(7)
+    .default(RUBRIC_PASS_AT)
     .meta({ label: "Passes at (out of 10)" }),
 };
 
@@ -188,7 +189,7 @@ export function expectationValues(expectations: Expectation[]): Record<string, u
     reply_lacks: replies(false),
     rubric: rubric?.text ?? "",
     ...(rubric && { rubric_model: rubric.model }),
-    rubric_pass_at: rubric?.pass_at ?? 7,
+    rubric_pass_at: rubric?.pass_at ?? RUBRIC_PASS_AT,
   };
 }
 

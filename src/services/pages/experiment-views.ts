@@ -73,23 +73,17 @@ export function caseBlock(handle: string, experiment: Experiment, result: CaseRe
   ].join("\n");
 }
 
-const dollars = (micros: number | bigint) => `$${(Number(micros) / 1e6).toFixed(6)}`;
-
 const CSV_HEADER = ["case", "expectation", "current", "candidate", "current_why", "candidate_why"];
 
 /** The results as CSV rows: one per case and expectation, then one per case for its runs. */
 export function resultRows(results: ExperimentResults): unknown[][] {
   const rows: unknown[][] = [CSV_HEADER];
-  const mark = (arm: ArmResult | undefined, index: number) =>
-    !arm
-      ? ""
-      : !arm.ended
-        ? "running"
-        : arm.grades[index]?.pending
-          ? "grading"
-          : arm.grades[index]?.passed
-            ? "pass"
-            : "fail";
+  const mark = (arm: ArmResult | undefined, index: number) => {
+    if (!arm) return "";
+    if (!arm.ended) return "running";
+    const graded = arm.grades[index];
+    return graded?.pending ? "grading" : graded?.passed ? "pass" : "fail";
+  };
   for (const result of results.cases) {
     const { current, candidate } = result.arms;
     const graded = current?.grades.length ? current.grades : (candidate?.grades ?? []);
@@ -105,7 +99,7 @@ export function resultRows(results: ExperimentResults): unknown[][] {
     });
     const runs = (arm?: ArmResult) =>
       arm
-        ? `${arm.run.id} ${arm.run.status} ${arm.run.stepsCount} steps ${dollars(arm.run.costMicros)}${arm.gradingMicros ? ` graded ${dollars(arm.gradingMicros)}` : ""}`
+        ? `${arm.run.id} ${arm.run.status} ${arm.run.stepsCount} steps ${usd(arm.run.costMicros, 6)}${arm.gradingMicros ? ` graded ${usd(arm.gradingMicros, 6)}` : ""}`
         : "";
     rows.push([result.name, "(run)", runs(current), runs(candidate), "", ""]);
   }

@@ -19,6 +19,8 @@ const pattern = z
   });
 
 export const RUBRIC_CHARS = 2000;
+/** The score out of 10 a rubric passes at unless its case says otherwise. */
+export const RUBRIC_PASS_AT = 7;
 
 export const expectationSchema = z.discriminatedUnion("kind", [
   z.object({
@@ -39,7 +41,7 @@ export const expectationSchema = z.discriminatedUnion("kind", [
     kind: z.literal("rubric"),
     text: z.string().min(1).max(RUBRIC_CHARS),
     model: z.string().min(1).max(200),
-    pass_at: z.number().int().min(1).max(10).default(7),
+    pass_at: z.number().int().min(1).max(10).default(RUBRIC_PASS_AT),
   }),
 ]);
 

@@ -13,7 +13,6 @@ import { recordUsage } from "../../money/ledger.ts";
 import { priceCall } from "../../money/pricing.ts";
 import { type RubricExpectation, rubricKey, storedExpectations } from "../core/expectations.ts";
 import { experimentStop } from "../core/experiments.ts";
-import { rubricGradesOf } from "../core/grading.ts";
 import { TERMINAL } from "../core/runs.ts";
 import { agentConfig, tenantSettings } from "../core/settings.ts";
 import { graderPrompt, parseVerdict } from "./grader-prompt.ts";
@@ -51,27 +50,27 @@ async function load(prisma: PrismaClient, job: GradeJob) {
   if (!run || !TERMINAL.includes(run.status)) return null;
   const testCase = await prisma.agentTestCase.findFirst({ where: { id: job.caseId, agentId: run.agentId } });
   if (!testCase) return null;
-  const done = (await rubricGradesOf(prisma, [run.id])).get(run.id);
-  const seen = new Set<string>();
-  const rubrics = storedExpectations(testCase.expectations).filter(
-    (e): e is RubricExpectation => e.kind === "rubric" && !seen.has(rubricKey(e)) && !!seen.add(rubricKey(e)),
+  // One grade per rubric key: the same words and model twice in a case are one call. A grade
+  // already made, or being made by another worker, is skipped when it is claimed.
+  const byKey = new Map(
+    storedExpectations(testCase.expectations)
+      .filter((e): e is RubricExpectation => e.kind === "rubric")
+      .map((rubric) => [rubricKey(rubric), rubric]),
   );
-  // A grade in hand (or being made by another worker) is not asked for again.
-  const todo = rubrics.filter((rubric) => done?.get(rubricKey(rubric))?.status !== "graded");
-  return { run, todo };
+  return { run, rubrics: [...byKey.values()] };
 }
 
 /** Grades a run against its case's rubrics not graded yet; how many it graded. */
 export async function gradeRun(deps: GraderDeps, job: GradeJob): Promise<number> {
   const loaded = await load(deps.prisma, job);
-  if (!loaded?.todo.length) return 0;
+  if (!loaded?.rubrics.length) return 0;
   const steps = await deps.prisma.subagentTaskRunStep.findMany({
     where: { runId: loaded.run.id },
     orderBy: { number: "asc" },
     select: { number: true, type: true, detail: true },
   });
   let graded = 0;
-  for (const rubric of loaded.todo) {
+  for (const rubric of loaded.rubrics) {
     const id = await claim(deps.prisma, loaded, rubric);
     if (!id) continue;
     const outcome = await gradeOne(deps, loaded, rubric, steps, job);
